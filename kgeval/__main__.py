@@ -1,0 +1,3 @@
+from kgeval.cli import main
+
+main()

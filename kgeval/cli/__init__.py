@@ -1,0 +1,30 @@
+"""The `kgeval` command line. Exit codes: 0 ok, 1 failed check, 2 bad usage or input,
+3 a leak or a gate refusal."""
+
+from __future__ import annotations
+
+import typer
+
+from kgeval.cli import _run
+from kgeval.cli._data import gold_app, holdout_app
+
+app = typer.Typer(
+    name="kgeval",
+    help="Evaluate text-to-SPARQL systems on a sealed holdout of knowledge graphs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(holdout_app, name="holdout")
+app.add_typer(gold_app, name="gold")
+app.command("run")(_run.run)
+app.command("report")(_run.report)
+app.command("export")(_run.export)
+app.command("quickstart")(_run.quickstart)
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,88 @@
+"""`kgeval run`, `kgeval report`, `kgeval export`, `kgeval quickstart`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
+from kgeval.config import KgevalConfig, load_config
+from kgeval.holdout import load_holdout
+from kgeval.reports import build_report, export_lines, format_accuracy, render_json, render_markdown
+from kgeval.runs import ResultsDB, RunMetadata, execute_run
+from kgeval.systems import system_from_name
+
+
+class Format(StrEnum):
+    md = "md"
+    json = "json"
+
+
+def _run(holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path) -> RunMetadata:
+    loaded = load_holdout(holdout)
+    sut = system_from_name(system, replay=replay)
+    with ResultsDB(db) as results, progress_bar(f"run {system}", len(loaded.questions()) * cfg.run.seeds) as advance:
+        return execute_run(loaded, gold, sut, cfg, results, advance)
+
+
+@user_errors
+def run(
+    system: Annotated[str, typer.Option("--system", help="oracle, weak or replay.")],
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    replay: Annotated[Path | None, typer.Option("--replay", help="JSONL of recorded answers (system replay).")] = None,
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Attempts per question (default from config: 3).")] = None,
+    db: DbOpt = Path("kgeval.duckdb"),
+    config: ConfigOpt = None,
+) -> None:
+    """Run a system on every question x seed; print a summary and, last, the run id."""
+    cfg = load_config(config)
+    if seeds is not None:
+        cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"seeds": seeds})})
+    metadata = _run(holdout, gold, system, replay, cfg, db)
+    with ResultsDB(db, read_only=True) as results:
+        report = build_report(results, metadata.run_id)
+    out.print(f"accuracy: {format_accuracy(report.overall)}; errors: {sum(report.errors.values())}")
+    out.print(metadata.run_id)
+
+
+@user_errors
+def report(
+    run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
+    db: DbOpt = Path("kgeval.duckdb"),
+    format: Annotated[Format, typer.Option("--format", help="md or json.")] = Format.md,
+) -> None:
+    """Accuracy with Wilson 95% intervals overall, per KG, domain and type; seed spread; wrong answers."""
+    with ResultsDB(db, read_only=True) as results:
+        built = build_report(results, run_id)
+    text = render_markdown(built) if format is Format.md else render_json(built)
+    out.print(text, markup=False, end="")
+
+
+@user_errors
+def export(
+    run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
+    db: DbOpt = Path("kgeval.duckdb"),
+) -> None:
+    """Write one JSON line per attempt with its verdicts to stdout."""
+    with ResultsDB(db, read_only=True) as results:
+        for line in export_lines(results, run_id):
+            print(line)
+
+
+@user_errors
+def quickstart(
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    db: DbOpt = Path("kgeval.duckdb"),
+) -> None:
+    """The pre-release run on the sample holdout: oracle and weak controls, both reports."""
+    cfg = load_config(None)
+    for system in ("oracle", "weak"):
+        metadata = _run(holdout, gold, system, None, cfg, db)
+        with ResultsDB(db, read_only=True) as results:
+            out.print(render_markdown(build_report(results, metadata.run_id)), markup=False)
+

@@ -1,0 +1,41 @@
+"""Errors that speak to the user, each with the CLI exit code it maps to.
+
+Exit codes (documented in the README): 0 ok, 1 a failed check, 2 bad usage or bad input,
+3 a leak or a gate refusal.
+"""
+
+
+class KgevalError(Exception):
+    """Base class: a problem the user can act on, with a message that says where and what."""
+
+    exit_code = 2
+
+
+class InputError(KgevalError):
+    """A file or argument is malformed: the message names the file and the item."""
+
+
+class CheckFailed(KgevalError):
+    """A verification found a mismatch (manifest, gold hash, stale gold)."""
+
+    exit_code = 1
+
+
+class QueryError(KgevalError):
+    """A SPARQL query could not be run: the subclasses say why."""
+
+
+class QuerySyntaxError(QueryError):
+    """The query does not parse."""
+
+
+class QueryRefused(QueryError):
+    """The read-only guard refused the query (update, SERVICE, size) before any store saw it."""
+
+
+class QueryTimeout(QueryError):
+    """The query ran longer than its timeout."""
+
+
+class StoreError(QueryError):
+    """The store failed while executing a query (engine or transport error)."""

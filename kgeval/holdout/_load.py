@@ -1,0 +1,71 @@
+"""Loading a holdout directory, with errors that name the file and the question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from kgeval.errors import InputError
+from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
+
+QUESTIONS_FILE = "questions.yaml"
+RDF_SUFFIXES = (".ttl", ".nt", ".nq", ".trig", ".rdf", ".owl")
+
+
+class _QuestionsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kg: str
+    title: str = ""
+    questions: list[dict]
+
+
+def load_holdout(root: Path) -> Holdout:
+    """Every subdirectory of `root` holding a questions.yaml is one KG."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: holdout directory does not exist")
+    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if (d / QUESTIONS_FILE).is_file()]
+    if not kgs:
+        raise InputError(f"{root}: no KG directories with a {QUESTIONS_FILE}")
+    seen: dict[str, str] = {}
+    for kg in kgs:
+        for q in kg.questions:
+            if q.id in seen:
+                raise InputError(f"{root}/{kg.id}/{QUESTIONS_FILE}: question id {q.id!r} is also used in KG {seen[q.id]!r}")
+            seen[q.id] = kg.id
+    return Holdout(root=root, kgs=tuple(kgs))
+
+
+def _load_kg(kg_dir: Path) -> KnowledgeGraph:
+    path = kg_dir / QUESTIONS_FILE
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        parsed = _QuestionsFile.model_validate(raw)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {exc}") from None
+    except ValidationError as exc:
+        raise InputError(f"{path}: {_first_error(exc)}") from None
+    if parsed.kg != kg_dir.name:
+        raise InputError(f"{path}: kg is {parsed.kg!r} but the directory is {kg_dir.name!r}")
+    files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES))
+    if not files:
+        raise InputError(f"{kg_dir}: no RDF file ({', '.join(RDF_SUFFIXES)})")
+    questions = tuple(_load_question(path, i, raw_q, kg_dir.name) for i, raw_q in enumerate(parsed.questions, 1))
+    return KnowledgeGraph(id=kg_dir.name, title=parsed.title or kg_dir.name, files=files, questions=questions)
+
+
+def _load_question(path: Path, index: int, raw: dict, kg_id: str) -> Question:
+    label = f"question {raw.get('id', f'#{index}')}" if isinstance(raw, dict) else f"question #{index}"
+    try:
+        return Question.model_validate({**raw, "kg": kg_id})
+    except (ValidationError, TypeError) as exc:
+        detail = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise InputError(f"{path}: {label}: {detail}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return f"{where}: {err['msg']}" if where else err["msg"]

@@ -1,0 +1,91 @@
+"""The holdout format: KG directories, each with its RDF files and a questions.yaml."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgeval._files import sha256_text
+
+
+class Tag(StrEnum):
+    """The closed vocabulary of question tags (see holdout/README.md)."""
+
+    LOOKUP = "lookup"
+    LIST = "list"
+    LARGE_LIST = "large-list"
+    COUNT = "count"
+    ASK = "ask"
+    ORDER_LIMIT = "order-limit"
+    EMPTY = "empty"
+    LANG_LITERAL = "lang-literal"
+    TYPED_LITERAL = "typed-literal"
+    AGGREGATE = "aggregate"
+    MULTI_HOP = "multi-hop"
+    HONEYPOT = "honeypot"
+
+
+_TYPE_ORDER = (Tag.ASK, Tag.COUNT, Tag.ORDER_LIMIT, Tag.LARGE_LIST, Tag.LIST, Tag.EMPTY, Tag.LOOKUP)
+
+
+class Question(BaseModel):
+    """One holdout question with its reference SPARQL."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    """Unique across the holdout, e.g. "hr-07"."""
+    question: str = Field(min_length=1)
+    """The natural-language question a system receives."""
+    sparql: str = Field(min_length=1)
+    """The reference query; the gold is what it returns on the KG."""
+    domain: str = Field(min_length=1)
+    """Business domain, for per-domain accuracy (e.g. "hr", "finance")."""
+    tags: tuple[Tag, ...] = ()
+    """What the question exercises, from `Tag`."""
+    honeypot: bool = False
+    """The text states a fact contrary to common knowledge; the reference follows the text."""
+    order_sensitive: bool = False
+    """The order of the answer matters (ORDER BY questions); otherwise answers are sets."""
+    kg: str = ""
+    """The KG id (its directory name); filled in by the loader."""
+
+    @property
+    def sparql_sha256(self) -> str:
+        return sha256_text(self.sparql.strip())
+
+    @property
+    def qtype(self) -> str:
+        """The question type used for per-type accuracy: the first of its tags in a fixed order."""
+        for tag in _TYPE_ORDER:
+            if tag in self.tags:
+                return tag.value
+        return "other"
+
+
+class KnowledgeGraph(BaseModel):
+    """One KG of the holdout: its data files and its questions."""
+
+    id: str
+    title: str
+    files: tuple[Path, ...]
+    """RDF files loaded into the store's default graph."""
+    questions: tuple[Question, ...]
+
+
+class Holdout(BaseModel):
+    """A loaded holdout: its root directory and KGs, in directory-name order."""
+
+    root: Path
+    kgs: tuple[KnowledgeGraph, ...]
+
+    def questions(self) -> list[Question]:
+        return [q for kg in self.kgs for q in kg.questions]
+
+    def kg(self, kg_id: str) -> KnowledgeGraph:
+        for kg in self.kgs:
+            if kg.id == kg_id:
+                return kg
+        raise KeyError(kg_id)

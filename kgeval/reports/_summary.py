@@ -1,0 +1,141 @@
+"""A run's report as data: accuracy with intervals, spread across seeds, wrong answers.
+
+Accuracy unit: a question. Each question's verdict is the majority of its judged attempts
+across seeds under the primary judge (strictly more than half correct; a tie is not correct).
+Attempts that ended in an error state are never judged: they are counted and shown apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+
+from pydantic import BaseModel
+
+from kgeval.reports._stats import wilson_interval
+from kgeval.runs import ResultsDB, RunMetadata, RunQuestion
+
+
+class Accuracy(BaseModel):
+    """Share of questions answered correctly, with its Wilson 95% interval."""
+
+    group: str = "overall"
+    correct: int
+    n: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    @classmethod
+    def of(cls, correct: int, n: int, group: str = "overall") -> Accuracy:
+        if n == 0:
+            return cls(group=group, correct=0, n=0, accuracy=None, ci_low=None, ci_high=None)
+        low, high = wilson_interval(correct, n)
+        return cls(group=group, correct=correct, n=n, accuracy=correct / n, ci_low=low, ci_high=high)
+
+
+class SeedSpread(BaseModel):
+    """Accuracy of each seed's attempts alone; refused with a single seed."""
+
+    per_seed: list[Accuracy]
+    min: float | None = None
+    max: float | None = None
+    stdev: float | None = None
+    refused: str | None = None
+
+
+class WrongAnswer(BaseModel):
+    kg: str
+    question_id: str
+    question: str
+    seeds_wrong: list[int]
+    seeds_judged: int
+    reason: str
+    """The primary judge's reason on the first wrong seed."""
+
+
+class RunReport(BaseModel):
+    metadata: RunMetadata
+    status: str
+    attempts: int
+    judged_attempts: int
+    errors: dict[str, int]
+    """Attempts in each error state (never judged, never in accuracy)."""
+    overall: Accuracy
+    by_kg: list[Accuracy]
+    by_domain: list[Accuracy]
+    by_qtype: list[Accuracy]
+    seed_spread: SeedSpread
+    honeypots: list[Accuracy]
+    wrong: list[WrongAnswer]
+
+
+def build_report(db: ResultsDB, run_id: str) -> RunReport:
+    metadata = db.metadata(run_id)
+    questions = {q.question_id: q for q in db.questions(run_id)}
+    attempts = db.attempts(run_id)
+    primary = metadata.primary_judge
+    version = metadata.judge_versions[primary]
+    outcomes: dict[str, dict[int, tuple[bool, str]]] = defaultdict(dict)
+    for qid, seed, verdict in db.verdicts(run_id):
+        if verdict.judge == primary and verdict.version == version:
+            outcomes[qid][seed] = (verdict.correct, verdict.reason)
+    majority = {qid: _majority(by_seed) for qid, by_seed in outcomes.items()}
+    return RunReport(
+        metadata=metadata,
+        status=db.status(run_id),
+        attempts=len(attempts),
+        judged_attempts=sum(len(v) for v in outcomes.values()),
+        errors=dict(Counter(a.error_kind or "other" for a in attempts if a.state == "error")),
+        overall=Accuracy.of(sum(majority.values()), len(majority)),
+        by_kg=_grouped(majority, questions, lambda q: q.kg),
+        by_domain=_grouped(majority, questions, lambda q: q.domain),
+        by_qtype=_grouped(majority, questions, lambda q: q.qtype),
+        seed_spread=_seed_spread(outcomes, metadata.seeds),
+        honeypots=[Accuracy.of(int(majority[q]), 1, q) for q in sorted(majority) if questions[q].honeypot],
+        wrong=_wrong_answers(outcomes, majority, questions),
+    )
+
+
+def _majority(by_seed: dict[int, tuple[bool, str]]) -> bool:
+    correct = sum(1 for ok, _ in by_seed.values() if ok)
+    return correct * 2 > len(by_seed)
+
+
+def _grouped(majority: dict[str, bool], questions: dict[str, RunQuestion], key) -> list[Accuracy]:  # noqa: ANN001
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for qid, ok in majority.items():
+        groups[key(questions[qid])].append(ok)
+    return [Accuracy.of(sum(v), len(v), g) for g, v in sorted(groups.items())]
+
+
+def _seed_spread(outcomes: dict[str, dict[int, tuple[bool, str]]], seeds: list[int]) -> SeedSpread:
+    per_seed = []
+    for seed in seeds:
+        judged = [by_seed[seed][0] for by_seed in outcomes.values() if seed in by_seed]
+        per_seed.append(Accuracy.of(sum(judged), len(judged), f"seed {seed}"))
+    if len(seeds) < 2:
+        return SeedSpread(per_seed=per_seed, refused="one seed: spread across seeds needs at least two")
+    values = [a.accuracy for a in per_seed if a.accuracy is not None]
+    if len(values) < 2:
+        return SeedSpread(per_seed=per_seed, refused="fewer than two seeds have judged attempts")
+    return SeedSpread(per_seed=per_seed, min=min(values), max=max(values), stdev=statistics.stdev(values))
+
+
+def _wrong_answers(outcomes, majority, questions) -> list[WrongAnswer]:  # noqa: ANN001
+    wrong = []
+    for qid in sorted(q for q, ok in majority.items() if not ok):
+        by_seed = outcomes[qid]
+        seeds_wrong = sorted(s for s, (ok, _) in by_seed.items() if not ok)
+        q = questions[qid]
+        wrong.append(
+            WrongAnswer(
+                kg=q.kg,
+                question_id=qid,
+                question=q.question,
+                seeds_wrong=seeds_wrong,
+                seeds_judged=len(by_seed),
+                reason=by_seed[seeds_wrong[0]][1] if seeds_wrong else "tie across seeds",
+            )
+        )
+    return wrong

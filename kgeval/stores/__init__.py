@@ -1,0 +1,24 @@
+"""Graph stores and the typed result model they all produce.
+
+Every query goes through the read-only guard (`guard_query`) before it reaches a store.
+"""
+
+from kgeval.stores._base import Store
+from kgeval.stores._embedded import EmbeddedStore, rdf_format
+from kgeval.stores._factory import open_store
+from kgeval.stores._query import QueryShape, guard_query
+from kgeval.stores._results import QueryResult, Row, Term, collect_rows, row_key
+
+__all__ = [
+    "EmbeddedStore",
+    "QueryResult",
+    "QueryShape",
+    "Row",
+    "Store",
+    "Term",
+    "collect_rows",
+    "guard_query",
+    "open_store",
+    "rdf_format",
+    "row_key",
+]

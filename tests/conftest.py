@@ -1,0 +1,68 @@
+"""Shared fixtures: a small sealed holdout built in a temporary directory, and its gold."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kgeval.config import GoldConfig
+from kgeval.gold import rebuild_gold
+from kgeval.holdout import load_holdout, seal_holdout
+from kgeval.stores import EmbeddedStore
+
+REPO = Path(__file__).resolve().parent.parent
+EX = "http://example.org/mini/"
+
+MINI_TTL = textwrap.dedent(
+    f"""\
+    @prefix ex: <{EX}vocab/> .
+    @prefix e: <{EX}entities/> .
+    @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+    @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+    e:alice a ex:Person ; rdfs:label "Alice"@en ; ex:age "34"^^xsd:integer ; ex:worksIn e:sales .
+    e:bob a ex:Person ; rdfs:label "Bob"@en ; ex:age "41"^^xsd:integer ; ex:worksIn e:sales .
+    e:carol a ex:Person ; rdfs:label "Carol"@en ; ex:age "29"^^xsd:integer ; ex:worksIn e:it .
+    e:sales a ex:Dept ; rdfs:label "Sales"@en, "Vertrieb"@de .
+    e:it a ex:Dept ; rdfs:label "IT"@en .
+    """
+) + "".join(f"e:item{i} a ex:Item ; ex:price \"{i}.50\"^^xsd:decimal .\n" for i in range(30))
+
+PREFIX = f"PREFIX ex: <{EX}vocab/> PREFIX e: <{EX}entities/> PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+
+MINI_QUESTIONS = [
+    {"id": "mini-01", "question": "Where does Alice work?", "sparql": PREFIX + "SELECT ?d WHERE { e:alice ex:worksIn ?d }", "domain": "hr", "tags": ["lookup"]},
+    {"id": "mini-02", "question": "Who works in sales?", "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:worksIn e:sales }", "domain": "hr", "tags": ["list"]},
+    {"id": "mini-03", "question": "How many people are there?", "sparql": PREFIX + "SELECT (COUNT(?p) AS ?n) WHERE { ?p a ex:Person }", "domain": "hr", "tags": ["count"]},
+    {"id": "mini-04", "question": "Is Carol in IT?", "sparql": PREFIX + "ASK { e:carol ex:worksIn e:it }", "domain": "hr", "tags": ["ask"]},
+    {"id": "mini-05", "question": "Is Carol in sales?", "sparql": PREFIX + "ASK { e:carol ex:worksIn e:sales }", "domain": "hr", "tags": ["ask"]},
+    {"id": "mini-06", "question": "List all items.", "sparql": PREFIX + "SELECT ?i WHERE { ?i a ex:Item }", "domain": "retail", "tags": ["list"]},
+    {"id": "mini-07", "question": "Who is older than 100?", "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:age ?a FILTER(?a > 100) }", "domain": "hr", "tags": ["empty"]},
+    {"id": "mini-08", "question": "What is the German name of the sales department?", "sparql": PREFIX + 'SELECT ?l WHERE { e:sales rdfs:label ?l FILTER(lang(?l) = "de") }', "domain": "hr", "tags": ["lookup", "lang-literal"]},
+]
+
+
+def write_holdout(root: Path, questions: list[dict] | None = None, ttl: str = MINI_TTL, kg: str = "mini") -> Path:
+    """Write a one-KG holdout under `root` and seal it."""
+    kg_dir = root / kg
+    kg_dir.mkdir(parents=True, exist_ok=True)
+    (kg_dir / "kg.ttl").write_text(ttl, encoding="utf-8")
+    doc = {"kg": kg, "title": "mini test KG", "questions": questions if questions is not None else MINI_QUESTIONS}
+    (kg_dir / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    seal_holdout(root)
+    return root
+
+
+@pytest.fixture
+def mini_holdout(tmp_path: Path) -> Path:
+    return write_holdout(tmp_path / "holdout")
+
+
+@pytest.fixture
+def mini_gold(mini_holdout: Path, tmp_path: Path) -> Path:
+    gold_dir = tmp_path / "gold"
+    report = rebuild_gold(load_holdout(mini_holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), gold_dir)
+    assert report.ok, report.failures
+    return gold_dir

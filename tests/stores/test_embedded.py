@@ -1,0 +1,57 @@
+from pathlib import Path
+
+import pytest
+
+from kgeval.errors import InputError, QueryRefused, QueryTimeout
+from kgeval.stores import EmbeddedStore, Term
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EmbeddedStore:
+    ttl = tmp_path / "kg.ttl"
+    lines = ['@prefix x: <http://x/> .', '@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .',
+             'x:a x:name "Haus"@de ; x:n "7"^^xsd:integer ; x:d "2024-01-31"^^xsd:date ; x:s "plain" .']
+    lines += [f"x:c{i} a x:Complaint ." for i in range(2400)]
+    ttl.write_text("\n".join(lines) + "\n")
+    return EmbeddedStore([ttl])
+
+
+def test_select_keeps_terms_typed(store):
+    result = store.execute("SELECT ?p ?o WHERE { <http://x/a> ?p ?o }", timeout_s=10, row_cap=100)
+    cells = {row[0].value.rsplit("/", 1)[1]: row[1] for row in result.rows}
+    assert cells["name"] == Term.literal("Haus", lang="de")
+    assert cells["n"] == Term.literal("7", XSD + "integer")
+    assert cells["d"] == Term.literal("2024-01-31", XSD + "date")
+    assert cells["s"] == Term.literal("plain")
+
+
+def test_row_cap_keeps_true_total(store):
+    result = store.execute("SELECT ?c WHERE { ?c a <http://x/Complaint> }", timeout_s=10, row_cap=2000)
+    assert (len(result.rows), result.total, result.truncated) == (2000, 2400, True)
+
+
+def test_ask_and_unbound_cells(store):
+    assert store.execute("ASK { <http://x/a> ?p ?o }", timeout_s=5, row_cap=10).boolean is True
+    result = store.execute("SELECT ?o ?z WHERE { <http://x/a> <http://x/s> ?o OPTIONAL { ?o <http://x/none> ?z } }", timeout_s=5, row_cap=10)
+    assert result.rows == [[Term.literal("plain"), None]]
+
+
+def test_timeout(store):
+    slow = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d }"  # ~1 s: bounded, so the abandoned worker ends soon
+    with pytest.raises(QueryTimeout, match="longer than 0.2 s"):
+        store.execute(slow, timeout_s=0.2, row_cap=10)
+
+
+def test_guard_applies_before_the_store(store):
+    with pytest.raises(QueryRefused):
+        store.execute("DELETE WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
+    assert store.execute("ASK { ?s ?p ?o }", timeout_s=5, row_cap=10).boolean is True
+
+
+def test_bad_kg_file_names_the_file(tmp_path):
+    bad = tmp_path / "broken.ttl"
+    bad.write_text("this is not turtle")
+    with pytest.raises(InputError, match="broken.ttl"):
+        EmbeddedStore([bad])
