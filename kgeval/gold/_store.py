@@ -58,12 +58,19 @@ def _read_json(path: Path) -> object:
         raise CheckFailed(f"{path}: unreadable: {exc}") from None
 
 
+def _read_manifest(gold_dir: Path) -> dict:
+    manifest = _read_json(gold_dir / MANIFEST)
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise CheckFailed(f"{gold_dir / MANIFEST}: not a gold manifest (no 'files' table)")
+    return manifest
+
+
 def load_gold(gold_dir: Path) -> dict[str, GoldEntry]:
     """Every gold entry by question id. Display files are not read."""
     gold_dir = Path(gold_dir)
-    manifest = _read_json(gold_dir / MANIFEST)
+    manifest = _read_manifest(gold_dir)
     gold: dict[str, GoldEntry] = {}
-    for name in manifest["files"]:  # type: ignore[index]
+    for name in manifest["files"]:
         if name.startswith(f"{DISPLAY_DIR}/"):
             continue
         payload = _read_json(gold_dir / name)
@@ -79,20 +86,21 @@ def load_gold(gold_dir: Path) -> dict[str, GoldEntry]:
 def gold_problems(gold_dir: Path, holdout: Holdout) -> list[str]:
     """Every reason the gold cannot be trusted for this holdout; empty when it can."""
     gold_dir = Path(gold_dir)
-    manifest = _read_json(gold_dir / MANIFEST)
+    manifest = _read_manifest(gold_dir)
     problems: list[str] = []
-    for name, expected in manifest["files"].items():  # type: ignore[index, union-attr]
+    for name, expected in manifest["files"].items():
         path = gold_dir / name
         if not path.is_file():
             problems.append(f"{name}: missing")
         elif sha256_file(path) != expected:
             problems.append(f"{name}: sha256 differs from {MANIFEST}")
     holdout_sha = read_manifest(holdout.root)["sha256"]
-    if manifest.get("holdout_manifest_sha256") != holdout_sha:  # type: ignore[union-attr]
-        problems.append(f"{MANIFEST}: built from a different holdout (holdout manifest {holdout_sha[:12]}, gold says {str(manifest.get('holdout_manifest_sha256'))[:12]})")  # type: ignore[union-attr]
-    if problems:
-        return problems
-    return _entry_problems(load_gold(gold_dir), holdout)
+    built_from = str(manifest.get("holdout_manifest_sha256"))  # type: ignore[union-attr]
+    if built_from != holdout_sha:
+        problems.append(f"{MANIFEST}: built from a different holdout (holdout manifest {holdout_sha[:12]}, gold says {built_from[:12]})")
+    if any(not p.startswith(MANIFEST) for p in problems):
+        return problems  # files are missing or altered: their entries cannot be trusted to load
+    return problems + _entry_problems(load_gold(gold_dir), holdout)
 
 
 def _entry_problems(gold: dict[str, GoldEntry], holdout: Holdout) -> list[str]:

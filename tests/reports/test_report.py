@@ -1,0 +1,40 @@
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from kgeval.holdout import load_holdout
+from kgeval.config import KgevalConfig
+from kgeval.reports import Accuracy, build_report, export_lines, format_accuracy, render_json, render_markdown, wilson_interval
+from kgeval.runs import ResultsDB, execute_run
+from kgeval.systems import WeakSystem
+import json
+
+
+def test_wilson_known_value():
+    low, high = wilson_interval(277, 302)
+    assert round(low, 4) == 0.8807 and round(high, 4) == 0.9433
+    assert (low, high) == pytest.approx(proportion_confint(277, 302, method="wilson"))
+
+
+def test_accuracy_always_has_an_interval():
+    text = format_accuracy(Accuracy.of(55, 60))
+    assert text.startswith("91.7% [") and "(55/60)" in text
+    assert format_accuracy(Accuracy.of(0, 0)).startswith("n/a")
+
+
+def test_report_and_export_of_a_weak_run(mini_holdout, mini_gold, tmp_path):
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(), db)
+        report = build_report(db, meta.run_id)
+        lines = [json.loads(line) for line in export_lines(db, meta.run_id)]
+    md = render_markdown(report)
+    assert "## Accuracy:" in md and "Wilson" in md and "### By KG" in md and "Seed-to-seed spread" in md
+    assert f"({report.overall.correct}/{report.overall.n})" in md
+    assert len(report.wrong) == report.overall.n - report.overall.correct
+    assert json.loads(render_json(report))["overall"]["n"] == report.overall.n
+    assert len(lines) == report.attempts
+    first = lines[0]
+    assert {"kg", "question_id", "seed", "verdicts"} <= first.keys()
+    assert {"judge", "correct", "path", "matched", "unmatched"} <= first["verdicts"][0].keys()
+    # the report's count of correct attempts for seed 0 matches the export's
+    seed0 = sum(1 for r in lines if r["seed"] == 0 and r["verdicts"] and r["verdicts"][0]["correct"])
+    assert report.seed_spread.per_seed[0].correct == seed0

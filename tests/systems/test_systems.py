@@ -1,0 +1,59 @@
+import json
+
+import pytest
+
+from kgeval.errors import InputError
+from kgeval.holdout import Question
+from kgeval.systems import OracleSystem, ReplaySystem, WeakSystem, system_from_name
+
+Q = Question(id="hr-01", question="?", sparql="SELECT ?x WHERE {?x ?p ?o}", domain="hr", kg="hr")
+
+
+def test_oracle_answers_with_reference():
+    assert OracleSystem().respond(Q, 0).sparql == Q.sparql
+
+
+def test_weak_is_deterministic_and_mostly_wrong():
+    weak = WeakSystem()
+    qs = [Q.model_copy(update={"id": f"q{i}"}) for i in range(300)]
+    outputs = [weak.respond(q, s).sparql for q in qs for s in range(3)]
+    assert outputs == [weak.respond(q, s).sparql for q in qs for s in range(3)]
+    share = sum(o == Q.sparql for o in outputs) / len(outputs)
+    assert 0.2 < share < 0.45
+
+
+def test_replay_reads_attempts_by_kg_question_seed(tmp_path):
+    path = tmp_path / "r.jsonl"
+    records = [
+        {"kg": "hr", "question_id": "hr-01", "answer": ["a"]},
+        {"kg": "hr", "question_id": "hr-01", "seed": 1, "sparql": "ASK {}", "stop_reason": "length"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    replay = ReplaySystem(path)
+    assert replay.respond(Q, 0).answer == ["a"]
+    assert replay.respond(Q, 1).stop_reason == "length"
+    missing = replay.respond(Q, 2)
+    assert missing.error and missing.stop_reason == "missing"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"kg": "hr", "question_id": "hr-01", "answer": []}\n{not json\n', r"r.jsonl:2: not valid JSON"),
+        ('{"kg": "hr", "answer": []}\n', r"r.jsonl:1: question_id: Field required"),
+        ('{"kg": "hr", "question_id": "hr-01"}\n', r"r.jsonl:1: record has neither"),
+        ('{"kg": "hr", "question_id": "hr-01", "answer": []}\n' * 2, r"r.jsonl:2: a second record"),
+    ],
+)
+def test_replay_errors_name_the_line(tmp_path, content, message):
+    path = tmp_path / "r.jsonl"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        ReplaySystem(path)
+
+
+def test_system_names():
+    with pytest.raises(InputError, match="--replay"):
+        system_from_name("replay")
+    with pytest.raises(InputError, match="unknown system"):
+        system_from_name("gpt")
