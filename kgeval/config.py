@@ -7,7 +7,7 @@ defaults. Unknown keys are an error, so a misspelt threshold cannot silently fal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -57,6 +57,83 @@ class RunConfig(_Strict):
     """Timeout for executing a candidate's SPARQL."""
     row_cap: int = Field(2000, ge=1)
     """Row cap for executing a candidate's SPARQL (the same as the gold's by default)."""
+    concurrency: int = Field(8, ge=1)
+    """Attempts in flight at once (threads); database writes stay on one thread."""
+    rate_limit_per_s: float | None = Field(None, gt=0)
+    """Calls to the system per second at most, across all threads (None: no limit)."""
+    max_tries: int = Field(3, ge=1)
+    """Tries per attempt when the call fails transiently (timeout, transport, 429); every try
+    is recorded with the attempt."""
+    retry_backoff_s: float = Field(1.0, ge=0)
+    """Wait before the second try; doubled before each further one."""
+    max_error_share: float = Field(0.10, ge=0, le=1)
+    """When error attempts plus cut-off (incomplete) ones exceed this share of all attempts,
+    the report publishes no accuracy, only a harness report naming the causes."""
+    checklist: Path = Path("checklists/pre_eval.yaml")
+    """The pre-eval checklist every run must pass before anything is sent to a system."""
+
+
+class PipelineConfig(_Strict):
+    """Pipeline features a system declares (or the production profile): defaults, and per-KG
+    overrides. The pre-eval checklist compares a system's features with production's, KG by KG."""
+
+    default: dict[str, Any] = Field(default_factory=dict)
+    """Feature -> value for every KG (e.g. few_shot_retrieval: true, few_shot_k: 5)."""
+    per_kg: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """KG id -> features overriding the defaults for that KG."""
+
+    def for_kg(self, kg: str) -> dict[str, Any]:
+        return {**self.default, **self.per_kg.get(kg, {})}
+
+
+class HttpSystemConfig(_Strict):
+    """The production endpoint: POST {"question", "kg", "seed"} -> {"sparql", "answer", "stop_reason"}."""
+
+    url: str | None = None
+    """Endpoint URL; required for `--system http`."""
+    declared_version: str = "unknown"
+    """The version of the system this configuration deploys, recorded with the run."""
+    version_header: str = "X-System-Version"
+    """Response header carrying the version actually served, recorded per attempt."""
+    timeout_s: float = Field(60.0, gt=0)
+    """Timeout for one call (connect + response)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra request headers (no secrets in files: use `token_env`)."""
+    token_env: str | None = None
+    """Environment variable holding a bearer token, when the endpoint needs one."""
+    pipeline: PipelineConfig = PipelineConfig()
+    """Pipeline features the deployed system declares; compared with the production profile."""
+
+
+class GeminiSystemConfig(_Strict):
+    """Gemini through google-genai: SPARQL from the question, the KG schema and retrieved examples."""
+
+    model: str = "gemini-2.5-flash"
+    api_key_env: str = "GEMINI_API_KEY"
+    """Environment variable holding the API key."""
+    base_url: str | None = None
+    """Override the API base URL (a proxy, or a loopback server in tests)."""
+    temperature: float = Field(0.0, ge=0)
+    max_output_tokens: int = Field(4096, ge=1)
+    """Output token limit; thinking tokens count against it on thinking models."""
+    thinking_budget: int | None = 1024
+    """Thinking tokens allowed (None: the model's default; 0: thinking off where allowed)."""
+    include_thoughts: bool = False
+    """Ask for thought summaries (they are recorded apart, never read as the answer)."""
+    few_shot_k: int = Field(5, ge=0)
+    """Examples retrieved from the example bank per question (0: no retrieval)."""
+    examples: Path | None = None
+    """JSONL example bank ({"kg", "question", "sparql"} per line) for the in-memory bank."""
+    schema_classes: int = Field(40, ge=1)
+    """Classes listed in the prompt's schema summary (most instances first)."""
+    schema_predicates: int = Field(60, ge=1)
+    """Predicates listed in the prompt's schema summary (most used first)."""
+    timeout_s: float = Field(120.0, gt=0)
+
+
+class SystemsConfig(_Strict):
+    http: HttpSystemConfig = HttpSystemConfig()
+    gemini: GeminiSystemConfig = GeminiSystemConfig()
 
 
 class KgevalConfig(_Strict):
@@ -64,6 +141,7 @@ class KgevalConfig(_Strict):
     gold: GoldConfig = GoldConfig()
     judges: JudgesConfig = JudgesConfig()
     run: RunConfig = RunConfig()
+    systems: SystemsConfig = SystemsConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

@@ -20,6 +20,7 @@ app.add_typer(gold_app, name="gold")
 app.command("run")(_run.run)
 app.command("report")(_run.report)
 app.command("export")(_run.export)
+app.command("compare")(_run.compare)
 app.command("quickstart")(_run.quickstart)
 
 

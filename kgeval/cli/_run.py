@@ -8,12 +8,14 @@ from typing import Annotated
 
 import typer
 
+from kgeval.checklists import Guard, pre_eval_checklist
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
+from kgeval.errors import CheckFailed
 from kgeval.holdout import load_holdout
 from kgeval.reports import build_report, export_lines, format_accuracy, render_json, render_markdown
-from kgeval.runs import ResultsDB, RunMetadata, execute_run
-from kgeval.systems import system_from_name
+from kgeval.runs import ResultsDB, RunMetadata, blocking, comparability, execute_run, resume_run
+from kgeval.systems import System, system_from_name
 
 
 class Format(StrEnum):
@@ -21,32 +23,94 @@ class Format(StrEnum):
     json = "json"
 
 
-def _run(holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path) -> RunMetadata:
+def _guards() -> list[Guard]:
+    """Anti-cheat guards the checklist sees besides a system's own (its example bank's).
+    kgeval.guards plugs in here."""
+    return []
+
+
+def _run(
+    holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path, compare_with: list[str] | None = None
+) -> RunMetadata:
+    checklist = pre_eval_checklist(cfg.run.checklist, _guards())
     loaded = load_holdout(holdout)
-    sut = system_from_name(system, replay=replay)
+    sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
     with ResultsDB(db) as results, progress_bar(f"run {system}", len(loaded.questions()) * cfg.run.seeds) as advance:
-        return execute_run(loaded, gold, sut, cfg, results, advance)
+        return execute_run(loaded, gold, sut, cfg, results, advance, checklist=checklist, replay=replay, compare_with=compare_with)
+
+
+def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
+    def system_for(meta: RunMetadata, cfg: KgevalConfig) -> System:
+        holdout = load_holdout(Path(meta.holdout))
+        return system_from_name(meta.system, replay=Path(meta.replay) if meta.replay else None, config=cfg, holdout=holdout)
+
+    with ResultsDB(db) as results:
+        meta = results.metadata(run_id)
+        cfg = KgevalConfig.model_validate(meta.config)
+        checklist = pre_eval_checklist(checklist_path or cfg.run.checklist, _guards())
+        total = len(results.questions(run_id)) * len(meta.seeds)
+        with progress_bar(f"resume {run_id}", total) as advance:
+            for _ in results.done_keys(run_id):
+                advance("")
+            return resume_run(run_id, results, system_for, advance, checklist=checklist)
 
 
 @user_errors
 def run(
-    system: Annotated[str, typer.Option("--system", help="oracle, weak or replay.")],
+    system: Annotated[str | None, typer.Option("--system", help="oracle, weak, replay, http or gemini.")] = None,
     holdout: HoldoutOpt = Path("holdout"),
     gold: GoldOpt = Path("gold"),
     replay: Annotated[Path | None, typer.Option("--replay", help="JSONL of recorded answers (system replay).")] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Attempts per question (default from config: 3).")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Attempts in flight (default from config: 8).")] = None,
+    checklist: Annotated[Path | None, typer.Option("--checklist", help="Pre-eval checklist (default checklists/pre_eval.yaml).")] = None,
+    compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="A run this one must be comparable with (repeatable).")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue this stopped run: only attempts not yet persisted are sent.")] = None,
     db: DbOpt = Path("kgeval.duckdb"),
     config: ConfigOpt = None,
 ) -> None:
-    """Run a system on every question x seed; print a summary and, last, the run id."""
-    cfg = load_config(config)
-    if seeds is not None:
-        cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"seeds": seeds})})
-    metadata = _run(holdout, gold, system, replay, cfg, db)
+    """Pass the pre-eval checklist (else exit 1, nothing sent), then run a system on every
+    question x seed; print a summary and, last, the run id."""
+    if resume is not None:
+        metadata = _resume(resume, db, checklist)
+    else:
+        if system is None:
+            raise typer.BadParameter("give --system (or --resume RUN)")
+        cfg = load_config(config)
+        run_update = {k: v for k, v in {"seeds": seeds, "concurrency": concurrency, "checklist": checklist}.items() if v is not None}
+        if run_update:
+            cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update=run_update)})
+        metadata = _run(holdout, gold, system, replay, cfg, db, compare_with)
     with ResultsDB(db, read_only=True) as results:
         report = build_report(results, metadata.run_id)
-    out.print(f"accuracy: {format_accuracy(report.overall)}; errors: {sum(report.errors.values())}")
+    h = report.harness
+    out.print(f"accuracy: {format_accuracy(report.overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}")
+    if h.withheld:
+        out.print(f"harness report: {h.withheld}")
     out.print(metadata.run_id)
+
+
+@user_errors
+def compare(
+    run_a: Annotated[str, typer.Argument(help="A run id.")],
+    run_b: Annotated[str, typer.Argument(help="Another run id.")],
+    db: DbOpt = Path("kgeval.duckdb"),
+) -> None:
+    """Refuse (exit 1) unless the two runs are comparable; list every field that differs."""
+    with ResultsDB(db, read_only=True) as results:
+        metas = [results.metadata(r) for r in (run_a, run_b)]
+        unfinished = [f"{m.run_id} is {results.status(m.run_id)}" for m in metas if results.status(m.run_id) != "finished"]
+        differences = comparability(*metas)
+        reports = [build_report(results, m.run_id) for m in metas] if not unfinished else []
+    for d in differences:
+        out.print(f"- {d.describe()}", markup=False)
+    refused = blocking(differences)
+    if unfinished or refused:
+        reasons = unfinished + [d.field for d in refused]
+        raise CheckFailed(f"runs {run_a} and {run_b} are not comparable: {', '.join(reasons)}")
+    out.print(f"comparable ({len(differences)} differences, none in the conditions of measurement)")
+    for m, r in zip(metas, reports):
+        out.print(f"{m.run_id} ({m.system} {m.system_version}): {format_accuracy(r.overall)}")
 
 
 @user_errors
@@ -81,8 +145,9 @@ def quickstart(
 ) -> None:
     """The pre-release run on the sample holdout: oracle and weak controls, both reports."""
     cfg = load_config(None)
-    for system in ("oracle", "weak"):
-        metadata = _run(holdout, gold, system, None, cfg, db)
-        with ResultsDB(db, read_only=True) as results:
+    oracle = _run(holdout, gold, "oracle", None, cfg, db)
+    weak = _run(holdout, gold, "weak", None, cfg, db, compare_with=[oracle.run_id])
+    with ResultsDB(db, read_only=True) as results:
+        for metadata in (oracle, weak):
             out.print(render_markdown(build_report(results, metadata.run_id)), markup=False)
 

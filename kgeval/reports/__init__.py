@@ -3,13 +3,25 @@
 from kgeval.reports._export import export_lines
 from kgeval.reports._render import format_accuracy, render_json, render_markdown
 from kgeval.reports._stats import wilson_interval
-from kgeval.reports._summary import Accuracy, RunReport, SeedSpread, WrongAnswer, build_report
+from kgeval.reports._summary import (
+    Accuracy,
+    HarnessIssue,
+    HarnessReport,
+    RunReport,
+    SeedSpread,
+    WrongAnswer,
+    build_harness_report,
+    build_report,
+)
 
 __all__ = [
     "Accuracy",
+    "HarnessIssue",
+    "HarnessReport",
     "RunReport",
     "SeedSpread",
     "WrongAnswer",
+    "build_harness_report",
     "build_report",
     "export_lines",
     "format_accuracy",

@@ -3,6 +3,9 @@
 Accuracy unit: a question. Each question's verdict is the majority of its judged attempts
 across seeds under the primary judge (strictly more than half correct; a tie is not correct).
 Attempts that ended in an error state are never judged: they are counted and shown apart.
+Incomplete attempts (cut off, but judgeable) are judged and flagged. When errors plus cut-off
+attempts exceed `run.max_error_share` of all attempts, no accuracy is published: the report is
+a harness report naming the causes (DESIGN invariant 5).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections import Counter, defaultdict
 from pydantic import BaseModel
 
 from kgeval.reports._stats import wilson_interval
-from kgeval.runs import ResultsDB, RunMetadata, RunQuestion
+from kgeval.config import RunConfig
+from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
 
 
 class Accuracy(BaseModel):
@@ -54,6 +58,36 @@ class WrongAnswer(BaseModel):
     """The primary judge's reason on the first wrong seed."""
 
 
+class HarnessIssue(BaseModel):
+    """Attempts that ended in one error kind, or cut off: a cause the harness report names."""
+
+    cause: str
+    """An error kind, or "incomplete" (cut off at the output limit, judged and flagged)."""
+    attempts: int
+    examples: list[str]
+    """Up to three "kg/question seed N: message" lines."""
+
+
+class HarnessReport(BaseModel):
+    """How the run itself went: terminal states, retries, and whether accuracy may be published."""
+
+    attempts: int
+    expected_attempts: int
+    """Questions x seeds: fewer attempts mean the run is not finished."""
+    answered: int
+    incomplete: int
+    errors: int
+    problem_share: float
+    """(errors + incomplete) / attempts."""
+    max_problem_share: float
+    retried_attempts: int
+    """Attempts that needed more than one try."""
+    tries: int
+    issues: list[HarnessIssue]
+    withheld: str | None
+    """Why no accuracy is published; None when it is."""
+
+
 class RunReport(BaseModel):
     metadata: RunMetadata
     status: str
@@ -61,11 +95,15 @@ class RunReport(BaseModel):
     judged_attempts: int
     errors: dict[str, int]
     """Attempts in each error state (never judged, never in accuracy)."""
-    overall: Accuracy
+    incomplete: int = 0
+    """Attempts cut off at the output limit but judged (flagged)."""
+    harness: HarnessReport
+    overall: Accuracy | None
+    """None when the harness report withholds accuracy."""
     by_kg: list[Accuracy]
     by_domain: list[Accuracy]
     by_qtype: list[Accuracy]
-    seed_spread: SeedSpread
+    seed_spread: SeedSpread | None
     honeypots: list[Accuracy]
     wrong: list[WrongAnswer]
 
@@ -74,6 +112,7 @@ def build_report(db: ResultsDB, run_id: str) -> RunReport:
     metadata = db.metadata(run_id)
     questions = {q.question_id: q for q in db.questions(run_id)}
     attempts = db.attempts(run_id)
+    harness = build_harness_report(metadata, attempts, len(questions))
     primary = metadata.primary_judge
     version = metadata.judge_versions[primary]
     outcomes: dict[str, dict[int, tuple[bool, str]]] = defaultdict(dict)
@@ -81,12 +120,20 @@ def build_report(db: ResultsDB, run_id: str) -> RunReport:
         if verdict.judge == primary and verdict.version == version:
             outcomes[qid][seed] = (verdict.correct, verdict.reason)
     majority = {qid: _majority(by_seed) for qid, by_seed in outcomes.items()}
+    common = {
+        "metadata": metadata,
+        "status": db.status(run_id),
+        "attempts": len(attempts),
+        "judged_attempts": sum(len(v) for v in outcomes.values()),
+        "errors": dict(Counter(a.error_kind or "other" for a in attempts if a.state == "error")),
+        "incomplete": harness.incomplete,
+        "harness": harness,
+    }
+    if harness.withheld:
+        empty: dict = {"by_kg": [], "by_domain": [], "by_qtype": [], "seed_spread": None, "honeypots": [], "wrong": []}
+        return RunReport(**common, overall=None, **empty)
     return RunReport(
-        metadata=metadata,
-        status=db.status(run_id),
-        attempts=len(attempts),
-        judged_attempts=sum(len(v) for v in outcomes.values()),
-        errors=dict(Counter(a.error_kind or "other" for a in attempts if a.state == "error")),
+        **common,
         overall=Accuracy.of(sum(majority.values()), len(majority)),
         by_kg=_grouped(majority, questions, lambda q: q.kg),
         by_domain=_grouped(majority, questions, lambda q: q.domain),
@@ -94,6 +141,40 @@ def build_report(db: ResultsDB, run_id: str) -> RunReport:
         seed_spread=_seed_spread(outcomes, metadata.seeds),
         honeypots=[Accuracy.of(int(majority[q]), 1, q) for q in sorted(majority) if questions[q].honeypot],
         wrong=_wrong_answers(outcomes, majority, questions),
+    )
+
+
+def build_harness_report(metadata: RunMetadata, attempts: list[Attempt], n_questions: int) -> HarnessReport:
+    """Terminal states and their causes; withholds accuracy above the configured problem share."""
+    limit = RunConfig.model_validate(metadata.config.get("run", {})).max_error_share
+    by_cause: dict[str, list[Attempt]] = defaultdict(list)
+    for a in attempts:
+        if a.state != "answered":
+            by_cause[a.error_kind if a.state == "error" else "incomplete"].append(a)
+    problems = sum(len(v) for v in by_cause.values())
+    share = problems / len(attempts) if attempts else 0.0
+    issues = [
+        HarnessIssue(cause=cause, attempts=len(items), examples=[f"{a.kg}/{a.question_id} seed {a.seed}: {a.error or a.finish_reason}" for a in items[:3]])
+        for cause, items in sorted(by_cause.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+    withheld = None
+    if not attempts:
+        withheld = "no attempts recorded"
+    elif share > limit:
+        causes = ", ".join(f"{i.cause} {i.attempts}" for i in issues)
+        withheld = f"{problems} of {len(attempts)} attempts ({share:.1%}) ended in an error or cut off, above the {limit:.0%} limit: {causes}"
+    return HarnessReport(
+        attempts=len(attempts),
+        expected_attempts=n_questions * len(metadata.seeds),
+        answered=sum(1 for a in attempts if a.state == "answered"),
+        incomplete=len(by_cause.get("incomplete", [])),
+        errors=sum(1 for a in attempts if a.state == "error"),
+        problem_share=share,
+        max_problem_share=limit,
+        retried_attempts=sum(1 for a in attempts if len(a.tries) > 1),
+        tries=sum(max(len(a.tries), 1) for a in attempts),
+        issues=issues,
+        withheld=withheld,
     )
 
 

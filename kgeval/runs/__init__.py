@@ -1,18 +1,60 @@
-"""Runs: dispatch every question x seed to a system, persist and judge each attempt."""
+"""Runs: plan, pass the pre-eval checklist, dispatch every question x seed to a system (N in
+flight), persist and judge each attempt as it completes; resume; compare runs."""
 
+from kgeval.runs._attempt import call_with_retries, run_attempt
+from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
 from kgeval.runs._db import ResultsDB
-from kgeval.runs._model import Attempt, AttemptState, ErrorKind, RunMetadata, RunQuestion
-from kgeval.runs._run import execute_run, git_commit, new_run_id, run_attempt
+from kgeval.runs._dispatch import RateLimiter, dispatch
+from kgeval.runs._model import (
+    Attempt,
+    AttemptState,
+    ChecklistItem,
+    Receipt,
+    RunMetadata,
+    RunQuestion,
+    RunStatus,
+    Try,
+)
+from kgeval.runs._run import (
+    Checklist,
+    ChecklistFailed,
+    RunPlan,
+    execute_run,
+    git_commit,
+    new_run_id,
+    plan_run,
+    question_set_sha256,
+    resume_run,
+)
+from kgeval.systems import ErrorKind
 
 __all__ = [
+    "BLOCKING_FIELDS",
+    "REPORTED_FIELDS",
     "Attempt",
     "AttemptState",
+    "Checklist",
+    "ChecklistFailed",
+    "ChecklistItem",
+    "Difference",
     "ErrorKind",
+    "RateLimiter",
+    "Receipt",
     "ResultsDB",
     "RunMetadata",
+    "RunPlan",
     "RunQuestion",
+    "RunStatus",
+    "Try",
+    "blocking",
+    "call_with_retries",
+    "comparability",
+    "dispatch",
     "execute_run",
     "git_commit",
     "new_run_id",
+    "plan_run",
+    "question_set_sha256",
+    "resume_run",
     "run_attempt",
 ]

@@ -1,7 +1,9 @@
-"""The results store (DuckDB): runs, their questions, attempts and verdicts.
+"""The results store (DuckDB): runs, their questions, checklist receipts, attempts (each with
+every try) and verdicts.
 
-Each attempt and its verdicts are written in one transaction as the attempt completes, so a
-killed run loses at most the attempt in flight.
+Each attempt, its tries and its verdicts are written in one transaction as the attempt
+completes, so a killed run loses at most the attempts in flight; `kgeval run --resume` sends
+exactly those again. One connection, used by one thread.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import duckdb
 
 from kgeval.errors import InputError
 from kgeval.judges import Verdict
-from kgeval.runs._model import Attempt, RunMetadata, RunQuestion
+from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -26,13 +28,26 @@ CREATE TABLE IF NOT EXISTS run_questions (
 CREATE TABLE IF NOT EXISTS attempts (
     run_id VARCHAR, kg VARCHAR, question_id VARCHAR, seed INTEGER, state VARCHAR,
     error_kind VARCHAR, error VARCHAR, sparql VARCHAR, answer JSON, stop_reason VARCHAR,
-    latency_ms DOUBLE, result_total BIGINT, extra JSON, PRIMARY KEY (run_id, question_id, seed));
+    latency_ms DOUBLE, result_total BIGINT, extra JSON, finish_reason VARCHAR,
+    served_version VARCHAR, usage JSON, tries JSON, PRIMARY KEY (run_id, question_id, seed));
 CREATE TABLE IF NOT EXISTS verdicts (
     run_id VARCHAR, question_id VARCHAR, seed INTEGER, judge VARCHAR, version VARCHAR,
     config_sha256 VARCHAR, correct BOOLEAN, path VARCHAR, matched INTEGER, unmatched INTEGER,
     missing INTEGER, gold_total BIGINT, reason VARCHAR, details JSON,
     PRIMARY KEY (run_id, question_id, seed, judge));
+CREATE TABLE IF NOT EXISTS checklist_items (
+    run_id VARCHAR, phase VARCHAR, position INTEGER, item VARCHAR, observed VARCHAR,
+    passed BOOLEAN, detail VARCHAR, checklist_sha256 VARCHAR, PRIMARY KEY (run_id, phase, position));
 """
+
+# Columns added after the first release: a database written by it gains them on open.
+_MIGRATIONS = """
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS finish_reason VARCHAR;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS served_version VARCHAR;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS usage JSON;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS tries JSON;
+"""
+_JSON_ATTEMPT_COLUMNS = ("answer", "extra", "usage", "tries")
 
 _ATTEMPT_COLUMNS = list(Attempt.model_fields)
 _VERDICT_COLUMNS = list(Verdict.model_fields)
@@ -51,6 +66,7 @@ class ResultsDB:
             raise InputError(f"{self.path}: cannot open results database: {exc}") from None
         if not read_only:
             self._con.execute(_SCHEMA)
+            self._con.execute(_MIGRATIONS)
 
     def close(self) -> None:
         self._con.close()
@@ -71,37 +87,89 @@ class ResultsDB:
             raise
         self._con.execute("COMMIT")
 
-    def create_run(self, metadata: RunMetadata, questions: list[RunQuestion]) -> None:
+    def create_run(
+        self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt, *, status: RunStatus = "running"
+    ) -> None:
+        """The run, its questions and its checklist receipt, in one transaction."""
         with self._transaction() as con:
-            con.execute("INSERT INTO runs VALUES (?, 'running', ?)", [metadata.run_id, metadata.model_dump_json()])
+            con.execute("INSERT INTO runs VALUES (?, ?, ?)", [metadata.run_id, status, metadata.model_dump_json()])
             con.executemany(
                 "INSERT INTO run_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [[metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot] for q in questions],
             )
+            self._insert_receipt(con, metadata.run_id, "start", receipt)
 
-    def finish_run(self, metadata: RunMetadata) -> None:
-        self._con.execute(
-            "UPDATE runs SET status = 'finished', metadata = ? WHERE run_id = ?",
-            [metadata.model_dump_json(), metadata.run_id],
+    def record_receipt(self, run_id: str, phase: str, receipt: Receipt) -> None:
+        """A later checklist receipt for the run (e.g. phase "resume-1")."""
+        with self._transaction() as con:
+            self._insert_receipt(con, run_id, phase, receipt)
+
+    @staticmethod
+    def _insert_receipt(con: duckdb.DuckDBPyConnection, run_id: str, phase: str, receipt: Receipt) -> None:
+        con.executemany(
+            "INSERT INTO checklist_items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [[run_id, phase, i, it.item, it.observed, it.passed, it.detail, receipt.checklist_sha256] for i, it in enumerate(receipt.items)],
         )
 
+    def receipt(self, run_id: str, phase: str = "start") -> Receipt | None:
+        rows = self._con.execute(
+            "SELECT item, observed, passed, detail, checklist_sha256 FROM checklist_items WHERE run_id = ? AND phase = ? ORDER BY position",
+            [run_id, phase],
+        ).fetchall()
+        if not rows:
+            return None
+        items = [ChecklistItem(item=r[0], observed=r[1], passed=r[2], detail=r[3]) for r in rows]
+        return Receipt(checklist_sha256=rows[0][4], items=items)
+
+    def receipt_phases(self, run_id: str) -> list[str]:
+        rows = self._con.execute("SELECT DISTINCT phase FROM checklist_items WHERE run_id = ? ORDER BY phase", [run_id]).fetchall()
+        return [r[0] for r in rows]
+
+    def update_metadata(self, metadata: RunMetadata, status: RunStatus | None = None) -> None:
+        """Replace the run's metadata (and status) in one statement: atomic."""
+        if status is None:
+            self._con.execute("UPDATE runs SET metadata = ? WHERE run_id = ?", [metadata.model_dump_json(), metadata.run_id])
+        else:
+            self._con.execute(
+                "UPDATE runs SET status = ?, metadata = ? WHERE run_id = ?", [status, metadata.model_dump_json(), metadata.run_id]
+            )
+
+    def finish_run(self, metadata: RunMetadata) -> None:
+        self.update_metadata(metadata, "finished")
+
     def record_attempt(self, run_id: str, attempt: Attempt, verdicts: list[Verdict]) -> None:
-        """Persist one attempt and its verdicts atomically."""
+        """Persist one attempt, its tries and its verdicts atomically."""
         a = attempt.model_dump(mode="json")
-        a["answer"] = json.dumps(a["answer"]) if a["answer"] is not None else None
-        a["extra"] = json.dumps(a["extra"])
+        for column in _JSON_ATTEMPT_COLUMNS:
+            a[column] = json.dumps(a[column]) if a[column] is not None else None
         with self._transaction() as con:
             con.execute(
-                f"INSERT INTO attempts VALUES (?, {', '.join('?' * len(_ATTEMPT_COLUMNS))})",
+                f"INSERT INTO attempts (run_id, {', '.join(_ATTEMPT_COLUMNS)}) VALUES (?, {', '.join('?' * len(_ATTEMPT_COLUMNS))})",
                 [run_id, *(a[c] for c in _ATTEMPT_COLUMNS)],
             )
             for verdict in verdicts:
                 v = verdict.model_dump(mode="json")
                 v["details"] = json.dumps(v["details"])
                 con.execute(
-                    "INSERT INTO verdicts VALUES (?, ?, ?, " + ", ".join("?" * len(_VERDICT_COLUMNS)) + ")",
+                    f"INSERT INTO verdicts (run_id, question_id, seed, {', '.join(_VERDICT_COLUMNS)}) VALUES (?, ?, ?, "
+                    + ", ".join("?" * len(_VERDICT_COLUMNS)) + ")",
                     [run_id, attempt.question_id, attempt.seed, *(v[c] for c in _VERDICT_COLUMNS)],
                 )
+
+    def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
+        """Runs in start order, optionally only one system's, only those with this status."""
+        rows = self._con.execute("SELECT status, metadata FROM runs").fetchall()
+        found = [RunMetadata.model_validate_json(m) for st, m in rows if status is None or st == status]
+        found = [m for m in found if system is None or m.system == system]
+        return sorted(found, key=lambda m: (m.started_at, m.run_id))
+
+    def attempt_accuracy(self, run_id: str, judge: str, version: str) -> tuple[int, int]:
+        """(attempts the judge found correct, all attempts of the run): errors count as not correct."""
+        correct = self._con.execute(
+            "SELECT count(*) FROM verdicts WHERE run_id = ? AND judge = ? AND version = ? AND correct", [run_id, judge, version]
+        ).fetchone()[0]
+        total = self._con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [run_id]).fetchone()[0]
+        return correct, total
 
     def metadata(self, run_id: str) -> RunMetadata:
         row = self._con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchone()
@@ -130,8 +198,10 @@ class ResultsDB:
         out = []
         for row in cur.fetchall():
             data = dict(zip(_ATTEMPT_COLUMNS, row))
-            data["answer"] = json.loads(data["answer"]) if data["answer"] is not None else None
-            data["extra"] = json.loads(data["extra"]) if data["extra"] else {}
+            for column in _JSON_ATTEMPT_COLUMNS:
+                data[column] = json.loads(data[column]) if data[column] is not None else None
+            data["extra"] = data["extra"] or {}
+            data["tries"] = data["tries"] or []
             out.append(Attempt(**data))
         return out
 

@@ -1,4 +1,4 @@
-"""Records of a run: its metadata, its questions, and its attempts."""
+"""Records of a run: its metadata, its questions, its attempts (with every try), its receipt."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-AttemptState = Literal["answered", "error"]
-"""Terminal state of an attempt: answered (judged), or an error kind (counted, never judged)."""
+from kgeval.systems import ErrorKind, StopReason, Usage
 
-ErrorKind = Literal["missing", "invalid_sparql", "system_error"]
-"""Why an attempt ended as an error: no recorded answer, SPARQL that did not parse or run,
-or a failure the system itself reported."""
+AttemptState = Literal["answered", "incomplete", "error"]
+"""Terminal state of an attempt: answered (judged); incomplete (cut off at the output limit but
+with a judgeable answer: judged, and flagged); error (an `ErrorKind`: counted, never judged)."""
+
+RunStatus = Literal["running", "finished", "refused"]
+"""running (or killed: resume it), finished, refused (the pre-eval checklist failed; nothing sent)."""
 
 
 class RunMetadata(BaseModel):
@@ -19,23 +21,43 @@ class RunMetadata(BaseModel):
 
     run_id: str
     system: str
-    """System name ("oracle", "weak", "replay", ...)."""
+    """System name ("oracle", "weak", "replay", "http", "gemini")."""
+    system_kind: str = "control"
+    """control, replay, endpoint or model."""
     system_version: str
     """The system's declared version (for replay: the hash of the replay file)."""
+    served_versions: list[str] = Field(default_factory=list)
+    """Versions the system reported serving (version header, model version), sorted."""
+    reasoning: dict[str, Any] = Field(default_factory=dict)
+    """Reasoning settings (thinking budget, max output tokens, ...) as configured."""
+    pipeline: dict[str, Any] | None = None
+    """Pipeline features the system declared (defaults and per-KG overrides)."""
     holdout: str
     """Path of the holdout directory."""
+    gold: str = ""
+    """Path of the gold directory."""
+    replay: str | None = None
+    """Path of the replay file (system replay)."""
     holdout_manifest_sha256: str
     gold_manifest_sha256: str
+    question_set_sha256: str = ""
+    """sha256 over every (KG, question id, question text, reference-query hash) of the run."""
+    store_engine: str = ""
+    """Engine and version that executed candidate SPARQL, e.g. "oxigraph-embedded 0.5.2"."""
     seeds: list[int]
     primary_judge: str
     judge_versions: dict[str, str]
     """Version of every enabled judge, by name."""
     config_sha256: str
     """sha256 of the whole kgeval configuration used."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The configuration itself (to resume a run exactly as it started)."""
     kgeval_version: str
     git_commit: str | None = None
     started_at: str
     finished_at: str | None = None
+    resumed_at: list[str] = Field(default_factory=list)
+    """When the run was resumed after being stopped, if ever."""
 
 
 class RunQuestion(BaseModel):
@@ -47,6 +69,19 @@ class RunQuestion(BaseModel):
     domain: str
     qtype: str
     honeypot: bool
+
+
+class Try(BaseModel):
+    """One call to the system within an attempt; transient failures are tried again."""
+
+    n: int
+    """1 for the first try."""
+    started_at: str
+    latency_ms: float
+    outcome: Literal["ok"] | ErrorKind
+    """"ok" when the call returned an output the runner could classify; else the error kind."""
+    error: str | None = None
+    http_status: int | None = None
 
 
 class Attempt(BaseModel):
@@ -61,9 +96,44 @@ class Attempt(BaseModel):
     """What went wrong, for an error state."""
     sparql: str | None = None
     answer: list[Any] | None = None
-    stop_reason: str = "stop"
+    stop_reason: StopReason = "stop"
     latency_ms: float = 0.0
-    """Time the system took to respond."""
+    """Time the system took to respond (all tries, waits included)."""
     result_total: int | None = None
     """Rows returned by executing the system's SPARQL, when it gave SPARQL."""
     extra: dict[str, Any] = Field(default_factory=dict)
+    finish_reason: str | None = None
+    """The provider's own stop reason, verbatim."""
+    served_version: str | None = None
+    """The version the system reported serving for this attempt."""
+    usage: Usage | None = None
+    """Token usage of the last try (prompt, candidates, thoughts)."""
+    tries: list[Try] = Field(default_factory=list)
+    """Every call made for this attempt, in order."""
+
+
+class ChecklistItem(BaseModel):
+    """One line of a pre-eval checklist receipt."""
+
+    item: str
+    """The item's name, e.g. "gold_verifies", "caught:oracle_below_99"."""
+    observed: str
+    """What was observed, in words a reader can check."""
+    passed: bool
+    detail: str = ""
+    """Why it failed, or what it checked."""
+
+
+class Receipt(BaseModel):
+    """The pre-eval checklist's result; stored with the run (DESIGN invariant 6)."""
+
+    checklist_sha256: str
+    """sha256 of the checklist files evaluated (pre_eval.yaml and caught.yaml)."""
+    items: list[ChecklistItem]
+
+    @property
+    def passed(self) -> bool:
+        return all(i.passed for i in self.items)
+
+    def failures(self) -> list[ChecklistItem]:
+        return [i for i in self.items if not i.passed]

@@ -1,31 +1,70 @@
-"""`kgeval run`: every question x seed against a system, persisted and judged as it completes."""
+"""`kgeval run`: plan, pass the pre-eval checklist, then every question x seed against a
+system, N in flight, each attempt persisted and judged as it completes; resume a killed run.
+
+No checklist, no run: `execute_run` takes the checklist as a callable (built by
+`kgeval.checklists`), evaluates it on the plan, stores the receipt with the run, and sends
+nothing to the system unless every item passed.
+"""
 
 from __future__ import annotations
 
-import secrets
 import subprocess
-import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import kgeval
-from kgeval._files import sha256_json
+from kgeval._files import sha256_file, sha256_json
 from kgeval.config import KgevalConfig
-from kgeval.errors import QueryError
-from kgeval.gold import load_gold, verify_gold
-from kgeval.holdout import Holdout, Question, verify_holdout
-from kgeval.judges import Candidate, Judge, Verdict, judges_from_config
+from kgeval.errors import CheckFailed, InputError, KgevalError
+from kgeval.gold import load_gold
+from kgeval.gold._store import MANIFEST as GOLD_MANIFEST
+from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
+from kgeval.judges import Judge, judges_from_config
+from kgeval.runs._attempt import run_attempt
 from kgeval.runs._db import ResultsDB
-from kgeval.runs._model import Attempt, RunMetadata, RunQuestion
-from kgeval.stores import QueryResult, Store, open_store
-from kgeval.systems import System, SystemOutput
+from kgeval.runs._dispatch import RateLimiter, dispatch
+from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
+from kgeval.stores import Store, open_store
+from kgeval.systems import System
 
 Progress = Callable[[str], None]
 
 
+class ChecklistFailed(CheckFailed):
+    """The pre-eval checklist failed: nothing was sent; the message lists the failing items."""
+
+    def __init__(self, receipt: Receipt, run_id: str) -> None:
+        lines = [f"{i.item}: {i.observed}" + (f" — {i.detail}" if i.detail else "") for i in receipt.failures()]
+        super().__init__(
+            f"pre-eval checklist failed ({len(lines)} of {len(receipt.items)} items); nothing was dispatched "
+            f"(receipt stored with refused run {run_id}):\n  " + "\n  ".join(lines)
+        )
+        self.receipt = receipt
+
+
+@dataclass
+class RunPlan:
+    """Everything a run needs, built before anything is sent: the checklist reads it."""
+
+    holdout: Holdout
+    gold_dir: Path
+    system: System
+    config: KgevalConfig
+    metadata: RunMetadata
+    judges: dict[str, Judge]
+    stores: dict[str, Store] = field(default_factory=dict)
+    compare_with: list[str] = field(default_factory=list)
+    """Run ids the checklist must find this run comparable with (besides those it names)."""
+
+
+Checklist = Callable[[RunPlan, ResultsDB], Receipt]
+"""Evaluates the pre-eval checklist on a plan (see kgeval.checklists.pre_eval_checklist)."""
+
+
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def git_commit() -> str | None:
@@ -45,7 +84,60 @@ def git_commit() -> str | None:
 
 
 def new_run_id(system: str) -> str:
+    import secrets
+
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{system}-{secrets.token_hex(3)}"
+
+
+def question_set_sha256(holdout: Holdout) -> str:
+    return sha256_json([[q.kg, q.id, q.question, q.sparql_sha256] for q in holdout.questions()])
+
+
+def _manifest_sha(read: Callable[[], str]) -> str:
+    try:
+        return read()
+    except (KgevalError, OSError):
+        return "missing"
+
+
+def plan_run(
+    holdout: Holdout,
+    gold_dir: Path,
+    system: System,
+    config: KgevalConfig,
+    *,
+    replay: Path | None = None,
+    run_id: str | None = None,
+    compare_with: list[str] | None = None,
+) -> RunPlan:
+    """Open the stores and describe the run; verifies nothing (the checklist does, item by item)."""
+    judges = judges_from_config(config.judges)
+    stores = {kg.id: open_store(config.store, kg.files) for kg in holdout.kgs}
+    first = next(iter(stores.values()))
+    metadata = RunMetadata(
+        run_id=run_id or new_run_id(system.name),
+        system=system.name,
+        system_kind=system.kind,
+        system_version=system.version,
+        reasoning=dict(system.reasoning),
+        pipeline=system.pipeline.model_dump(mode="json") if system.pipeline is not None else None,
+        holdout=str(holdout.root),
+        gold=str(gold_dir),
+        replay=str(replay) if replay is not None else None,
+        holdout_manifest_sha256=_manifest_sha(lambda: read_manifest(holdout.root)["sha256"]),
+        gold_manifest_sha256=_manifest_sha(lambda: sha256_file(Path(gold_dir) / GOLD_MANIFEST)),
+        question_set_sha256=question_set_sha256(holdout),
+        store_engine=f"{first.name} {first.version}",
+        seeds=list(range(config.run.seeds)),
+        primary_judge=config.judges.primary,
+        judge_versions={name: j.version for name, j in judges.items()},
+        config_sha256=sha256_json(config.model_dump(mode="json")),
+        config=config.model_dump(mode="json"),
+        kgeval_version=kgeval.__version__,
+        git_commit=git_commit(),
+        started_at=_now(),
+    )
+    return RunPlan(holdout, Path(gold_dir), system, config, metadata, judges, stores, list(compare_with or []))
 
 
 def execute_run(
@@ -55,38 +147,104 @@ def execute_run(
     config: KgevalConfig,
     db: ResultsDB,
     progress: Progress | None = None,
+    *,
+    checklist: Checklist,
+    replay: Path | None = None,
+    compare_with: list[str] | None = None,
 ) -> RunMetadata:
-    """Run every question x seed; return the finished run's metadata."""
-    holdout_sha = verify_holdout(holdout.root)
-    gold_sha = verify_gold(gold_dir, holdout)
-    gold = load_gold(gold_dir)
-    judges = judges_from_config(config.judges)
-    seeds = list(range(config.run.seeds))
-    metadata = RunMetadata(
-        run_id=new_run_id(system.name),
-        system=system.name,
-        system_version=system.version,
-        holdout=str(holdout.root),
-        holdout_manifest_sha256=holdout_sha,
-        gold_manifest_sha256=gold_sha,
-        seeds=seeds,
-        primary_judge=config.judges.primary,
-        judge_versions={name: j.version for name, j in judges.items()},
-        config_sha256=sha256_json(config.model_dump(mode="json")),
-        kgeval_version=kgeval.__version__,
-        git_commit=git_commit(),
-        started_at=_now(),
-    )
-    db.create_run(metadata, [_run_question(q) for q in holdout.questions()])
-    for kg in holdout.kgs:
-        store = open_store(config.store, kg.files)
-        for question in kg.questions:
-            for seed in seeds:
-                attempt, verdicts = run_attempt(question, seed, system, store, judges, gold[question.id].result, config)
-                db.record_attempt(metadata.run_id, attempt, verdicts)
-                if progress:
-                    progress(question.id)
-    metadata = metadata.model_copy(update={"finished_at": _now()})
+    """Plan, pass the checklist (or raise ChecklistFailed, sending nothing), run every question x
+    seed; return the finished run's metadata."""
+    plan = plan_run(holdout, gold_dir, system, config, replay=replay, compare_with=compare_with)
+    receipt = checklist(plan, db)
+    questions = [_run_question(q) for q in holdout.questions()]
+    if not receipt.passed:
+        db.create_run(plan.metadata, questions, receipt, status="refused")
+        raise ChecklistFailed(receipt, plan.metadata.run_id)
+    db.create_run(plan.metadata, questions, receipt)
+    return _dispatch_pending(plan, db, progress)
+
+
+def resume_run(
+    run_id: str,
+    db: ResultsDB,
+    system_for: Callable[[RunMetadata, KgevalConfig], System],
+    progress: Progress | None = None,
+    *,
+    checklist: Checklist,
+) -> RunMetadata:
+    """Continue a stopped run: the checklist again, then only the attempts not yet persisted.
+    Refuses when the holdout, gold, questions, judges, configuration or system changed."""
+    metadata = db.metadata(run_id)
+    status = db.status(run_id)
+    if status == "refused":
+        raise InputError(f"run {run_id} was refused by the pre-eval checklist and never started; start a new run")
+    if status == "finished":
+        return metadata
+    config = KgevalConfig.model_validate(metadata.config)
+    holdout = load_holdout(Path(metadata.holdout))
+    system = system_for(metadata, config)
+    plan = plan_run(holdout, Path(metadata.gold), system, config, replay=Path(metadata.replay) if metadata.replay else None, run_id=run_id)
+    changed = _resume_differences(metadata, plan.metadata)
+    if changed:
+        raise CheckFailed(f"cannot resume run {run_id}: changed since it started: {'; '.join(changed)}")
+    receipt = checklist(plan, db)
+    phase = f"resume-{len(metadata.resumed_at) + 1}"
+    db.record_receipt(run_id, phase, receipt)
+    if not receipt.passed:
+        raise ChecklistFailed(receipt, run_id)
+    plan.metadata = metadata.model_copy(update={"resumed_at": [*metadata.resumed_at, _now()]})
+    db.update_metadata(plan.metadata)
+    return _dispatch_pending(plan, db, progress)
+
+
+_RESUME_FIELDS = (
+    "system", "system_version", "holdout_manifest_sha256", "gold_manifest_sha256", "question_set_sha256",
+    "judge_versions", "seeds", "config_sha256", "store_engine",
+)  # fmt: skip
+
+
+def _resume_differences(started: RunMetadata, now: RunMetadata) -> list[str]:
+    return [
+        f"{name}: {getattr(started, name)!r} then, {getattr(now, name)!r} now"
+        for name in _RESUME_FIELDS
+        if getattr(started, name) != getattr(now, name)
+    ]
+
+
+def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
+    run_id = plan.metadata.run_id
+    gold = load_gold(plan.gold_dir)
+    done = db.done_keys(run_id)
+    jobs = [(q, s) for q in plan.holdout.questions() for s in plan.metadata.seeds if (q.id, s) not in done]
+    prepare = getattr(plan.system, "prepare", None)
+    if prepare is not None:
+        for kg_id in sorted({q.kg for q, _ in jobs}):
+            prepare(kg_id, plan.stores[kg_id])
+    limiter = RateLimiter(plan.config.run.rate_limit_per_s)
+    served: set[str] = set()
+
+    def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
+        question, seed = job
+        return run_attempt(
+            question, seed, plan.system, plan.stores[question.kg], plan.judges, gold[question.id].result, plan.config, limiter=limiter
+        )
+
+    def record(result: tuple[Attempt, list]) -> None:
+        attempt, verdicts = result
+        db.record_attempt(run_id, attempt, verdicts)
+        if attempt.served_version:
+            served.add(attempt.served_version)
+        if progress:
+            progress(attempt.question_id)
+
+    try:
+        dispatch(jobs, work, record, concurrency=plan.config.run.concurrency)
+    finally:
+        close = getattr(plan.system, "close", None)
+        if close is not None:
+            close()
+    served |= {a.served_version for a in db.attempts(run_id) if a.served_version}
+    metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata
 
@@ -95,51 +253,15 @@ def _run_question(q: Question) -> RunQuestion:
     return RunQuestion(kg=q.kg, question_id=q.id, question=q.question, domain=q.domain, qtype=q.qtype, honeypot=q.honeypot)
 
 
-def run_attempt(
-    question: Question,
-    seed: int,
-    system: System,
-    store: Store,
-    judges: dict[str, Judge],
-    gold: QueryResult,
-    config: KgevalConfig,
-) -> tuple[Attempt, list[Verdict]]:
-    """Ask the system once, execute its SPARQL read-only, and judge the answer."""
-    started = time.perf_counter()
-    output = system.respond(question, seed)
-    latency_ms = (time.perf_counter() - started) * 1000
-    base = {
-        "kg": question.kg,
-        "question_id": question.id,
-        "seed": seed,
-        "sparql": output.sparql,
-        "answer": output.answer,
-        "stop_reason": output.stop_reason,
-        "latency_ms": latency_ms,
-    }
-    if output.error is not None:
-        kind = "missing" if output.stop_reason == "missing" else "system_error"
-        return Attempt(**base, state="error", error_kind=kind, error=output.error), []
-    result, sparql_error = _execute_candidate(output, store, config)
-    if sparql_error and output.answer is None:
-        return Attempt(**base, state="error", error_kind="invalid_sparql", error=sparql_error), []
-    candidate = Candidate(items=output.answer, result=result)
-    verdicts = [judge.judge(question, gold, candidate) for judge in judges.values()]
-    extra = {"sparql_error": sparql_error} if sparql_error else {}
-    total = result.total if result is not None else None
-    return Attempt(**base, state="answered", result_total=total, extra=extra), verdicts
-
-
-def _execute_candidate(
-    output: SystemOutput, store: Store, config: KgevalConfig
-) -> tuple[QueryResult | None, str | None]:
-    if not output.sparql:
-        return None, None
-    try:
-        result = store.execute(output.sparql, timeout_s=config.run.query_timeout_s, row_cap=config.run.row_cap)
-    except QueryError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    return result, None
-
-
-__all__ = ["execute_run", "git_commit", "new_run_id", "run_attempt"]
+__all__ = [
+    "Checklist",
+    "ChecklistFailed",
+    "RunPlan",
+    "execute_run",
+    "git_commit",
+    "new_run_id",
+    "plan_run",
+    "question_set_sha256",
+    "resume_run",
+    "run_attempt",
+]

@@ -7,6 +7,7 @@ refused before any store sees them.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -19,6 +20,10 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from kgeval.errors import QueryRefused, QuerySyntaxError
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
+# rdflib's SPARQL grammar (pyparsing) keeps parse state in shared objects: two threads parsing
+# at once corrupt each other ("postParse2() missing ... tokenList"). Runs execute candidates
+# from several threads, so parsing is serialized; execution in the store is not.
+_PARSE_LOCK = threading.Lock()
 _MODIFIERS = {"Project", "Distinct", "Reduced", "Slice", "ToMultiSet"}
 
 
@@ -42,7 +47,8 @@ def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Query
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise QueryRefused(f"query is {size} bytes, over the {max_bytes}-byte limit")
-    return _analyse(text)
+    with _PARSE_LOCK:
+        return _analyse(text)
 
 
 @lru_cache(maxsize=4096)

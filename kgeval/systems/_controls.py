@@ -19,6 +19,9 @@ class OracleSystem:
 
     name = "oracle"
     version = "1"
+    kind = "control"
+    pipeline = None
+    reasoning: dict = {}
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         return SystemOutput(sparql=question.sparql)
@@ -30,6 +33,9 @@ class WeakSystem:
 
     name = "weak"
     version = "1"
+    kind = "control"
+    pipeline = None
+    reasoning: dict = {}
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         if int(sha256_text(f"{question.id}/{seed}")[:8], 16) % 3 == 0:

@@ -1,12 +1,52 @@
-"""What a system under test returns for one attempt."""
+"""What a system under test returns for one attempt, and how it describes itself."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from kgeval.config import PipelineConfig
 from kgeval.holdout import Question
+
+StopReason = Literal["stop", "length", "content_filter", "safety", "missing", "other"]
+"""Why a system stopped, normalized across providers: a natural end, cut off at its output
+limit, withheld by a content filter or a safety filter, no recorded answer (replay), or
+anything else (the provider's own reason is kept in `SystemOutput.finish_reason`)."""
+
+ErrorKind = Literal[
+    "empty",
+    "truncated_empty",
+    "content_filter",
+    "safety",
+    "timeout",
+    "transport",
+    "rate_limited",
+    "invalid_sparql",
+    "missing",
+    "other",
+]
+"""Why an attempt ended without a judgeable answer. Never judged, never in accuracy; counted.
+
+empty: the system answered nothing; truncated_empty: cut off before anything usable;
+content_filter / safety: withheld by a filter; timeout, transport (connection failures and
+5xx), rate_limited (429): the call failed; invalid_sparql: SPARQL that does not parse or run,
+with no answer list; missing: a replay file has no record for the attempt; other: anything
+else (malformed response, 4xx, ...), with the detail in the error text."""
+
+TRANSIENT_ERRORS: frozenset[str] = frozenset({"timeout", "transport", "rate_limited"})
+"""Error kinds worth another try: the same call may succeed a moment later."""
+
+
+class Usage(BaseModel):
+    """Token usage of one call, as the provider reported it."""
+
+    prompt_tokens: int | None = None
+    candidates_tokens: int | None = None
+    """Tokens of the visible output."""
+    thoughts_tokens: int | None = None
+    """Tokens spent on thinking (not part of the visible output)."""
+    total_tokens: int | None = None
 
 
 class SystemOutput(BaseModel):
@@ -16,17 +56,34 @@ class SystemOutput(BaseModel):
     """The SPARQL the system generated, when it generated one."""
     answer: list[Any] | None = None
     """The answer items the system gave, when it gave a list."""
-    stop_reason: str = "stop"
-    """Why the system stopped ("stop", "length", "content_filter", ...)."""
+    stop_reason: StopReason = "stop"
+    """Why the system stopped, normalized."""
+    finish_reason: str | None = None
+    """The provider's own stop reason (e.g. Gemini's "MAX_TOKENS"), kept verbatim."""
     error: str | None = None
     """Set when the system failed to produce an answer; says what failed."""
+    error_kind: ErrorKind | None = None
+    """The adapter's classification of `error` (timeout, transport, ...); "other" if unset."""
+    http_status: int | None = None
+    served_version: str | None = None
+    """The version the system reported serving this call (a version header, a model version)."""
+    usage: Usage | None = None
+    raw_text: str | None = None
+    """The visible text a model produced (thought parts excluded), when it produced text."""
 
 
 class System(Protocol):
     """A system under test. `respond` must be deterministic for a given (question, seed)
-    where the system allows it; seeds make sampling variance visible."""
+    where the system allows it; seeds make sampling variance visible. `respond` may be called
+    from several threads at once; it reports failures in `SystemOutput.error`, never raises."""
 
     name: str
     version: str
+    """Declared version (for replay: a hash of the replay file)."""
+    kind: Literal["control", "replay", "endpoint", "model"]
+    pipeline: PipelineConfig | None
+    """The pipeline features the system declares (None: a control or a replay, no pipeline)."""
+    reasoning: dict[str, Any]
+    """Reasoning settings that change answers (thinking budget, max output tokens, ...)."""
 
     def respond(self, question: Question, seed: int) -> SystemOutput: ...

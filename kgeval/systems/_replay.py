@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kgeval._files import sha256_file
 from kgeval.errors import InputError
 from kgeval.holdout import Question
-from kgeval.systems._model import SystemOutput
+from kgeval.systems._model import StopReason, SystemOutput
 
 
 class _Record(BaseModel):
@@ -28,13 +28,16 @@ class _Record(BaseModel):
     seed: int = 0
     sparql: str | None = None
     answer: list[Any] | None = None
-    stop_reason: str = "stop"
+    stop_reason: StopReason = "stop"
 
 
 class ReplaySystem:
     """Serves recorded attempts by (kg, question id, seed)."""
 
     name = "replay"
+    kind = "replay"
+    pipeline = None
+    reasoning: dict = {}
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -51,7 +54,7 @@ class ReplaySystem:
     def respond(self, question: Question, seed: int) -> SystemOutput:
         record = self._records.get((question.kg, question.id, seed))
         if record is None:
-            return SystemOutput(stop_reason="missing", error=f"no recorded answer in {self.path.name}")
+            return SystemOutput(stop_reason="missing", error=f"no recorded answer in {self.path.name}", error_kind="missing")
         return SystemOutput(sparql=record.sparql, answer=record.answer, stop_reason=record.stop_reason)
 
 

@@ -1,12 +1,15 @@
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from kgeval.checklists import pre_eval_checklist
 from kgeval.holdout import load_holdout
 from kgeval.config import KgevalConfig
 from kgeval.reports import Accuracy, build_report, export_lines, format_accuracy, render_json, render_markdown, wilson_interval
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.systems import WeakSystem
 import json
+
+from tests.conftest import REPO
 
 
 def test_wilson_known_value():
@@ -23,7 +26,7 @@ def test_accuracy_always_has_an_interval():
 
 def test_report_and_export_of_a_weak_run(mini_holdout, mini_gold, tmp_path):
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        meta = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(), db)
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
         report = build_report(db, meta.run_id)
         lines = [json.loads(line) for line in export_lines(db, meta.run_id)]
     md = render_markdown(report)

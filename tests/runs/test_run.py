@@ -3,13 +3,16 @@ import json
 import duckdb
 import pytest
 
+from kgeval.checklists import pre_eval_checklist
 from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import CheckFailed
 from kgeval.holdout import load_holdout
-from kgeval.reports import build_report
+from kgeval.reports import build_report, render_json, render_markdown
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.systems import OracleSystem, ReplaySystem
-from tests.conftest import MINI_QUESTIONS
+from tests.conftest import MINI_QUESTIONS, REPO
+
+CHECKLIST = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
 
 
 def _config(seeds=3):
@@ -19,7 +22,7 @@ def _config(seeds=3):
 def test_oracle_run_persists_every_attempt_and_scores_all(mini_holdout, mini_gold, tmp_path):
     db_path = tmp_path / "r.duckdb"
     with ResultsDB(db_path) as db:
-        meta = execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db)
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db, checklist=CHECKLIST)
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [meta.run_id]).fetchone()[0] == 3 * len(MINI_QUESTIONS)
     assert con.execute("SELECT count(*) FROM verdicts WHERE correct").fetchone()[0] == 3 * len(MINI_QUESTIONS)
@@ -40,7 +43,7 @@ def test_replay_with_wrong_answer_gives_wrong_verdict(mini_holdout, mini_gold, t
     records = [{"kg": "mini", "question_id": q["id"], "sparql": q["sparql"]} for q in MINI_QUESTIONS]
     records[0] = {"kg": "mini", "question_id": "mini-01", "answer": ["http://example.org/mini/entities/it"]}
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db)
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db, checklist=CHECKLIST)
         report = build_report(db, meta.run_id)
     assert [w.question_id for w in report.wrong] == ["mini-01"]
     assert report.overall.correct == len(MINI_QUESTIONS) - 1
@@ -53,19 +56,34 @@ def test_majority_vote_across_seeds(mini_holdout, mini_gold, tmp_path):
     records = [{"kg": "mini", "question_id": q["id"], "seed": s, **a} for s, a in enumerate([right, wrong, right])]
     q2 = MINI_QUESTIONS[3]
     records += [{"kg": "mini", "question_id": q2["id"], "seed": s, "answer": [v]} for s, v in enumerate([True, False, False])]
+    records += [{"kg": "mini", "question_id": o["id"], "seed": s, "sparql": o["sparql"]} for o in MINI_QUESTIONS if o not in (q, q2) for s in range(3)]
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(3), db)
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(3), db, checklist=CHECKLIST)
         report = build_report(db, meta.run_id)
-    # only two questions were answered; the rest are "missing" errors, never judged
-    assert report.overall.n == 2 and report.overall.correct == 1
-    assert report.errors == {"missing": 3 * (len(MINI_QUESTIONS) - 2)}
+    # mini-01: right, wrong, right -> correct; mini-04: true, false, false -> wrong
+    assert report.overall.n == len(MINI_QUESTIONS) and report.overall.correct == len(MINI_QUESTIONS) - 1
+    assert report.errors == {}
     assert [w.question_id for w in report.wrong] == ["mini-04"]
+
+
+def test_mostly_missing_answers_publish_no_accuracy(mini_holdout, mini_gold, tmp_path):
+    records = [{"kg": "mini", "question_id": q["id"], "seed": s, "sparql": q["sparql"]} for q in MINI_QUESTIONS[:2] for s in range(3)]
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(3), db, checklist=CHECKLIST)
+        report = build_report(db, meta.run_id)
+    # the missing attempts are errors, never judged; 18 of 24 is far above the 10% limit
+    assert report.errors == {"missing": 3 * (len(MINI_QUESTIONS) - 2)}
+    assert report.overall is None and report.wrong == [] and report.by_kg == []
+    assert "missing 18" in report.harness.withheld
+    md = render_markdown(report)
+    assert "NO ACCURACY PUBLISHED" in md and "## Accuracy" not in md
+    assert json.loads(render_json(report))["overall"] is None
 
 
 def test_invalid_sparql_is_an_error_state_not_a_wrong_answer(mini_holdout, mini_gold, tmp_path):
     records = [{"kg": "mini", "question_id": "mini-01", "sparql": "SELECT ?x WHERE {"}]
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db)
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db, checklist=CHECKLIST)
         attempts = {a.question_id: a for a in db.attempts(meta.run_id)}
     assert attempts["mini-01"].state == "error" and attempts["mini-01"].error_kind == "invalid_sparql"
     assert "does not parse" in attempts["mini-01"].error
@@ -75,4 +93,4 @@ def test_run_refuses_unverified_gold(mini_holdout, mini_gold, tmp_path):
     path = mini_gold / "mini.json"
     path.write_text(path.read_text().replace("alice", "alicia", 1))
     with ResultsDB(tmp_path / "r.duckdb") as db, pytest.raises(CheckFailed):
-        execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db)
+        execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db, checklist=CHECKLIST)

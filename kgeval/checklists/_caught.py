@@ -1,0 +1,78 @@
+"""Automated checks for the harness failures in checklists/caught.yaml; each entry's check
+runs as part of the pre-eval checklist, so a failure caught once is caught before every run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from kgeval.checklists._model import CaughtEntry
+from kgeval.gold._store import MANIFEST as GOLD_MANIFEST
+from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
+
+Check = Callable[[CaughtEntry, RunPlan, ResultsDB], tuple[bool, str]]
+
+
+def _same_conditions(a: RunMetadata, b: RunMetadata) -> bool:
+    return (a.gold_manifest_sha256, a.holdout_manifest_sha256, a.judge_versions) == (
+        b.gold_manifest_sha256,
+        b.holdout_manifest_sha256,
+        b.judge_versions,
+    )
+
+
+def _control_accuracy(control: str) -> Check:
+    def check(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool, str]:
+        runs = [m for m in db.runs(system=control) if _same_conditions(m, plan.metadata)]
+        if not runs:
+            required = plan.system.kind in entry.check.required_for
+            why = f"no finished {control} run on this gold, holdout and judges"
+            return (not required), why + (f": run `kgeval run --system {control}` first" if required else " yet")
+        last = runs[-1]
+        correct, total = db.attempt_accuracy(last.run_id, last.primary_judge, last.judge_versions[last.primary_judge])
+        share = correct / total if total else 0.0
+        low, high = entry.check.min, entry.check.max
+        ok = (low is None or share >= low) and (high is None or share <= high)
+        bound = f">= {low:.0%}" if low is not None else f"<= {high:.0%}"
+        return ok, f"{control} run {last.run_id}: {share:.1%} of attempts correct ({correct}/{total}); must be {bound}"
+
+    return check
+
+
+def _gold_manifest(plan: RunPlan) -> dict:
+    try:
+        return json.loads((Path(plan.gold_dir) / GOLD_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return {"error": str(exc)}
+
+
+def _gold_engine(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool, str]:
+    manifest = _gold_manifest(plan)
+    engines = sorted(f"{e.get('name')} {e.get('version')}" for e in manifest.get("engines", []))
+    if not engines:
+        return False, f"gold manifest names no engine ({manifest.get('error', 'no engines field')})"
+    ok = engines == [plan.metadata.store_engine]
+    return ok, f"gold built on {', '.join(engines)}; this run executes on {plan.metadata.store_engine}"
+
+
+def _gold_row_cap(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool, str]:
+    cap = _gold_manifest(plan).get("row_cap")
+    run_cap = plan.config.run.row_cap
+    return cap == run_cap, f"gold keeps {cap} rows per question; candidates are executed with a cap of {run_cap}"
+
+
+CHECKS: dict[str, Check] = {
+    "oracle_accuracy": _control_accuracy("oracle"),
+    "weak_accuracy": _control_accuracy("weak"),
+    "gold_engine_matches_store": _gold_engine,
+    "gold_row_cap_covers_run": _gold_row_cap,
+}
+
+
+def caught_items(entries: tuple[CaughtEntry, ...], plan: RunPlan, db: ResultsDB) -> list[ChecklistItem]:
+    items = []
+    for entry in entries:
+        ok, observed = CHECKS[entry.check.kind](entry, plan, db)
+        items.append(ChecklistItem(item=f"caught:{entry.id}", observed=observed, passed=ok, detail="" if ok else entry.lesson))
+    return items

@@ -1,0 +1,132 @@
+"""The pre-eval checklist items, each a function (checklist, plan, db, guards) -> receipt lines.
+
+Each item observes something a reader can check and says pass or fail; none raises on a
+failure, so the receipt lists every failing item at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from kgeval.errors import KgevalError
+from kgeval.gold import gold_problems
+from kgeval.holdout import holdout_problems
+from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
+from kgeval.checklists._model import PreEvalChecklist
+
+
+class Guard(Protocol):
+    """What the checklist needs of an anti-cheat guard (kgeval.guards, or an example bank's):
+    a name, and a `status()` saying whether it is active. `status()` may return a bool, or an
+    object (or mapping) with `active` and, optionally, `detail`."""
+
+    name: str
+
+    def status(self) -> Any: ...
+
+
+def guard_state(guard: Guard) -> tuple[bool, str]:
+    """(active, detail) from whatever a guard's `status()` returns; a guard that fails to
+    report is inactive."""
+    try:
+        status = guard.status()
+    except Exception as exc:  # noqa: BLE001 - a guard that cannot report is not active
+        return False, f"status() raised {type(exc).__name__}: {exc}"
+    if isinstance(status, bool):
+        return status, ""
+    if isinstance(status, dict):
+        return bool(status.get("active")), str(status.get("detail", ""))
+    return bool(getattr(status, "active", False)), str(getattr(status, "detail", "") or getattr(status, "reason", "") or "")
+
+
+Item = Callable[[PreEvalChecklist, RunPlan, ResultsDB, Sequence[Guard]], list[ChecklistItem]]
+
+
+def holdout_manifest(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    try:
+        problems = holdout_problems(plan.holdout.root)
+    except KgevalError as exc:
+        problems = [str(exc)]
+    sha = plan.metadata.holdout_manifest_sha256
+    if problems:
+        return [ChecklistItem(item="holdout_manifest", observed=f"{len(problems)} differences from MANIFEST.json", passed=False, detail="; ".join(problems[:5]))]
+    return [ChecklistItem(item="holdout_manifest", observed=f"manifest {sha[:12]} verified", passed=True)]
+
+
+def gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    try:
+        problems = gold_problems(plan.gold_dir, plan.holdout)
+    except KgevalError as exc:
+        problems = [str(exc)]
+    if problems:
+        return [ChecklistItem(item="gold", observed=f"{len(problems)} problems", passed=False, detail="; ".join(problems[:5]))]
+    observed = f"gold manifest {plan.metadata.gold_manifest_sha256[:12]} verified, built from holdout manifest {plan.metadata.holdout_manifest_sha256[:12]}"
+    return [ChecklistItem(item="gold", observed=observed, passed=True)]
+
+
+def pipeline_parity(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    system = plan.system
+    if system.name in checklist.parity_exempt:
+        return [ChecklistItem(item="pipeline_parity", observed=f"{system.name} ({system.kind}) is exempt: no pipeline to compare", passed=True)]
+    if system.pipeline is None:
+        return [ChecklistItem(item="pipeline_parity", observed=f"{system.name} declares no pipeline", passed=False, detail="declare systems.<name>.pipeline")]
+    differences = []
+    for kg in plan.holdout.kgs:
+        ours, production = system.pipeline.for_kg(kg.id), checklist.production_profile.for_kg(kg.id)
+        for feature in sorted(production.keys() | ours.keys()):
+            if ours.get(feature) != production.get(feature):
+                differences.append(f"{kg.id}: {feature}={ours.get(feature)!r} (production {production.get(feature)!r})")
+    if differences:
+        return [ChecklistItem(item="pipeline_parity", observed=f"{len(differences)} features differ from production", passed=False, detail="; ".join(differences[:8]))]
+    features = ", ".join(f"{k}={v!r}" for k, v in sorted(checklist.production_profile.default.items()))
+    return [ChecklistItem(item="pipeline_parity", observed=f"equal to production on {len(plan.holdout.kgs)} KGs ({features})", passed=True)]
+
+
+def guards_active(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    system, feature = plan.system, checklist.guards.when_feature
+    uses = system.pipeline is not None and any(system.pipeline.for_kg(kg.id).get(feature) for kg in plan.holdout.kgs)
+    if not uses:
+        return [ChecklistItem(item="guards", observed=f"{system.name} does not use {feature}: no example bank to guard", passed=True)]
+    available = [*guards, *getattr(system, "guards", lambda: [])()]
+    lines = []
+    for name in checklist.guards.required:
+        found = [g for g in available if getattr(g, "name", None) == name]
+        if not found:
+            lines.append(ChecklistItem(item=f"guards:{name}", observed="not present", passed=False, detail=f"{feature} is on; guard {name!r} must report active"))
+            continue
+        states = [guard_state(g) for g in found]
+        active = all(a for a, _ in states)
+        detail = "; ".join(d for _, d in states if d)
+        lines.append(ChecklistItem(item=f"guards:{name}", observed="active" if active else "inactive", passed=active, detail=detail))
+    return lines
+
+
+def apples_to_apples(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    others: list[RunMetadata] = []
+    if plan.system.name in checklist.compare.systems:
+        for name in checklist.compare.systems:
+            runs = db.runs(system=name) if name != plan.system.name else []
+            if runs:
+                others.append(runs[-1])
+    missing = []
+    for run_id in plan.compare_with:
+        try:
+            others.append(db.metadata(run_id))
+        except KgevalError:
+            missing.append(run_id)
+    if missing:
+        return [ChecklistItem(item="apples_to_apples", observed=f"named runs not in {db.path}: {', '.join(missing)}", passed=False)]
+    if not others:
+        return [ChecklistItem(item="apples_to_apples", observed=f"no runs to compare {plan.system.name} with", passed=True)]
+    return [_compare_one(checklist, plan.metadata, other) for other in others]
+
+
+def _compare_one(checklist: PreEvalChecklist, ours: RunMetadata, other: RunMetadata) -> ChecklistItem:
+    fields = checklist.compare.fields
+    differing = [f for f in fields if getattr(ours, f) != getattr(other, f)]
+    name = f"apples_to_apples:{other.system}"
+    if differing:
+        detail = "; ".join(f"{f}: {getattr(ours, f)!r} here, {getattr(other, f)!r} there" for f in differing)
+        return ChecklistItem(item=name, observed=f"differs from run {other.run_id} in {', '.join(differing)}", passed=False, detail=detail[:600])
+    return ChecklistItem(item=name, observed=f"same {', '.join(fields)} as run {other.run_id}", passed=True)

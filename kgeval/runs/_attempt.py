@@ -1,0 +1,136 @@
+"""One attempt: call the system (again, after a transient failure, up to the cap), name the
+terminal state, execute the SPARQL read-only, judge what is judgeable.
+
+Terminal states (DESIGN invariant 5):
+- error: the system reported a failure (its kind), a filter withheld the output
+  (content_filter, safety), it stopped for another reason (other), it was cut off before
+  anything usable (truncated_empty), it gave nothing (empty), or its SPARQL does not run and
+  it gave no answer list (invalid_sparql). Never judged.
+- incomplete: cut off at the output limit, yet with SPARQL that runs or an answer list:
+  judged, and flagged.
+- answered: judged.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+from kgeval.config import KgevalConfig
+from kgeval.errors import QueryError
+from kgeval.holdout import Question
+from kgeval.judges import Candidate, Judge, Verdict
+from kgeval.runs._model import Attempt, Try
+from kgeval.stores import QueryResult, Store
+from kgeval.systems import TRANSIENT_ERRORS, System, SystemOutput
+
+
+class Limiter(Protocol):
+    def acquire(self) -> None: ...
+
+
+def _call(system: System, question: Question, seed: int) -> SystemOutput:
+    """A system that raises instead of reporting is still a named failure, not a crash."""
+    try:
+        return system.respond(question, seed)
+    except Exception as exc:  # noqa: BLE001 - any failure of the system becomes an error state
+        return SystemOutput(stop_reason="other", error=f"system raised {type(exc).__name__}: {exc}", error_kind="other")
+
+
+def call_with_retries(
+    system: System, question: Question, seed: int, config: KgevalConfig, limiter: Limiter | None = None
+) -> tuple[SystemOutput, list[Try]]:
+    """Call the system; try again after a transient failure, at most `run.max_tries` times,
+    waiting `run.retry_backoff_s` doubled each time. Every try is returned."""
+    tries: list[Try] = []
+    for n in range(1, config.run.max_tries + 1):
+        if limiter is not None:
+            limiter.acquire()
+        started_at, t0 = datetime.now(UTC).isoformat(timespec="milliseconds"), time.perf_counter()
+        output = _call(system, question, seed)
+        kind = (output.error_kind or "other") if output.error is not None else None
+        tries.append(
+            Try(
+                n=n,
+                started_at=started_at,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                outcome=kind or "ok",
+                error=output.error,
+                http_status=output.http_status,
+            )
+        )
+        if kind not in TRANSIENT_ERRORS or n == config.run.max_tries:
+            return output, tries
+        time.sleep(config.run.retry_backoff_s * 2 ** (n - 1))
+    raise AssertionError("unreachable: max_tries >= 1")
+
+
+def run_attempt(
+    question: Question,
+    seed: int,
+    system: System,
+    store: Store,
+    judges: dict[str, Judge],
+    gold: QueryResult,
+    config: KgevalConfig,
+    *,
+    limiter: Limiter | None = None,
+) -> tuple[Attempt, list[Verdict]]:
+    """Ask the system (with retries), name the terminal state, judge what is judgeable."""
+    started = time.perf_counter()
+    output, tries = call_with_retries(system, question, seed, config, limiter)
+    base = {
+        "kg": question.kg,
+        "question_id": question.id,
+        "seed": seed,
+        "sparql": output.sparql,
+        "answer": output.answer,
+        "stop_reason": output.stop_reason,
+        "latency_ms": (time.perf_counter() - started) * 1000,
+        "finish_reason": output.finish_reason,
+        "served_version": output.served_version,
+        "usage": output.usage,
+        "tries": tries,
+    }
+    refused = _refused(output)
+    if refused is not None:
+        kind, error = refused
+        return Attempt(**base, state="error", error_kind=kind, error=error), []
+    result, sparql_error = _execute_candidate(output, store, config)
+    cut_off = output.stop_reason == "length"
+    if sparql_error and output.answer is None:
+        kind = "truncated_empty" if cut_off else "invalid_sparql"
+        return Attempt(**base, state="error", error_kind=kind, error=sparql_error), []
+    candidate = Candidate(items=output.answer, result=result)
+    verdicts = [judge.judge(question, gold, candidate) for judge in judges.values()]
+    extra = {"sparql_error": sparql_error} if sparql_error else {}
+    total = result.total if result is not None else None
+    state = "incomplete" if cut_off else "answered"
+    return Attempt(**base, state=state, result_total=total, extra=extra), verdicts
+
+
+def _refused(output: SystemOutput) -> tuple[str, str] | None:
+    """(error kind, message) when the output cannot be judged before executing anything."""
+    if output.error is not None:
+        return output.error_kind or "other", output.error
+    if output.stop_reason in ("content_filter", "safety"):
+        return output.stop_reason, f"withheld by a {output.stop_reason.replace('_', ' ')} (finish reason {output.finish_reason})"
+    has_content = bool(output.sparql and output.sparql.strip()) or output.answer is not None
+    if output.stop_reason == "length" and not has_content:
+        return "truncated_empty", f"cut off at the output limit before any answer (finish reason {output.finish_reason})"
+    if output.stop_reason == "other":
+        return "other", f"stopped for an unexpected reason: {output.finish_reason}"
+    if not has_content:
+        return "empty", "the system returned neither SPARQL nor an answer list"
+    return None
+
+
+def _execute_candidate(output: SystemOutput, store: Store, config: KgevalConfig) -> tuple[QueryResult | None, str | None]:
+    if not output.sparql or not output.sparql.strip():
+        return None, None
+    try:
+        result = store.execute(output.sparql, timeout_s=config.run.query_timeout_s, row_cap=config.run.row_cap)
+    except QueryError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return result, None

@@ -1,0 +1,164 @@
+"""Gemini through google-genai: SPARQL from the question, the KG schema and retrieved examples.
+
+Text is taken from the response parts by type: text parts that are not thoughts, in order.
+Thought parts are counted, never read as the answer; a response whose only text is a thought
+is empty. Finish reason, token usage (prompt, candidates, thoughts) and the served model
+version are recorded with every attempt. Retries belong to the runner (each try recorded), so
+the client's own retries are off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from kgeval.config import GeminiSystemConfig, PipelineConfig
+from kgeval.errors import InputError
+from kgeval.holdout import Question
+from kgeval.stores import Store
+from kgeval.systems._examples import Example, ExampleBank
+from kgeval.systems._http import failure_from_exception, failure_from_status
+from kgeval.systems._model import StopReason, SystemOutput, Usage
+from kgeval.systems._schema import schema_summary
+
+INSTRUCTION = (
+    "You translate questions about a knowledge graph into one SPARQL 1.1 query (SELECT or ASK). "
+    "Use only the classes and predicates listed in the schema, with full IRIs or PREFIX "
+    "declarations. Answer with the query alone in a ```sparql code block."
+)
+
+_FINISH: dict[str, StopReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "safety",
+    "IMAGE_SAFETY": "safety",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "RECITATION": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+}
+_FENCE = re.compile(r"```(?:sparql)?\s*\n?(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
+_BARE = re.compile(r"^\s*(PREFIX|BASE|SELECT|ASK)\b", re.IGNORECASE)
+
+
+class GeminiSystem:
+    """Gemini as a system under test; thread-safe once the KG schemas are prepared."""
+
+    name = "gemini"
+    kind = "model"
+
+    def __init__(self, config: GeminiSystemConfig, *, bank: ExampleBank | None = None, client: Any = None) -> None:
+        self.config = config
+        self.version = config.model
+        self.bank = bank
+        k = config.few_shot_k if bank is not None else 0
+        self.pipeline = PipelineConfig(default={"few_shot_retrieval": k > 0, "few_shot_k": k, "schema_in_prompt": True})
+        self.reasoning: dict[str, Any] = {
+            "model": config.model,
+            "thinking_budget": config.thinking_budget,
+            "include_thoughts": config.include_thoughts,
+            "max_output_tokens": config.max_output_tokens,
+            "temperature": config.temperature,
+        }
+        self._schemas: dict[str, str] = {}
+        self._client = client if client is not None else _make_client(config)
+
+    def prepare(self, kg: str, store: Store) -> None:
+        """Summarize the KG's schema from its store (once per KG, before its questions)."""
+        if kg not in self._schemas:
+            self._schemas[kg] = schema_summary(store, classes=self.config.schema_classes, predicates=self.config.schema_predicates)
+
+    def guards(self) -> list[object]:
+        return list(self.bank.guards()) if self.bank is not None else []
+
+    def prompt(self, question: Question) -> str:
+        if question.kg not in self._schemas:
+            raise InputError(f"gemini: no schema prepared for KG {question.kg!r}")
+        examples: list[Example] = []
+        if self.bank is not None and self.config.few_shot_k > 0:
+            examples = self.bank.retrieve(question.question, question.kg, self.config.few_shot_k)
+        parts = [f"Schema of the knowledge graph:\n{self._schemas[question.kg]}"]
+        parts += [f"Example question: {e.question}\n```sparql\n{e.sparql}\n```" for e in examples]
+        parts.append(f"Question: {question.question}")
+        return "\n\n".join(parts)
+
+    def respond(self, question: Question, seed: int) -> SystemOutput:
+        from google.genai import errors, types
+
+        config = types.GenerateContentConfig(
+            system_instruction=INSTRUCTION,
+            temperature=self.config.temperature,
+            seed=seed,
+            max_output_tokens=self.config.max_output_tokens,
+            thinking_config=types.ThinkingConfig(
+                thinking_budget=self.config.thinking_budget, include_thoughts=self.config.include_thoughts
+            ),
+        )
+        try:
+            response = self._client.models.generate_content(model=self.config.model, contents=self.prompt(question), config=config)
+        except errors.APIError as exc:
+            return failure_from_status(int(exc.code or 0), str(exc.message or exc))
+        except ValueError as exc:  # the SDK could not parse a 200 body
+            return SystemOutput(stop_reason="other", error=f"malformed response: {exc}", error_kind="other")
+        except Exception as exc:  # noqa: BLE001 - transport failures of httpx (or httpx2), classified
+            return failure_from_exception(exc)
+        return output_from_response(response)
+
+
+def _make_client(config: GeminiSystemConfig) -> Any:
+    from google import genai
+    from google.genai import types
+
+    api_key = os.environ.get(config.api_key_env)
+    if not api_key:
+        raise InputError(f"system 'gemini': environment variable {config.api_key_env} (systems.gemini.api_key_env) is not set")
+    options = types.HttpOptions(base_url=config.base_url, timeout=int(config.timeout_s * 1000))
+    return genai.Client(api_key=api_key, http_options=options)
+
+
+def output_from_response(response: Any) -> SystemOutput:
+    """A SystemOutput from a GenerateContentResponse: text parts by type, never by position."""
+    usage = _usage(response.usage_metadata)
+    served = response.model_version
+    if not response.candidates:
+        block = response.prompt_feedback.block_reason if response.prompt_feedback else None
+        if block is not None:
+            name = getattr(block, "name", str(block))
+            stop: StopReason = "safety" if name == "SAFETY" else "content_filter"
+            return SystemOutput(stop_reason=stop, finish_reason=f"prompt blocked: {name}", served_version=served, usage=usage)
+        return SystemOutput(stop_reason="stop", finish_reason=None, served_version=served, usage=usage)
+    candidate = response.candidates[0]
+    finish = getattr(candidate.finish_reason, "name", None) if candidate.finish_reason is not None else None
+    parts = (candidate.content.parts or []) if candidate.content else []
+    text = "".join(p.text for p in parts if p.text and not p.thought)
+    stop = _FINISH.get(finish, "other") if finish else "stop"
+    sparql = extract_sparql(text)
+    output = SystemOutput(sparql=sparql, stop_reason=stop, finish_reason=finish, served_version=served, usage=usage, raw_text=text or None)
+    if stop == "stop" and text.strip() and sparql is None:
+        return output.model_copy(update={"error": "the response has text but no SPARQL query", "error_kind": "invalid_sparql"})
+    return output
+
+
+def extract_sparql(text: str) -> str | None:
+    """The query in the first ```sparql (or plain ```) block, or the whole text when it is a bare query."""
+    match = _FENCE.search(text)
+    if match and match.group(1).strip():
+        return match.group(1).strip()
+    if _BARE.match(text):
+        return text.strip()
+    return None
+
+
+def _usage(meta: Any) -> Usage | None:
+    if meta is None:
+        return None
+    return Usage(
+        prompt_tokens=meta.prompt_token_count,
+        candidates_tokens=meta.candidates_token_count,
+        thoughts_tokens=meta.thoughts_token_count,
+        total_tokens=meta.total_token_count,
+    )
