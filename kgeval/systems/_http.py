@@ -25,10 +25,12 @@ _STOP_REASONS = set(get_args(StopReason))
 
 
 def failure_from_exception(exc: Exception) -> SystemOutput:
-    """Classify an httpx failure: timeouts, then connection/protocol failures."""
-    if isinstance(exc, httpx.TimeoutException):
+    """Classify a client failure: timeouts, then connection/protocol failures. By class name as
+    well as by httpx's classes: SDKs may use their own copy of httpx (google-genai's httpx2)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, httpx.TimeoutException | TimeoutError) or any("Timeout" in n for n in names):
         return SystemOutput(stop_reason="other", error=f"timed out: {type(exc).__name__}", error_kind="timeout")
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx.TransportError | ConnectionError) or names & {"TransportError", "NetworkError", "ProtocolError"}:
         return SystemOutput(stop_reason="other", error=f"transport failure: {type(exc).__name__}: {exc}", error_kind="transport")
     return SystemOutput(stop_reason="other", error=f"{type(exc).__name__}: {exc}", error_kind="other")
 

@@ -1,0 +1,123 @@
+"""Real HTTP servers on 127.0.0.1 for systems under test: a production-style endpoint and a
+Gemini-style generateContent endpoint. Each runs in a thread, records every request, and
+answers through a reply function so a test can inject any fault."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    """A dict/list is sent as JSON; a str is sent as is (malformed JSON, HTML error pages)."""
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+ReplyFn = Callable[[str, dict, int], Reply]
+"""(path, request JSON, request number from 1) -> Reply."""
+
+
+class LoopbackServer:
+    """A threaded HTTP/1.1 server on an ephemeral port; `requests` lists (path, JSON body)."""
+
+    def __init__(self, reply: ReplyFn) -> None:
+        self.reply = reply
+        self.requests: list[tuple[str, dict]] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    payload = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    payload = {"_raw": raw.decode("utf-8", "replace")}
+                with outer._lock:
+                    outer.requests.append((self.path, payload))
+                    n = len(outer.requests)
+                answer = outer.reply(self.path, payload, n)
+                if answer.delay_s:
+                    time.sleep(answer.delay_s)
+                body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
+                data = body.encode("utf-8")
+                try:
+                    self.send_response(answer.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in answer.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout): nothing to answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.request_queue_size = 128
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def __enter__(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def generate_content(
+    text: str | None = "```sparql\nASK {}\n```",
+    *,
+    thought: str | None = "Let me look at the schema first.",
+    finish: str = "STOP",
+    model_version: str = "gemini-2.5-flash-001",
+    prompt_tokens: int = 812,
+    candidate_tokens: int = 41,
+    thought_tokens: int = 230,
+) -> dict:
+    """A generateContent response body as the Gemini API returns it; the thought part comes
+    first, so an adapter that takes text by position gets the thought, not the answer."""
+    parts = []
+    if thought is not None:
+        parts.append({"text": thought, "thought": True})
+    if text is not None:
+        parts.append({"text": text})
+    candidate: dict = {"finishReason": finish, "index": 0}
+    if parts:
+        candidate["content"] = {"role": "model", "parts": parts}
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": candidate_tokens,
+            "thoughtsTokenCount": thought_tokens,
+            "totalTokenCount": prompt_tokens + candidate_tokens + thought_tokens,
+        },
+        "modelVersion": model_version,
+        "responseId": "loopback-0001",
+    }

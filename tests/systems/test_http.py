@@ -1,0 +1,95 @@
+"""Fault injection through the real HTTP path: a loopback endpoint that times out, fails with
+5xx or 429, sends malformed JSON, an empty answer, a truncated one, a content-filter stop.
+Each lands in its named terminal state; none is judged (so none can count as a wrong answer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgeval.config import HttpSystemConfig, KgevalConfig, RunConfig
+from kgeval.gold import load_gold
+from kgeval.holdout import load_holdout
+from kgeval.judges import judges_from_config
+from kgeval.runs import run_attempt
+from kgeval.stores import EmbeddedStore
+from kgeval.systems import HttpSystem
+from tests.conftest import MINI_QUESTIONS
+from tests.servers import LoopbackServer, Reply
+
+REFERENCE = MINI_QUESTIONS[1]["sparql"]  # "Who works in sales?"
+FAST_RETRY = KgevalConfig(run=RunConfig(seeds=1, retry_backoff_s=0.0, max_tries=3))
+
+FAULTS = {
+    "timeout": (lambda n: Reply(body={"sparql": REFERENCE}, delay_s=1.5), "error", "timeout", 3),
+    "http 503": (lambda n: Reply(status=503, body="<html>upstream unavailable</html>"), "error", "transport", 3),
+    "http 429": (lambda n: Reply(status=429, body={"error": "slow down"}), "error", "rate_limited", 3),
+    "http 400": (lambda n: Reply(status=400, body={"error": "bad kg"}), "error", "other", 1),
+    "malformed json": (lambda n: Reply(body='{"sparql": "SELECT', headers={}), "error", "other", 1),
+    "not an object": (lambda n: Reply(body=["SELECT ?x {}"]), "error", "other", 1),
+    "empty answer": (lambda n: Reply(body={"sparql": None, "answer": None}), "error", "empty", 1),
+    "empty sparql string": (lambda n: Reply(body={"sparql": "  "}), "error", "empty", 1),
+    "truncated, nothing usable": (lambda n: Reply(body={"sparql": "SELECT ?p WHERE { ?p <http://exa", "stop_reason": "length"}), "error", "truncated_empty", 1),
+    "truncated, no text": (lambda n: Reply(body={"stop_reason": "length"}), "error", "truncated_empty", 1),
+    "content filter": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "content_filter"}), "error", "content_filter", 1),
+    "safety": (lambda n: Reply(body={"stop_reason": "safety"}), "error", "safety", 1),
+    "invalid sparql": (lambda n: Reply(body={"sparql": "SELEKT nothing"}), "error", "invalid_sparql", 1),
+    "unknown stop reason": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "recitation"}), "error", "other", 1),
+    "503 then ok": (lambda n: Reply(status=503, body="busy") if n == 1 else Reply(body={"sparql": REFERENCE}), "answered", None, 2),
+    "truncated but substantial": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "length"}), "incomplete", None, 1),
+    "answer list": (lambda n: Reply(body={"answer": ["alice", "bob"]}), "answered", None, 1),
+}
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from tests.conftest import write_holdout
+
+    root = tmp_path_factory.mktemp("http")
+    holdout = load_holdout(write_holdout(root / "holdout"))
+    rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), root / "gold")
+    return holdout, load_gold(root / "gold"), EmbeddedStore(holdout.kgs[0].files)
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_each_fault_lands_in_its_terminal_state(mini, fault):
+    holdout, gold, store = mini
+    reply, state, kind, tries = FAULTS[fault]
+    question = holdout.kgs[0].questions[1]
+    with LoopbackServer(lambda path, body, n: reply(n)) as server:
+        system = HttpSystem(HttpSystemConfig(url=server.url + "/answer", timeout_s=0.3, declared_version="prod-7"))
+        attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(FAST_RETRY.judges), gold[question.id].result, FAST_RETRY)
+        system.close()
+    assert (attempt.state, attempt.error_kind) == (state, kind), attempt.error
+    assert len(attempt.tries) == tries == server.count()
+    assert [t.n for t in attempt.tries] == list(range(1, tries + 1))
+    if state == "error":
+        assert verdicts == [], "an error state must never be judged"
+        assert attempt.error
+    else:
+        assert verdicts and verdicts[0].correct, verdicts[0].reason
+    if kind in ("timeout", "transport", "rate_limited"):
+        assert all(t.outcome == kind for t in attempt.tries)
+
+
+def test_request_shape_and_version_header(mini):
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[0]
+    reply = Reply(body={"sparql": question.sparql}, headers={"X-System-Version": "prod-7+build.42"})
+    with LoopbackServer(lambda path, body, n: reply) as server:
+        system = HttpSystem(HttpSystemConfig(url=server.url + "/v1/answer", declared_version="prod-7"))
+        attempt, verdicts = run_attempt(question, 2, system, store, judges_from_config(FAST_RETRY.judges), gold[question.id].result, FAST_RETRY)
+        system.close()
+    path, body = server.requests[0]
+    assert path == "/v1/answer"
+    assert body == {"question": question.question, "kg": "mini", "seed": 2}  # no question id, no reference
+    assert attempt.state == "answered" and attempt.served_version == "prod-7+build.42"
+    assert attempt.tries[0].http_status == 200
+
+
+def test_missing_url_is_a_clear_error():
+    from kgeval.errors import InputError
+
+    with pytest.raises(InputError, match="systems.http.url"):
+        HttpSystem(HttpSystemConfig())
