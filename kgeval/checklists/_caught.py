@@ -24,6 +24,8 @@ def _same_conditions(a: RunMetadata, b: RunMetadata) -> bool:
 
 def _control_accuracy(control: str) -> Check:
     def check(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool, str]:
+        if plan.system.name == control:
+            return True, f"this run is the {control} control: it produces the evidence this check reads"
         runs = [m for m in db.runs(system=control) if _same_conditions(m, plan.metadata)]
         if not runs:
             required = plan.system.kind in entry.check.required_for

@@ -93,10 +93,11 @@ class ResultsDB:
         """The run, its questions and its checklist receipt, in one transaction."""
         with self._transaction() as con:
             con.execute("INSERT INTO runs VALUES (?, ?, ?)", [metadata.run_id, status, metadata.model_dump_json()])
-            con.executemany(
-                "INSERT INTO run_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [[metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot] for q in questions],
-            )
+            if questions:
+                con.executemany(
+                    "INSERT INTO run_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [[metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot] for q in questions],
+                )
             self._insert_receipt(con, metadata.run_id, "start", receipt)
 
     def record_receipt(self, run_id: str, phase: str, receipt: Receipt) -> None:
@@ -106,6 +107,8 @@ class ResultsDB:
 
     @staticmethod
     def _insert_receipt(con: duckdb.DuckDBPyConnection, run_id: str, phase: str, receipt: Receipt) -> None:
+        if not receipt.items:
+            return
         con.executemany(
             "INSERT INTO checklist_items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [[run_id, phase, i, it.item, it.observed, it.passed, it.detail, receipt.checklist_sha256] for i, it in enumerate(receipt.items)],

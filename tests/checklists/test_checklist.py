@@ -1,0 +1,233 @@
+"""The pre-eval checklist: every item can fail on its own, the receipt is stored with the run,
+and `kgeval run` with a failing item exits 1 having sent nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kgeval.checklists import evaluate_checklist, load_checklist, pre_eval_checklist
+from kgeval.config import GeminiSystemConfig, HttpSystemConfig, KgevalConfig, PipelineConfig, RunConfig
+from kgeval.errors import InputError
+from kgeval.holdout import load_holdout
+from kgeval.runs import ChecklistFailed, ResultsDB, execute_run, plan_run
+from kgeval.systems import Example, GeminiSystem, HttpSystem, InMemoryExampleBank, OracleSystem, SystemOutput, WeakSystem
+from tests.cli.test_cli import kgeval
+from tests.conftest import REPO
+from tests.servers import LoopbackServer, Reply
+
+SHIPPED = REPO / "checklists" / "pre_eval.yaml"
+PRODUCTION = PipelineConfig(default={"few_shot_retrieval": True, "few_shot_k": 5, "schema_in_prompt": True})
+
+
+def _receipt(holdout, gold, system, db, config=None, compare_with=None, guards=()):
+    plan = plan_run(load_holdout(holdout), gold, system, config or KgevalConfig(run=RunConfig(seeds=1)), compare_with=compare_with)
+    return evaluate_checklist(load_checklist(SHIPPED), plan, db, guards)
+
+
+def _failed(receipt):
+    return {i.item for i in receipt.failures()}
+
+
+def _http(url="http://127.0.0.1:9/none", pipeline=PRODUCTION):
+    return HttpSystem(HttpSystemConfig(url=url, declared_version="prod-7", pipeline=pipeline))
+
+
+class _WrongOracle:
+    """Named like the oracle control, but answers wrongly: a broken harness's oracle."""
+
+    name, version, kind, pipeline, reasoning = "oracle", "1", "control", None, {}
+
+    def respond(self, question, seed):
+        return SystemOutput(answer=["nothing"])
+
+
+class _StrongWeak(OracleSystem):
+    """Named like the weak control, but always right: a judge that accepts too much looks like this."""
+
+    name = "weak"
+
+
+def test_controls_pass_the_shipped_checklist(mini_holdout, mini_gold, tmp_path):
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        receipt = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
+    assert receipt.passed, receipt.failures()
+    assert [i.item for i in receipt.items][:3] == ["holdout_manifest", "gold", "pipeline_parity"]
+    assert {"caught:oracle_below_99", "caught:gold_engine_version", "caught:gold_row_cap", "caught:weak_above_60"} <= {i.item for i in receipt.items}
+
+
+def test_tampered_holdout_and_gold_fail_their_items(mini_holdout, mini_gold, tmp_path):
+    path = mini_gold / "mini.json"
+    path.write_text(path.read_text().replace("alice", "alicia", 1))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        assert _failed(_receipt(mini_holdout, mini_gold, OracleSystem(), db)) == {"gold"}
+        (mini_holdout / "mini" / "kg.ttl").write_text("# tampered\n", encoding="utf-8")
+        failed = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
+    assert "holdout_manifest" in _failed(failed)
+
+
+def test_gold_from_another_holdout_fails(mini_holdout, mini_gold, tmp_path):
+    manifest = json.loads((mini_gold / "MANIFEST.json").read_text())
+    manifest["holdout_manifest_sha256"] = "0" * 64
+    (mini_gold / "MANIFEST.json").write_text(json.dumps(manifest))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        receipt = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
+    assert _failed(receipt) == {"gold"}
+    assert "built from a different holdout" in next(i for i in receipt.items if i.item == "gold").detail
+
+
+def test_gold_built_on_another_engine_version_is_caught(mini_holdout, mini_gold, tmp_path):
+    manifest = json.loads((mini_gold / "MANIFEST.json").read_text())
+    manifest["engines"] = [{"name": "oxigraph-embedded", "version": "0.3.22"}]
+    (mini_gold / "MANIFEST.json").write_text(json.dumps(manifest))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        receipt = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
+    assert _failed(receipt) == {"caught:gold_engine_version"}
+    assert "0.3.22" in receipt.failures()[0].observed
+
+
+def test_pipeline_parity_compares_every_kg(mini_holdout, mini_gold, tmp_path):
+    off_for_mini = PipelineConfig(default=PRODUCTION.default, per_kg={"mini": {"few_shot_retrieval": False}})
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        receipt = _receipt(mini_holdout, mini_gold, _http(pipeline=off_for_mini), db)
+        parity = next(i for i in receipt.items if i.item == "pipeline_parity")
+        assert not parity.passed and "mini: few_shot_retrieval=False (production True)" in parity.detail
+        undeclared = _receipt(mini_holdout, mini_gold, _http(pipeline=PipelineConfig()), db)
+    assert "pipeline_parity" in _failed(undeclared)
+
+
+def test_guards_must_report_active_where_examples_are_retrieved(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test")
+    examples = [Example(kg="shop", question="q", sparql="ASK {}")]
+    unguarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=InMemoryExampleBank(examples))
+    guarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=InMemoryExampleBank(examples, blocked_kgs=["mini"]))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        bad = _receipt(mini_holdout, mini_gold, unguarded, db)
+        good = _receipt(mini_holdout, mini_gold, guarded, db)
+        # the production endpoint's guards come from outside (kgeval.guards): absent -> fail; inactive -> fail
+        http_none = _receipt(mini_holdout, mini_gold, _http(), db)
+
+        class Off:
+            name = "holdout_blocklist"
+
+            def status(self):
+                return {"active": False, "detail": "blocklist file missing"}
+
+        class On:
+            def __init__(self, name):
+                self.name = name
+
+            def status(self):
+                return True
+
+        http_off = _receipt(mini_holdout, mini_gold, _http(), db, guards=[On("example_bank"), Off()])
+        http_on = _receipt(mini_holdout, mini_gold, _http(), db, guards=[On("example_bank"), On("holdout_blocklist")])
+    assert {"guards:example_bank", "guards:holdout_blocklist"} <= _failed(bad)
+    assert not {"guards:example_bank", "guards:holdout_blocklist"} & _failed(good)
+    assert {"guards:example_bank", "guards:holdout_blocklist"} <= _failed(http_none)
+    assert "guards:holdout_blocklist" in _failed(http_off) and "guards:example_bank" not in _failed(http_off)
+    assert not {i for i in _failed(http_on) if i.startswith("guards")}
+
+
+def test_apples_to_apples_with_named_runs(mini_holdout, mini_gold, tmp_path):
+    checklist = pre_eval_checklist(SHIPPED)
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        two = execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), KgevalConfig(run=RunConfig(seeds=2)), db, checklist=checklist)
+        same = _receipt(mini_holdout, mini_gold, WeakSystem(), db, config=KgevalConfig(run=RunConfig(seeds=2)), compare_with=[two.run_id])
+        other = _receipt(mini_holdout, mini_gold, WeakSystem(), db, config=KgevalConfig(run=RunConfig(seeds=3)), compare_with=[two.run_id])
+        unknown = _receipt(mini_holdout, mini_gold, WeakSystem(), db, compare_with=["no-such-run"])
+    assert same.passed, same.failures()
+    assert _failed(other) == {"apples_to_apples:oracle"} and "seeds" in other.failures()[0].observed
+    assert _failed(unknown) == {"apples_to_apples"}
+
+
+def test_compared_systems_must_match_the_latest_run_of_each_other(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """http and gemini are the compared systems: an http run is checked against gemini's last run."""
+    from kgeval.runs import Receipt
+
+    monkeypatch.setenv("GEMINI_API_KEY", "test")
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        gemini = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"))
+        plan = plan_run(load_holdout(mini_holdout), mini_gold, gemini, KgevalConfig(run=RunConfig(seeds=2)))
+        db.create_run(plan.metadata, [], Receipt(checklist_sha256="x", items=[]))
+        db.finish_run(plan.metadata)
+        receipt = _receipt(mini_holdout, mini_gold, _http(), db, config=KgevalConfig(run=RunConfig(seeds=1)))
+    assert "apples_to_apples:gemini" in _failed(receipt)
+
+
+def test_broken_controls_are_caught(mini_holdout, mini_gold, tmp_path):
+    checklist = pre_eval_checklist(SHIPPED)
+    holdout = load_holdout(mini_holdout)
+    cfg = KgevalConfig(run=RunConfig(seeds=1))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        # no oracle run yet: a production system may not run
+        assert "caught:oracle_below_99" in _failed(_receipt(mini_holdout, mini_gold, _http(pipeline=PRODUCTION), db, guards=[]))
+        execute_run(holdout, mini_gold, _WrongOracle(), cfg, db, checklist=checklist)
+        receipt = _receipt(mini_holdout, mini_gold, WeakSystem(), db)
+        assert _failed(receipt) == {"caught:oracle_below_99"}
+        assert "0.0% of attempts correct" in receipt.failures()[0].observed
+        # the oracle control itself may always run (it produces the evidence), and fixes it
+        execute_run(holdout, mini_gold, OracleSystem(), cfg, db, checklist=checklist)
+        execute_run(holdout, mini_gold, _StrongWeak(), cfg, db, checklist=checklist)
+        receipt = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
+    assert _failed(receipt) == {"caught:weak_above_60"}
+
+
+def test_refused_run_stores_its_receipt_and_sends_nothing(mini_holdout, mini_gold, tmp_path):
+    with LoopbackServer(lambda p, b, n: Reply(body={"sparql": "ASK {}"})) as server:
+        system = _http(url=server.url, pipeline=PipelineConfig(default={"few_shot_retrieval": False}))
+        with ResultsDB(tmp_path / "r.duckdb") as db:
+            with pytest.raises(ChecklistFailed, match="pipeline_parity") as refused:
+                execute_run(load_holdout(mini_holdout), mini_gold, system, KgevalConfig(), db, checklist=pre_eval_checklist(SHIPPED))
+            (run,) = db.runs(status="refused")
+            stored = db.receipt(run.run_id)
+    assert server.requests == []
+    assert stored.items == refused.value.receipt.items and not stored.passed
+
+
+def test_malformed_checklists_name_file_and_field(tmp_path):
+    bad = tmp_path / "pre_eval.yaml"
+    shutil.copy(REPO / "checklists" / "caught.yaml", tmp_path / "caught.yaml")
+    bad.write_text(yaml.safe_dump({"items": ["gold", "vibes"], "production_profile": {"default": {}}}))
+    with pytest.raises(InputError, match=r"pre_eval.yaml: items.1"):
+        load_checklist(bad)
+    (tmp_path / "caught.yaml").write_text(yaml.safe_dump({"entries": [{"id": "x", "caught": "c", "lesson": "l", "check": {"kind": "astrology"}}]}))
+    bad.write_text(yaml.safe_dump({"items": ["gold"], "production_profile": {"default": {}}}))
+    with pytest.raises(InputError, match=r"caught.yaml: entry 1: check.kind"):
+        load_checklist(bad)
+    with pytest.raises(InputError, match="checklist file missing"):
+        load_checklist(tmp_path / "nope.yaml")
+
+
+def _cli_checklist(tmp_path: Path) -> Path:
+    """The shipped checklist with a production profile the http test config can match
+    (no few-shot retrieval, so no example-bank guard is needed)."""
+    data = yaml.safe_load(SHIPPED.read_text())
+    data["production_profile"] = {"default": {"schema_in_prompt": True}}
+    shutil.copy(REPO / "checklists" / "caught.yaml", tmp_path / "caught.yaml")
+    path = tmp_path / "pre_eval.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_cli_run_with_one_failing_item_exits_1_and_sends_nothing(mini_holdout, mini_gold, tmp_path):
+    checklist, db = _cli_checklist(tmp_path), tmp_path / "r.duckdb"
+    with LoopbackServer(lambda p, b, n: Reply(body={"sparql": b.get("question") and "ASK {}"})) as server:
+        config = tmp_path / "http.yaml"
+        pipeline = {"default": {"schema_in_prompt": True}}
+        config.write_text(yaml.safe_dump({"systems": {"http": {"url": server.url, "declared_version": "prod-7", "pipeline": pipeline}}}))
+        args = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db), "--checklist", str(checklist), "--seeds", "1"]
+        refused = kgeval("run", "--system", "http", "--config", str(config), *args)
+        assert refused.returncode == 1, refused.stderr
+        assert "caught:oracle_below_99" in refused.stderr and "nothing was dispatched" in refused.stderr
+        assert "pipeline_parity" not in refused.stderr  # exactly one item failed
+        assert server.requests == []
+        # the positive control: once the oracle has run on this gold, the same command dispatches
+        assert kgeval("run", "--system", "oracle", *args).returncode == 0
+        ran = kgeval("run", "--system", "http", "--config", str(config), *args)
+        assert ran.returncode == 0, ran.stderr
+        assert server.count() > 0
