@@ -16,7 +16,7 @@ def kgeval(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=cwd or REPO, timeout=300)
 
 
-@pytest.mark.parametrize("command", [[], ["holdout"], ["gold"], ["run"], ["report"], ["export"], ["quickstart"], ["holdout", "verify"], ["gold", "rebuild"]])
+@pytest.mark.parametrize("command", [[], ["holdout"], ["gold"], ["run"], ["report"], ["export"], ["quickstart"], ["compare"], ["holdout", "verify"], ["gold", "rebuild"]])
 def test_every_command_has_help(command):
     result = kgeval(*command, "--help")
     assert result.returncode == 0, result.stderr
@@ -64,3 +64,19 @@ def test_rebuild_failure_names_kg_and_question(tmp_path):
     assert result.returncode == 1
     assert "mini: question mini-05:" in result.stderr and "does not parse" in result.stderr
     assert not (tmp_path / "gold" / "MANIFEST.json").exists()
+
+
+def test_quickstart_runs_both_controls_through_the_checklist(mini_holdout, tmp_path):
+    gold, db = tmp_path / "gold", tmp_path / "r.duckdb"
+    assert kgeval("gold", "rebuild", "--holdout", str(mini_holdout), "--gold", str(gold)).returncode == 0
+    result = kgeval("quickstart", "--holdout", str(mini_holdout), "--gold", str(gold), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("# kgeval report") == 2
+    assert "system: **oracle**" in result.stdout and "system: **weak**" in result.stdout
+    from kgeval.runs import ResultsDB
+
+    with ResultsDB(db, read_only=True) as results:
+        oracle, weak = results.runs()
+        items = {i.item: i for i in results.receipt(weak.run_id).items}
+    assert items["apples_to_apples:oracle"].passed and oracle.run_id in items["apples_to_apples:oracle"].observed
+    assert items["caught:oracle_below_99"].passed and "100.0%" in items["caught:oracle_below_99"].observed

@@ -1,0 +1,45 @@
+"""Comparability: two runs compare only under the same conditions of measurement; every
+difference is named, and `kgeval compare` refuses (exit 1) with the fields that differ."""
+
+from __future__ import annotations
+
+from kgeval.checklists import pre_eval_checklist
+from kgeval.config import KgevalConfig, RunConfig
+from kgeval.holdout import load_holdout
+from kgeval.runs import ResultsDB, comparability, execute_run, plan_run
+from kgeval.systems import OracleSystem, WeakSystem
+from tests.cli.test_cli import kgeval
+from tests.conftest import REPO
+
+CHECKLIST = REPO / "checklists" / "pre_eval.yaml"
+
+
+def test_comparability_names_blocking_and_reported_fields(mini_holdout, mini_gold):
+    holdout = load_holdout(mini_holdout)
+    a = plan_run(holdout, mini_gold, OracleSystem(), KgevalConfig(run=RunConfig(seeds=2))).metadata
+    b = plan_run(holdout, mini_gold, WeakSystem(), KgevalConfig(run=RunConfig(seeds=3))).metadata
+    diffs = {d.field: d for d in comparability(a, b)}
+    assert diffs["seeds"].blocking and not diffs["system"].blocking
+    assert diffs["config_sha256"].blocking is False
+    assert [d.field for d in comparability(a, a)] == []
+    c = b.model_copy(update={"seeds": a.seeds, "reasoning": {"thinking_budget": 0}, "served_versions": ["m-002"]})
+    diffs = comparability(a, c)
+    assert not [d for d in diffs if d.blocking]
+    assert {"reasoning", "served_versions", "system"} <= {d.field for d in diffs}
+    assert "seeds" in "; ".join(d.describe() for d in comparability(a, b))
+
+
+def test_cli_compare_refuses_incomparable_runs_and_names_fields(mini_holdout, mini_gold, tmp_path):
+    db_path = tmp_path / "r.duckdb"
+    checklist = pre_eval_checklist(CHECKLIST)
+    with ResultsDB(db_path) as db:
+        two = execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), KgevalConfig(run=RunConfig(seeds=2)), db, checklist=checklist)
+        weak = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(run=RunConfig(seeds=2)), db, checklist=checklist)
+        three = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(run=RunConfig(seeds=3)), db, checklist=checklist)
+    ok = kgeval("compare", two.run_id, weak.run_id, "--db", str(db_path))
+    assert ok.returncode == 0, ok.stderr
+    assert "comparable" in ok.stdout and "system: 'oracle' vs 'weak'" in ok.stdout and "100.0% [" in ok.stdout
+    refused = kgeval("compare", two.run_id, three.run_id, "--db", str(db_path))
+    assert refused.returncode == 1
+    assert "seeds: [0, 1] vs [0, 1, 2] (not comparable)" in refused.stdout
+    assert "not comparable: seeds" in refused.stderr
