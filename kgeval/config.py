@@ -61,6 +61,9 @@ class RunConfig(_Strict):
     """Attempts in flight at once (threads); database writes stay on one thread."""
     rate_limit_per_s: float | None = Field(None, gt=0)
     """Calls to the system per second at most, across all threads (None: no limit)."""
+    persist_within_s: float = Field(0.05, ge=0)
+    """Longest a completed attempt waits to be written; attempts completing together share one
+    transaction (each still atomic with its verdicts). Bounds what a kill can lose."""
     max_tries: int = Field(3, ge=1)
     """Tries per attempt when the call fails transiently (timeout, transport, 429); every try
     is recorded with the attempt."""

@@ -37,6 +37,9 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+            # algorithm and the client's delayed ACK add ~40 ms to every response
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", 0))
@@ -121,3 +124,46 @@ def generate_content(
         "modelVersion": model_version,
         "responseId": "loopback-0001",
     }
+
+
+async def _serve_fixed_latency(answers: dict[str, str], latency: float) -> None:
+    """A minimal asyncio HTTP/1.1 server (keep-alive, Content-Length bodies): one thread, so
+    its own overhead stays far below the latency it simulates, even with 64 calls in flight."""
+    import asyncio
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                body = json.loads(await reader.readexactly(length) or b"{}")
+                await asyncio.sleep(latency)
+                data = json.dumps({"sparql": answers.get(body.get("question"))}).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=256)
+    host, port = server.sockets[0].getsockname()[:2]
+    print(f"http://{host}:{port}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def main() -> None:
+    """Serve a production-style endpoint in its own process: `python -m tests.servers
+    ANSWERS.json LATENCY_S`. Answers {"sparql": ANSWERS[question]} after exactly LATENCY_S;
+    prints the URL, then serves until killed. (bench/dispatch.py)"""
+    import asyncio
+    import sys
+
+    answers = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    asyncio.run(_serve_fixed_latency(answers, float(sys.argv[2])))
+
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,7 @@ Terminal states (DESIGN invariant 5):
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -28,6 +29,24 @@ from kgeval.systems import TRANSIENT_ERRORS, System, SystemOutput
 
 class Limiter(Protocol):
     def acquire(self) -> None: ...
+
+
+class ExecutionCache:
+    """Results of candidate SPARQL already executed in this run, by (KG, query text). The store
+    is read-only and deterministic, so the same query returns the same result (or error): seeds
+    that produce the same query are executed once. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._results: dict[tuple[str, str], tuple[QueryResult | None, str | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[QueryResult | None, str | None] | None:
+        with self._lock:
+            return self._results.get(key)
+
+    def put(self, key: tuple[str, str], value: tuple[QueryResult | None, str | None]) -> None:
+        with self._lock:
+            self._results[key] = value
 
 
 def _call(system: System, question: Question, seed: int) -> SystemOutput:
@@ -76,6 +95,7 @@ def run_attempt(
     config: KgevalConfig,
     *,
     limiter: Limiter | None = None,
+    cache: ExecutionCache | None = None,
 ) -> tuple[Attempt, list[Verdict]]:
     """Ask the system (with retries), name the terminal state, judge what is judgeable."""
     started = time.perf_counter()
@@ -97,7 +117,11 @@ def run_attempt(
     if refused is not None:
         kind, error = refused
         return Attempt(**base, state="error", error_kind=kind, error=error), []
-    result, sparql_error = _execute_candidate(output, store, config)
+    key = (question.kg, output.sparql or "")
+    cached = cache.get(key) if cache is not None else None
+    result, sparql_error = cached if cached is not None else _execute_candidate(output, store, config)
+    if cache is not None and cached is None and not (sparql_error or "").startswith("QueryTimeout"):
+        cache.put(key, (result, sparql_error))  # a timeout may not recur: never cached
     cut_off = output.stop_reason == "length"
     if sparql_error and output.answer is None:
         kind = "truncated_empty" if cut_off else "invalid_sparql"

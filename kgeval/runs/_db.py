@@ -53,6 +53,14 @@ _ATTEMPT_COLUMNS = list(Attempt.model_fields)
 _VERDICT_COLUMNS = list(Verdict.model_fields)
 
 
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: list[list]) -> None:
+    """One multi-row INSERT (DuckDB binds a statement in milliseconds; rows are cheap)."""
+    for start in range(0, len(rows), 200):
+        chunk = rows[start : start + 200]
+        values = ", ".join(["(" + ", ".join("?" * len(columns)) + ")"] * len(chunk))
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values}", [v for row in chunk for v in row])
+
+
 class ResultsDB:
     """A DuckDB file holding any number of runs."""
 
@@ -142,22 +150,23 @@ class ResultsDB:
 
     def record_attempt(self, run_id: str, attempt: Attempt, verdicts: list[Verdict]) -> None:
         """Persist one attempt, its tries and its verdicts atomically."""
-        a = attempt.model_dump(mode="json")
-        for column in _JSON_ATTEMPT_COLUMNS:
-            a[column] = json.dumps(a[column]) if a[column] is not None else None
-        with self._transaction() as con:
-            con.execute(
-                f"INSERT INTO attempts (run_id, {', '.join(_ATTEMPT_COLUMNS)}) VALUES (?, {', '.join('?' * len(_ATTEMPT_COLUMNS))})",
-                [run_id, *(a[c] for c in _ATTEMPT_COLUMNS)],
-            )
+        self.record_attempts(run_id, [(attempt, verdicts)])
+
+    def record_attempts(self, run_id: str, results: list[tuple[Attempt, list[Verdict]]]) -> None:
+        """Persist attempts (each with its tries and verdicts) in one transaction: all or none."""
+        attempt_rows, verdict_rows = [], []
+        for attempt, verdicts in results:
+            a = attempt.model_dump(mode="json")
+            for column in _JSON_ATTEMPT_COLUMNS:
+                a[column] = json.dumps(a[column]) if a[column] is not None else None
+            attempt_rows.append([run_id, *(a[c] for c in _ATTEMPT_COLUMNS)])
             for verdict in verdicts:
                 v = verdict.model_dump(mode="json")
                 v["details"] = json.dumps(v["details"])
-                con.execute(
-                    f"INSERT INTO verdicts (run_id, question_id, seed, {', '.join(_VERDICT_COLUMNS)}) VALUES (?, ?, ?, "
-                    + ", ".join("?" * len(_VERDICT_COLUMNS)) + ")",
-                    [run_id, attempt.question_id, attempt.seed, *(v[c] for c in _VERDICT_COLUMNS)],
-                )
+                verdict_rows.append([run_id, attempt.question_id, attempt.seed, *(v[c] for c in _VERDICT_COLUMNS)])
+        with self._transaction() as con:
+            _insert_rows(con, "attempts", ["run_id", *_ATTEMPT_COLUMNS], attempt_rows)
+            _insert_rows(con, "verdicts", ["run_id", "question_id", "seed", *_VERDICT_COLUMNS], verdict_rows)
 
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""

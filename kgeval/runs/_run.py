@@ -22,7 +22,7 @@ from kgeval.gold import load_gold
 from kgeval.gold._store import MANIFEST as GOLD_MANIFEST
 from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, judges_from_config
-from kgeval.runs._attempt import run_attempt
+from kgeval.runs._attempt import ExecutionCache, run_attempt
 from kgeval.runs._db import ResultsDB
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
@@ -221,24 +221,28 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         for kg_id in sorted({q.kg for q, _ in jobs}):
             prepare(kg_id, plan.stores[kg_id])
     limiter = RateLimiter(plan.config.run.rate_limit_per_s)
+    cache = ExecutionCache()
     served: set[str] = set()
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
         question, seed = job
         return run_attempt(
-            question, seed, plan.system, plan.stores[question.kg], plan.judges, gold[question.id].result, plan.config, limiter=limiter
+            question, seed, plan.system, plan.stores[question.kg], plan.judges, gold[question.id].result, plan.config, limiter=limiter, cache=cache
         )
 
-    def record(result: tuple[Attempt, list]) -> None:
-        attempt, verdicts = result
-        db.record_attempt(run_id, attempt, verdicts)
-        if attempt.served_version:
-            served.add(attempt.served_version)
-        if progress:
-            progress(attempt.question_id)
+    def record(results: list[tuple[Attempt, list]]) -> None:
+        db.record_attempts(run_id, results)
+        for attempt, _ in results:
+            if attempt.served_version:
+                served.add(attempt.served_version)
+            if progress:
+                progress(attempt.question_id)
 
     try:
-        dispatch(jobs, work, record, concurrency=plan.config.run.concurrency)
+        run = plan.config.run
+        # a group of a quarter of the attempts in flight amortizes a commit; never wait longer
+        # than persist_within_s to write one
+        dispatch(jobs, work, record, concurrency=run.concurrency, batch=max(1, run.concurrency // 4), max_wait_s=run.persist_within_s)
     finally:
         close = getattr(plan.system, "close", None)
         if close is not None:
