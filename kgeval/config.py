@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kgeval.errors import InputError
 
@@ -19,9 +19,55 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class StoreAuthConfig(_Strict):
+    username: str = Field(min_length=1)
+    """HTTP basic-auth user name."""
+    password_env: str = Field(min_length=1)
+    """Name of the environment variable holding the password (never the password itself)."""
+
+
 class StoreConfig(_Strict):
-    kind: Literal["embedded"] = "embedded"
-    """Which graph store executes queries: "embedded" (pyoxigraph in process)."""
+    kind: Literal["embedded", "sparql", "neptune-sparql", "neptune-gremlin"] = "embedded"
+    """Which graph store executes queries: "embedded" (pyoxigraph in process, loads the KG
+    files), "sparql" (any SPARQL 1.1 Protocol endpoint), "neptune-sparql" (Amazon Neptune,
+    SigV4-signed), "neptune-gremlin" (Amazon Neptune property graph, Gremlin queries)."""
+    endpoint: str | None = None
+    """Remote stores: the query URL, e.g. http://127.0.0.1:7878/query, or for Neptune
+    https://HOST:8182/sparql and wss://HOST:8182/gremlin. Required for every kind but embedded."""
+    auth: StoreAuthConfig | None = None
+    """"sparql" only: optional HTTP basic auth."""
+    default_graphs: tuple[str, ...] = ()
+    """SPARQL stores: default-graph-uri parameters sent with every query (empty: the server's
+    default graph)."""
+    named_graphs: tuple[str, ...] = ()
+    """SPARQL stores: named-graph-uri parameters sent with every query."""
+    kg_graphs: dict[str, str] = Field(default_factory=dict)
+    """SPARQL stores: per-KG default graph (KG id -> graph IRI), used instead of
+    `default_graphs` when a holdout's KGs live in separate graphs of one endpoint."""
+    data_version: str | None = None
+    """Remote stores: the declared version of the data the endpoint serves, recorded in the gold
+    where the embedded store records the sha256 of the KG files (a remote store cannot hash
+    files it does not hold). Required for every kind but embedded."""
+    region: str | None = None
+    """Neptune: the AWS region used in the SigV4 signature (e.g. eu-west-1)."""
+    product: str | None = None
+    """Remote stores: the server product recorded as the engine name when the server does not
+    say (its Server header is used otherwise)."""
+    product_version: str | None = None
+    """Remote stores: the engine version recorded when the server does not say."""
+    allow_insecure_http: bool = False
+    """Neptune: accept an http:// endpoint. For the loopback signature tests only; Neptune
+    serves HTTPS."""
+
+    @model_validator(mode="after")
+    def _remote_needs_endpoint(self) -> StoreConfig:
+        if self.kind != "embedded":
+            missing = [name for name in ("endpoint", "data_version") if not getattr(self, name)]
+            if self.kind.startswith("neptune") and not self.region:
+                missing.append("region")
+            if missing:
+                raise ValueError(f"store kind {self.kind!r} needs {', '.join(missing)}")
+        return self
 
 
 class GoldConfig(_Strict):

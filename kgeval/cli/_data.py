@@ -45,7 +45,7 @@ def gold_rebuild(
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     with progress_bar("gold rebuild", len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files), cfg.gold, gold, advance)
+        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id), cfg.gold, gold, advance)
     for failure in report.failures:
         err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: {failure.error}", markup=False)
     if not report.ok:
