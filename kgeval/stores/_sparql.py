@@ -227,12 +227,12 @@ def term_from_json(cell: dict[str, Any] | None, endpoint: str) -> Term | None:
     if cell is None:
         return None
     kind, value = cell.get("type"), cell.get("value")
+    if kind not in ("uri", "bnode", "literal", "typed-literal"):
+        raise StoreError(f"{endpoint}: unsupported result cell type {kind!r}: {_snippet(cell)}")
     if not isinstance(value, str):
         raise StoreError(f"{endpoint}: result cell without a string value: {_snippet(cell)}")
     if kind == "uri":
         return Term.iri(value)
     if kind == "bnode":
         return Term.bnode(value)
-    if kind in ("literal", "typed-literal"):
-        return Term.literal(value, cell.get("datatype"), cell.get("xml:lang"))
-    raise StoreError(f"{endpoint}: unsupported result cell type {kind!r}: {_snippet(cell)}")
+    return Term.literal(value, cell.get("datatype"), cell.get("xml:lang"))
