@@ -56,7 +56,7 @@ def rebuild_gold(
         for question in kg.questions:
             t0 = time.perf_counter()
             try:
-                result = store.execute(question.sparql, timeout_s=config.timeout_s, row_cap=config.row_cap)
+                result = store.execute(question.reference_query, timeout_s=config.timeout_s, row_cap=config.row_cap)
             except QueryError as exc:
                 report.failures.append(GoldFailure(kg=kg.id, question_id=question.id, error=str(exc)))
                 continue

@@ -122,7 +122,7 @@ class GremlinStore(Store):
 
 
 def _run(connection: Any, bytecode: Bytecode) -> Iterator[Any]:
-    g = traversal().with_remote(connection)
+    g = traversal().with_(connection)
     yield from GraphTraversal(g.graph, g.traversal_strategies, bytecode)
 
 
@@ -131,7 +131,7 @@ def _with_evaluation_timeout(bytecode: Bytecode, timeout_s: float) -> Bytecode:
     from gremlin_python.process.strategies import OptionsStrategy
 
     timed = Bytecode()
-    timed.add_source("withStrategies", OptionsStrategy({"evaluationTimeout": int(timeout_s * 1000)}))
+    timed.add_source("withStrategies", OptionsStrategy(evaluationTimeout=int(timeout_s * 1000)))
     for name, *args in bytecode.source_instructions:
         timed.add_source(name, *args)
     for name, *args in bytecode.step_instructions:

@@ -91,6 +91,8 @@ def parse_gremlin(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Gre
         raise QueryRefused(
             f"Gremlin step(s) {', '.join(refused)} refused: only read-only traversal steps may run"
         )
+    if top_steps[0] not in SOURCE_STEPS:
+        raise QuerySyntaxError(f"Gremlin does not parse: a traversal starts with g.V(), g.E() or g.inject(), not g.{top_steps[0]}()")
     return GremlinQuery(bytecode, tuple(parser.steps), "order" in top_steps)
 
 
@@ -131,8 +133,6 @@ class _Parser:
         while self.at("."):
             self.take(".")
             name, args = self.step()
-            if first and name not in SOURCE_STEPS:
-                self.fail(f"a traversal starts with g.V(), g.E() or g.inject(), not g.{name}()")
             first = False
             bytecode.add_step(name, *args)
             top.append(name)
