@@ -111,12 +111,18 @@ def _graph_map(holdouts: dict[str, Holdout]) -> dict[str, str]:
 
 
 def start_oxigraph(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer:
+    endpoint, process = launch_oxigraph(workdir, _kg_files(holdouts))
+    return RunningServer("oxigraph", endpoint, process, _graph_map(holdouts))
+
+
+def launch_oxigraph(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple[str, subprocess.Popen]:
+    """Load each (graph IRI, file) and serve read-only; return the endpoint and the process."""
     binary = require_binary("oxigraph", "pip install oxigraph")
     location = workdir / "db"
-    for graph, path in _kg_files(holdouts):
+    for graph, path in graph_files:
         subprocess.run(
             [binary, "load", "--location", str(location), "--file", str(path), "--graph", graph],
-            check=True, capture_output=True, timeout=120,
+            check=True, capture_output=True, timeout=300,
         )
     port = free_port()
     log = workdir / "server.log"
@@ -126,7 +132,7 @@ def start_oxigraph(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer
     )
     endpoint = f"http://127.0.0.1:{port}/query"
     wait_for_endpoint(endpoint, process, log)
-    return RunningServer("oxigraph", endpoint, process, _graph_map(holdouts))
+    return endpoint, process
 
 
 VIRTUOSO_INI = """\
@@ -170,11 +176,17 @@ MaxQueryCostEstimationTime = 0
 
 
 def start_virtuoso(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer:
+    endpoint, process = launch_virtuoso(workdir, _kg_files(holdouts))
+    return RunningServer("virtuoso", endpoint, process, _graph_map(holdouts))
+
+
+def launch_virtuoso(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple[str, subprocess.Popen]:
+    """Start Virtuoso with HTTP and SQL ports on 127.0.0.1, load each (graph IRI, file) with
+    TTLP_MT, checkpoint; return the SPARQL endpoint and the process."""
     binary = require_binary("virtuoso-t", "apt-get install virtuoso-opensource-7-bin")
     isql = require_binary("isql-vt", "apt-get install virtuoso-opensource-7-bin")
-    files = _kg_files(holdouts)
     sql_port, http_port = free_port(), free_port()
-    dirs = sorted({str(workdir)} | {str(path.parent.resolve()) for _, path in files})
+    dirs = sorted({str(workdir)} | {str(path.parent.resolve()) for _, path in graph_files})
     ini = workdir / "virtuoso.ini"
     ini.write_text(VIRTUOSO_INI.format(dir=workdir, sql_port=sql_port, http_port=http_port,
                                        dirs=", ".join(dirs), max_rows=VIRTUOSO_MAX_ROWS))
@@ -184,11 +196,11 @@ def start_virtuoso(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer
     endpoint = f"http://127.0.0.1:{http_port}/sparql"
     wait_for_endpoint(endpoint, process, log)
     statements = [
-        f"DB.DBA.TTLP_MT(file_to_string_output('{path.resolve()}'), '', '{graph}', 0);" for graph, path in files
+        f"DB.DBA.TTLP_MT(file_to_string_output('{path.resolve()}'), '', '{graph}', 0);" for graph, path in graph_files
     ] + ["checkpoint;"]
     done = subprocess.run([isql, f"127.0.0.1:{sql_port}", "dba", "dba", "exec=" + " ".join(statements)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     if done.returncode != 0 or "Error" in done.stdout + done.stderr:
         stop(process)
         pytest.fail(f"virtuoso: loading the KGs failed: {done.stdout[-800:]} {done.stderr[-800:]}", pytrace=False)
-    return RunningServer("virtuoso", endpoint, process, _graph_map(holdouts))
+    return endpoint, process
