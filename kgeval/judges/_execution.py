@@ -34,7 +34,7 @@ accepted (`truncated` path; raise `run.row_cap` and `gold.row_cap` to judge it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import permutations
 
 from rdflib.plugins.sparql.algebra import translateQuery
@@ -71,6 +71,16 @@ class Table:
     ordered: bool
     form: str = "select"
 
+    @cached_property
+    def row_set(self) -> frozenset[RowKeys]:
+        """Distinct rows (computed once: a gold's table is cached per gold)."""
+        return frozenset(self.rows)
+
+    @cached_property
+    def column_sets(self) -> tuple[frozenset[Key], ...]:
+        """Distinct values of each column."""
+        return tuple(frozenset(row[j] for row in self.rows) for j in range(len(self.vars)))
+
 
 def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
     if result.form == "ask":
@@ -82,7 +92,7 @@ def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
 
 
 def table_of_items(items: list, normalizer: Normalizer) -> Table:
-    rows = tuple((normalizer.item(i),) for i in items)
+    rows = tuple((key,) for key in normalizer.items(items))
     return Table(("item",), rows, len(rows), False, True, "list")
 
 
@@ -97,9 +107,7 @@ class Alignment:
 def align_columns(gold: Table, answer: Table, max_mappings: int) -> Alignment:
     """The injective gold -> answer column mapping with the largest value overlap."""
     g, a = len(gold.vars), len(answer.vars)
-    gold_sets = [{row[j] for row in gold.rows} for j in range(g)]
-    answer_sets = [{row[k] for row in answer.rows} for k in range(a)]
-    overlap = [[len(gs & ans) for ans in answer_sets] + [0] * max(0, g - a) for gs in gold_sets]
+    overlap = [[len(ans & gs) for ans in answer.column_sets] + [0] * max(0, g - a) for gs in gold.column_sets]
     width = max(a, g)
 
     def score(mapping: tuple[int, ...]) -> tuple[int, int, int]:
@@ -210,14 +218,14 @@ class ExecutionJudge:
         return _Comparison(self, question, gold, gold_table, answer, compared).verdict()
 
     def _verdict(self, correct: bool, path: str, gold: QueryResult, **fields: object) -> Verdict:
-        return Verdict(
+        return Verdict.model_construct(  # fields built here, typed: validation skipped on the hot path
             judge=self.name,
             version=self.version,
             config_sha256=self.config_sha256,
             correct=correct,
             path=path,
             gold_total=gold.total,
-            **fields,  # type: ignore[arg-type]
+            **{"matched": 0, "unmatched": 0, "missing": None, "reason": "", "details": {}, **fields},  # type: ignore[arg-type]
         )
 
 
@@ -233,7 +241,7 @@ class _Comparison:
         g, a = self.g, self.a
         alignment = align_columns(g, a, self.config.max_column_mappings)
         rows = project(a, alignment.mapping)
-        gold_set, answer_set = set(g.rows), set(rows)
+        gold_set, answer_set = g.row_set, set(rows)
         matched = len(gold_set & answer_set)
         self.details["columns"] = {g.vars[j]: (a.vars[k] if k >= 0 else None) for j, k in enumerate(alignment.mapping)}
         extra = [v for k, v in enumerate(a.vars) if k not in alignment.mapping]

@@ -39,6 +39,7 @@ Unbound cells stay None.
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal, InvalidOperation
 from urllib.parse import unquote
 
@@ -82,13 +83,21 @@ def _canonical_number(text: str) -> str | None:
 class Normalizer:
     """Turns answer items and result cells into comparable keys under one set of rules.
 
-    Keys are memoized per normalizer (bounded), so a value seen before costs one dict lookup.
+    Keys are memoized per normalizer (bounded), so a value seen before costs one dict lookup,
+    and interned, so a gold's key and an answer's equal key are one object (dict lookups then
+    compare by identity, without reading the strings).
     """
 
     def __init__(self, config: NormalizationConfig) -> None:
         self.config = config
         self._texts: dict[str, str] = {}
         self._terms: dict[tuple[str, str, str | None, str | None], str] = {}
+
+    def items(self, items: list) -> list[str]:
+        """Keys of a whole answer list; the hot path of membership judging (one dict lookup
+        per item seen before)."""
+        get, item = self._texts.get, self.item
+        return [(get(i) if type(i) is str else None) or item(i) for i in items]
 
     def item(self, item: object) -> str:
         """Key of one item of a system's answer list (JSON string, number or boolean)."""
@@ -104,7 +113,7 @@ class Normalizer:
         if key is None:
             if len(self._texts) >= _CACHE_LIMIT:
                 self._texts.clear()
-            key = self._texts[text] = self._untyped(text)
+            key = self._texts[text] = sys.intern(self._untyped(text))
         return key
 
     def term(self, term: Term | None) -> str | None:
@@ -116,7 +125,7 @@ class Normalizer:
         if key is None:
             if len(self._terms) >= _CACHE_LIMIT:
                 self._terms.clear()
-            key = self._terms[spec] = self._typed(term)
+            key = self._terms[spec] = sys.intern(self._typed(term))
         return key
 
     def _untyped(self, text: str) -> str:

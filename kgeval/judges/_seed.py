@@ -38,28 +38,55 @@ class GoldIndex:
     """Normalized value -> ids of the (non-empty, kept) gold rows that hold it."""
     size: int
     """Gold items: non-empty kept rows plus the rows beyond the cap (1 for ASK)."""
+    spelled: dict[str, tuple[str, tuple[int, ...]]]
+    """A gold cell's own text -> (its key, its row ids), where the text normalizes to the cell's
+    key: an answer item spelt as the gold spells it skips normalization."""
 
 
 def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
     if gold.form == "ask":
-        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1)
+        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {})
     rows: dict[str, list[int]] = {}
+    spellings: dict[str, str] = {}
     kept = 0
     for row in gold.rows:
-        values = {v for v in map(normalizer.term, row) if v is not None}
+        values = set()
+        for term in row:
+            key = normalizer.term(term)
+            if key is not None:
+                values.add(key)
+                if normalizer.text(term.value) == key:
+                    spellings[term.value] = key
         if not values:
             continue
         for value in values:
             rows.setdefault(value, []).append(kept)
         kept += 1
-    return GoldIndex({v: tuple(ids) for v, ids in rows.items()}, kept + gold.total - len(gold.rows))
+    frozen = {v: tuple(ids) for v, ids in rows.items()}
+    spelled = {text: (key, frozen[key]) for text, key in spellings.items()}
+    return GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled)
+
+
+def list_keys(items: list, index: GoldIndex, normalizer: Normalizer) -> dict[str, tuple[int, ...] | None]:
+    """Distinct keys of an answer list, each with the gold rows holding it (None: not in the
+    gold). The membership hot path: one lookup per item spelt as in the gold."""
+    spelled, rows, item = index.spelled, index.rows, normalizer.item
+    keys: dict[str, tuple[int, ...] | None] = {}
+    for i in items:
+        hit = spelled.get(i) if type(i) is str else None
+        if hit is None:
+            key = item(i)
+            keys.setdefault(key, rows.get(key))
+        else:
+            keys.setdefault(hit[0], hit[1])
+    return keys
 
 
 def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] | list[Item] | None:
     """The answer as distinct items: values for a list, value sets for result rows; None
     when the system gave neither list nor result."""
     if candidate.items is not None:
-        return list(dict.fromkeys(map(normalizer.item, candidate.items)))
+        return list(dict.fromkeys(normalizer.items(candidate.items)))
     result = candidate.result
     if result is None:
         return None
@@ -104,11 +131,18 @@ class SeedJudge:
         self._golds: GoldCache[GoldIndex] = GoldCache(lambda gold: index_gold(gold, self.normalizer))
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
-        answer = candidate_items(candidate, self.normalizer)
-        if answer is None:
-            return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
-        index = self._golds.get(gold)
-        match = _match(index, answer)
+        if candidate.items is not None:
+            index = self._golds.get(gold)
+            keys = list_keys(candidate.items, index, self.normalizer)
+            hits = [ids for ids in keys.values() if ids is not None]
+            answer: list = list(keys)
+            match = _Match(len(hits), len(set().union(*hits)) if hits else 0)
+        else:
+            answer = candidate_items(candidate, self.normalizer)
+            if answer is None:
+                return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
+            index = self._golds.get(gold)
+            match = _match(index, answer)
         details = _figures(match, len(answer), index.size, candidate)
         if gold.form == "ask" or gold.total < self.config.exact_below:
             return self._exact(gold, answer, match, index, details)
@@ -151,7 +185,7 @@ class SeedJudge:
         reason: str = "",
         details: dict | None = None,
     ) -> Verdict:
-        return Verdict(
+        return Verdict.model_construct(  # fields built here, typed: validation skipped on the hot path
             judge=self.name,
             version=self.version,
             config_sha256=self.config_sha256,
