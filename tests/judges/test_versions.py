@@ -20,8 +20,8 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # because you changed one of these modules' code: bump that judge's LOGIC_VERSION (its verdicts
 # are no longer comparable with older ones), then update the pinned hash here.
 PINNED = {
-    "seed": (SEED_LOGIC, "1", ("_seed.py", "_normalize.py", "_cache.py"), "PENDING"),
-    "execution": (EXECUTION_LOGIC, "1", ("_execution.py", "_normalize.py", "_cache.py"), "PENDING"),
+    "seed": (SEED_LOGIC, "1", ("_seed.py", "_normalize.py", "_cache.py"), "1ca94658014e51e9c1202e774bfd4a5a19013b4c47aa71eb929a0f934dcf0f9c"),
+    "execution": (EXECUTION_LOGIC, "1", ("_execution.py", "_normalize.py", "_cache.py"), "873907643229093cabfe2b01679e1965d41994b8a667178221a7238394b80670"),
 }
 
 
