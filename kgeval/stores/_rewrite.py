@@ -1,0 +1,125 @@
+"""Rewriting a SELECT query through its parse tree: the unlimited "order probe".
+
+Deciding whether an ORDER BY … LIMIT k answer has ties at the cut needs the rows beyond the
+cut and each row's ORDER BY key. The probe is the same query with LIMIT/OFFSET removed,
+DISTINCT/REDUCED removed (applied again by the caller, keeping first occurrences, as SPARQL
+does), and every ORDER BY expression projected as an extra column.
+
+The edit is made on spans that rdflib's own SPARQL grammar locates (the grammar's elements
+recombined under pyparsing's `Located`), never by searching the query text. rdflib's algebra
+serializer (`translateAlgebra`) was tried first and rejected: it garbles aggregates and HAVING.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import rdflib.plugins.sparql.parser as sp
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.parser import parseQuery
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import Variable
+from pyparsing import Keyword, Literal, Located, OneOrMore, Optional, ParseException, ParserElement, ZeroOrMore, rest_of_line
+
+from kgeval.errors import QuerySyntaxError
+from kgeval.stores._query import guard_query
+
+KEY_PREFIX = "__kgeval_key"
+
+
+@dataclass(frozen=True)
+class OrderProbe:
+    """The unlimited, key-projecting version of an ordered SELECT query."""
+
+    text: str
+    """The probe query: no LIMIT/OFFSET, no DISTINCT/REDUCED, ORDER BY keys projected last."""
+    width: int
+    """Number of the original query's projected columns (the probe's first columns)."""
+    key_columns: tuple[int, ...]
+    """For each ORDER BY condition, the probe column holding its key: a projected variable's
+    own column, or an extra column projected after the original ones."""
+    distinct: bool
+    """The original query had DISTINCT or REDUCED: keep each projected row's first occurrence."""
+    descending: tuple[bool, ...]
+    """For each key, whether it sorts descending (informational)."""
+
+
+def _build_locator() -> ParserElement:
+    projection = OneOrMore(sp.Var | (Literal("(") + sp.Expression + Keyword("AS") + sp.Var + ")")) | Literal("*")
+    select_clause = (
+        Keyword("SELECT")
+        + Optional(Located(Keyword("DISTINCT") | Keyword("REDUCED"))("modifier"))
+        + Located(projection)("projection")
+    )
+    condition = (Keyword("ASC") | Keyword("DESC"))("dir") + Located(sp.BrackettedExpression)("expr") | Located(
+        sp.Constraint | sp.Var
+    )("expr")
+    order_clause = Keyword("ORDER") + Keyword("BY") + OneOrMore(Located(condition)("condition*"))
+    locator = (
+        sp.Prologue
+        + select_clause
+        + ZeroOrMore(sp.DatasetClause)
+        + sp.WhereClause
+        + Optional(sp.GroupClause)
+        + Optional(sp.HavingClause)
+        + Optional(order_clause)
+        + Optional(Located(sp.LimitOffsetClauses)("limitoffset"))
+        + sp.ValuesClause
+    )
+    locator.ignore("#" + rest_of_line)
+    return locator
+
+
+_LOCATOR = _build_locator()
+
+
+@lru_cache(maxsize=1024)
+def order_probe(query: str) -> OrderProbe:
+    """The order probe of an ordered SELECT query (see the module docstring).
+
+    Raises QuerySyntaxError when the query is not an ordered SELECT the grammar locates.
+    """
+    shape = guard_query(query)
+    if shape.form != "select" or not shape.ordered:
+        raise QuerySyntaxError("an order probe needs a SELECT query with ORDER BY")
+    text = sp.expandUnicodeEscapes(query)
+    try:
+        parsed = _LOCATOR.parse_string(text, parse_all=True)
+    except ParseException as exc:
+        raise QuerySyntaxError(f"cannot locate the solution modifiers: {exc}") from None
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), non-overlapping
+    if "modifier" in parsed:
+        edits.append((parsed["modifier"].locn_start, parsed["modifier"].locn_end, ""))
+    conditions = _order_conditions(query)
+    keys, key_columns, descending = [], [], []
+    for i, cond in enumerate(parsed["condition"]):
+        expr = cond["value"]["expr"]
+        descending.append(cond["value"].get("dir") == "DESC")
+        value = conditions[i].expr if i < len(conditions) else None
+        if isinstance(value, Variable) and str(value) in shape.variables:
+            key_columns.append(shape.variables.index(str(value)))
+            continue
+        key_columns.append(len(shape.variables) + len(keys))
+        keys.append(f"({text[expr.locn_start:expr.locn_end]} AS ?{KEY_PREFIX}{i})")
+    proj = parsed["projection"]
+    star = text[proj.locn_start:proj.locn_end].strip() == "*"
+    columns = " ".join(f"?{v}" for v in shape.variables) if star else text[proj.locn_start:proj.locn_end]
+    edits.append((proj.locn_start, proj.locn_end, f"{columns} {' '.join(keys)}"))
+    if "limitoffset" in parsed:
+        edits.append((parsed["limitoffset"].locn_start, parsed["limitoffset"].locn_end, ""))
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + f" {replacement} " + text[end:]
+    guard_query(text)
+    return OrderProbe(text, len(shape.variables), tuple(key_columns), "modifier" in parsed, tuple(descending))
+
+
+def _order_conditions(query: str) -> list:
+    """The top-level ORDER BY conditions as rdflib's algebra sees them (a bracketted variable
+    is a Variable there; an aggregate is an `__agg_N__` variable, never a projected one)."""
+    node = translateQuery(parseQuery(query)).algebra.p
+    while isinstance(node, CompValue):
+        if node.name == "OrderBy":
+            return list(node.expr)
+        node = node.p
+    return []
