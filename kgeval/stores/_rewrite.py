@@ -76,13 +76,14 @@ _LOCATOR = _build_locator()
 
 @lru_cache(maxsize=1024)
 def order_probe(query: str) -> OrderProbe:
-    """The order probe of an ordered SELECT query (see the module docstring).
+    """The order probe of a SELECT query (see the module docstring). Without ORDER BY it has
+    no key columns: every row shares the empty key.
 
-    Raises QuerySyntaxError when the query is not an ordered SELECT the grammar locates.
+    Raises QuerySyntaxError when the query is not a SELECT the grammar locates.
     """
     shape = guard_query(query)
-    if shape.form != "select" or not shape.ordered:
-        raise QuerySyntaxError("an order probe needs a SELECT query with ORDER BY")
+    if shape.form != "select":
+        raise QuerySyntaxError("an order probe needs a SELECT query")
     text = sp.expandUnicodeEscapes(query)
     try:
         parsed = _LOCATOR.parse_string(text, parse_all=True)
@@ -93,7 +94,7 @@ def order_probe(query: str) -> OrderProbe:
         edits.append((parsed["modifier"].locn_start, parsed["modifier"].locn_end, ""))
     conditions = _order_conditions(query)
     keys, key_columns, descending = [], [], []
-    for i, cond in enumerate(parsed["condition"]):
+    for i, cond in enumerate(parsed.get("condition", [])):
         expr = cond["value"]["expr"]
         descending.append(cond["value"].get("dir") == "DESC")
         value = conditions[i].expr if i < len(conditions) else None
@@ -123,3 +124,52 @@ def _order_conditions(query: str) -> list:
             return list(node.expr)
         node = node.p
     return []
+
+
+_VOLATILE = {
+    "Builtin_RAND": "RAND()",
+    "Builtin_NOW": "NOW()",
+    "Builtin_UUID": "UUID()",
+    "Builtin_STRUUID": "STRUUID()",
+    "Builtin_BNODE": "BNODE()",
+}
+_ENGINE_CHOICE = {
+    "Aggregate_Sample": "SAMPLE() picks an engine-chosen value",
+    "Aggregate_GroupConcat": "GROUP_CONCAT() concatenates in an engine-chosen order",
+}
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_SPARQL_CASTS = {_XSD + t for t in ("integer", "decimal", "float", "double", "string", "boolean", "dateTime")}
+
+
+@dataclass(frozen=True)
+class Determinism:
+    """What the parser says about whether a query's answer is determined by the data."""
+
+    volatile: tuple[str, ...]
+    """Functions whose value changes between executions (RAND(), NOW(), UUID(), ...)."""
+    engine_dependent: tuple[str, ...]
+    """Why another engine may answer differently: engine-chosen values or orders, a LIMIT
+    without ORDER BY, functions outside SPARQL 1.1 (an xsd:int cast, a vendor function)."""
+
+
+@lru_cache(maxsize=4096)
+def query_determinism(query: str) -> Determinism:
+    """Scan the query's algebra for volatile functions and engine-dependent constructs."""
+    shape = guard_query(query)
+    volatile, engine = set(), set()
+    stack: list[object] = [translateQuery(parseQuery(query)).algebra]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, CompValue):
+            if item.name in _VOLATILE:
+                volatile.add(_VOLATILE[item.name])
+            elif item.name in _ENGINE_CHOICE:
+                engine.add(_ENGINE_CHOICE[item.name])
+            elif item.name == "Function" and str(item.get("iri")) not in _SPARQL_CASTS:
+                engine.add(f"calls <{item.get('iri')}>, which is not a SPARQL 1.1 function")
+            stack.extend(v for k, v in item.items() if k not in ("_vars",))
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend(item)
+    if shape.form == "select" and not shape.ordered and (shape.limit is not None or shape.offset):
+        engine.add("LIMIT/OFFSET without ORDER BY: which rows are kept is up to the engine")
+    return Determinism(tuple(sorted(volatile)), tuple(sorted(engine)))
