@@ -53,7 +53,7 @@ def write_gold(out_dir: Path, entries: list[GoldEntry], displays: dict[str, str]
     write_json_atomic(out_dir / MANIFEST, manifest)
 
 
-class StoreIdentity(BaseModel):
+class StoreIdentity(BaseModel, frozen=True):
     """Which engine served which data: what a gold was built on, or what would run now."""
 
     engine: str

@@ -154,22 +154,36 @@ class Determinism:
 
 @lru_cache(maxsize=4096)
 def query_determinism(query: str) -> Determinism:
-    """Scan the query's algebra for volatile functions and engine-dependent constructs."""
+    """Scan the query for volatile functions and engine-dependent constructs.
+
+    Built-in calls and aggregates are read from the parse tree (rdflib's algebra adds SAMPLE
+    around grouped variables itself); function IRIs from the algebra, where prefixes are resolved.
+    """
     shape = guard_query(query)
     volatile, engine = set(), set()
-    stack: list[object] = [translateQuery(parseQuery(query)).algebra]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, CompValue):
-            if item.name in _VOLATILE:
-                volatile.add(_VOLATILE[item.name])
-            elif item.name in _ENGINE_CHOICE:
-                engine.add(_ENGINE_CHOICE[item.name])
-            elif item.name == "Function" and str(item.get("iri")) not in _SPARQL_CASTS:
-                engine.add(f"calls <{item.get('iri')}>, which is not a SPARQL 1.1 function")
-            stack.extend(v for k, v in item.items() if k not in ("_vars",))
-        elif isinstance(item, (list, tuple, set)):
-            stack.extend(item)
+    for node in _nodes(parseQuery(query)):
+        if node.name in _VOLATILE:
+            volatile.add(_VOLATILE[node.name])
+        elif node.name in _ENGINE_CHOICE:
+            engine.add(_ENGINE_CHOICE[node.name])
+    for node in _nodes(translateQuery(parseQuery(query)).algebra):
+        if node.name == "Function" and str(node.get("iri")) not in _SPARQL_CASTS:
+            engine.add(f"calls <{node.get('iri')}>, which is not a SPARQL 1.1 function")
     if shape.form == "select" and not shape.ordered and (shape.limit is not None or shape.offset):
         engine.add("LIMIT/OFFSET without ORDER BY: which rows are kept is up to the engine")
     return Determinism(tuple(sorted(volatile)), tuple(sorted(engine)))
+
+
+def _nodes(tree: object) -> list[CompValue]:
+    """Every CompValue below `tree` (parse tree or algebra)."""
+    found, stack = [], [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, CompValue):
+            found.append(item)
+            stack.extend(v for k, v in item.items() if k != "_vars")
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend(item)
+        elif hasattr(item, "as_list") and not isinstance(item, str):
+            stack.extend(list(item))
+    return found
