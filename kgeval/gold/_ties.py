@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from pydantic import BaseModel, Field
 
 from kgeval.errors import QueryError
-from kgeval.stores import QueryResult, QueryShape, Row, Store, Term, order_probe, row_key
+from kgeval.stores import OrderProbe, QueryResult, QueryShape, Row, Store, Term, order_probe, row_key
 
 _NUMERIC = {"integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger",
             "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt",
@@ -95,7 +95,7 @@ def find_ties(
     """Probe the store and return the acceptable answers; raise QueryError when undecidable."""
     probe = order_probe(query)
     probed = store.execute(probe.text, timeout_s=timeout_s, row_cap=probe_rows)
-    seq = _sequence(probed.rows, probe)
+    seq = _sequence(probed, result.vars, probe)
     start, end = shape.offset, shape.offset + len(result.rows)
     if end > len(seq):
         raise QueryError(f"the order probe kept {len(seq)} rows, fewer than the {end} the answer reaches (raise gold.tie_probe_rows)")
@@ -116,16 +116,21 @@ def find_ties(
     return ties
 
 
-def _sequence(rows: list[Row], probe) -> list[tuple[Row, tuple, list[Term | None]]]:  # noqa: ANN001
-    """(projected row, comparable key, key terms) in order; DISTINCT keeps first occurrences."""
+def _sequence(probed: QueryResult, variables: list[str], probe: OrderProbe) -> list[tuple[Row, tuple, list[Term | None]]]:
+    """(row in the answer's columns, comparable key, key terms) in order; DISTINCT keeps first
+    occurrences, as SPARQL's Distinct does on an ordered sequence."""
+    column = {v: i for i, v in enumerate(probed.vars)}
+    missing = [v for v in (*variables, *probe.key_vars) if v not in column]
+    if missing:
+        raise QueryError(f"the order probe did not return the variables {', '.join(missing)}")
     seq, seen = [], set()
-    for row in rows:
-        projected = row[: probe.width]
+    for row in probed.rows:
+        projected = [row[column[v]] for v in variables]
         if probe.distinct:
             rk = row_key(projected)
             if rk in seen:
                 continue
             seen.add(rk)
-        terms = [row[c] for c in probe.key_columns]
+        terms = [row[column[v]] for v in probe.key_vars]
         seq.append((projected, tuple(_key_value(t) for t in terms), terms))
     return seq

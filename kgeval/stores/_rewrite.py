@@ -34,11 +34,10 @@ class OrderProbe:
 
     text: str
     """The probe query: no LIMIT/OFFSET, no DISTINCT/REDUCED, ORDER BY keys projected last."""
-    width: int
-    """Number of the original query's projected columns (the probe's first columns)."""
-    key_columns: tuple[int, ...]
-    """For each ORDER BY condition, the probe column holding its key: a projected variable's
-    own column, or an extra column projected after the original ones."""
+    key_vars: tuple[str, ...]
+    """For each ORDER BY condition, the probe variable holding its key: a projected variable
+    itself, or an extra `__kgeval_keyN` column. Callers find columns by name, since engines
+    order `SELECT *` columns as they like."""
     distinct: bool
     """The original query had DISTINCT or REDUCED: keep each projected row's first occurrence."""
     descending: tuple[bool, ...]
@@ -93,15 +92,15 @@ def order_probe(query: str) -> OrderProbe:
     if "modifier" in parsed:
         edits.append((parsed["modifier"].locn_start, parsed["modifier"].locn_end, ""))
     conditions = _order_conditions(query)
-    keys, key_columns, descending = [], [], []
+    keys, key_vars, descending = [], [], []
     for i, cond in enumerate(parsed.get("condition", [])):
         expr = cond["value"]["expr"]
         descending.append(cond["value"].get("dir") == "DESC")
-        value = conditions[i].expr if i < len(conditions) else None
-        if isinstance(value, Variable) and str(value) in shape.variables:
-            key_columns.append(shape.variables.index(str(value)))
+        var = _plain_variable(expr["value"], conditions[i].expr if i < len(conditions) else None)
+        if var is not None and var in shape.variables:
+            key_vars.append(var)
             continue
-        key_columns.append(len(shape.variables) + len(keys))
+        key_vars.append(f"{KEY_PREFIX}{i}")
         keys.append(f"({text[expr.locn_start:expr.locn_end]} AS ?{KEY_PREFIX}{i})")
     proj = parsed["projection"]
     star = text[proj.locn_start:proj.locn_end].strip() == "*"
@@ -112,7 +111,16 @@ def order_probe(query: str) -> OrderProbe:
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + f" {replacement} " + text[end:]
     guard_query(text)
-    return OrderProbe(text, len(shape.variables), tuple(key_columns), "modifier" in parsed, tuple(descending))
+    return OrderProbe(text, tuple(key_vars), "modifier" in parsed, tuple(descending))
+
+
+def _plain_variable(tokens: object, algebra_expr: object) -> str | None:
+    """The variable an ORDER BY condition sorts by, when it is a bare (or bracketted) one."""
+    if isinstance(algebra_expr, Variable) and not str(algebra_expr).startswith("__agg_"):
+        return str(algebra_expr)
+    if len(tokens) == 1 and isinstance(tokens[0], Variable):  # type: ignore[arg-type,index]
+        return str(tokens[0])  # type: ignore[index]
+    return None
 
 
 def _order_conditions(query: str) -> list:
