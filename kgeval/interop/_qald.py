@@ -149,6 +149,9 @@ def run_to_qald(
     if not attempts:
         raise InputError(f"{db.path}: run {run_id} has no attempts with seed {seed}")
     kgs = {kg.id: kg for kg in holdout.kgs} if holdout else {}
+    if holdout is not None:  # the holdout's order, not the database's sort by id
+        position = {q.id: i for i, q in enumerate(holdout.questions())}
+        attempts.sort(key=lambda a: position.get(a.question_id, len(position)))
     stores: dict[str, Store] = {}
     questions = []
     for attempt in attempts:
