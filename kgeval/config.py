@@ -31,6 +31,10 @@ class GoldConfig(_Strict):
     """Timeout for one reference query during a gold rebuild."""
     display_items: int = Field(10, ge=1)
     """Items shown in a gold's display version ("first 10 ... (N total)")."""
+    executions: int = Field(2, ge=1)
+    """Times each reference query is executed; differing result hashes flag it nondeterministic."""
+    tie_probe_rows: int = Field(10000, ge=1)
+    """Row cap of the tie probe (the query re-run without LIMIT/OFFSET to find ties at the cut)."""
 
 
 class NormalizationConfig(_Strict):
