@@ -77,6 +77,49 @@ class GoldConfig(_Strict):
     """Timeout for one reference query during a gold rebuild."""
     display_items: int = Field(10, ge=1)
     """Items shown in a gold's display version ("first 10 ... (N total)")."""
+    executions: int = Field(2, ge=1)
+    """Times each reference query is executed; differing result hashes flag it nondeterministic."""
+    tie_probe_rows: int = Field(10000, ge=1)
+    """Row cap of the tie probe (the query re-run without LIMIT/OFFSET to find ties at the cut)."""
+
+
+class NormalizationConfig(_Strict):
+    """Which normalization rules a judge applies before comparing values (each True = on).
+
+    The rules are documented in `kgeval/judges/_normalize.py` and the README; the active rules
+    are part of the judge's configuration hash, hence of its version.
+    """
+
+    iri_tail: bool = True
+    """An IRI compares by its last path segment or fragment (`.../Complaint/12345` = `12345`)."""
+    percent_decode: bool = True
+    """IRIs are percent-decoded (`B%40c` = `B@c`)."""
+    trailing_slash: bool = True
+    """Trailing slashes of IRIs are dropped (`http://x/a/` = `http://x/a`)."""
+    whitespace: bool = True
+    """Runs of whitespace fold to one space; leading and trailing whitespace is dropped."""
+    casefold: bool = True
+    """Text compares case-insensitively (Unicode case folding)."""
+    numbers: bool = True
+    """Numbers compare in canonical decimal form (`1.50` = `1.5`, `1e3` = `1000`, `-0.0` = `0`)."""
+    booleans: bool = True
+    """Booleans compare as `true`/`false` (JSON booleans, and xsd:boolean `1`/`0`)."""
+    drop_language_tags: bool = True
+    """A literal's language tag is ignored (`"Sales"@en` = `"Sales"`)."""
+    drop_datatypes: bool = True
+    """A literal's datatype is ignored (`"1"^^xsd:integer` = `"1"`)."""
+    ignore_term_kinds: bool = True
+    """IRIs, literals and blank nodes may equal each other (an IRI's tail equals a label)."""
+
+
+SEED_NORMALIZATION = NormalizationConfig(booleans=False)
+"""The seed judge's rules as first specified (xsd:boolean `1` stays `1`), kept so its numbers
+stay comparable."""
+EXECUTION_NORMALIZATION = NormalizationConfig(iri_tail=False, ignore_term_kinds=False)
+"""Executed results come from the same store as the gold, so they compare as typed terms: full
+IRIs, and an IRI never equals a literal (a label instead of the IRI is wrong)."""
+ANSWER_LIST_NORMALIZATION = NormalizationConfig()
+"""An answer list carries no types (JSON strings, numbers, booleans): IRIs compare by tail."""
 
 
 class SeedJudgeConfig(_Strict):
@@ -86,14 +129,34 @@ class SeedJudgeConfig(_Strict):
     """Membership path: share of the answer's items that must be in the full gold set."""
     min_items: int = Field(5, ge=1)
     """Membership path: the answer must list at least this many items."""
+    normalize: NormalizationConfig = SEED_NORMALIZATION
+    """Normalization rules (see NormalizationConfig)."""
+
+
+class ExecutionJudgeConfig(_Strict):
+    min_precision: float = Field(1.0, ge=0, le=1)
+    """Share of the answer's distinct rows that must be gold rows (1.0: no extra row)."""
+    min_recall: float = Field(1.0, ge=0, le=1)
+    """Share of the gold's distinct rows the answer must give (1.0: no missing row)."""
+    check_order: bool = True
+    """Check row order (accepting ties) when the question is marked order-sensitive."""
+    max_column_mappings: int = Field(50_000, ge=1)
+    """Column alignment tries every mapping of gold to answer columns up to this many, then
+    falls back to a greedy mapping (a wide answer with many candidate columns)."""
+    normalize: NormalizationConfig = EXECUTION_NORMALIZATION
+    """Rules for comparing an executed result with the gold (typed terms)."""
+    list_normalize: NormalizationConfig = ANSWER_LIST_NORMALIZATION
+    """Rules for comparing an answer list (no SPARQL) with the gold (untyped values)."""
 
 
 class JudgesConfig(_Strict):
-    primary: str = "seed"
-    """The pre-registered judge whose verdict counts for accuracy."""
-    enabled: tuple[str, ...] = ("seed",)
+    primary: str = "execution"
+    """The pre-registered judge whose verdict counts for accuracy. "execution" (equal sets,
+    recall visible); set "seed" to reproduce the seed judge's numbers (README: Judging)."""
+    enabled: tuple[str, ...] = ("seed", "execution")
     """Every judge run on each attempt; verdicts are stored side by side."""
     seed: SeedJudgeConfig = SeedJudgeConfig()
+    execution: ExecutionJudgeConfig = ExecutionJudgeConfig()
 
 
 class RunConfig(_Strict):

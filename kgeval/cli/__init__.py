@@ -7,6 +7,7 @@ import typer
 
 from kgeval.cli import _run
 from kgeval.cli._data import gold_app, holdout_app
+from kgeval.cli._interop import gold_export, import_app
 
 app = typer.Typer(
     name="kgeval",
@@ -15,6 +16,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+holdout_app.add_typer(import_app, name="import")
+gold_app.command("export")(gold_export)
 app.add_typer(holdout_app, name="holdout")
 app.add_typer(gold_app, name="gold")
 app.command("run")(_run.run)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from kgeval.cli._interop import export_run_qald
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
 from kgeval.holdout import load_holdout
@@ -62,12 +63,25 @@ def report(
     out.print(text, markup=False, end="")
 
 
+class ExportFormat(StrEnum):
+    jsonl = "jsonl"
+    qald = "qald"
+
+
 @user_errors
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
+    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts) or qald (one seed, QALD JSON).")] = ExportFormat.jsonl,
+    seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
+    holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
+    config: ConfigOpt = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout).")] = None,
 ) -> None:
-    """Write one JSON line per attempt with its verdicts to stdout."""
+    """Write one JSON line per attempt with its verdicts to stdout, or one seed as QALD JSON."""
+    if format is ExportFormat.qald:
+        export_run_qald(run_id, db, seed, holdout, config, output)
+        return
     with ResultsDB(db, read_only=True) as results:
         for line in export_lines(results, run_id):
             print(line)

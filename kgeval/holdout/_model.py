@@ -27,7 +27,7 @@ class Tag(StrEnum):
     HONEYPOT = "honeypot"
 
 
-_TYPE_ORDER = (Tag.ASK, Tag.COUNT, Tag.ORDER_LIMIT, Tag.LARGE_LIST, Tag.LIST, Tag.EMPTY, Tag.LOOKUP)
+_TYPE_ORDER = (Tag.ASK, Tag.COUNT, Tag.ORDER_LIMIT, Tag.AGGREGATE, Tag.LARGE_LIST, Tag.LIST, Tag.EMPTY, Tag.LOOKUP)
 
 
 class Question(BaseModel):
@@ -93,6 +93,11 @@ class KnowledgeGraph(BaseModel):
     files: tuple[Path, ...]
     """RDF files loaded into the store's default graph."""
     questions: tuple[Question, ...]
+    graphs: dict[str, str] = {}
+    """Data file name -> the named graph IRI it came from (imported KGs); stores still load
+    every file into the default graph, the IRIs are kept so nothing is lost."""
+    source: dict = {}
+    """Provenance of an imported KG (format, dataset, language, source ids, graphs left out)."""
 
 
 class Holdout(BaseModel):

@@ -3,10 +3,12 @@
 from kgeval.reports._export import export_lines
 from kgeval.reports._render import format_accuracy, render_json, render_markdown
 from kgeval.reports._stats import wilson_interval
-from kgeval.reports._summary import Accuracy, RunReport, SeedSpread, WrongAnswer, build_report
+from kgeval.reports._summary import Accuracy, Disagreement, DisagreementItem, RunReport, SeedSpread, WrongAnswer, build_report
 
 __all__ = [
     "Accuracy",
+    "Disagreement",
+    "DisagreementItem",
     "RunReport",
     "SeedSpread",
     "WrongAnswer",

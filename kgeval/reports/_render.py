@@ -43,6 +43,7 @@ def render_markdown(report: RunReport) -> str:
         lines += ["### Honeypots", ""]
         lines += [f"- {h.group}: {'correct' if h.correct else 'WRONG'}" for h in report.honeypots]
         lines.append("")
+    lines += _judge_lines(report)
     lines += [f"## Wrong answers ({len(report.wrong)})", ""]
     for w in report.wrong:
         lines.append(f"- **{w.kg}/{w.question_id}** ({len(w.seeds_wrong)}/{w.seeds_judged} seeds wrong): {w.question}")
@@ -63,3 +64,22 @@ def _seed_lines(report: RunReport) -> list[str]:
 
 def render_json(report: RunReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
+
+
+def _judge_lines(report: RunReport) -> list[str]:
+    """Every enabled judge's accuracy, and where two judges disagree (with recall)."""
+    if len(report.by_judge) < 2:
+        return []
+    lines = ["## Judges", "", f"Primary (pre-registered): `{report.metadata.primary_judge}`. Others, for comparison only:", ""]
+    lines += [f"- {a.group}: {format_accuracy(a)}" for a in report.by_judge]
+    lines += ["", "### Judge disagreement", "", "| accepts | rejects | questions | question (recall) |", "|---|---|---|---|"]
+    for d in report.disagreements:
+        shown = ", ".join(_disagreement_cell(q) for q in d.questions) or "—"
+        lines.append(f"| {d.accepts} | {d.rejects} | {len(d.questions)} | {shown} |")
+    return lines + [""]
+
+
+def _disagreement_cell(item) -> str:  # noqa: ANN001 - a DisagreementItem
+    recall = "n/a" if item.recall is None else f"{item.recall:.3f}"
+    subset = f", strict_subset: {item.strict_subset}" if item.strict_subset else ""
+    return f"{item.question_id} ({recall}{subset})"

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from pydantic import BaseModel
 
 from kgeval.reports._stats import wilson_interval
+from kgeval.judges import Verdict
 from kgeval.runs import ResultsDB, RunMetadata, RunQuestion
 
 
@@ -54,6 +55,23 @@ class WrongAnswer(BaseModel):
     """The primary judge's reason on the first wrong seed."""
 
 
+class DisagreementItem(BaseModel):
+    question_id: str
+    recall: float | None
+    """Recall reported on the question's first seed (the execution judge's when it is one of
+    the pair), None when neither judge reported it."""
+    strict_subset: str | None = None
+    """"12 of 400" when that verdict found the answer a strict subset of the gold."""
+
+
+class Disagreement(BaseModel):
+    """Questions one judge accepts and another rejects (majority across seeds for each)."""
+
+    accepts: str
+    rejects: str
+    questions: list[DisagreementItem]
+
+
 class RunReport(BaseModel):
     metadata: RunMetadata
     status: str
@@ -68,6 +86,11 @@ class RunReport(BaseModel):
     seed_spread: SeedSpread
     honeypots: list[Accuracy]
     wrong: list[WrongAnswer]
+    by_judge: list[Accuracy] = []
+    """Overall accuracy under every enabled judge (group: judge name and version); only the
+    primary judge's counts as the run's accuracy."""
+    disagreements: list[Disagreement] = []
+    """For each ordered pair of enabled judges: questions the first accepts and the second rejects."""
 
 
 def build_report(db: ResultsDB, run_id: str) -> RunReport:
@@ -75,11 +98,8 @@ def build_report(db: ResultsDB, run_id: str) -> RunReport:
     questions = {q.question_id: q for q in db.questions(run_id)}
     attempts = db.attempts(run_id)
     primary = metadata.primary_judge
-    version = metadata.judge_versions[primary]
-    outcomes: dict[str, dict[int, tuple[bool, str]]] = defaultdict(dict)
-    for qid, seed, verdict in db.verdicts(run_id):
-        if verdict.judge == primary and verdict.version == version:
-            outcomes[qid][seed] = (verdict.correct, verdict.reason)
+    by_judge = _verdicts_by_judge(db, run_id, metadata)
+    outcomes = {qid: {s: (v.correct, v.reason) for s, v in by_seed.items()} for qid, by_seed in by_judge[primary].items()}
     majority = {qid: _majority(by_seed) for qid, by_seed in outcomes.items()}
     return RunReport(
         metadata=metadata,
@@ -94,7 +114,53 @@ def build_report(db: ResultsDB, run_id: str) -> RunReport:
         seed_spread=_seed_spread(outcomes, metadata.seeds),
         honeypots=[Accuracy.of(int(majority[q]), 1, q) for q in sorted(majority) if questions[q].honeypot],
         wrong=_wrong_answers(outcomes, majority, questions),
+        by_judge=[_judge_accuracy(name, metadata.judge_versions[name], v) for name, v in by_judge.items()],
+        disagreements=_disagreements(by_judge),
     )
+
+
+VerdictsBySeed = dict[str, dict[int, Verdict]]
+
+
+def _verdicts_by_judge(db: ResultsDB, run_id: str, metadata: RunMetadata) -> dict[str, VerdictsBySeed]:
+    """Each enabled judge's verdicts by question and seed, at the version the run recorded:
+    a verdict of another version of a judge never enters a figure."""
+    by_judge: dict[str, VerdictsBySeed] = {name: defaultdict(dict) for name in metadata.judge_versions}
+    for qid, seed, verdict in db.verdicts(run_id):
+        if metadata.judge_versions.get(verdict.judge) == verdict.version:
+            by_judge[verdict.judge][qid][seed] = verdict
+    return by_judge
+
+
+def _judge_accuracy(name: str, version: str, verdicts: VerdictsBySeed) -> Accuracy:
+    majority = [_majority({s: (v.correct, "") for s, v in by_seed.items()}) for by_seed in verdicts.values()]
+    return Accuracy.of(sum(majority), len(majority), f"{name} ({version})")
+
+
+def _disagreements(by_judge: dict[str, VerdictsBySeed]) -> list[Disagreement]:
+    majority = {
+        name: {qid: _majority({s: (v.correct, "") for s, v in by_seed.items()}) for qid, by_seed in verdicts.items()}
+        for name, verdicts in by_judge.items()
+    }
+    out = []
+    for accepts in by_judge:
+        for rejects in by_judge:
+            if accepts == rejects:
+                continue
+            qids = sorted(q for q, ok in majority[accepts].items() if ok and majority[rejects].get(q) is False)
+            items = [_disagreement_item(q, by_judge[accepts][q], by_judge[rejects][q], accepts, rejects) for q in qids]
+            out.append(Disagreement(accepts=accepts, rejects=rejects, questions=items))
+    return out
+
+
+def _disagreement_item(qid: str, a: dict[int, Verdict], b: dict[int, Verdict], a_name: str, b_name: str) -> DisagreementItem:
+    order = [b, a] if b_name == "execution" or a_name != "execution" else [a, b]
+    for verdicts in order:
+        for seed in sorted(verdicts):
+            details = verdicts[seed].details
+            if "recall" in details:
+                return DisagreementItem(question_id=qid, recall=details["recall"], strict_subset=details.get("strict_subset"))
+    return DisagreementItem(question_id=qid, recall=None)
 
 
 def _majority(by_seed: dict[int, tuple[bool, str]]) -> bool:
