@@ -11,8 +11,9 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qs
 
-from fastapi import Depends, FastAPI, Form, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 
@@ -344,8 +345,10 @@ _LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kg
 
 def _page_routes(app: FastAPI) -> None:
     @app.post("/session", tags=["page"], include_in_schema=False)
-    def session(request: Request, token: Annotated[str, Form()]) -> Response:
-        """Exchange a token for the page's session cookie (the token is the credential)."""
+    async def session(request: Request) -> Response:
+        """Exchange a token (the sign-in form's field) for the page's session cookie."""
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        token = (form.get("token") or [""])[0]
         if _state(request).settings.access.authenticate(token) is None:
             return HTMLResponse(_LOGIN.replace("<form", "<p>Unknown token.</p><form"), status_code=401)
         response = RedirectResponse("/ui", status_code=303)
