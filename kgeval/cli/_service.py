@@ -81,7 +81,7 @@ def audit_sample(
     with AuditLog(db) as log:
         log.save_sample(sample)
     for item in sample.items:
-        out.print(f"{item.question_id}\tseed {item.seed}\t{item.stratum}\t{item.sha256()}", markup=False)
+        print(f"{item.question_id}\tseed {item.seed}\t{item.stratum}\t{item.sha256()}")
     out.print(f"sample {sample.sample_id}: {len(sample.items)} of {len(items)} accepts", markup=False)
 
 
@@ -152,7 +152,7 @@ def review_status(
         if log.problem and Path(db).exists():
             err.print(f"warning: {log.problem}; reading as empty", markup=False)
     for q in questions:
-        out.print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}", markup=False)
+        print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}")
 
 
 def _review(question_id: str, decision: str, content_sha256: str, note: str, token: str, access: Path | None, holdout: Path, gold: Path, db: Path) -> None:

@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
-from fastapi.testclient import TestClient
 
-from kgeval.config import KgevalConfig
+pytest.importorskip("fastapi", reason="the service tests need the `service` extra: pip install -e '.[test,service]'")
+import httpx  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+from kgeval.config import KgevalConfig  # noqa: E402
 from kgeval.service import ServiceSettings, create_app, load_access
 from tests.conftest import REPO
 from tests.oversight import TOKENS, run_system, write_access
