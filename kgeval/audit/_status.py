@@ -50,7 +50,8 @@ def record_decision(
     """Append a decision, refusing one made on a view of the item that is no longer current."""
     item = items.get(key)
     if item is None:
-        raise InputError(f"question {key[0]} seed {key[1]}: not an accepted answer of run {log.path}")
+        run = next(iter(items.values())).run_id if items else "this run"
+        raise InputError(f"question {key[0]} seed {key[1]}: not an accepted answer of run {run} (audits cover accepts only)")
     if not auditor.strip():
         raise InputError("an audit record needs the auditor's name")
     current = item.sha256()

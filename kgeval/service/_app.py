@@ -118,7 +118,12 @@ def _http(exc: KgevalError) -> HTTPException:
         return HTTPException(403, str(exc))
     if isinstance(exc, CheckFailed):
         return HTTPException(409, str(exc))
-    return HTTPException(404 if "no run" in str(exc) else 400, str(exc))
+    return HTTPException(400, str(exc))
+
+
+def _known_run(state: ServiceState, run_id: str) -> None:
+    if run_id not in state.results.run_ids():
+        raise HTTPException(404, f"no run {run_id!r} in {state.settings.db}")
 
 
 # ---- the app -----------------------------------------------------------------------------
@@ -206,6 +211,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
     @app.get("/runs/{run_id}", tags=["runs"])
     def run_status(run_id: str, state: State, _: Reader) -> dict[str, Any]:
         with state.lock:
+            _known_run(state, run_id)
             try:
                 metadata = state.results.metadata(run_id)
                 status = state.results.status(run_id)
@@ -219,6 +225,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
     @app.get("/runs/{run_id}/report", tags=["reports"])
     def report(run_id: str, state: State, _: Reader, format: Literal["json", "md", "html"] = "json") -> Response:
         with state.lock:
+            _known_run(state, run_id)
             try:
                 built = build_report(state.results, run_id, gold_dir=state.settings.gold, holdout_dir=state.settings.holdout, config=state.settings.config)
             except KgevalError as exc:
@@ -254,6 +261,7 @@ def _audit_routes(app: FastAPI) -> None:
         """Draw (or redraw: the same seed draws the same) a stratified sample of accepts."""
         cfg = state.settings.config.audit
         with state.lock:
+            _known_run(state, run_id)
             try:
                 sample = draw_sample(run_id, items(state, run_id), body.accepts or cfg.default_accepts, cfg.sample_seed if body.seed is None else body.seed)
             except KgevalError as exc:
@@ -278,6 +286,7 @@ def _audit_routes(app: FastAPI) -> None:
     def record(run_id: str, body: AuditRecordRequest, state: State, principal: Auditor) -> dict[str, Any]:
         """Append an audit decision bound to the item hash the auditor saw (409 if it changed)."""
         with state.lock:
+            _known_run(state, run_id)
             try:
                 rec = record_decision(state.audits, items(state, run_id), (body.question_id, body.seed), body.item_sha256, principal.name, body.decision, body.note)
             except KgevalError as exc:
