@@ -168,11 +168,26 @@ class RunConfig(_Strict):
     """Row cap for executing a candidate's SPARQL (the same as the gold's by default)."""
 
 
+class AuditConfig(_Strict):
+    default_accepts: int = Field(30, ge=1)
+    """Accepted answers drawn by `kgeval audit sample` when `--accepts` is not given."""
+    sample_seed: int = 0
+    """Seed of the stratified audit sample (the same seed draws the same sample)."""
+
+
+class ReviewConfig(_Strict):
+    coverage_target: float = Field(0.2, ge=0, le=1)
+    """Share of holdout questions whose reference SPARQL and gold a domain reviewer has
+    approved at the current content hash; the report shows coverage against it."""
+
+
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
     judges: JudgesConfig = JudgesConfig()
     run: RunConfig = RunConfig()
+    audit: AuditConfig = AuditConfig()
+    review: ReviewConfig = ReviewConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from kgeval.cli import _run
+from kgeval.cli import _run, _service
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -24,6 +24,10 @@ app.command("run")(_run.run)
 app.command("report")(_run.report)
 app.command("export")(_run.export)
 app.command("quickstart")(_run.quickstart)
+app.command("compare")(_service.compare)
+app.add_typer(_service.audit_app, name="audit")
+app.add_typer(_service.review_app, name="review")
+app.command("serve")(_service.serve)
 
 
 def main() -> None:
