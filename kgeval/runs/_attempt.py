@@ -126,7 +126,7 @@ def run_attempt(
     if sparql_error and output.answer is None:
         kind = "truncated_empty" if cut_off else "invalid_sparql"
         return Attempt(**base, state="error", error_kind=kind, error=sparql_error), []
-    candidate = Candidate(items=output.answer, result=result)
+    candidate = Candidate(items=output.answer, result=result, sparql_error=sparql_error)
     verdicts = [judge.judge(question, gold, candidate) for judge in judges.values()]
     extra = {"sparql_error": sparql_error} if sparql_error else {}
     total = result.total if result is not None else None

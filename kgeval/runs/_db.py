@@ -66,6 +66,8 @@ class ResultsDB:
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        """Other tables in the same file (audits, reviews) must be opened in the same mode."""
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
         try:
@@ -96,9 +98,10 @@ class ResultsDB:
         self._con.execute("COMMIT")
 
     def create_run(
-        self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt, *, status: RunStatus = "running"
+        self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt | None = None, *, status: RunStatus = "running"
     ) -> None:
-        """The run, its questions and its checklist receipt, in one transaction."""
+        """The run, its questions and its checklist receipt, in one transaction. `execute_run`
+        always passes the receipt; records imported from elsewhere have none."""
         with self._transaction() as con:
             con.execute("INSERT INTO runs VALUES (?, ?, ?)", [metadata.run_id, status, metadata.model_dump_json()])
             if questions:
@@ -106,7 +109,8 @@ class ResultsDB:
                     "INSERT INTO run_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [[metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot] for q in questions],
                 )
-            self._insert_receipt(con, metadata.run_id, "start", receipt)
+            if receipt is not None:
+                self._insert_receipt(con, metadata.run_id, "start", receipt)
 
     def record_receipt(self, run_id: str, phase: str, receipt: Receipt) -> None:
         """A later checklist receipt for the run (e.g. phase "resume-1")."""
@@ -229,6 +233,11 @@ class ResultsDB:
             data["details"] = json.loads(data["details"]) if data["details"] else {}
             out.append((row[0], row[1], Verdict(**data)))
         return out
+
+    def run_ids(self) -> list[str]:
+        """Every run in the database, oldest first."""
+        rows = self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
+        return [r[0] for r in rows]
 
     def done_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(question id, seed) of every attempt already persisted."""

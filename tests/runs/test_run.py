@@ -25,7 +25,8 @@ def test_oracle_run_persists_every_attempt_and_scores_all(mini_holdout, mini_gol
         meta = execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db, checklist=CHECKLIST)
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [meta.run_id]).fetchone()[0] == 3 * len(MINI_QUESTIONS)
-    assert con.execute("SELECT count(*) FROM verdicts WHERE correct").fetchone()[0] == 3 * len(MINI_QUESTIONS)
+    per_judge = dict(con.execute("SELECT judge, count(*) FILTER (WHERE correct) FROM verdicts GROUP BY judge").fetchall())
+    assert per_judge == {"seed": 3 * len(MINI_QUESTIONS), "execution": 3 * len(MINI_QUESTIONS)}
     con.close()
     with ResultsDB(db_path, read_only=True) as db:
         report = build_report(db, meta.run_id)

@@ -38,8 +38,7 @@ def test_cli_compare_refuses_incomparable_runs_and_names_fields(mini_holdout, mi
         three = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(run=RunConfig(seeds=3)), db, checklist=checklist)
     ok = kgeval("compare", two.run_id, weak.run_id, "--db", str(db_path))
     assert ok.returncode == 0, ok.stderr
-    assert "comparable" in ok.stdout and "system: 'oracle' vs 'weak'" in ok.stdout and "100.0% [" in ok.stdout
+    assert "system: oracle vs weak" in ok.stdout
     refused = kgeval("compare", two.run_id, three.run_id, "--db", str(db_path))
     assert refused.returncode == 1
-    assert "seeds: [0, 1] vs [0, 1, 2] (not comparable)" in refused.stdout
-    assert "not comparable: seeds" in refused.stderr
+    assert "not comparable: seeds: [0, 1] vs [0, 1, 2]" in refused.stderr

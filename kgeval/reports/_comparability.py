@@ -1,0 +1,70 @@
+"""Comparability of two runs' metadata (DESIGN invariant 7), for `kgeval compare`.
+
+`comparability_of` adapts `kgeval.runs.comparability` (blocking: gold, holdout, question set,
+judges and their versions, seeds, store engine; reported: system, versions served, reasoning
+settings, pipeline, configuration). `basic_comparability` is the earlier stand-in, kept for
+its tests.
+"""
+
+from __future__ import annotations
+
+from kgeval.reports._compare import Comparability
+from kgeval.runs import RunMetadata, comparability
+
+_BLOCKING = {
+    "holdout_manifest_sha256": "holdout manifest",
+    "gold_manifest_sha256": "gold manifest",
+    "seeds": "seeds",
+    "primary_judge": "primary judge",
+}
+_INFORMATIONAL = {
+    "system": "system",
+    "system_version": "system version",
+    "config_sha256": "kgeval configuration",
+    "kgeval_version": "kgeval version",
+    "git_commit": "kgeval commit",
+}
+
+
+def basic_comparability(a: RunMetadata, b: RunMetadata) -> Comparability:
+    """Blocking: a different holdout, gold, seeds, primary judge or its version."""
+    blocking = [_diff(label, getattr(a, f), getattr(b, f)) for f, label in _BLOCKING.items() if getattr(a, f) != getattr(b, f)]
+    va, vb = a.judge_versions.get(a.primary_judge), b.judge_versions.get(b.primary_judge)
+    if va != vb:
+        blocking.append(_diff("primary judge version", va, vb))
+    differences = [_diff(label, getattr(a, f), getattr(b, f)) for f, label in _INFORMATIONAL.items() if getattr(a, f) != getattr(b, f)]
+    return Comparability(comparable=not blocking, blocking=blocking, differences=differences)
+
+
+def _diff(label: str, a: object, b: object) -> str:
+    return f"{label}: {_short(a)} vs {_short(b)}"
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text[:12] if len(text) == 64 else text
+
+
+_LABELS = {
+    "gold_manifest_sha256": "gold manifest",
+    "holdout_manifest_sha256": "holdout manifest",
+    "question_set_sha256": "question set",
+    "primary_judge": "primary judge",
+    "judge_versions": "judge versions",
+    "store_engine": "store engine",
+    "system_version": "system version",
+    "served_versions": "served versions",
+    "reasoning": "reasoning settings",
+    "config_sha256": "kgeval configuration",
+    "kgeval_version": "kgeval version",
+    "git_commit": "kgeval commit",
+}
+
+
+def comparability_of(a: RunMetadata, b: RunMetadata) -> Comparability:
+    """The check `kgeval compare` uses: `kgeval.runs.comparability`, as a Comparability."""
+    differences = comparability(a, b)
+    blocking = [_diff(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if d.blocking]
+    reported = [_diff(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if not d.blocking]
+    reported += [f"run {m.run_id} has not finished" for m in (a, b) if m.finished_at is None]
+    return Comparability(comparable=not blocking, blocking=blocking, differences=reported)
