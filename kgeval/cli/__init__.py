@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from kgeval.cli import _run
+from kgeval.cli import _guards, _run
 from kgeval.cli._data import gold_app, holdout_app
 
 app = typer.Typer(
@@ -17,6 +17,9 @@ app = typer.Typer(
 )
 app.add_typer(holdout_app, name="holdout")
 app.add_typer(gold_app, name="gold")
+app.add_typer(_guards.schema_gate_app, name="schema-gate")
+app.add_typer(_guards.contamination_app, name="contamination")
+holdout_app.command("admit")(_guards.holdout_admit)
 app.command("run")(_run.run)
 app.command("report")(_run.report)
 app.command("export")(_run.export)
