@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kgeval.errors import KgevalError
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
 HoldoutOpt = Annotated[Path, typer.Option("--holdout", help="Holdout directory (KG subdirectories + MANIFEST.json).")]

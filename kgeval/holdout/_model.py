@@ -27,7 +27,7 @@ class Tag(StrEnum):
     HONEYPOT = "honeypot"
 
 
-_TYPE_ORDER = (Tag.ASK, Tag.COUNT, Tag.ORDER_LIMIT, Tag.LARGE_LIST, Tag.LIST, Tag.EMPTY, Tag.LOOKUP)
+_TYPE_ORDER = (Tag.ASK, Tag.COUNT, Tag.ORDER_LIMIT, Tag.AGGREGATE, Tag.LARGE_LIST, Tag.LIST, Tag.EMPTY, Tag.LOOKUP)
 
 
 class Question(BaseModel):

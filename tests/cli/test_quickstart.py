@@ -1,0 +1,60 @@
+"""The shipped sample holdout and the README's main job."""
+
+from __future__ import annotations
+
+import re
+
+from kgeval.config import GoldConfig
+from kgeval.gold import load_gold, rebuild_gold, verify_gold
+from kgeval.holdout import Tag, load_holdout, verify_holdout
+from kgeval.stores import EmbeddedStore
+from tests.cli.test_cli import kgeval
+from tests.conftest import REPO
+
+HOLDOUT, GOLD = REPO / "holdout", REPO / "gold"
+
+
+def test_shipped_holdout_and_gold_verify():
+    verify_holdout(HOLDOUT)
+    verify_gold(GOLD, load_holdout(HOLDOUT))
+
+
+def test_shipped_gold_is_what_the_queries_return(tmp_path):
+    """Gold is executed, not written: a fresh rebuild gives the committed result hashes."""
+    report = rebuild_gold(load_holdout(HOLDOUT), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path)
+    shipped = load_gold(GOLD)
+    assert report.ok
+    assert {e.question_id: e.result_sha256 for e in report.entries} == {q: e.result_sha256 for q, e in shipped.items()}
+
+
+def test_sample_holdout_covers_what_the_harness_must_handle():
+    holdout = load_holdout(HOLDOUT)
+    gold = load_gold(GOLD)
+    questions = holdout.questions()
+    results = [gold[q.id].result for q in questions]
+    assert len(holdout.kgs) >= 4 and len(questions) >= 60
+    assert len({q.domain for q in questions}) >= 4
+    assert sum(q.honeypot for q in questions) == 3
+    assert sum(1 for r in results if r.total > 2000 and r.truncated) == 1
+    assert sum(1 for r in results if r.form == "select" and 20 <= r.total <= 400) >= 6
+    assert {r.boolean for r in results if r.form == "ask"} == {True, False}
+    assert any(r.form == "select" and r.total == 0 for r in results)
+    tagged = {tag for q in questions for tag in q.tags}
+    assert {Tag.COUNT, Tag.ORDER_LIMIT, Tag.LANG_LITERAL, Tag.TYPED_LITERAL} <= tagged
+    cells = [c for r in results for row in r.rows for c in row if c is not None]
+    assert any(c.lang for c in cells) and any(c.datatype for c in cells)
+
+
+def _accuracy(report_md: str) -> float:
+    return float(re.search(r"## Accuracy: ([\d.]+)%", report_md).group(1))
+
+
+def test_quickstart_prints_oracle_and_weak_reports(tmp_path):
+    result = kgeval("quickstart", "--db", str(tmp_path / "q.duckdb"))
+    assert result.returncode == 0, result.stderr
+    reports = result.stdout.split("# kgeval report")[1:]
+    assert len(reports) == 2
+    oracle, weak = reports
+    assert "**oracle**" in oracle and "**weak**" in weak
+    assert _accuracy(oracle) >= 99.0 and "Wilson" in oracle
+    assert _accuracy(weak) < 60.0
