@@ -94,8 +94,10 @@ class ContaminationConfig(_Strict):
     near_duplicate: float = Field(0.6, gt=0, le=1)
     """A passage whose content-word Jaccard similarity with a holdout question is at least this
     is a near-duplicate (calibrated: light paraphrases >= 0.6, unrelated CK25 questions < 0.5)."""
-    min_question_words: int = Field(3, ge=1)
-    """Questions with fewer content words are matched exactly (after normalization) only."""
+    min_question_words: int = Field(3, ge=2)
+    """Questions with fewer content words than this are near-duplicates only of a passage with
+    exactly their content words (Jaccard 1); with fewer than 2, exact (normalized) matches only.
+    Jaccard on two-word sets is too coarse: "employees per department" is not a leak."""
     workers: int = Field(0, ge=0)
     """Worker processes; 0 means one per CPU core."""
     chunk_mb: int = Field(32, ge=1)

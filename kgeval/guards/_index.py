@@ -81,8 +81,13 @@ class HeldQuestion:
     normalized: str
     length: int
     features: frozenset[str]
-    near: bool
-    """Long enough (min_question_words) to be matched as a near-duplicate."""
+    threshold: float
+    """Jaccard a window needs to be a near-duplicate (above 1: exact matches only); see
+    `ContaminationConfig.min_question_words`."""
+
+    @property
+    def near(self) -> bool:
+        return self.threshold <= 1.0
 
 
 @dataclass
@@ -162,7 +167,7 @@ class HoldoutIndex:
                 found.append(Match(kind="question-exact", matched=q.normalized[:200], holdout_item=item, score=1.0))
             elif q.near:
                 score, window = _best_window(words, q)
-                if score >= self.near_duplicate:
+                if score >= q.threshold:
                     found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
         return found
 
@@ -220,7 +225,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     identifiers = _identifiers(holdout)
     literals = set(identifiers) | {f"holdout/{kg.id}" for kg in holdout.kgs}
     literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
-    anchors = _anchors(questions, config.contamination.near_duplicate)
+    anchors = _anchors(questions)
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
         identifiers=identifiers,
@@ -276,11 +281,10 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
     for q in holdout.questions():
         words = tokens(q.question)
         feats = features(words)
+        cc = config.contamination
+        threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
         held.append(
-            HeldQuestion(
-                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats,
-                near=len(feats) >= config.contamination.min_question_words,
-            )
+            HeldQuestion(kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, threshold=threshold)
         )
     return held
 
@@ -295,7 +299,7 @@ def _keys(questions: list[HeldQuestion]) -> dict[str, list[int]]:
     return dict(by_key)
 
 
-def _anchors(questions: list[HeldQuestion], threshold: float) -> set[str]:
+def _anchors(questions: list[HeldQuestion]) -> set[str]:
     """The rarest features of each question, enough of them (module docstring)."""
     df = Counter(f for q in questions for f in q.features)
     anchors: set[str] = set()
@@ -303,7 +307,7 @@ def _anchors(questions: list[HeldQuestion], threshold: float) -> set[str]:
         if not q.features:
             anchors.add(q.normalized.split(" ")[0])
             continue
-        need = len(q.features) - math.ceil(threshold * len(q.features)) + 1 if q.near else 1
+        need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
         ranked = sorted(q.features, key=lambda f: (df[f], -len(f), f))
         anchors.update(ranked[: max(1, need)])
     return anchors

@@ -2,7 +2,7 @@
 
 Questions: Unicode NFKC, case folded, split into runs of letters and digits (so case, spacing
 and punctuation never matter). The *features* of a text are its tokens minus a short list of
-function words, with a plural `s` dropped (`departments` -> `department`). Similarity is the
+function words, lightly stemmed (`departments` -> `department`, `working` -> `work`). Similarity is the
 Jaccard similarity of feature sets: exact on short texts, no sampling, so no MinHash is needed
 (holdout questions number in the hundreds and are a dozen words long).
 
@@ -32,7 +32,8 @@ STOPWORDS = frozenset(
     is are was were be been being do does did has have had will would can could should shall may
     might must what which who whom whose where when why how that this these those there here it
     its their them they he she his her we our you your i me my all any each every some give list
-    show tell find name please""".split()
+    show tell find name please many much more most less least than also only very just such
+    other per get""".split()
 )
 
 
@@ -47,7 +48,13 @@ def normalize_question(text: str) -> str:
 
 
 def feature(token: str) -> str:
-    return token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
+    """A word's feature: a plural `s` and an `ing` dropped (`departments` -> `department`,
+    `working` -> `work`); light on purpose, the same on both sides of every comparison."""
+    if len(token) > 5 and token.endswith("ing"):
+        return token[:-3]
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
 
 
 def features(words: Iterable[str]) -> frozenset[str]:
