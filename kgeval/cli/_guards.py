@@ -11,9 +11,11 @@ import typer
 from kgeval.cli._common import ConfigOpt, HoldoutOpt, err, out, user_errors
 from kgeval.config import load_config, load_gate_config
 from kgeval.errors import InputError, LeakDetected
-from kgeval.guards import admit_kg, build_index, check_contamination, fingerprint_store, load_fingerprints, save_fingerprint
 from kgeval.holdout import QUESTIONS_FILE, load_holdout
 from kgeval.stores import open_store, rdf_format
+
+# kgeval.guards (pyarrow, rdflib's SPARQL algebra) is imported inside the commands: it would
+# add half a second to every other command's start.
 
 schema_gate_app = typer.Typer(help="Store training KGs' schema fingerprints for the adjacency gate.", no_args_is_help=True)
 contamination_app = typer.Typer(help="Find holdout material in fine-tuning data.", no_args_is_help=True)
@@ -58,6 +60,8 @@ def holdout_admit(
     config: ConfigOpt = None,
 ) -> None:
     """Check candidate holdout KGs against the training fingerprints (exit 3 when one is refused)."""
+    from kgeval.guards import admit_kg, fingerprint_store, load_fingerprints
+
     cfg = load_config(config)
     gate = load_gate_config(gate_dir / "config.yaml")
     training = load_fingerprints(gate_dir)
@@ -87,6 +91,8 @@ def schema_gate_add(
     config: ConfigOpt = None,
 ) -> None:
     """Fingerprint a training KG's schema and store it (schema IRIs only, never the data)."""
+    from kgeval.guards import fingerprint_store, save_fingerprint
+
     if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise InputError(f"fingerprint name {name!r}: use letters, digits, '-', '_' and '.'")
     cfg = load_config(config)
@@ -104,6 +110,8 @@ def schema_gate_add(
 @user_errors
 def schema_gate_list(gate_dir: GateDirOpt = Path("schema_gate")) -> None:
     """List the stored training fingerprints."""
+    from kgeval.guards import load_fingerprints
+
     for fp in load_fingerprints(gate_dir):
         out.print(f"{fp.name}: {len(fp.classes)} classes, {len(fp.predicates)} predicates, {len(fp.pairs)} pairs ({fp.created})", markup=False)
 
@@ -120,6 +128,8 @@ def contamination_check(
     config: ConfigOpt = None,
 ) -> None:
     """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad file."""
+    from kgeval.guards import build_index, check_contamination, load_fingerprints
+
     guards = load_config(config).guards
     cc = guards.contamination.model_copy(
         update={k: v for k, v in {"fields": tuple(field or ()), "workers": workers}.items() if v}

@@ -45,7 +45,7 @@ from kgeval.guards._text import (
     features,
     iris_in_query,
     jaccard,
-    normalize_question,
+    query_needles,
     sparql_candidates,
     tokens,
 )
@@ -99,6 +99,8 @@ class HoldoutIndex:
     questions: list[HeldQuestion]
     by_key: dict[str, list[int]]
     sparql: dict[str, list[int]]
+    needles: list[frozenset[str]]
+    """Per reference query (distinct canonical forms), strings a matching text must contain."""
     near_duplicate: float
     prefilter: str
     undistinctive_queries: list[str] = field(default_factory=list)
@@ -172,6 +174,8 @@ class HoldoutIndex:
         return found
 
     def _match_sparql(self, text: str) -> list[Match]:
+        if not any(all(n in text for n in needles) for needles in self.needles):
+            return []
         found = []
         for piece in sparql_candidates(text):
             if not _QUERY_KEYWORD.search(piece):
@@ -234,6 +238,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         questions=questions,
         by_key=_keys(questions),
         sparql=sparql,
+        needles=list({query_needles(q.sparql) for q in holdout.questions()}),
         near_duplicate=config.contamination.near_duplicate,
         prefilter=_prefilter(literals, anchors),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))],

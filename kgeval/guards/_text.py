@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 TOKEN = re.compile(r"[^\W_]+")
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with about as into over under between and or not no
@@ -75,14 +77,34 @@ _QUERY_START = re.compile(r"\b(PREFIX|BASE|SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 
 
-def canonical_sparql(text: str) -> str | None:
-    """The canonical form of a SPARQL query (module docstring), or None when it does not parse."""
+@lru_cache(maxsize=1024)
+def _algebra(text: str) -> CompValue | None:
     try:
-        algebra = translateQuery(parseQuery(text)).algebra
+        return translateQuery(parseQuery(text)).algebra
     except (ParseException, Exception):  # rdflib raises bare Exceptions, e.g. for an unknown prefix
         return None
-    names: dict[str, str] = {}
-    return "".join(_serialize(algebra, names))
+
+
+def canonical_sparql(text: str) -> str | None:
+    """The canonical form of a SPARQL query (module docstring), or None when it does not parse."""
+    algebra = _algebra(text)
+    return None if algebra is None else "".join(_serialize(algebra, {}))
+
+
+def query_needles(text: str) -> frozenset[str]:
+    """Strings any query with the same canonical form must contain: the local names of its
+    IRIs (rdf:type excepted, it may be written `a`) and its string literals. A cheap test that
+    spares parsing text that cannot match."""
+    algebra = _algebra(text)
+    if algebra is None:
+        return frozenset()
+    found = set()
+    for term in _terms(algebra):
+        if isinstance(term, URIRef) and str(term) != RDF_TYPE:
+            found.add(str(term).rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1])
+        elif isinstance(term, Literal) and term.datatype is None:
+            found.add(str(term))
+    return frozenset(n for n in found if n)
 
 
 def sparql_candidates(text: str) -> Iterator[str]:
@@ -97,21 +119,20 @@ def sparql_candidates(text: str) -> Iterator[str]:
 
 def iris_in_query(text: str) -> set[str]:
     """The IRIs a query mentions, prefixes expanded (empty when it does not parse)."""
-    try:
-        algebra = translateQuery(parseQuery(text)).algebra
-    except (ParseException, Exception):
-        return set()
-    found: set[str] = set()
+    algebra = _algebra(text)
+    return set() if algebra is None else {str(t) for t in _terms(algebra) if isinstance(t, URIRef)}
+
+
+def _terms(algebra: CompValue) -> Iterator[URIRef | Literal]:
     stack: list[Any] = [algebra]
     while stack:
         node = stack.pop()
-        if isinstance(node, URIRef):
-            found.add(str(node))
+        if isinstance(node, (URIRef, Literal)):
+            yield node
         elif isinstance(node, dict):
             stack.extend(v for k, v in node.items() if not str(k).startswith("_"))
         elif isinstance(node, (list, tuple, set, frozenset)):
             stack.extend(node)
-    return found
 
 
 def _serialize(node: Any, names: dict[str, str]) -> Iterator[str]:
