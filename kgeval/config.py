@@ -100,6 +100,9 @@ class ContaminationConfig(_Strict):
     Jaccard on two-word sets is too coarse: "employees per department" is not a leak."""
     workers: int = Field(0, ge=0)
     """Worker processes; 0 means one per CPU core."""
+    sample_mb: int = Field(2, ge=0)
+    """The first MB of the first JSONL file are read once to choose, for each question, the
+    anchor words rarest in this data (the prefilter stays exact: any choice is sound); 0: off."""
     chunk_mb: int = Field(32, ge=1)
     """Size of the unit of work (a byte range of a JSONL file); bounds memory per worker."""
 

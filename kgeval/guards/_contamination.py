@@ -16,16 +16,19 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
-from kgeval.guards._index import HoldoutIndex, MatchKind, build_index
+from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
 from kgeval.guards._records import FieldPath, Format, Unit, field_texts, plan_units, read_unit
 from kgeval.holdout import Holdout
 
@@ -121,6 +124,8 @@ _FIELDS: tuple[FieldPath, ...] = ()
 def _init_worker(index: HoldoutIndex, fields: tuple[FieldPath, ...]) -> None:
     global _INDEX, _FIELDS
     _INDEX, _FIELDS = index, fields
+    _line_matches.cache_clear()
+    _query_matches.cache_clear()
 
 
 def _scan_unit(unit: Unit) -> _UnitResult:
@@ -135,6 +140,7 @@ def _scan_unit(unit: Unit) -> _UnitResult:
 
 
 def _scan_batch(batch, path: Path, result: _UnitResult) -> None:  # noqa: ANN001 - Arrow batch or table
+    """Prefilter every line of every configured field in Arrow (RE2); match the lines it keeps."""
     assert _INDEX is not None
     base = result.records
     seen = np.zeros(batch.num_rows, dtype=bool)
@@ -143,12 +149,46 @@ def _scan_batch(batch, path: Path, result: _UnitResult) -> None:  # noqa: ANN001
         seen[rows] = True
         if len(texts) == 0:
             continue
-        flagged = pc.match_substring_regex(texts, pattern=_INDEX.prefilter, ignore_case=True)
-        for i in np.flatnonzero(flagged.to_numpy(zero_copy_only=False)):
-            for m in _INDEX.match_text(texts[int(i)].as_py()):
-                result.hits.append(Hit(file=str(path), record=base + int(rows[i]), field=f.text, **m.model_dump()))
+        lines = pc.split_pattern(texts, "\n")
+        owner = pc.list_parent_indices(lines).to_numpy()
+        flat = pc.list_flatten(lines)
+        kept = np.flatnonzero(_mask(pc.match_substring_regex(flat, pattern=_INDEX.prefilter, ignore_case=True)))
+        line_text = flat.take(pa.array(kept, pa.int64())).to_pylist()
+        maybe_query = _mask(pc.match_substring_regex(texts, pattern=_INDEX.query_prefilter))
+        for t, group in groupby(zip(owner[kept].tolist(), line_text), key=lambda pair: pair[0]):
+            found = [m for _, line in group for m in _line_matches(line)]
+            if maybe_query[t]:
+                found += _query_matches(texts[t].as_py())
+            for m in unique_matches(found):
+                result.hits.append(Hit(file=str(path), record=base + int(rows[t]), field=f.text, **m.model_dump()))
     result.records += batch.num_rows
     result.with_text += int(seen.sum())
+
+
+def _sample_lines(path: Path, size: int) -> list[str]:
+    """The first `size` bytes of a JSONL file as lines (raw: only word counts are taken from
+    them); nothing for Parquet, whose anchors keep their default ranking."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return []
+    with open(path, "rb") as fh:
+        return fh.read(size).decode("utf-8", errors="replace").splitlines()
+
+
+def _mask(array: pa.Array) -> np.ndarray:
+    return pc.fill_null(array, False).to_numpy(zero_copy_only=False)
+
+
+# Cached because training data repeats lines and texts (system prompts, schema context).
+@lru_cache(maxsize=65_536)
+def _line_matches(line: str) -> tuple[Match, ...]:
+    assert _INDEX is not None
+    return tuple(_INDEX.match_line(line))
+
+
+@lru_cache(maxsize=4096)
+def _query_matches(text: str) -> tuple[Match, ...]:
+    assert _INDEX is not None
+    return tuple(_INDEX.match_query(text, prefiltered=True))
 
 
 def check_contamination(
@@ -164,6 +204,8 @@ def check_contamination(
     fields = tuple(FieldPath.parse(f) for f in cc.fields)
     started = time.perf_counter()
     plans = {Path(p): plan_units(Path(p), cc.chunk_mb << 20) for p in paths}
+    if cc.sample_mb and paths:
+        index = index.with_anchors_from(_sample_lines(Path(paths[0]), cc.sample_mb << 20))
     units = [u for plan in plans.values() for u in plan]
     workers = min(cc.workers or os.cpu_count() or 1, len(units)) or 1
     report = _merge(plans, _run_units(units, index, fields, workers), index, fields, workers)

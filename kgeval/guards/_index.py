@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import pyoxigraph as ox
@@ -40,6 +41,8 @@ from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._text import (
+    QUERY_KEYWORD,
+    STOPWORDS,
     canonical_sparql,
     feature,
     features,
@@ -57,7 +60,6 @@ MatchKind = Literal["kg-identifier", "iri", "namespace", "question-exact", "ques
 
 _IRI = re.compile(r"https?://[^\s<>\"'{}|\\^`]+")
 _IRI_TRAILING = ".,;:!?)]'"
-_QUERY_KEYWORD = re.compile(r"\b(SELECT|ASK)\b", re.IGNORECASE)
 _SPECIAL = set(r"\.^$|?*+()[]{}/-")
 
 
@@ -81,6 +83,8 @@ class HeldQuestion:
     normalized: str
     length: int
     features: frozenset[str]
+    names: frozenset[str]
+    """Features of words written capitalized inside the question (likely names)."""
     threshold: float
     """Jaccard a window needs to be a near-duplicate (above 1: exact matches only); see
     `ContaminationConfig.min_question_words`."""
@@ -103,13 +107,19 @@ class HoldoutIndex:
     """Per reference query (distinct canonical forms), strings a matching text must contain."""
     near_duplicate: float
     prefilter: str
+    """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
+    literals: frozenset[str]
+    """Namespaces, IRIs, identifiers and needles of undistinctive queries."""
+    query_prefilter: str
+    """One needle of each reference query (case-sensitive): texts without any are no query."""
     undistinctive_queries: list[str] = field(default_factory=list)
-    """Reference queries with no distinctive IRI: found only when the prefilter fires otherwise."""
+    """Reference queries with no distinctive IRI: the prefilter holds their longest needle."""
 
     def __post_init__(self) -> None:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
         self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
         self._prefilter = re.compile(self.prefilter, re.IGNORECASE)
+        self._query_prefilter = re.compile(self.query_prefilter)
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -123,18 +133,35 @@ class HoldoutIndex:
         return self._prefilter.search(text) is not None
 
     def match_text(self, text: str) -> list[Match]:
-        """Every holdout match in `text` (deduplicated by kind and item)."""
-        if not self.may_match(text):
+        """Every holdout match in `text`: each line, then the text as a query."""
+        hit_lines = [line for line in text.split("\n") if self.may_match(line)]
+        if not hit_lines:
             return []
-        found = [*self._match_identifiers(text), *self._match_iris(text), *self._match_questions(text)]
-        found += self._match_sparql(text)
-        seen: set[tuple[str, str]] = set()
-        unique = []
-        for m in found:
-            if (m.kind, m.holdout_item) not in seen:
-                seen.add((m.kind, m.holdout_item))
-                unique.append(m)
-        return unique
+        return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
+
+    def match_line(self, line: str) -> list[Match]:
+        """Identifiers, IRIs and questions in one line (questions are matched within a line)."""
+        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line)]
+
+    def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
+        """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the
+        caller has run `query_prefilter` on it already."""
+        return self._match_sparql(text) if prefiltered or self._query_prefilter.search(text) else []
+
+    def with_anchors_from(self, sample: list[str]) -> HoldoutIndex:
+        """The same index with each question's anchors chosen as its features rarest in
+        `sample` (lines of the data to be checked). Any choice of |F| - ceil(t*|F|) + 1
+        features is sound; the rarest make the prefilter pass the fewest lines."""
+        if not sample:
+            return self
+        wanted = {f for q in self.questions for f in q.features}
+        counts: Counter[str] = Counter()
+        for line in sample:
+            counts.update(wanted.intersection(feature(w) for w in tokens(line)))
+        anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
+        joined = "\n".join(sample)
+        keys = {min(n, key=lambda x: (joined.count(x), -len(x))) for n in self.needles if n}
+        return replace(self, prefilter=_prefilter(set(self.literals), anchors), query_prefilter=_query_prefilter(keys))
 
     def _match_identifiers(self, text: str) -> list[Match]:
         if self._ids is None:
@@ -156,10 +183,12 @@ class HoldoutIndex:
 
     def _match_questions(self, text: str) -> list[Match]:
         words = tokens(text)
-        keys = set(words) | {feature(w) for w in words}
-        candidates = sorted({i for k in keys for i in self.by_key.get(k, ())})
-        if not candidates:
-            return []
+        feats = [None if w in STOPWORDS else feature(w) for w in words]
+        positions: dict[str, list[int]] = defaultdict(list)
+        for i, f in enumerate(feats):
+            if f in self.by_key:
+                positions[f].append(i)
+        candidates = sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
         padded = f" {' '.join(words)} "
         found = []
         for i in candidates:
@@ -167,10 +196,13 @@ class HoldoutIndex:
             item = f"{q.kg}/{q.id}"
             if f" {q.normalized} " in padded:
                 found.append(Match(kind="question-exact", matched=q.normalized[:200], holdout_item=item, score=1.0))
-            elif q.near:
-                score, window = _best_window(words, q)
-                if score >= q.threshold:
-                    found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
+                continue
+            have = [f for f in q.features if f in positions]
+            if not q.near or len(have) < math.ceil(q.threshold * len(q.features)):
+                continue
+            score, window = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
+            if score >= q.threshold:
+                found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
         return found
 
     def _match_sparql(self, text: str) -> list[Match]:
@@ -178,7 +210,7 @@ class HoldoutIndex:
             return []
         found = []
         for piece in sparql_candidates(text):
-            if not _QUERY_KEYWORD.search(piece):
+            if not QUERY_KEYWORD.search(piece):
                 continue
             canonical = canonical_sparql(piece)
             for i in self.sparql.get(canonical, ()) if canonical else ():
@@ -191,6 +223,17 @@ class HoldoutIndex:
         return self._match_questions(text)
 
 
+def unique_matches(found: list[Match]) -> list[Match]:
+    """One match per kind and holdout item, the first found."""
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for m in found:
+        if (m.kind, m.holdout_item) not in seen:
+            seen.add((m.kind, m.holdout_item))
+            unique.append(m)
+    return unique
+
+
 def _kgs(kgs: frozenset[str]) -> str:
     return "kg " + ", ".join(sorted(kgs))
 
@@ -200,17 +243,19 @@ def _prefixes(iri: str) -> list[str]:
     return [iri[: i + 1] for i in range(len(iri) - 1, 7, -1) if iri[i] in "/#"]
 
 
-def _best_window(words: list[str], q: HeldQuestion) -> tuple[float, str]:
-    """Highest Jaccard of the question's features with a window of about its length."""
-    hits = [i for i, w in enumerate(words) if feature(w) in q.features]
+def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, str]:
+    """Highest Jaccard of the question's features with a window of at most its length + 3
+    words. Only windows that start and end on one of its features can be best: widening a
+    window adds no feature of the question."""
     best, best_window = 0.0, ""
-    for size in range(max(1, q.length - 2), q.length + 4):
-        starts = {s for h in hits for s in range(max(0, h - size + 1), h + 1)}
-        for s in starts:
-            window = words[s : s + size]
-            score = jaccard(q.features, features(window))
+    span = q.length + 3
+    for a, start in enumerate(hits):
+        for end in hits[a:]:
+            if end - start >= span:
+                break
+            score = jaccard(q.features, frozenset(f for f in feats[start : end + 1] if f))
             if score > best:
-                best, best_window = score, " ".join(window)
+                best, best_window = score, " ".join(words[start : end + 1])
     return best, best_window
 
 
@@ -230,6 +275,9 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     literals = set(identifiers) | {f"holdout/{kg.id}" for kg in holdout.kgs}
     literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
     anchors = _anchors(questions)
+    needles = list({query_needles(q.sparql) for q in holdout.questions()})
+    undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
+    literals |= {max(query_needles(q.sparql), key=len) for q in undistinctive if query_needles(q.sparql)}
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
         identifiers=identifiers,
@@ -238,10 +286,12 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         questions=questions,
         by_key=_keys(questions),
         sparql=sparql,
-        needles=list({query_needles(q.sparql) for q in holdout.questions()}),
+        needles=needles,
         near_duplicate=config.contamination.near_duplicate,
         prefilter=_prefilter(literals, anchors),
-        undistinctive_queries=[f"{q.kg}/{q.id}" for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))],
+        literals=frozenset(literals),
+        query_prefilter=_query_prefilter({max(n, key=len) for n in needles if n}),
+        undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
 
 
@@ -288,8 +338,11 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
         feats = features(words)
         cc = config.contamination
         threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
+        names = frozenset(feature(w.casefold()) for w in q.question.split()[1:] if w[:1].isupper()) & feats
         held.append(
-            HeldQuestion(kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, threshold=threshold)
+            HeldQuestion(
+                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names, threshold=threshold
+            )
         )
     return held
 
@@ -304,18 +357,31 @@ def _keys(questions: list[HeldQuestion]) -> dict[str, list[int]]:
     return dict(by_key)
 
 
-def _anchors(questions: list[HeldQuestion]) -> set[str]:
-    """The rarest features of each question, enough of them (module docstring)."""
+def _anchors(questions: list[HeldQuestion], rank: Callable[[str, HeldQuestion], tuple] | None = None) -> set[str]:
+    """The rarest features of each question, enough of them (module docstring).
+
+    Rarity in training text is guessed, in this order: names (capitalized inside the
+    question, or letters mixed with digits: "Novak", "NCT05937709"), then long words, then the
+    rest, short numbers last; within a rank, fewer holdout questions using it, then longer."""
     df = Counter(f for q in questions for f in q.features)
+    rank = rank or (lambda f, q: (_commonness(f, q.names), df[f], -len(f), f))
     anchors: set[str] = set()
     for q in questions:
         if not q.features:
             anchors.add(q.normalized.split(" ")[0])
             continue
         need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
-        ranked = sorted(q.features, key=lambda f: (df[f], -len(f), f))
+        ranked = sorted(q.features, key=lambda f: rank(f, q))
         anchors.update(ranked[: max(1, need)])
     return anchors
+
+
+def _commonness(feat: str, names: frozenset[str]) -> int:
+    if feat in names or (any(c.isdigit() for c in feat) and any(c.isalpha() for c in feat)):
+        return 0
+    if feat.isdigit():
+        return 3 if len(feat) <= 4 else 1
+    return 1 if len(feat) >= 7 else 2
 
 
 def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
@@ -347,6 +413,11 @@ def _escape(literal: str) -> str:
 def _prefilter(literals: set[str], anchors: set[str]) -> str:
     parts = sorted(_escape(x) for x in literals) + [_word_start(a) + _escape(a) for a in sorted(anchors)]
     return "|".join(parts) if parts else r"[^\s\S]"  # the empty alternative never matches
+
+
+def _query_prefilter(keys: set[str]) -> str:
+    """One needle per reference query (case-sensitive): a text holding none holds no query."""
+    return "|".join(sorted(_escape(k) for k in keys)) or r"[^\s\S]"
 
 
 def _word_start(word: str) -> str:

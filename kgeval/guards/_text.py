@@ -73,7 +73,13 @@ def question_similarity(a: str, b: str) -> float:
     return jaccard(features(tokens(a)), features(tokens(b)))
 
 
-_QUERY_START = re.compile(r"\b(PREFIX|BASE|SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.IGNORECASE)
+def _anycase(*words: str) -> str:
+    """Case-insensitive alternation by character classes: much faster than re.IGNORECASE."""
+    return "|".join("".join(f"[{c}{c.lower()}]" for c in w) for w in words)
+
+
+_QUERY_START = re.compile(rf"\b(?:{_anycase('PREFIX', 'BASE', 'SELECT', 'ASK', 'CONSTRUCT', 'DESCRIBE')})\b")
+QUERY_KEYWORD = re.compile(rf"\b(?:{_anycase('SELECT', 'ASK')})\b")
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 
 
@@ -92,16 +98,20 @@ def canonical_sparql(text: str) -> str | None:
 
 
 def query_needles(text: str) -> frozenset[str]:
-    """Strings any query with the same canonical form must contain: the local names of its
-    IRIs (rdf:type excepted, it may be written `a`) and its string literals. A cheap test that
-    spares parsing text that cannot match."""
+    """Strings any query with the same canonical form must contain: for each IRI (rdf:type
+    excepted, it may be written `a`) its namespace (declared in a PREFIX or written out; rdflib
+    knows no undeclared prefix) and its local name, and each string literal. A cheap test that
+    spares parsing text that cannot match. (A prefix declared for a shorter namespace, with
+    escaped slashes in local names, or a BASE with relative IRIs, escapes it.)"""
     algebra = _algebra(text)
     if algebra is None:
         return frozenset()
     found = set()
     for term in _terms(algebra):
         if isinstance(term, URIRef) and str(term) != RDF_TYPE:
-            found.add(str(term).rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1])
+            iri = str(term)
+            cut = max(iri.rfind("#"), iri.rfind("/")) + 1
+            found.update((iri[:cut], iri[cut:]))
         elif isinstance(term, Literal) and term.datatype is None:
             found.add(str(term))
     return frozenset(n for n in found if n)
