@@ -77,7 +77,7 @@ def rename_query(sparql: str, rng: random.Random) -> str:
         out = re.sub(rf"\?{var}\b", f"?x{rng.randrange(10**6)}", out)
     for prefix in set(re.findall(r"PREFIX\s+(\w*):", sparql)):
         new = f"p{rng.randrange(10**6)}"
-        out = re.sub(rf"(?<![\w:/#]){prefix}:", f"{new}:", out)
+        out = re.sub(rf"(?<![\w:#]){prefix}:", f"{new}:", out)
     out = re.sub(r"\b(PREFIX|SELECT|WHERE|DISTINCT|ORDER BY|LIMIT|FILTER|ASK)\b", lambda m: m.group(1).lower(), out)
     return " ".join(out.split())
 

@@ -145,6 +145,11 @@ def _terms(algebra: CompValue) -> Iterator[URIRef | Literal]:
             stack.extend(node)
 
 
+def _shape(triple: tuple) -> tuple[str, ...]:
+    """A triple's spelling with its variables blanked: an order independent of their names."""
+    return tuple("?" if isinstance(t, Variable) else t.n3() for t in triple)
+
+
 def _serialize(node: Any, names: dict[str, str]) -> Iterator[str]:
     if isinstance(node, Variable):
         yield "?" + names.setdefault(str(node), f"v{len(names)}")
@@ -156,6 +161,12 @@ def _serialize(node: Any, names: dict[str, str]) -> Iterator[str]:
             if key.startswith("_"):  # rdflib bookkeeping (_vars), derived from the rest
                 continue
             yield key + "="
+            # rdflib fills PV from a set for ASK and SELECT *: its order is arbitrary, so
+            # projections compare as sets (the body, serialized first, has named them all).
+            if key == "PV":
+                value = frozenset(value)
+            elif node.name == "BGP" and key == "triples":
+                value = sorted(value, key=_shape)  # rdflib orders triples by variable names
             yield from _serialize(value, names)
             yield ","
         yield ")"
@@ -174,6 +185,6 @@ def _serialize(node: Any, names: dict[str, str]) -> Iterator[str]:
             yield ","
         yield "]"
     elif isinstance(node, (set, frozenset)):
-        yield "{" + ",".join(sorted("".join(_serialize(item, dict(names))) for item in node)) + "}"
+        yield "{" + ",".join(sorted("".join(_serialize(item, names)) for item in node)) + "}"
     else:
         yield repr(node)
