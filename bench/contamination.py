@@ -123,10 +123,13 @@ def write_file(path: Path, target_bytes: int, pool: list[str], leaks, rng: rando
 
 
 class PeakRss:
-    """Samples the summed RSS of this process and all its descendants."""
+    """Samples the summed RSS of this process and all its descendants, and their CPU time
+    (so a per-core rate can be given on a machine other jobs share)."""
 
     def __init__(self) -> None:
         self.peak = 0
+        self._ticks: dict[int, int] = {}
+        self._start = {pid: _cpu_ticks(pid) for pid in _tree(os.getpid())}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -140,7 +143,22 @@ class PeakRss:
 
     def _run(self) -> None:
         while not self._stop.wait(0.1):
-            self.peak = max(self.peak, sum(_rss(p) for p in _tree(os.getpid())))
+            tree = _tree(os.getpid())
+            self.peak = max(self.peak, sum(_rss(p) for p in tree))
+            for pid in tree:
+                self._ticks[pid] = max(self._ticks.get(pid, 0), _cpu_ticks(pid))
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(t - self._start.get(pid, 0) for pid, t in self._ticks.items()) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _tree(root: int) -> list[int]:
@@ -191,7 +209,8 @@ def main() -> None:
         t0 = time.perf_counter()
         planted = write_file(path, int(args.gb * 1e9), clean_pool(20_000, rng), leaks, rng)
         size = path.stat().st_size
-        print(f"generated {size / 1e9:.2f} GB, {len(planted)} planted leaks in {time.perf_counter() - t0:.0f} s")
+        print(f"generated {size / 1e9:.2f} GB, {len(planted)} planted leaks in {time.perf_counter() - t0:.0f} s; "
+              f"bench process RSS before the check {_rss(os.getpid()) / 1e6:.0f} MB")
         for workers in args.workers:
             run(path, size, index, planted, workers)
 
@@ -211,7 +230,8 @@ def run(path: Path, size: int, index, planted: dict[int, tuple[str, str]], worke
         by_kind[kind][0] += (rec, kind, item) in found
     mbs = size / 1e6 / seconds
     print(
-        f"workers={workers}: {mbs:.1f} MB/s ({mbs / workers:.1f} MB/s per worker), {report.records / seconds:,.0f} records/s, "
+        f"workers={workers}: {mbs:.1f} MB/s wall ({mbs / workers:.1f} per worker; {size / 1e6 / rss.cpu_seconds:.1f} MB per CPU-second, "
+        f"{rss.cpu_seconds:.0f} CPU-s), {report.records / seconds:,.0f} records/s, "
         f"{report.records:,} records in {seconds:.1f} s; peak RSS {rss.peak / 1e6:.0f} MB (process tree); "
         f"recall {caught}/{len(planted)} = {100 * caught / len(planted):.1f}% "
         f"({', '.join(f'{k} {a}/{b}' for k, (a, b) in sorted(by_kind.items()))}); "

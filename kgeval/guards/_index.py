@@ -19,10 +19,19 @@ Questions: exact (normalized) containment, and near-duplicates (content-word Jac
 
 Prefilter: one regular expression of literal strings that every match must contain: the
 distinctive namespaces (or the IRI itself when its namespace is not distinctive), the
-identifiers, and for each question its rarest content words, enough of them that any text
-reaching the near-duplicate threshold contains at least one (prefix filtering: a window
-with Jaccard >= t shares >= ceil(t*|F|) of the question's |F| features, so it cannot miss all
-of any |F| - ceil(t*|F|) + 1 of them). Only texts the prefilter hits meet the matchers.
+identifiers, the longest needle of any reference query without a distinctive IRI, and for
+each question enough *anchor* words that any text reaching its near-duplicate threshold
+contains one (prefix filtering: a window with Jaccard >= t shares >= ceil(t*|F|) of the
+question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of them). Which
+features serve as anchors is free, so `with_anchors_from` picks those rarest in a sample of
+the data being checked. The prefilter runs per line (RE2, in Arrow); questions are matched
+within a line, so a question broken across lines is found only if one line reaches the
+threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds one
+needle of some query (`query_prefilter`) and then all needles of it (`query_needles`).
+
+Folding: Python matchers use NFKC + casefold; the RE2 prefilter uses simple case folding.
+They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
+be missed.
 """
 
 from __future__ import annotations
