@@ -213,6 +213,8 @@ def main() -> None:
               f"bench process RSS before the check {_rss(os.getpid()) / 1e6:.0f} MB")
         for workers in args.workers:
             run(path, size, index, planted, workers)
+    import resource
+    print("bench process maxrss (getrusage)", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "MB")
 
 
 def run(path: Path, size: int, index, planted: dict[int, tuple[str, str]], workers: int) -> None:  # noqa: ANN001

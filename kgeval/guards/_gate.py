@@ -5,7 +5,8 @@ training fingerprint:
 
 - overlap rule: refuse when the candidate shares **at least** (>=) `type_overlap_pct` % of its
   classes AND **at least** (>=) `relation_overlap_pct` % of its predicates with one training KG;
-  shares are of the candidate's own classes / predicates (a candidate with none has share 0);
+  shares are of the candidate's own classes / predicates; a candidate with no classes or no
+  predicates of its own (after common vocabulary is left out) cannot trigger this rule;
 - Jaccard cap: refuse when the Jaccard similarity of the two signatures (classes, predicates
   and domain/range pairs, tagged by kind) **exceeds** (>) `jaccard_cap`.
 
