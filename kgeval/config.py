@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kgeval.errors import InputError
 
@@ -19,9 +19,55 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class StoreAuthConfig(_Strict):
+    username: str = Field(min_length=1)
+    """HTTP basic-auth user name."""
+    password_env: str = Field(min_length=1)
+    """Name of the environment variable holding the password (never the password itself)."""
+
+
 class StoreConfig(_Strict):
-    kind: Literal["embedded"] = "embedded"
-    """Which graph store executes queries: "embedded" (pyoxigraph in process)."""
+    kind: Literal["embedded", "sparql", "neptune-sparql", "neptune-gremlin"] = "embedded"
+    """Which graph store executes queries: "embedded" (pyoxigraph in process, loads the KG
+    files), "sparql" (any SPARQL 1.1 Protocol endpoint), "neptune-sparql" (Amazon Neptune,
+    SigV4-signed), "neptune-gremlin" (Amazon Neptune property graph, Gremlin queries)."""
+    endpoint: str | None = None
+    """Remote stores: the query URL, e.g. http://127.0.0.1:7878/query, or for Neptune
+    https://HOST:8182/sparql and wss://HOST:8182/gremlin. Required for every kind but embedded."""
+    auth: StoreAuthConfig | None = None
+    """"sparql" only: optional HTTP basic auth."""
+    default_graphs: tuple[str, ...] = ()
+    """SPARQL stores: default-graph-uri parameters sent with every query (empty: the server's
+    default graph)."""
+    named_graphs: tuple[str, ...] = ()
+    """SPARQL stores: named-graph-uri parameters sent with every query."""
+    kg_graphs: dict[str, str] = Field(default_factory=dict)
+    """SPARQL stores: per-KG default graph (KG id -> graph IRI), used instead of
+    `default_graphs` when a holdout's KGs live in separate graphs of one endpoint."""
+    data_version: str | None = None
+    """Remote stores: the declared version of the data the endpoint serves, recorded in the gold
+    where the embedded store records the sha256 of the KG files (a remote store cannot hash
+    files it does not hold). Required for every kind but embedded."""
+    region: str | None = None
+    """Neptune: the AWS region used in the SigV4 signature (e.g. eu-west-1)."""
+    product: str | None = None
+    """Remote stores: the server product recorded as the engine name when the server does not
+    say (its Server header is used otherwise)."""
+    product_version: str | None = None
+    """Remote stores: the engine version recorded when the server does not say."""
+    allow_insecure_http: bool = False
+    """Neptune: accept an http:// endpoint. For the loopback signature tests only; Neptune
+    serves HTTPS."""
+
+    @model_validator(mode="after")
+    def _remote_needs_endpoint(self) -> StoreConfig:
+        if self.kind != "embedded":
+            missing = [name for name in ("endpoint", "data_version") if not getattr(self, name)]
+            if self.kind.startswith("neptune") and not self.region:
+                missing.append("region")
+            if missing:
+                raise ValueError(f"store kind {self.kind!r} needs {', '.join(missing)}")
+        return self
 
 
 class GoldConfig(_Strict):
@@ -31,6 +77,49 @@ class GoldConfig(_Strict):
     """Timeout for one reference query during a gold rebuild."""
     display_items: int = Field(10, ge=1)
     """Items shown in a gold's display version ("first 10 ... (N total)")."""
+    executions: int = Field(2, ge=1)
+    """Times each reference query is executed; differing result hashes flag it nondeterministic."""
+    tie_probe_rows: int = Field(10000, ge=1)
+    """Row cap of the tie probe (the query re-run without LIMIT/OFFSET to find ties at the cut)."""
+
+
+class NormalizationConfig(_Strict):
+    """Which normalization rules a judge applies before comparing values (each True = on).
+
+    The rules are documented in `kgeval/judges/_normalize.py` and the README; the active rules
+    are part of the judge's configuration hash, hence of its version.
+    """
+
+    iri_tail: bool = True
+    """An IRI compares by its last path segment or fragment (`.../Complaint/12345` = `12345`)."""
+    percent_decode: bool = True
+    """IRIs are percent-decoded (`B%40c` = `B@c`)."""
+    trailing_slash: bool = True
+    """Trailing slashes of IRIs are dropped (`http://x/a/` = `http://x/a`)."""
+    whitespace: bool = True
+    """Runs of whitespace fold to one space; leading and trailing whitespace is dropped."""
+    casefold: bool = True
+    """Text compares case-insensitively (Unicode case folding)."""
+    numbers: bool = True
+    """Numbers compare in canonical decimal form (`1.50` = `1.5`, `1e3` = `1000`, `-0.0` = `0`)."""
+    booleans: bool = True
+    """Booleans compare as `true`/`false` (JSON booleans, and xsd:boolean `1`/`0`)."""
+    drop_language_tags: bool = True
+    """A literal's language tag is ignored (`"Sales"@en` = `"Sales"`)."""
+    drop_datatypes: bool = True
+    """A literal's datatype is ignored (`"1"^^xsd:integer` = `"1"`)."""
+    ignore_term_kinds: bool = True
+    """IRIs, literals and blank nodes may equal each other (an IRI's tail equals a label)."""
+
+
+SEED_NORMALIZATION = NormalizationConfig(booleans=False)
+"""The seed judge's rules as first specified (xsd:boolean `1` stays `1`), kept so its numbers
+stay comparable."""
+EXECUTION_NORMALIZATION = NormalizationConfig(iri_tail=False, ignore_term_kinds=False)
+"""Executed results come from the same store as the gold, so they compare as typed terms: full
+IRIs, and an IRI never equals a literal (a label instead of the IRI is wrong)."""
+ANSWER_LIST_NORMALIZATION = NormalizationConfig()
+"""An answer list carries no types (JSON strings, numbers, booleans): IRIs compare by tail."""
 
 
 class SeedJudgeConfig(_Strict):
@@ -40,14 +129,34 @@ class SeedJudgeConfig(_Strict):
     """Membership path: share of the answer's items that must be in the full gold set."""
     min_items: int = Field(5, ge=1)
     """Membership path: the answer must list at least this many items."""
+    normalize: NormalizationConfig = SEED_NORMALIZATION
+    """Normalization rules (see NormalizationConfig)."""
+
+
+class ExecutionJudgeConfig(_Strict):
+    min_precision: float = Field(1.0, ge=0, le=1)
+    """Share of the answer's distinct rows that must be gold rows (1.0: no extra row)."""
+    min_recall: float = Field(1.0, ge=0, le=1)
+    """Share of the gold's distinct rows the answer must give (1.0: no missing row)."""
+    check_order: bool = True
+    """Check row order (accepting ties) when the question is marked order-sensitive."""
+    max_column_mappings: int = Field(50_000, ge=1)
+    """Column alignment tries every mapping of gold to answer columns up to this many, then
+    falls back to a greedy mapping (a wide answer with many candidate columns)."""
+    normalize: NormalizationConfig = EXECUTION_NORMALIZATION
+    """Rules for comparing an executed result with the gold (typed terms)."""
+    list_normalize: NormalizationConfig = ANSWER_LIST_NORMALIZATION
+    """Rules for comparing an answer list (no SPARQL) with the gold (untyped values)."""
 
 
 class JudgesConfig(_Strict):
-    primary: str = "seed"
-    """The pre-registered judge whose verdict counts for accuracy."""
-    enabled: tuple[str, ...] = ("seed",)
+    primary: str = "execution"
+    """The pre-registered judge whose verdict counts for accuracy. "execution" (equal sets,
+    recall visible); set "seed" to reproduce the seed judge's numbers (README: Judging)."""
+    enabled: tuple[str, ...] = ("seed", "execution")
     """Every judge run on each attempt; verdicts are stored side by side."""
     seed: SeedJudgeConfig = SeedJudgeConfig()
+    execution: ExecutionJudgeConfig = ExecutionJudgeConfig()
 
 
 class RunConfig(_Strict):
@@ -139,12 +248,27 @@ class GuardsConfig(_Strict):
     example_bank: ExampleBankConfig = ExampleBankConfig()
 
 
+class AuditConfig(_Strict):
+    default_accepts: int = Field(30, ge=1)
+    """Accepted answers drawn by `kgeval audit sample` when `--accepts` is not given."""
+    sample_seed: int = 0
+    """Seed of the stratified audit sample (the same seed draws the same sample)."""
+
+
+class ReviewConfig(_Strict):
+    coverage_target: float = Field(0.2, ge=0, le=1)
+    """Share of holdout questions whose reference SPARQL and gold a domain reviewer has
+    approved at the current content hash; the report shows coverage against it."""
+
+
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
     judges: JudgesConfig = JudgesConfig()
     run: RunConfig = RunConfig()
     guards: GuardsConfig = GuardsConfig()
+    audit: AuditConfig = AuditConfig()
+    review: ReviewConfig = ReviewConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

@@ -21,6 +21,11 @@ class CheckFailed(KgevalError):
     exit_code = 1
 
 
+class StaleGold(CheckFailed):
+    """The gold is intact but was built for something else: another holdout or reference
+    query, another engine or engine version, or another version of the data."""
+
+
 class QueryError(KgevalError):
     """A SPARQL query could not be run: the subclasses say why."""
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import typer
 
-from kgeval.cli import _guards, _run
+from kgeval.cli import _guards, _run, _service
 from kgeval.cli._data import gold_app, holdout_app
+from kgeval.cli._interop import gold_export, import_app
 
 app = typer.Typer(
     name="kgeval",
@@ -15,6 +16,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+holdout_app.add_typer(import_app, name="import")
+gold_app.command("export")(gold_export)
 app.add_typer(holdout_app, name="holdout")
 app.add_typer(gold_app, name="gold")
 app.add_typer(_guards.schema_gate_app, name="schema-gate")
@@ -24,6 +27,10 @@ app.command("run")(_run.run)
 app.command("report")(_run.report)
 app.command("export")(_run.export)
 app.command("quickstart")(_run.quickstart)
+app.command("compare")(_service.compare)
+app.add_typer(_service.audit_app, name="audit")
+app.add_typer(_service.review_app, name="review")
+app.command("serve")(_service.serve)
 
 
 def main() -> None:

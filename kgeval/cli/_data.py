@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -45,23 +46,38 @@ def gold_rebuild(
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     with progress_bar("gold rebuild", len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files), cfg.gold, gold, advance)
+        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id), cfg.gold, gold, advance)
     for failure in report.failures:
         err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: {failure.error}", markup=False)
     if not report.ok:
         err.print(f"gold rebuild failed: {len(report.failures)} reference queries did not run; {gold} left unchanged")
         raise typer.Exit(CheckFailed.exit_code)
-    truncated = sum(1 for e in report.entries if e.result.truncated)
     out.print(
-        f"gold rebuilt in {gold}: {len(report.entries)} questions, {truncated} truncated at the cap, "
+        f"gold rebuilt in {gold}: {len(report.entries)} questions, {cfg.gold.executions} executions each, "
         f"{report.total_seconds:.2f} s ({report.store_seconds:.2f} s in store queries)"
     )
+    print_flagged(report.flagged)
+
+
+def print_flagged(flagged: dict[str, list[str]]) -> None:
+    """One line per flag naming every question that carries it."""
+    for flag, questions in flagged.items():
+        out.print(f"  {flag} ({len(questions)}): {', '.join(questions) or '-'}", markup=False)
 
 
 @gold_app.command("verify")
 @user_errors
-def gold_verify(holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold")) -> None:
-    """Check gold hashes, and that the gold was built from this holdout and its queries."""
+def gold_verify(
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    config: ConfigOpt = None,
+    store_check: Annotated[bool, typer.Option("--store-check/--no-store-check", help="Also compare engine, version and data hash with the configured store (opens it).")] = True,
+) -> None:
+    """Check gold hashes (corrupt: exit 1), and that the gold was built from this holdout, its
+    queries, and the engine and data the configured store serves now (STALE: exit 1)."""
+    cfg = load_config(config)
     verify_holdout(holdout)
-    digest = verify_gold(gold, load_holdout(holdout))
-    out.print(f"gold {gold}: verified against holdout {holdout} (gold manifest {digest[:12]})")
+    store_for = (lambda kg: open_store(cfg.store, kg.files)) if store_check else None
+    digest = verify_gold(gold, load_holdout(holdout), store_for)
+    checked = "and the configured store " if store_check else ""
+    out.print(f"gold {gold}: verified against holdout {holdout} {checked}(gold manifest {digest[:12]})")

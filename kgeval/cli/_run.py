@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
+from kgeval.cli._interop import export_run_qald
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
 from kgeval.holdout import load_holdout
-from kgeval.reports import build_report, export_lines, format_accuracy, render_json, render_markdown
+from kgeval.reports import build_report, export_lines, format_accuracy, render_html, render_json, render_markdown
 from kgeval.runs import ResultsDB, RunMetadata, execute_run
 from kgeval.systems import system_from_name
 
@@ -19,6 +20,7 @@ from kgeval.systems import system_from_name
 class Format(StrEnum):
     md = "md"
     json = "json"
+    html = "html"
 
 
 def _run(holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path) -> RunMetadata:
@@ -53,21 +55,39 @@ def run(
 def report(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
-    format: Annotated[Format, typer.Option("--format", help="md or json.")] = Format.md,
+    format: Annotated[Format, typer.Option("--format", help="md, json or html (one self-contained page).")] = Format.md,
+    gold: GoldOpt = Path("gold"),
+    holdout: Annotated[Path | None, typer.Option("--holdout", help="Holdout for gold review coverage (default: the run's).")] = None,
+    config: ConfigOpt = None,
 ) -> None:
-    """Accuracy with Wilson 95% intervals overall, per KG, domain and type; seed spread; wrong answers."""
+    """Accuracy with Wilson 95% intervals and a Clopper-Pearson bound; seed spread and consistency;
+    honeypots; error kinds; audits of accepts; gold review coverage; wrong answers."""
     with ResultsDB(db, read_only=True) as results:
-        built = build_report(results, run_id)
-    text = render_markdown(built) if format is Format.md else render_json(built)
+        built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config))
+    renderers = {Format.md: render_markdown, Format.json: render_json, Format.html: render_html}
+    text = renderers[format](built)
     out.print(text, markup=False, end="")
+
+
+class ExportFormat(StrEnum):
+    jsonl = "jsonl"
+    qald = "qald"
 
 
 @user_errors
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
+    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts) or qald (one seed, QALD JSON).")] = ExportFormat.jsonl,
+    seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
+    holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
+    config: ConfigOpt = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout).")] = None,
 ) -> None:
-    """Write one JSON line per attempt with its verdicts to stdout."""
+    """Write one JSON line per attempt with its verdicts to stdout, or one seed as QALD JSON."""
+    if format is ExportFormat.qald:
+        export_run_qald(run_id, db, seed, holdout, config, output)
+        return
     with ResultsDB(db, read_only=True) as results:
         for line in export_lines(results, run_id):
             print(line)

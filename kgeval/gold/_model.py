@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Literal
 
+from pydantic import BaseModel, Field
+
+from kgeval.gold._ties import TieInfo
 from kgeval.stores import QueryResult
+
+GoldFlag = Literal["empty", "tied", "nondeterministic", "engine-dependent", "truncated", "unchecked"]
+"""Why a gold entry needs a second look, as the rebuild report names it:
+empty (a SELECT with no rows), tied (several answers are acceptable, see `GoldEntry.ties`),
+nondeterministic (executions differed, or the query calls RAND()/NOW()/...), engine-dependent
+(another engine may answer differently), truncated (more rows than the cap), unchecked (the
+tie check could not run, so a cut among equal keys cannot be ruled out)."""
 
 
 class GoldEntry(BaseModel):
@@ -28,6 +38,38 @@ class GoldEntry(BaseModel):
     """Up to `row_cap` full typed rows, the true total and the truncated flag."""
     result_sha256: str
     """`result.sha256()` when the gold was built; `gold verify` recomputes it."""
+    execution_sha256s: list[str] = Field(default_factory=list)
+    """`sha256()` of each execution of the reference query during the rebuild, in order
+    (`gold.executions` of them); `result` is the first execution."""
+    nondeterministic: list[str] = Field(default_factory=list)
+    """Why the answer is not determined by the data, empty when it is: executions that
+    differed, volatile functions. Such a gold must not be judged as if it were fixed: `result`
+    is one sample of the possible answers."""
+    engine_dependent: list[str] = Field(default_factory=list)
+    """Why another engine may legitimately answer differently (SAMPLE, GROUP_CONCAT order,
+    LIMIT without ORDER BY, functions outside SPARQL 1.1)."""
+    ties: TieInfo | None = None
+    """The set of acceptable answers when the query has LIMIT/OFFSET (or an ordered result
+    was cut by the row cap): the rows certainly in the answer plus, for each key group the cut
+    falls in, its candidates and how many of them an answer holds. `ties.accepts(rows)` tells
+    whether a candidate's rows are one acceptable answer; `ties.tied` whether there is more
+    than one. None when there is no cut."""
+    tie_check_error: str | None = None
+    """Why the tie check could not run (the entry is then flagged "unchecked")."""
+
+    @property
+    def flags(self) -> list[GoldFlag]:
+        """Every reason this entry needs a second look, in a fixed order."""
+        result = self.result
+        checks: list[tuple[GoldFlag, bool]] = [
+            ("empty", result.form == "select" and result.total == 0),
+            ("tied", self.ties is not None and self.ties.tied),
+            ("nondeterministic", bool(self.nondeterministic)),
+            ("engine-dependent", bool(self.engine_dependent)),
+            ("truncated", result.truncated),
+            ("unchecked", self.tie_check_error is not None),
+        ]
+        return [flag for flag, on in checks if on]
 
 
 class GoldFailure(BaseModel):

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kgeval._files import sha256_file, write_atomic, write_json_atomic
-from kgeval.errors import CheckFailed, InputError
+from kgeval.errors import CheckFailed, InputError, StaleGold
 from kgeval.gold._model import GoldEntry
-from kgeval.holdout import Holdout, read_manifest
+from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
+from kgeval.stores import Store
 
 MANIFEST = "MANIFEST.json"
 DISPLAY_DIR = "display"
@@ -43,10 +46,43 @@ def write_gold(out_dir: Path, entries: list[GoldEntry], displays: dict[str, str]
     manifest = {
         "holdout_manifest_sha256": holdout_sha,
         "engines": [{"name": n, "version": v} for n, v in engines],
+        "stores": {kg: _identity(kg_entries[0]).model_dump() for kg, kg_entries in sorted(by_kg.items())},
         "row_cap": entries[0].row_cap if entries else None,
         "files": files,
     }
     write_json_atomic(out_dir / MANIFEST, manifest)
+
+
+class StoreIdentity(BaseModel, frozen=True):
+    """Which engine served which data: what a gold was built on, or what would run now."""
+
+    engine: str
+    engine_version: str
+    data_sha256: str
+
+    def describe(self) -> str:
+        return f"{self.engine} {self.engine_version} over data {self.data_sha256[:12]}"
+
+
+def store_identity(store: Store) -> StoreIdentity:
+    return StoreIdentity(engine=store.name, engine_version=store.version, data_sha256=store.data_sha256)
+
+
+def _identity(entry: GoldEntry) -> StoreIdentity:
+    return StoreIdentity(engine=entry.engine, engine_version=entry.engine_version, data_sha256=entry.kg_sha256)
+
+
+@dataclass
+class GoldStatus:
+    """Why a gold cannot be trusted: corrupt (altered, missing, unreadable) or stale (intact,
+    but built for another holdout, query, engine, engine version or data version)."""
+
+    corrupt: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.corrupt and not self.stale
 
 
 def _read_json(path: Path) -> object:
@@ -83,42 +119,74 @@ def load_gold(gold_dir: Path) -> dict[str, GoldEntry]:
     return gold
 
 
-def gold_problems(gold_dir: Path, holdout: Holdout) -> list[str]:
-    """Every reason the gold cannot be trusted for this holdout; empty when it can."""
+def gold_status(
+    gold_dir: Path, holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store] | None = None
+) -> GoldStatus:
+    """Check the gold against its manifest and the holdout; with `store_for` (the factory the
+    rebuild or the run would use now), also against the engine and data it would run on."""
     gold_dir = Path(gold_dir)
     manifest = _read_manifest(gold_dir)
-    problems: list[str] = []
+    status = GoldStatus()
     for name, expected in manifest["files"].items():
         path = gold_dir / name
         if not path.is_file():
-            problems.append(f"{name}: missing")
+            status.corrupt.append(f"{name}: missing")
         elif sha256_file(path) != expected:
-            problems.append(f"{name}: sha256 differs from {MANIFEST}")
+            status.corrupt.append(f"{name}: sha256 differs from {MANIFEST}")
     holdout_sha = read_manifest(holdout.root)["sha256"]
-    built_from = str(manifest.get("holdout_manifest_sha256"))  # type: ignore[union-attr]
+    built_from = str(manifest.get("holdout_manifest_sha256"))
     if built_from != holdout_sha:
-        problems.append(f"{MANIFEST}: built from a different holdout (holdout manifest {holdout_sha[:12]}, gold says {built_from[:12]})")
-    if any(not p.startswith(MANIFEST) for p in problems):
-        return problems  # files are missing or altered: their entries cannot be trusted to load
-    return problems + _entry_problems(load_gold(gold_dir), holdout)
+        status.stale.append(f"{MANIFEST}: built from a different holdout (holdout manifest {holdout_sha[:12]}, gold says {built_from[:12]})")
+    if status.corrupt:
+        return status  # files are missing or altered: their entries cannot be trusted to load
+    gold = load_gold(gold_dir)
+    _check_entries(gold, holdout, status)
+    if store_for is not None:
+        _check_stores(gold, holdout, store_for, status)
+    return status
 
 
-def _entry_problems(gold: dict[str, GoldEntry], holdout: Holdout) -> list[str]:
-    problems = []
+def gold_problems(gold_dir: Path, holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store] | None = None) -> list[str]:
+    """Every reason the gold cannot be trusted for this holdout (corrupt, then stale)."""
+    status = gold_status(gold_dir, holdout, store_for)
+    return status.corrupt + status.stale
+
+
+def _check_entries(gold: dict[str, GoldEntry], holdout: Holdout, status: GoldStatus) -> None:
     for question in holdout.questions():
         entry = gold.get(question.id)
         if entry is None:
-            problems.append(f"{question.kg}/{question.id}: no gold entry")
-        elif entry.query_sha256 != question.sparql_sha256:
-            problems.append(f"{question.kg}/{question.id}: reference SPARQL changed since the gold was built")
+            status.corrupt.append(f"{question.kg}/{question.id}: no gold entry")
         elif entry.result.sha256() != entry.result_sha256:
-            problems.append(f"{question.kg}/{question.id}: result does not match its result_sha256")
-    return problems
+            status.corrupt.append(f"{question.kg}/{question.id}: result does not match its result_sha256")
+        elif entry.query_sha256 != question.sparql_sha256:
+            status.stale.append(f"{question.kg}/{question.id}: reference SPARQL changed since the gold was built")
 
 
-def verify_gold(gold_dir: Path, holdout: Holdout) -> str:
-    """Raise CheckFailed listing every problem; return the gold manifest's sha256."""
-    problems = gold_problems(gold_dir, holdout)
-    if problems:
-        raise CheckFailed(f"{gold_dir}: gold does not verify:\n  " + "\n  ".join(problems))
+def _check_stores(
+    gold: dict[str, GoldEntry], holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store], status: GoldStatus
+) -> None:
+    for kg in holdout.kgs:
+        built = {_identity(gold[q.id]) for q in kg.questions if q.id in gold}
+        if not built:
+            continue
+        now = store_identity(store_for(kg))
+        for identity in sorted(built - {now}, key=lambda i: i.describe()):
+            what = [name for name, a, b in (
+                ("engine", identity.engine, now.engine),
+                ("engine version", identity.engine_version, now.engine_version),
+                ("data", identity.data_sha256, now.data_sha256),
+            ) if a != b]
+            status.stale.append(f"{kg.id}: STALE: another {' and '.join(what)}: gold built on {identity.describe()}, the store now is {now.describe()}")
+
+
+def verify_gold(gold_dir: Path, holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store] | None = None) -> str:
+    """Raise CheckFailed listing every problem (StaleGold when the gold is intact but stale);
+    return the gold manifest's sha256."""
+    status = gold_status(gold_dir, holdout, store_for)
+    if status.corrupt:
+        lines = [f"corrupt: {p}" for p in status.corrupt] + [f"stale: {p}" for p in status.stale]
+        raise CheckFailed(f"{gold_dir}: gold does not verify:\n  " + "\n  ".join(lines))
+    if status.stale:
+        raise StaleGold(f"{gold_dir}: gold is STALE (intact, but built for something else); rebuild it with `kgeval gold rebuild`:\n  " + "\n  ".join(status.stale))
     return sha256_file(Path(gold_dir) / MANIFEST)

@@ -18,6 +18,8 @@ class _QuestionsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kg: str
     title: str = ""
+    graphs: dict[str, str] = {}
+    source: dict = {}
     questions: list[dict]
 
 
@@ -52,8 +54,14 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
     files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES))
     if not files:
         raise InputError(f"{kg_dir}: no RDF file ({', '.join(RDF_SUFFIXES)})")
+    unknown = sorted(set(parsed.graphs) - {f.name for f in files})
+    if unknown:
+        raise InputError(f"{path}: graphs names {', '.join(unknown)}, not an RDF file of {kg_dir}")
     questions = tuple(_load_question(path, i, raw_q, kg_dir.name) for i, raw_q in enumerate(parsed.questions, 1))
-    return KnowledgeGraph(id=kg_dir.name, title=parsed.title or kg_dir.name, files=files, questions=questions)
+    return KnowledgeGraph(
+        id=kg_dir.name, title=parsed.title or kg_dir.name, files=files, questions=questions,
+        graphs=parsed.graphs, source=parsed.source,
+    )
 
 
 def _load_question(path: Path, index: int, raw: dict, kg_id: str) -> Question:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgeval._files import sha256_text
 
@@ -39,8 +39,12 @@ class Question(BaseModel):
     """Unique across the holdout, e.g. "hr-07"."""
     question: str = Field(min_length=1)
     """The natural-language question a system receives."""
-    sparql: str = Field(min_length=1)
-    """The reference query; the gold is what it returns on the KG."""
+    sparql: str = ""
+    """The reference query; the gold is what it returns on the KG. SPARQL is the default
+    language: a question has `sparql` unless its KG is a property graph queried in Gremlin."""
+    gremlin: str = ""
+    """The reference query in Gremlin, for a property-graph KG on a Gremlin store, instead of
+    `sparql` (exactly one of the two is given)."""
     domain: str = Field(min_length=1)
     """Business domain, for per-domain accuracy (e.g. "hr", "finance")."""
     tags: tuple[Tag, ...] = ()
@@ -52,9 +56,25 @@ class Question(BaseModel):
     kg: str = ""
     """The KG id (its directory name); filled in by the loader."""
 
+    @model_validator(mode="after")
+    def _one_reference_query(self) -> Question:
+        if bool(self.sparql.strip()) == bool(self.gremlin.strip()):
+            raise ValueError("give exactly one reference query: sparql (the default) or gremlin")
+        return self
+
+    @property
+    def reference_query(self) -> str:
+        """The reference query text, in whichever language the question gives it."""
+        return self.sparql or self.gremlin
+
+    @property
+    def query_language(self) -> str:
+        return "sparql" if self.sparql else "gremlin"
+
     @property
     def sparql_sha256(self) -> str:
-        return sha256_text(self.sparql.strip())
+        """Hash of the reference query (SPARQL or Gremlin); the name is kept for the gold format."""
+        return sha256_text(self.reference_query.strip())
 
     @property
     def qtype(self) -> str:
@@ -73,6 +93,11 @@ class KnowledgeGraph(BaseModel):
     files: tuple[Path, ...]
     """RDF files loaded into the store's default graph."""
     questions: tuple[Question, ...]
+    graphs: dict[str, str] = {}
+    """Data file name -> the named graph IRI it came from (imported KGs); stores still load
+    every file into the default graph, the IRIs are kept so nothing is lost."""
+    source: dict = {}
+    """Provenance of an imported KG (format, dataset, language, source ids, graphs left out)."""
 
 
 class Holdout(BaseModel):

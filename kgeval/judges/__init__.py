@@ -1,13 +1,16 @@
 """Judges: deterministic decisions on whether an answer is right, with their reasons."""
 
+from kgeval.judges._execution import ExecutionJudge
 from kgeval.judges._factory import judge_from_config, judges_from_config
 from kgeval.judges._model import Candidate, Judge, Verdict
-from kgeval.judges._normalize import iri_tail, normalize_item, normalize_term, normalize_value
+from kgeval.judges._normalize import Normalizer, iri_tail, normalize_item, normalize_term, normalize_value
 from kgeval.judges._seed import SeedJudge
 
 __all__ = [
     "Candidate",
+    "ExecutionJudge",
     "Judge",
+    "Normalizer",
     "SeedJudge",
     "Verdict",
     "iri_tail",

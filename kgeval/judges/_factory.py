@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 from kgeval.config import JudgesConfig
 from kgeval.errors import InputError
+from kgeval.judges._execution import ExecutionJudge
 from kgeval.judges._model import Judge
 from kgeval.judges._seed import SeedJudge
 
 _FACTORIES: dict[str, Callable[[JudgesConfig], Judge]] = {
     "seed": lambda cfg: SeedJudge(cfg.seed),
+    "execution": lambda cfg: ExecutionJudge(cfg.execution),
 }
 
 

@@ -17,6 +17,9 @@ class Candidate(BaseModel):
     """The answer list the system gave (strings, numbers, booleans), when it gave one."""
     result: QueryResult | None = None
     """The full typed result of executing the system's SPARQL, when it gave SPARQL."""
+    sparql_error: str | None = None
+    """Why the system's SPARQL failed to parse or execute, when it did; `result` is then None.
+    The execution judge answers `invalid_sparql`, never "empty"."""
 
 
 class Verdict(BaseModel):
@@ -42,7 +45,7 @@ class Verdict(BaseModel):
     reason: str = ""
     """One sentence a reader can check: the thresholds and counts that decided."""
     details: dict[str, Any] = Field(default_factory=dict)
-    """Extra figures a judge reports (precision, recall, ...)."""
+    """Extra figures a judge reports: precision, recall, f1, strict_subset ("12 of 400"), ..."""
 
 
 class Judge(Protocol):

@@ -1,18 +1,42 @@
-"""Reports: accuracy with Wilson 95% intervals, seed spread, wrong answers, export."""
+"""Reports: accuracy with Wilson 95% intervals, seed spread and consistency, audits and gold
+review, run comparisons; Markdown, JSON and self-contained HTML."""
 
+from kgeval.reports._comparability import basic_comparability, comparability_of
+from kgeval.reports._compare import Comparability, Flip, RunComparison, compare_runs, mcnemar_exact_pvalue, paired_difference_interval
+from kgeval.reports._compare_render import render_comparison_html, render_comparison_json, render_comparison_markdown
 from kgeval.reports._export import export_lines
-from kgeval.reports._render import format_accuracy, render_json, render_markdown
-from kgeval.reports._stats import wilson_interval
-from kgeval.reports._summary import Accuracy, RunReport, SeedSpread, WrongAnswer, build_report
+from kgeval.reports._oversight import AuditSummary, Rate
+from kgeval.reports._render import format_accuracy, format_at_least, render_html, render_json, render_markdown
+from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
+from kgeval.reports._summary import Accuracy, Consistency, Disagreement, DisagreementItem, RunReport, SeedSpread, WrongAnswer, build_report
 
 __all__ = [
     "Accuracy",
+    "AuditSummary",
+    "Comparability",
+    "Consistency",
+    "Disagreement",
+    "DisagreementItem",
+    "Flip",
+    "Rate",
+    "RunComparison",
     "RunReport",
     "SeedSpread",
     "WrongAnswer",
+    "basic_comparability",
     "build_report",
+    "clopper_pearson_lower",
+    "comparability_of",
+    "compare_runs",
     "export_lines",
     "format_accuracy",
+    "format_at_least",
+    "mcnemar_exact_pvalue",
+    "paired_difference_interval",
+    "render_comparison_html",
+    "render_comparison_json",
+    "render_comparison_markdown",
+    "render_html",
     "render_json",
     "render_markdown",
     "wilson_interval",

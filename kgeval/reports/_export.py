@@ -22,6 +22,8 @@ def export_lines(db: ResultsDB, run_id: str) -> Iterator[str]:
                 "unmatched": verdict.unmatched,
                 "missing": verdict.missing,
                 "gold_total": verdict.gold_total,
+                "reason": verdict.reason,
+                "details": verdict.details,
             }
         )
     for attempt in db.attempts(run_id):

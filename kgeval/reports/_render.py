@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kgeval.reports._oversight import Rate
 from kgeval.reports._summary import Accuracy, RunReport
 
 
@@ -10,6 +11,19 @@ def format_accuracy(acc: Accuracy) -> str:
     if acc.accuracy is None:
         return f"n/a (0 judged)"
     return f"{acc.accuracy:.1%} [{acc.ci_low:.1%}, {acc.ci_high:.1%}] ({acc.correct}/{acc.n})"
+
+
+def format_at_least(acc: Accuracy) -> str:
+    """"at least 78.2% correct" (Clopper-Pearson, one-sided 97.5%)."""
+    if acc.at_least is None:
+        return "n/a"
+    return f"at least {acc.at_least:.1%} correct (Clopper-Pearson lower bound, one-sided 97.5%)"
+
+
+def format_rate(rate: Rate | None) -> str:
+    if rate is None:
+        return "n/a (none audited)"
+    return f"{rate.rate:.1%} [{rate.ci_low:.1%}, {rate.ci_high:.1%}] ({rate.events}/{rate.n})"
 
 
 def _table(title: str, rows: list[Accuracy]) -> list[str]:
@@ -32,17 +46,19 @@ def render_markdown(report: RunReport) -> str:
         "",
         f"## Accuracy: {format_accuracy(report.overall)}",
         "",
+        f"{format_at_least(report.overall)}.",
         "Unit: a question, judged by the majority of its seeds (Wilson 95% interval).",
         "",
     ]
+    lines += _honeypot_callout(report)
     lines += _table("By KG", report.by_kg)
     lines += _table("By domain", report.by_domain)
     lines += _table("By question type", report.by_qtype)
     lines += _seed_lines(report)
-    if report.honeypots:
-        lines += ["### Honeypots", ""]
-        lines += [f"- {h.group}: {'correct' if h.correct else 'WRONG'}" for h in report.honeypots]
-        lines.append("")
+    lines += _judge_lines(report)
+    lines += _consistency_lines(report)
+    lines += _error_lines(report)
+    lines += oversight_markdown(report)
     lines += [f"## Wrong answers ({len(report.wrong)})", ""]
     for w in report.wrong:
         lines.append(f"- **{w.kg}/{w.question_id}** ({len(w.seeds_wrong)}/{w.seeds_judged} seeds wrong): {w.question}")
@@ -61,5 +77,101 @@ def _seed_lines(report: RunReport) -> list[str]:
     return lines + [""]
 
 
+def _honeypot_callout(report: RunReport) -> list[str]:
+    if not report.honeypots:
+        return []
+    right = sum(h.correct for h in report.honeypots)
+    lines = [f"### Honeypots: {right} of {len(report.honeypots)} answered as the question states", ""]
+    lines += [f"- {h.group}: {'correct' if h.correct else '**WRONG** (answered from prior knowledge, not the KG?)'}" for h in report.honeypots]
+    return lines + [""]
+
+
+def _consistency_lines(report: RunReport) -> list[str]:
+    c = report.consistency
+    lines = ["### Per-question consistency across seeds", ""]
+    if c.refused:
+        return lines + [f"- refused ({c.refused})", ""]
+    lines.append(f"- questions whose seeds all agree: {format_accuracy(c.consistent)}")
+    lines += [f"- {q.kg}/{q.question_id}: {q.correct_seeds} of {q.judged_seeds} seeds correct" for q in c.inconsistent]
+    return lines + [""]
+
+
+def _error_lines(report: RunReport) -> list[str]:
+    lines = ["### Error kinds (excluded from accuracy)", ""]
+    if not report.errors:
+        return lines + ["- none", ""]
+    lines += ["| error kind | attempts | share of attempts |", "|---|---|---|"]
+    for kind, count in sorted(report.errors.items()):
+        lines.append(f"| {kind} | {count} | {count / report.attempts:.1%} |")
+    return lines + [""]
+
+
+def oversight_markdown(report: RunReport) -> list[str]:
+    """Checklist receipt, audits of accepts, gold review coverage, and what is missing."""
+    lines = ["### Pre-eval checklist receipt", ""]
+    if report.receipt is None:
+        lines.append("- none stored with this run")
+    else:
+        lines += [f"- {k}: {v}" for k, v in sorted(report.receipt.items())]
+    lines += ["", "### Audit of accepts", ""]
+    a = report.audit
+    if a is None:
+        lines.append("- not shown (see notes)")
+    else:
+        c = a.counts
+        lines.append(f"- judge's false-accept rate (Wilson 95%): {format_rate(a.false_accept_rate)}")
+        lines.append(f"- on accepts all judges agreed on: {format_rate(a.false_accept_rate_agreed)}")
+        lines.append(f"- accepts: {c.accepted}, audited at the current hash: {c.audited}, stale audits (not counted): {c.stale}")
+        if a.refused:
+            lines.append(f"- {a.refused}")
+    lines += ["", "### Gold review coverage", ""]
+    r = report.review
+    if r is None:
+        lines.append("- not shown (see notes)")
+    else:
+        mark = "meets" if r.meets_target else "BELOW"
+        lines.append(f"- approved at the current hash: {r.approved}/{r.questions} ({r.coverage:.1%}), {mark} the target {r.target:.0%}")
+        lines.append(f"- changes requested: {r.changes_requested}, stale: {r.stale}, never reviewed: {r.never_reviewed}")
+        lines += [f"- {d.domain}: {d.approved}/{d.questions} approved" for d in r.by_domain]
+        if r.store_problem:
+            lines.append(f"- review store read as empty: {r.store_problem}")
+    lines.append("")
+    if report.notes:
+        lines += ["### Notes", ""] + [f"- {n}" for n in report.notes] + [""]
+    return lines
+
+
 def render_json(report: RunReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
+
+
+def _judge_lines(report: RunReport) -> list[str]:
+    """Every enabled judge's accuracy, and where two judges disagree (with recall)."""
+    if len(report.by_judge) < 2:
+        return []
+    lines = ["## Judges", "", f"Primary (pre-registered): `{report.metadata.primary_judge}`. Others, for comparison only:", ""]
+    lines += [f"- {a.group}: {format_accuracy(a)}" for a in report.by_judge]
+    lines += ["", "### Judge disagreement", "", "| accepts | rejects | questions | question (recall) |", "|---|---|---|---|"]
+    for d in report.disagreements:
+        shown = ", ".join(_disagreement_cell(q) for q in d.questions) or "—"
+        lines.append(f"| {d.accepts} | {d.rejects} | {len(d.questions)} | {shown} |")
+    return lines + [""]
+
+
+def _disagreement_cell(item) -> str:  # noqa: ANN001 - a DisagreementItem
+    recall = "n/a" if item.recall is None else f"{item.recall:.3f}"
+    subset = f", strict_subset: {item.strict_subset}" if item.strict_subset else ""
+    return f"{item.question_id} ({recall}{subset})"
+
+
+def render_html(report: RunReport) -> str:
+    """The report as one self-contained HTML page, with accuracy and intervals per KG plotted."""
+    from kgeval.reports._html import figure, html_page, interval_chart_svg, markdown_to_html
+
+    charts = [figure(interval_chart_svg([report.overall, *report.by_kg], "Accuracy by KG"), "Accuracy by KG: dot = accuracy, whiskers = Wilson 95% interval.")]
+    if report.by_domain:
+        charts.append(figure(interval_chart_svg(report.by_domain, "Accuracy by domain"), "Accuracy by domain (Wilson 95%)."))
+    md = render_markdown(report)
+    head, _, rest = md.partition("\n## ")
+    body = markdown_to_html(head) + "\n" + "\n".join(charts) + "\n" + markdown_to_html("## " + rest)
+    return html_page(f"kgeval report {report.metadata.run_id}", body)

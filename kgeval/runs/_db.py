@@ -43,6 +43,8 @@ class ResultsDB:
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        """Other tables in the same file (audits, reviews) must be opened in the same mode."""
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
         try:
@@ -152,3 +154,8 @@ class ResultsDB:
         """(question id, seed) of every attempt already persisted."""
         rows = self._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run_id]).fetchall()
         return {(q, s) for q, s in rows}
+
+    def run_ids(self) -> list[str]:
+        """Every run in the database, oldest first."""
+        rows = self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
+        return [r[0] for r in rows]

@@ -123,7 +123,7 @@ def run_attempt(
     result, sparql_error = _execute_candidate(output, store, config)
     if sparql_error and output.answer is None:
         return Attempt(**base, state="error", error_kind="invalid_sparql", error=sparql_error), []
-    candidate = Candidate(items=output.answer, result=result)
+    candidate = Candidate(items=output.answer, result=result, sparql_error=sparql_error)
     verdicts = [judge.judge(question, gold, candidate) for judge in judges.values()]
     extra = {"sparql_error": sparql_error} if sparql_error else {}
     total = result.total if result is not None else None

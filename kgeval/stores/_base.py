@@ -32,7 +32,7 @@ class Store(ABC):
 
     def execute(self, query: str, *, timeout_s: float, row_cap: int) -> QueryResult:
         """Run `query` read-only; raise QueryRefused, QuerySyntaxError, QueryTimeout or StoreError."""
-        shape = guard_query(query, max_bytes=self.max_query_bytes)
+        shape = self._guard(query)
         if shape.form == "ask":
             return QueryResult(form="ask", boolean=self._ask(query, timeout_s), total=1)
         variables, kept, total = self._select(query, shape, timeout_s, row_cap)
@@ -44,6 +44,10 @@ class Store(ABC):
             truncated=total > len(kept),
             ordered=shape.ordered,
         )
+
+    def _guard(self, query: str) -> QueryShape:
+        """The read-only guard for this store's query language; runs before any request leaves."""
+        return guard_query(query, max_bytes=self.max_query_bytes)
 
     @abstractmethod
     def _ask(self, query: str, timeout_s: float) -> bool:

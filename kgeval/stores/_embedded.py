@@ -12,6 +12,7 @@ import pyoxigraph as ox
 from kgeval._files import sha256_file, sha256_json
 from kgeval.errors import InputError, QueryTimeout, StoreError
 from kgeval.stores._base import Store
+from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import Row, Term, collect_rows
 
@@ -99,10 +100,10 @@ class EmbeddedStore(Store):
 
     def _query(self, query: str):  # noqa: ANN202 - pyoxigraph's result union
         try:
-            return self._store.query(query)
+            return self._store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
         except SyntaxError as exc:
             raise StoreError(f"oxigraph rejected the query: {exc}") from None
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # RuntimeError: e.g. an unsupported function
             raise StoreError(f"oxigraph failed: {exc}") from None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,8 +12,63 @@ from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore
 
 
-def open_store(config: StoreConfig, files: Sequence[Path]) -> Store:
-    """The store named by `config`, serving the KG made of `files`."""
+def open_store(config: StoreConfig, files: Sequence[Path], kg: str | None = None) -> Store:
+    """The store named by `config`, serving the KG `kg` made of `files`.
+
+    The embedded store loads `files`; a remote store already holds the data, and `kg` selects
+    its graph through `config.kg_graphs`.
+    """
     if config.kind == "embedded":
         return EmbeddedStore(files)
+    assert config.endpoint and config.data_version  # enforced by StoreConfig's validator
+    default_graphs = (config.kg_graphs[kg],) if kg in config.kg_graphs else config.default_graphs
+    if config.kind == "sparql":
+        from kgeval.stores._sparql import SparqlEndpointStore
+
+        username, password = _basic_auth(config)
+        return SparqlEndpointStore(
+            config.endpoint,
+            data_version=config.data_version,
+            default_graphs=default_graphs,
+            named_graphs=config.named_graphs,
+            username=username,
+            password=password,
+            product=config.product,
+            product_version=config.product_version,
+        )
+    assert config.region
+    if config.kind == "neptune-sparql":
+        from kgeval.stores._neptune import NeptuneSparqlStore
+
+        return NeptuneSparqlStore(
+            config.endpoint,
+            region=config.region,
+            data_version=config.data_version,
+            default_graphs=default_graphs,
+            named_graphs=config.named_graphs,
+            product_version=config.product_version,
+            allow_insecure_http=config.allow_insecure_http,
+        )
+    if config.kind == "neptune-gremlin":
+        from kgeval.stores._gremlin import GremlinStore, neptune_connection
+
+        return GremlinStore(
+            neptune_connection(config.endpoint, config.region, config.allow_insecure_http),
+            data_version=config.data_version,
+            name="neptune-gremlin",
+            version=config.product_version or "unknown",
+            server_timeout=True,
+        )
     raise InputError(f"unknown store kind {config.kind!r}")
+
+
+def _basic_auth(config: StoreConfig) -> tuple[str | None, str | None]:
+    if config.auth is None:
+        return None, None
+    password = os.environ.get(config.auth.password_env)
+    if password is None:
+        raise InputError(
+            f"store.auth: environment variable {config.auth.password_env} (the password for "
+            f"{config.auth.username!r}) is not set"
+        )
+    return config.auth.username, password

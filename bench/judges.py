@@ -1,0 +1,78 @@
+"""Judge throughput: 100,000 answers against 2,000-item golds; prints item checks per second.
+
+    python bench/judges.py [--answers 100000] [--items 20] [--golds 50]
+
+An item check is one answer item (a list item, or an executed result row) compared with a
+gold. Golds are prepared once per gold object (cached), as in a run. Target: >= 1,000,000 item
+checks per second on one core for the membership path (seed judge, answer lists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+import random
+import time
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+
+from kgeval.config import JudgesConfig  # noqa: E402
+from kgeval.holdout import Question  # noqa: E402
+from kgeval.judges import Candidate, judges_from_config  # noqa: E402
+from kgeval.stores import QueryResult, Term  # noqa: E402
+
+BASE = "http://bench.example/entities/Thing/"
+Q = Question(id="b", question="?", sparql="SELECT ?x WHERE { ?x ?p ?o }", domain="d", kg="k")
+
+
+def make_gold(g: int, size: int) -> QueryResult:
+    rows = [[Term.iri(f"{BASE}{g}-{i}")] for i in range(size)]
+    return QueryResult(form="select", vars=["x"], rows=rows, total=size)
+
+
+def make_answers(n: int, items: int, golds: int, size: int, rng: random.Random) -> list[tuple[int, list[str]]]:
+    """Answers as IRI strings: ~90% in their gold, ~10% not (so both branches run)."""
+    out = []
+    for a in range(n):
+        g = a % golds
+        out.append((g, [f"{BASE}{g}-{rng.randrange(size) if rng.random() < 0.9 else size + i}" for i in range(items)]))
+    return out
+
+
+def bench(label: str, judge, golds, candidates) -> None:  # noqa: ANN001
+    checks = sum(c.items is not None and len(c.items) or len(c.result.rows) for _, c in candidates)
+    for g in golds:  # prepare golds outside the timing, as a run's first attempt would
+        judge.judge(Q, g, candidates[0][1])
+    start = time.process_time()  # CPU time of this process: robust when the machine is shared
+    for g, candidate in candidates:
+        judge.judge(Q, golds[g], candidate)
+    elapsed = time.process_time() - start
+    print(f"{label:<40} {len(candidates):>8,} answers {checks:>10,} item checks {elapsed:7.2f}s CPU {checks / elapsed:>12,.0f} checks/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=100_000)
+    parser.add_argument("--items", type=int, default=20, help="items (or result rows) per answer")
+    parser.add_argument("--golds", type=int, default=50)
+    parser.add_argument("--gold-size", type=int, default=2000)
+    args = parser.parse_args()
+    rng = random.Random(4)
+    golds = [make_gold(g, args.gold_size) for g in range(args.golds)]
+    answers = make_answers(args.answers, args.items, args.golds, args.gold_size, rng)
+    lists = [(g, Candidate(items=items)) for g, items in answers]
+    results = [
+        (g, Candidate(result=QueryResult(form="select", vars=["x"], rows=[[Term.iri(i)] for i in items], total=len(items))))
+        for g, items in answers
+    ]
+    judges = judges_from_config(JudgesConfig())
+    print(f"{args.answers:,} answers of {args.items} items against {args.golds} golds of {args.gold_size:,} rows")
+    bench("seed (membership), answer lists", judges["seed"], golds, lists)
+    bench("seed (membership), executed results", judges["seed"], golds, results)
+    bench("execution, answer lists", judges["execution"], golds, lists)
+    bench("execution, executed results", judges["execution"], golds, results)
+
+
+if __name__ == "__main__":
+    main()

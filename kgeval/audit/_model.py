@@ -1,0 +1,104 @@
+"""Audit records: what an auditor saw of one accepted answer, and what they decided."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from kgeval._files import sha256_json
+
+Decision = Literal["agree", "disagree"]
+"""The auditor agrees the answer is right (the accept stands) or disagrees (a false accept)."""
+
+AuditState = Literal["agree", "disagree", "stale", "unaudited"]
+"""An item's audit state: the latest decision at its current hash, stale when every decision
+was made at another hash, unaudited when there is none."""
+
+Key = tuple[str, int]
+"""(question id, seed): one attempt of a run."""
+
+
+class AuditItem(BaseModel):
+    """One accepted attempt as the auditor sees it. `sha256()` binds their decision to it."""
+
+    run_id: str
+    kg: str
+    question_id: str
+    seed: int
+    question: str
+    """The question text the system received."""
+    gold_display: str
+    """The gold as shown to people ("first 10 ... (N total)"); "(gold unavailable)" without gold."""
+    gold_sha256: str | None
+    """The gold entry's result hash, None when no gold was available."""
+    answer: list[Any] | None
+    """The answer items the system gave."""
+    sparql: str | None
+    """The SPARQL the system gave."""
+    verdict: dict[str, Any]
+    """The primary judge's verdict: judge, version, correct, path, reason and counts."""
+    dissenting_judges: list[str] = Field(default_factory=list)
+    """Other enabled judges that rejected this accept (a judge disagreement)."""
+    stratum: str
+    """"disagreement", or "path <judge path> / kg <kg>": where the sample drew it from."""
+
+    @property
+    def key(self) -> Key:
+        return (self.question_id, self.seed)
+
+    def sha256(self) -> str:
+        """sha256 of what the auditor saw: question, gold, answer and verdict."""
+        return sha256_json(
+            {
+                "run_id": self.run_id,
+                "question_id": self.question_id,
+                "seed": self.seed,
+                "question": self.question,
+                "gold": [self.gold_sha256, self.gold_display],
+                "answer": [self.answer, self.sparql],
+                "verdict": self.verdict,
+            }
+        )
+
+
+class AuditSample(BaseModel):
+    """A stratified, seeded draw of accepted answers from one run."""
+
+    sample_id: str
+    run_id: str
+    accepts: int
+    """How many accepts were asked for (the sample holds fewer when the run has fewer)."""
+    seed: int
+    items: list[AuditItem]
+    created_at: str
+
+
+class AuditRecord(BaseModel):
+    """One auditor decision, appended and never changed; bound to the item hash seen."""
+
+    run_id: str
+    question_id: str
+    seed: int
+    item_sha256: str
+    """sha256 of the AuditItem the auditor saw."""
+    auditor: str
+    decision: Decision
+    note: str = ""
+    recorded_at: str
+
+
+class AuditCounts(BaseModel):
+    """Audit state of the accepted answers of a run, at the current item hashes."""
+
+    accepted: int
+    """Accepted attempts in the run (primary judge said correct)."""
+    audited: int
+    """Accepts with a current decision (agree or disagree)."""
+    disagree: int
+    """Current decisions that the accept was wrong: the false accepts found."""
+    stale: int
+    """Accepts audited only at another hash: not counted."""
+    audited_disagreements: int = 0
+    """Audited accepts on which the judges disagreed (over-represented by the sample)."""
+    disagree_in_disagreements: int = 0

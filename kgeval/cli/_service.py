@@ -1,0 +1,224 @@
+"""`kgeval compare`, `kgeval audit ...`, `kgeval review ...` and `kgeval serve`."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kgeval.audit import AuditLog, accepted_items, audit_states, draw_sample, record_decision
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, user_errors
+from kgeval.config import load_config
+from kgeval.errors import CheckFailed, InputError
+from kgeval.gold import load_gold
+from kgeval.holdout import load_holdout
+from kgeval.reports import (
+    comparability_of,
+    compare_runs,
+    render_comparison_html,
+    render_comparison_json,
+    render_comparison_markdown,
+)
+from kgeval.review import ReviewLog, current_hashes, record_review, review_states
+from kgeval.runs import ResultsDB
+
+audit_app = typer.Typer(help="Audit what the judge accepted: sample accepts, record decisions.", no_args_is_help=True)
+review_app = typer.Typer(help="Review gold: approve or request changes on a question's SPARQL and gold.", no_args_is_help=True)
+
+RunArg = Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")]
+AccessOpt = Annotated[Path | None, typer.Option("--access", help="Access file (YAML) with tokens, roles and reviewer domains.")]
+TokenOpt = Annotated[str, typer.Option("--token", envvar="KGEVAL_TOKEN", help="Your token (or KGEVAL_TOKEN).")]
+
+
+class PageFormat(StrEnum):
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+@user_errors
+def compare(
+    run_a: Annotated[str, typer.Argument(help="Baseline run (A).")],
+    run_b: Annotated[str, typer.Argument(help="Candidate run (B).")],
+    db: DbOpt = Path("kgeval.duckdb"),
+    force: Annotated[bool, typer.Option("--force", help="Compare incomparable runs anyway; every page says so.")] = False,
+    format: Annotated[PageFormat, typer.Option("--format", help="md, json or html.")] = PageFormat.md,
+) -> None:
+    """Paired per-question comparison: flips, exact McNemar test, difference with its interval."""
+    with ResultsDB(db, read_only=True) as results:
+        check = comparability_of(results.metadata(run_a), results.metadata(run_b))
+        if not check.comparable and not force:
+            raise CheckFailed(
+                f"runs {run_a} and {run_b} are not comparable: " + "; ".join(check.blocking) + " (use --force to compare anyway)"
+            )
+        comparison = compare_runs(results, run_a, run_b, check, forced=force)
+    renderers = {PageFormat.md: render_comparison_markdown, PageFormat.json: render_comparison_json, PageFormat.html: render_comparison_html}
+    out.print(renderers[format](comparison), markup=False, end="")
+
+
+# ---- audit -------------------------------------------------------------------------------
+
+
+@audit_app.command("sample")
+@user_errors
+def audit_sample(
+    run_id: RunArg,
+    accepts: Annotated[int | None, typer.Option("--accepts", min=1, help="Accepted answers to draw (default from config).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Sample seed (default from config).")] = None,
+    db: DbOpt = Path("kgeval.duckdb"),
+    gold: GoldOpt = Path("gold"),
+    config: ConfigOpt = None,
+) -> None:
+    """Draw a stratified, seeded sample of accepts (judge disagreements first) and store it."""
+    cfg = load_config(config)
+    entries = load_gold(gold)
+    with ResultsDB(db) as results:
+        items = accepted_items(results, run_id, entries, cfg.gold.display_items)
+    sample = draw_sample(run_id, items, accepts or cfg.audit.default_accepts, cfg.audit.sample_seed if seed is None else seed)
+    with AuditLog(db) as log:
+        log.save_sample(sample)
+    for item in sample.items:
+        print(f"{item.question_id}\tseed {item.seed}\t{item.stratum}\t{item.sha256()}")
+    out.print(f"sample {sample.sample_id}: {len(sample.items)} of {len(items)} accepts", markup=False)
+
+
+@audit_app.command("show")
+@user_errors
+def audit_show(
+    run_id: RunArg,
+    sample_id: Annotated[str, typer.Argument(help="Sample id printed by `kgeval audit sample`.")],
+    db: DbOpt = Path("kgeval.duckdb"),
+    gold: GoldOpt = Path("gold"),
+    config: ConfigOpt = None,
+) -> None:
+    """Print a sample's items as JSON lines, each with its hash and its current audit state."""
+    cfg = load_config(config)
+    with ResultsDB(db, read_only=True) as results, AuditLog(db, read_only=True) as log:
+        sample = log.sample(sample_id)
+        if sample is None or sample.run_id != run_id:
+            raise InputError(f"{db}: run {run_id} has no audit sample {sample_id!r}")
+        current = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
+        states = audit_states(current, log.records(run_id))
+    for item in sample.items:
+        now = current.get(item.key)
+        state = states.get(item.key, "unaudited") if now and now.sha256() == item.sha256() else "stale"
+        print(json.dumps({**item.model_dump(), "item_sha256": item.sha256(), "state": state}, ensure_ascii=False))
+
+
+class DecisionChoice(StrEnum):
+    agree = "agree"
+    disagree = "disagree"
+
+
+@audit_app.command("record")
+@user_errors
+def audit_record(
+    run_id: RunArg,
+    question_id: Annotated[str, typer.Argument(help="Question id of the audited attempt.")],
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the audited attempt.")],
+    decision: Annotated[DecisionChoice, typer.Option("--decision", help="agree (the accept stands) or disagree (a false accept).")],
+    item_sha256: Annotated[str, typer.Option("--sha256", help="The item hash you saw (from `audit sample` / `audit show`).")],
+    auditor: Annotated[str, typer.Option("--auditor", help="Your name.")],
+    note: Annotated[str, typer.Option("--note", help="Why.")] = "",
+    db: DbOpt = Path("kgeval.duckdb"),
+    gold: GoldOpt = Path("gold"),
+    config: ConfigOpt = None,
+) -> None:
+    """Append an audit decision bound to the item hash you saw (exit 1 if the item changed)."""
+    cfg = load_config(config)
+    with ResultsDB(db) as results, AuditLog(db) as log:
+        items = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
+        record = record_decision(log, items, (question_id, seed), item_sha256, auditor, decision.value, note)
+    out.print(f"recorded {record.decision} on {question_id} seed {seed} at {record.item_sha256[:12]}", markup=False)
+
+
+# ---- review ------------------------------------------------------------------------------
+
+
+@review_app.command("status")
+@user_errors
+def review_status(
+    holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold"), db: DbOpt = Path("kgeval.duckdb"),
+    domain: Annotated[str | None, typer.Option("--domain", help="Only this domain.")] = None,
+) -> None:
+    """Each question's review state and content hash (tab-separated)."""
+    questions = [q for q in load_holdout(holdout).questions() if domain is None or q.domain == domain]
+    hashes = current_hashes(questions, load_gold(gold))
+    with ReviewLog(db, read_only=True) as log:
+        states = review_states(hashes, log.records())
+        if log.problem and Path(db).exists():
+            err.print(f"warning: {log.problem}; reading as empty", markup=False)
+    for q in questions:
+        print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}")
+
+
+def _review(question_id: str, decision: str, content_sha256: str, note: str, token: str, access: Path | None, holdout: Path, gold: Path, db: Path) -> None:
+    from kgeval.service import load_access
+
+    principal = load_access(access).authenticate(token)
+    if principal is None:
+        raise InputError("unknown token: give --token (or KGEVAL_TOKEN) listed in the access file")
+    loaded = load_holdout(holdout)
+    question = next((q for q in loaded.questions() if q.id == question_id), None)
+    if question is None:
+        raise InputError(f"{holdout}: no question {question_id!r}")
+    with ReviewLog(db) as log:
+        record = record_review(log, question, load_gold(gold).get(question_id), principal.reviewer(), decision, content_sha256, note)
+    out.print(f"{record.reviewer}: {record.decision} on {question_id} at {record.content_sha256[:12]}", markup=False)
+
+
+@review_app.command("approve")
+@user_errors
+def review_approve(
+    question_id: Annotated[str, typer.Argument(help="Holdout question id.")],
+    content_sha256: Annotated[str, typer.Option("--sha256", help="The content hash you reviewed (from `review status`).")],
+    token: TokenOpt,
+    access: AccessOpt = None,
+    note: Annotated[str, typer.Option("--note")] = "",
+    holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold"), db: DbOpt = Path("kgeval.duckdb"),
+) -> None:
+    """Approve a question's reference SPARQL and gold (reviewers of its domain only)."""
+    _review(question_id, "approve", content_sha256, note, token, access, holdout, gold, db)
+
+
+@review_app.command("request-changes")
+@user_errors
+def review_request_changes(
+    question_id: Annotated[str, typer.Argument(help="Holdout question id.")],
+    content_sha256: Annotated[str, typer.Option("--sha256", help="The content hash you reviewed (from `review status`).")],
+    note: Annotated[str, typer.Option("--note", help="What must change.")],
+    token: TokenOpt,
+    access: AccessOpt = None,
+    holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold"), db: DbOpt = Path("kgeval.duckdb"),
+) -> None:
+    """Request changes on a question (never counts as approval)."""
+    _review(question_id, "changes_requested", content_sha256, note, token, access, holdout, gold, db)
+
+
+# ---- serve -------------------------------------------------------------------------------
+
+
+@user_errors
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    db: DbOpt = Path("kgeval.duckdb"),
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    access: AccessOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the API and the auditor/reviewer page (/ui); OpenAPI at /openapi.json."""
+    import uvicorn
+
+    from kgeval.service import ServiceSettings, create_app, load_access
+
+    tokens = load_access(access)
+    if not len(tokens):
+        raise InputError("no tokens: give --access FILE or set KGEVAL_ADMIN_TOKEN (every route but /health needs one)")
+    app = create_app(ServiceSettings(db=db, holdout=holdout, gold=gold, config=load_config(config), access=tokens))
+    err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, OpenAPI /openapi.json)", markup=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,136 @@
+"""Ties at the cut of ORDER BY … LIMIT k (and LIMIT without ORDER BY): the acceptable answers.
+
+The limited query returns one arbitrary choice among rows whose ORDER BY key equals the key
+at a cut. The order probe (`kgeval.stores.order_probe`) re-runs the query on the same store
+without LIMIT/OFFSET and with its ORDER BY keys projected; the rows around the window
+[offset, offset + rows kept) then give the rows certainly in the answer and, for each key
+group that straddles a cut, its members and how many of them the answer holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal, InvalidOperation
+
+from pydantic import BaseModel, Field
+
+from kgeval.errors import QueryError
+from kgeval.stores import OrderProbe, QueryResult, QueryShape, Row, Store, Term, order_probe, row_key
+
+_NUMERIC = {"integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger",
+            "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt",
+            "unsignedShort", "unsignedByte"}
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+class TieGroup(BaseModel):
+    """Rows sharing one ORDER BY key across a cut: any `choose` of `candidates` is right."""
+
+    key: list[Term | None]
+    """The ORDER BY key the rows share (empty when the query has LIMIT but no ORDER BY)."""
+    candidates: list[Row]
+    """Every row with that key, in the engine's order."""
+    choose: int
+    """How many of the candidates an answer of the query's size holds."""
+    complete: bool = True
+    """False when the probe hit its row cap inside this group: more candidates may exist."""
+
+
+class TieInfo(BaseModel):
+    """The set of acceptable answers of a query whose cut falls among equal keys."""
+
+    certain: list[Row] = Field(default_factory=list)
+    """Rows in every acceptable answer."""
+    groups: list[TieGroup] = Field(default_factory=list)
+    """Key groups cut by LIMIT/OFFSET (or the row cap); each contributes `choose` rows."""
+
+    @property
+    def tied(self) -> bool:
+        """True when more than one answer is acceptable."""
+        return any(len(g.candidates) > g.choose for g in self.groups)
+
+    def accepts(self, rows: list[Row]) -> bool:
+        """True when `rows` (as a multiset) is one of the acceptable answers."""
+        remaining = Counter(row_key(r) for r in rows)
+        need = Counter(row_key(r) for r in self.certain)
+        if any(remaining[k] < n for k, n in need.items()):
+            return False
+        remaining -= need
+        for group in self.groups:
+            pool = Counter(row_key(r) for r in group.candidates)
+            taken = 0
+            for key in list(remaining):
+                take = min(remaining[key], pool[key], group.choose - taken)
+                remaining[key] -= take
+                taken += take
+            if taken != group.choose:
+                return False
+        return sum(remaining.values()) == 0
+
+
+def needs_tie_check(shape: QueryShape, result: QueryResult) -> bool:
+    """A cut exists: LIMIT/OFFSET, or an ordered result cut by the row cap."""
+    if shape.form != "select":
+        return False
+    return shape.limit is not None or shape.offset > 0 or (shape.ordered and result.truncated)
+
+
+def _key_value(term: Term | None) -> object:
+    """ORDER BY equality: numbers by value (1 = 1.0), everything else by its canonical form."""
+    if term is None:
+        return None
+    if term.type == "literal" and term.datatype and term.datatype.removeprefix(_XSD) in _NUMERIC:
+        try:
+            number = Decimal(term.value.strip())
+            if number.is_finite():
+                return ("number", number.normalize())
+        except InvalidOperation:
+            pass
+    return ("term", term.canonical())
+
+
+def find_ties(
+    store: Store, query: str, shape: QueryShape, result: QueryResult, *, timeout_s: float, probe_rows: int
+) -> TieInfo:
+    """Probe the store and return the acceptable answers; raise QueryError when undecidable."""
+    probe = order_probe(query)
+    probed = store.execute(probe.text, timeout_s=timeout_s, row_cap=probe_rows)
+    seq = _sequence(probed, result.vars, probe)
+    start, end = shape.offset, shape.offset + len(result.rows)
+    if end > len(seq):
+        raise QueryError(f"the order probe kept {len(seq)} rows, fewer than the {end} the answer reaches (raise gold.tie_probe_rows)")
+    window = seq[start:end]
+    keys = [window[0][1], window[-1][1]] if window else []
+    groups: list[TieGroup] = []
+    cut_keys = set()
+    for key in dict.fromkeys(keys):
+        members = [i for i, (_, k, _) in enumerate(seq) if k == key]
+        inside = sum(1 for i in members if start <= i < end)
+        open_end = probed.truncated and members[-1] == len(seq) - 1
+        if len(members) > inside or open_end:
+            cut_keys.add(key)
+            groups.append(TieGroup(key=seq[members[0]][2], candidates=[seq[i][0] for i in members], choose=inside, complete=not open_end))
+    ties = TieInfo(certain=[row for row, k, _ in window if k not in cut_keys], groups=groups)
+    if not ties.accepts(result.rows):
+        raise QueryError("the order probe disagrees with the limited result: its rows are not one of the acceptable answers")
+    return ties
+
+
+def _sequence(probed: QueryResult, variables: list[str], probe: OrderProbe) -> list[tuple[Row, tuple, list[Term | None]]]:
+    """(row in the answer's columns, comparable key, key terms) in order; DISTINCT keeps first
+    occurrences, as SPARQL's Distinct does on an ordered sequence."""
+    column = {v: i for i, v in enumerate(probed.vars)}
+    missing = [v for v in (*variables, *probe.key_vars) if v not in column]
+    if missing:
+        raise QueryError(f"the order probe did not return the variables {', '.join(missing)}")
+    seq, seen = [], set()
+    for row in probed.rows:
+        projected = [row[column[v]] for v in variables]
+        if probe.distinct:
+            rk = row_key(projected)
+            if rk in seen:
+                continue
+            seen.add(rk)
+        terms = [row[column[v]] for v in probe.key_vars]
+        seq.append((projected, tuple(_key_value(t) for t in terms), terms))
+    return seq

@@ -1,0 +1,191 @@
+"""QALD JSON (QALD-9-plus style) in and out.
+
+In: `{"dataset": {"id"}, "questions": [{"id", "question": [{"language", "string"}],
+"query": {"sparql"}, "answers": [...]}]}` plus the KG files it is asked over becomes one KG
+of our holdout. The file's answers are not copied: our gold is executed, not written (DESIGN
+invariant 2); `kgeval gold export --format qald` gives them back, computed, for comparison.
+
+Out: the gold, or one seed of a run, as QALD JSON with SPARQL 1.1 JSON result bindings, the
+format GERBIL's QALD adapters read. Question ids are the source's own when the KG was imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from kgeval._files import sha256_file
+from kgeval.errors import InputError, QueryError
+from kgeval.gold import GoldEntry
+from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
+from kgeval.interop._write import ImportReport, check_question, write_kg
+from kgeval.runs import ResultsDB
+from kgeval.stores import QueryResult, Store, Term
+
+
+def import_qald(
+    path: Path, name: str, out: Path, kg_files: list[Path], *, lang: str = "en",
+    domain: str | None = None, id_prefix: str | None = None,
+) -> ImportReport:
+    """Import the QALD JSON file at `path`, asked over `kg_files`, as KG `name` of `out`; seal."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read QALD JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
+        raise InputError(f"{path}: expected an object with a 'questions' list")
+    if not kg_files:
+        raise InputError(f"{path}: QALD files carry no KG: give its data files with --kg")
+    for kg_file in kg_files:
+        if not Path(kg_file).is_file():
+            raise InputError(f"{kg_file}: KG file does not exist")
+    dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
+    prefix = id_prefix or name
+    questions = [_question(path, raw, i, prefix, lang, domain or name) for i, raw in enumerate(doc["questions"], 1)]
+    provenance = {
+        "format": "qald",
+        "dataset": str(dataset.get("id", "")),
+        "lang": lang,
+        "sha256": sha256_file(path),
+        "ids": {q.id: str(raw["id"]) for q, raw in zip(questions, doc["questions"])},
+    }
+    return write_kg(out, name, str(dataset.get("id") or name), questions, {Path(f): "" for f in kg_files}, provenance)
+
+
+def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str) -> Question:
+    if not isinstance(raw, dict) or "id" not in raw:
+        raise InputError(f"{source}: question #{index}: expected an object with an 'id'")
+    qid = raw["id"]
+    texts = {t.get("language"): t.get("string") for t in raw.get("question") or [] if isinstance(t, dict)}
+    if not texts.get(lang):
+        raise InputError(f"{source}: question {qid}: no {lang!r} text (languages given: {', '.join(map(str, texts)) or 'none'}); choose one with --lang")
+    query = raw.get("query")
+    sparql = query.get("sparql") if isinstance(query, dict) else None
+    if not isinstance(sparql, str) or not sparql.strip():
+        raise InputError(f"{source}: question {qid}: no query.sparql")
+    tags = []
+    if raw.get("answertype") == "boolean":
+        tags.append(Tag.ASK.value)
+    if raw.get("aggregation") in (True, "true"):
+        tags.append(Tag.AGGREGATE.value)
+    return check_question(source, {"id": f"{prefix}-{qid}", "question": texts[lang].strip(), "sparql": sparql, "domain": domain, "tags": tags}, qid)
+
+
+def term_binding(term: Term) -> dict[str, str]:
+    """A result cell in the SPARQL 1.1 JSON results format."""
+    binding = {"type": term.type, "value": term.value}
+    if term.lang:
+        binding["xml:lang"] = term.lang
+    elif term.datatype:
+        binding["datatype"] = term.datatype
+    return binding
+
+
+def binding_term(binding: dict[str, str]) -> Term:
+    """The inverse of `term_binding`; also reads Virtuoso's "typed-literal"."""
+    kind = binding.get("type")
+    if kind == "uri":
+        return Term.iri(binding["value"])
+    if kind == "bnode":
+        return Term.bnode(binding["value"])
+    return Term.literal(binding["value"], binding.get("datatype"), binding.get("xml:lang"))
+
+
+def result_answers(result: QueryResult) -> list[dict[str, Any]]:
+    """A QALD `answers` list holding one SPARQL JSON result."""
+    if result.form == "ask":
+        return [{"head": {}, "boolean": bool(result.boolean)}]
+    bindings = [
+        {var: term_binding(cell) for var, cell in zip(result.vars, row) if cell is not None}
+        for row in result.rows
+    ]
+    return [{"head": {"vars": list(result.vars)}, "results": {"bindings": bindings}}]
+
+
+def _qald_question(kg: KnowledgeGraph | None, qid: str, text: str, lang: str, sparql: str | None, answers: list) -> dict:
+    source_ids = kg.source.get("ids", {}) if kg else {}
+    record: dict[str, Any] = {"id": source_ids.get(qid, qid), "question": [{"language": lang, "string": text}]}
+    if sparql:
+        record["query"] = {"sparql": sparql}
+    record["answers"] = answers
+    return record
+
+
+def gold_to_qald(holdout: Holdout, gold: dict[str, GoldEntry]) -> dict[str, Any]:
+    """The holdout's questions with their gold answers as QALD JSON.
+
+    A truncated gold exports its kept rows only, and a tied one one acceptable answer: the
+    caller should warn about entries whose `flags` say so (the CLI does).
+    """
+    questions = []
+    for kg in holdout.kgs:
+        lang = kg.source.get("lang", "en")
+        for q in kg.questions:
+            if q.id not in gold:
+                raise InputError(f"{kg.id}/{q.id}: no gold entry; run `kgeval gold rebuild`")
+            questions.append(_qald_question(kg, q.id, q.question, lang, q.sparql, result_answers(gold[q.id].result)))
+    return {"dataset": {"id": _dataset_id(holdout)}, "questions": questions}
+
+
+def _dataset_id(holdout: Holdout) -> str:
+    ids = {kg.source.get("dataset") or kg.id for kg in holdout.kgs}
+    return ids.pop() if len(ids) == 1 else holdout.root.name
+
+
+def run_to_qald(
+    db: ResultsDB, run_id: str, seed: int, *, lang: str = "en",
+    holdout: Holdout | None = None, store_for: Callable[[KnowledgeGraph], Store] | None = None,
+    timeout_s: float = 30.0, row_cap: int = 2000,
+) -> dict[str, Any]:
+    """One seed of a run as QALD JSON. With `holdout` and `store_for`, a system's SPARQL is
+    executed read-only for typed answers, and ids are mapped back to the source's; otherwise
+    the answer items the system gave are exported (IRIs as uri, the rest as literals)."""
+    asked = {q.question_id: q for q in db.questions(run_id)}
+    attempts = [a for a in db.attempts(run_id) if a.seed == seed]
+    if not attempts:
+        raise InputError(f"{db.path}: run {run_id} has no attempts with seed {seed}")
+    kgs = {kg.id: kg for kg in holdout.kgs} if holdout else {}
+    if holdout is not None:  # the holdout's order, not the database's sort by id
+        position = {q.id: i for i, q in enumerate(holdout.questions())}
+        attempts.sort(key=lambda a: position.get(a.question_id, len(position)))
+    stores: dict[str, Store] = {}
+    questions = []
+    for attempt in attempts:
+        kg = kgs.get(attempt.kg)
+        answers: list = []
+        if attempt.state == "answered":
+            result = None
+            if kg is not None and store_for is not None and attempt.sparql:
+                store = stores.setdefault(kg.id, store_for(kg))
+                try:
+                    result = store.execute(attempt.sparql, timeout_s=timeout_s, row_cap=row_cap)
+                except QueryError:
+                    result = None
+            answers = result_answers(result) if result is not None else _item_answers(attempt.answer or [])
+        text = asked[attempt.question_id].question if attempt.question_id in asked else ""
+        questions.append(_qald_question(kg, attempt.question_id, text, lang, attempt.sparql, answers))
+    return {"dataset": {"id": run_id}, "questions": questions}
+
+
+def _item_answers(items: list[Any]) -> list[dict[str, Any]]:
+    if len(items) == 1 and isinstance(items[0], bool):
+        return [{"head": {}, "boolean": items[0]}]
+    return [{"head": {"vars": ["answer"]}, "results": {"bindings": [{"answer": term_binding(_item_term(i))} for i in items]}}]
+
+
+def _item_term(item: Any) -> Term:
+    if isinstance(item, bool):
+        return Term.literal(str(item).lower(), "http://www.w3.org/2001/XMLSchema#boolean")
+    if isinstance(item, int):
+        return Term.literal(str(item), "http://www.w3.org/2001/XMLSchema#integer")
+    if isinstance(item, float):
+        return Term.literal(repr(item), "http://www.w3.org/2001/XMLSchema#double")
+    text = str(item)
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https", "urn") and (parts.netloc or parts.scheme == "urn") and not any(c.isspace() for c in text):
+        return Term.iri(text)
+    return Term.literal(text)

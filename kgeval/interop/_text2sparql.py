@@ -1,0 +1,143 @@
+"""Import a TEXT2SPARQL dataset (`questions.yml` + `graphs/*.ttl` with `*.ttl.graph` files).
+
+Named graphs: our holdout loads every data file into the default graph. TEXT2SPARQL reference
+queries use no GRAPH clause and are run against the union of the dataset's graphs, so this
+gives the same answers (tests/interop check it on CK25, file by file in named graphs with a
+union default graph against all in the default graph); each file's graph IRI is kept in
+questions.yaml (`graphs:`). A graph that holds the reference queries themselves (CK25's
+`queries.ttl` catalogue) is the answer key: it is left out of the KG, and recorded as left
+out, so no system under test can read the gold SPARQL from the store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pyoxigraph as ox
+import yaml
+
+from kgeval.errors import InputError
+from kgeval.holdout import Question, Tag
+from kgeval.interop._write import ImportReport, check_question, write_kg
+from kgeval.stores import rdf_format
+
+QUESTIONS = "questions.yml"
+GRAPHS = "graphs"
+
+_FEATURE_TAGS = {"ASK": Tag.ASK, "COUNT": Tag.COUNT, "GROUP": Tag.AGGREGATE, "AVG": Tag.AGGREGATE,
+                 "SUM": Tag.AGGREGATE, "MIN": Tag.AGGREGATE, "MAX": Tag.AGGREGATE}
+
+
+def import_text2sparql(
+    path: Path, name: str, out: Path, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None
+) -> ImportReport:
+    """Import the TEXT2SPARQL dataset at `path` as KG `name` of the holdout at `out`, and seal."""
+    path = Path(path)
+    source = path / QUESTIONS
+    doc = _read_yaml(source)
+    dataset = doc.get("dataset") or {}
+    if not isinstance(dataset, dict) or not isinstance(doc.get("questions"), list):
+        raise InputError(f"{source}: expected a mapping with 'dataset' and a 'questions' list")
+    prefix = id_prefix or str(dataset.get("prefix") or name)
+    domain = domain or _domain_from(dataset.get("id")) or name
+    questions = [_question(source, raw, i, prefix, lang, domain) for i, raw in enumerate(doc["questions"], 1)]
+    references = {" ".join(q.sparql.split()) for q in questions}
+    files, excluded = {}, {}
+    for ttl, iri in _graph_files(path / GRAPHS):
+        if _holds_any(ttl, references):
+            excluded[ttl.name] = f"holds the reference queries (graph <{iri}>): an answer key, not KG data"
+        else:
+            files[ttl] = iri
+    if not files:
+        raise InputError(f"{path / GRAPHS}: no KG data file is left once the answer-key graphs are excluded")
+    provenance = {
+        "format": "text2sparql",
+        "dataset": str(dataset.get("id", "")),
+        "lang": lang,
+        "ids": {q.id: str(raw.get("id")) for q, raw in zip(questions, doc["questions"])},
+        "excluded_graphs": excluded,
+    }
+    title = str(dataset.get("id") or name)
+    report = write_kg(out, name, title, questions, files, provenance)
+    report.excluded = excluded
+    return report
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: missing (a TEXT2SPARQL dataset has questions.yml and graphs/)") from None
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a mapping at the top level")
+    return doc
+
+
+def _domain_from(dataset_id: object) -> str | None:
+    """The last path segment of the dataset IRI (".../2025/corporate/" -> "corporate")."""
+    if not dataset_id:
+        return None
+    segments = [s for s in urlsplit(str(dataset_id)).path.split("/") if s]
+    return segments[-1] if segments else None
+
+
+def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str) -> Question:
+    if not isinstance(raw, dict) or "id" not in raw:
+        raise InputError(f"{source}: question #{index}: expected a mapping with an 'id'")
+    qid = raw["id"]
+    texts = raw.get("question")
+    if not isinstance(texts, dict) or not texts.get(lang):
+        have = ", ".join(texts) if isinstance(texts, dict) else "none"
+        raise InputError(f"{source}: question {qid}: no {lang!r} text (languages given: {have}); choose one with --lang")
+    query = raw.get("query")
+    sparql = query.get("sparql") if isinstance(query, dict) else None
+    if not isinstance(sparql, str) or not sparql.strip():
+        raise InputError(f"{source}: question {qid}: no query.sparql")
+    features = {str(f).upper() for f in raw.get("features") or []}
+    return check_question(source, {
+        "id": f"{prefix}-{qid}",
+        "question": str(texts[lang]).strip(),
+        "sparql": sparql,
+        "domain": domain,
+        "tags": _tags(features),
+        "order_sensitive": "RESULT_ORDER_MATTERS" in features,
+    }, qid)
+
+
+def _tags(features: set[str]) -> list[str]:
+    tags = {_FEATURE_TAGS[f] for f in features if f in _FEATURE_TAGS}
+    if {"ORDER", "LIMIT"} <= features:
+        tags.add(Tag.ORDER_LIMIT)
+    return sorted(t.value for t in tags)
+
+
+def _graph_files(graphs: Path) -> list[tuple[Path, str]]:
+    """Every data file under graphs/ with the IRI its `.graph` file names."""
+    if not graphs.is_dir():
+        raise InputError(f"{graphs}: missing (a TEXT2SPARQL dataset keeps its KG under graphs/)")
+    found = []
+    for data in sorted(p for p in graphs.iterdir() if p.is_file() and not p.name.endswith(".graph")):
+        rdf_format(data)  # an unknown extension is an error naming the file
+        marker = data.with_name(data.name + ".graph")
+        iri = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
+        if marker.is_file() and not iri:
+            raise InputError(f"{marker}: empty; it should hold the named graph IRI of {data.name}")
+        found.append((data, iri))
+    if not found:
+        raise InputError(f"{graphs}: no RDF data files")
+    return found
+
+
+def _holds_any(path: Path, texts: set[str]) -> bool:
+    """True when a literal of the file equals one of `texts` (whitespace-normalized)."""
+    try:
+        for triple in ox.parse(path=str(path), format=rdf_format(path)):
+            obj = triple.object
+            if isinstance(obj, ox.Literal) and " ".join(obj.value.split()) in texts:
+                return True
+    except (SyntaxError, ValueError, OSError) as exc:
+        raise InputError(f"{path}: cannot parse: {exc}") from None
+    return False

@@ -1,0 +1,345 @@
+"""The execution-grounded judge: the candidate's full executed result against the gold's.
+
+The run loop executes the candidate's SPARQL read-only on the same store, with the same row
+cap and timeout as the gold, and hands the typed result over as `Candidate.result`. This judge:
+
+- aligns columns: the answer may name and order its columns differently. Every injective
+  mapping of gold columns to answer columns is scored by value overlap (ties: same name, then
+  same position) and the best one kept. Extra answer columns (a label beside the IRI) are
+  ignored; a gold column with no overlapping answer column is missing, and the answer is wrong
+  (a label *instead of* the IRI: labels and IRIs never compare equal under the default rules);
+- compares the projected rows as sets (duplicates collapse): precision = answer rows in the
+  gold / answer rows, recall = gold rows in the answer / gold rows, and F1. Correct only when
+  precision >= min_precision and recall >= min_recall (default 1.0 and 1.0: equal sets);
+- checks order only when the question is order-sensitive: the answer must follow the gold's
+  order, where rows that tie on the reference query's ORDER BY variables may come in any order
+  (when those keys are not plain projected variables, every row is its own tie group);
+- compares ASK, COUNT and other single values as values (a gold of one row and one column):
+  `1` = `"1"^^xsd:integer`, `"-0.20"` = `-0.2`, `true` = `"true"`; a list where one value was
+  asked is wrong (extra rows lower precision);
+- says `strict_subset: 12 of 400` when the full answer is a strict subset of the gold;
+- answers `invalid_sparql` when the candidate's SPARQL failed, whatever else it gave.
+
+An answer with no SPARQL but an answer list is judged the same way as a one-column answer of
+untyped values (`list_normalize` rules).
+
+Truncated results (total > rows kept). Unordered results keep the canonically smallest rows,
+ordered ones the first rows (`collect_rows`), so two results cut by the same rule are
+comparable row for row when their columns are the same, in the same order, and their totals
+are equal: the verdict then compares the kept rows and says the rows beyond the cap were not
+compared. Otherwise nothing can be concluded beyond the totals, and the answer is not
+accepted (`truncated` path; raise `run.row_cap` and `gold.row_cap` to judge it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from itertools import permutations
+
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.parser import parseQuery
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import Variable
+
+from kgeval._files import sha256_json
+from kgeval.config import ExecutionJudgeConfig
+from kgeval.holdout import Question
+from kgeval.judges._cache import GoldCache
+from kgeval.judges._model import Candidate, Verdict
+from kgeval.judges._normalize import Normalizer
+from kgeval.stores import QueryResult, Term
+
+LOGIC_VERSION = "1"
+
+_XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_ABSENT = "\x00absent"
+"""The value of a gold column the answer lacks: equals no gold value."""
+
+Key = str | None
+RowKeys = tuple[Key, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A result as normalized keys: what the comparison works on."""
+
+    vars: tuple[str, ...]
+    rows: tuple[RowKeys, ...]
+    total: int
+    truncated: bool
+    ordered: bool
+    form: str = "select"
+
+    @cached_property
+    def row_set(self) -> frozenset[RowKeys]:
+        """Distinct rows (computed once: a gold's table is cached per gold)."""
+        return frozenset(self.rows)
+
+    @cached_property
+    def column_sets(self) -> tuple[frozenset[Key], ...]:
+        """Distinct values of each column."""
+        return tuple(frozenset(row[j] for row in self.rows) for j in range(len(self.vars)))
+
+
+def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
+    if result.form == "ask":
+        cell = normalizer.term(Term.literal("true" if result.boolean else "false", _XSD_BOOLEAN))
+        return Table(("boolean",), ((cell,),), 1, False, False, "ask")
+    term = normalizer.term
+    rows = tuple(tuple(map(term, row)) for row in result.rows)
+    return Table(tuple(result.vars), rows, result.total, result.truncated, result.ordered)
+
+
+def table_of_items(items: list, normalizer: Normalizer) -> Table:
+    rows = tuple((key,) for key in normalizer.items(items))
+    return Table(("item",), rows, len(rows), False, True, "list")
+
+
+@dataclass(frozen=True)
+class Alignment:
+    mapping: tuple[int, ...]
+    """For each gold column, the answer column it maps to (-1: none)."""
+    overlap: tuple[int, ...]
+    """For each gold column, distinct values shared with its answer column."""
+
+
+def align_columns(gold: Table, answer: Table, max_mappings: int) -> Alignment:
+    """The injective gold -> answer column mapping with the largest value overlap."""
+    g, a = len(gold.vars), len(answer.vars)
+    overlap = [[len(ans & gs) for ans in answer.column_sets] + [0] * max(0, g - a) for gs in gold.column_sets]
+    width = max(a, g)
+
+    def score(mapping: tuple[int, ...]) -> tuple[int, int, int]:
+        shared = sum(overlap[j][k] for j, k in enumerate(mapping))
+        names = sum(1 for j, k in enumerate(mapping) if k < a and gold.vars[j] == answer.vars[k])
+        places = sum(1 for j, k in enumerate(mapping) if j == k)
+        return shared, names, places
+
+    if _mapping_count(width, g) <= max_mappings:
+        best = max(permutations(range(width), g), key=score, default=())
+    else:
+        best = _greedy(overlap, g, width)
+    mapping = tuple(k if k < a else -1 for k in best)
+    return Alignment(mapping, tuple(overlap[j][k] if k >= 0 else 0 for j, k in enumerate(mapping)))
+
+
+def _mapping_count(width: int, g: int) -> int:
+    count = 1
+    for i in range(g):
+        count *= width - i
+    return count
+
+
+def _greedy(overlap: list[list[int]], g: int, width: int) -> tuple[int, ...]:
+    pairs = sorted(((overlap[j][k], -abs(j - k), j, k) for j in range(g) for k in range(width)), reverse=True)
+    chosen: dict[int, int] = {}
+    used: set[int] = set()
+    for _, _, j, k in pairs:
+        if j not in chosen and k not in used:
+            chosen[j] = k
+            used.add(k)
+    return tuple(chosen[j] for j in range(g))
+
+
+def project(answer: Table, mapping: tuple[int, ...]) -> list[RowKeys]:
+    """Answer rows as gold-shaped rows: mapped columns in gold order, extra columns dropped."""
+    if mapping == tuple(range(len(answer.vars))):
+        return list(answer.rows)
+    return [tuple(row[k] if k >= 0 else _ABSENT for k in mapping) for row in answer.rows]
+
+
+@lru_cache(maxsize=1024)
+def order_keys(sparql: str) -> tuple[str, ...] | None:
+    """Variables of the reference query's top-level ORDER BY, or None when any sort key is
+    not a plain variable (or the query has no ORDER BY)."""
+    try:
+        node = translateQuery(parseQuery(sparql)).algebra.p
+    except Exception:  # noqa: BLE001 - rdflib raises bare Exceptions; the gold was built from it
+        return None
+    while isinstance(node, CompValue) and node.name != "OrderBy":
+        node = node.get("p")
+    if not isinstance(node, CompValue):
+        return None
+    names = []
+    for condition in node.expr:
+        expr = condition.expr if isinstance(condition, CompValue) else condition
+        if not isinstance(expr, Variable):
+            return None
+        names.append(str(expr))
+    return tuple(names)
+
+
+def order_violation(gold: Table, answer_rows: list[RowKeys], tie_columns: list[int] | None) -> int | None:
+    """Position of the first answer row out of the gold's order (ties may come in any
+    order), or None when the answer follows it."""
+    ranks: dict[RowKeys, list[int]] = {}
+    rank, previous = -1, object()
+    for row in gold.rows:
+        tie = row if tie_columns is None else tuple(row[c] for c in tie_columns)
+        if tie != previous:
+            rank, previous = rank + 1, tie
+        ranks.setdefault(row, []).append(rank)
+    current = 0
+    for position, row in enumerate(answer_rows):
+        later = [r for r in ranks.get(row, ()) if r >= current]
+        if not later:
+            return position
+        current = min(later)
+    return None
+
+
+class ExecutionJudge:
+    """Equal sets by default, recall visible (see module docstring)."""
+
+    name = "execution"
+
+    def __init__(self, config: ExecutionJudgeConfig) -> None:
+        self.config = config
+        self.config_sha256 = sha256_json({"logic": LOGIC_VERSION, **config.model_dump(mode="json")})
+        self.version = f"{self.name}-{LOGIC_VERSION}+{self.config_sha256[:8]}"
+        self.typed = Normalizer(config.normalize)
+        self.untyped = Normalizer(config.list_normalize)
+        self._typed_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.typed))
+        self._untyped_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.untyped))
+
+    def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
+        if candidate.sparql_error is not None:
+            also = "; its answer list is not judged: the SPARQL is the answer" if candidate.items is not None else ""
+            return self._verdict(False, "invalid_sparql", gold, reason=f"the candidate's SPARQL failed: {candidate.sparql_error}{also}")
+        if candidate.result is not None:
+            answer, gold_table = table_of_result(candidate.result, self.typed), self._typed_golds.get(gold)
+            compared = "executed result"
+        elif candidate.items is not None:
+            answer, gold_table = table_of_items(candidate.items, self.untyped), self._untyped_golds.get(gold)
+            compared = "answer list"
+        else:
+            return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
+        return _Comparison(self, question, gold, gold_table, answer, compared).verdict()
+
+    def _verdict(self, correct: bool, path: str, gold: QueryResult, **fields: object) -> Verdict:
+        return Verdict.model_construct(  # fields built here, typed: validation skipped on the hot path
+            judge=self.name,
+            version=self.version,
+            config_sha256=self.config_sha256,
+            correct=correct,
+            path=path,
+            gold_total=gold.total,
+            **{"matched": 0, "unmatched": 0, "missing": None, "reason": "", "details": {}, **fields},  # type: ignore[arg-type]
+        )
+
+
+class _Comparison:
+    """One answer against one gold; `verdict()` decides and explains."""
+
+    def __init__(self, judge: ExecutionJudge, question: Question, gold: QueryResult, gold_table: Table, answer: Table, compared: str) -> None:
+        self.judge, self.config = judge, judge.config
+        self.question, self.gold, self.g, self.a = question, gold, gold_table, answer
+        self.details: dict = {"compared": compared}
+
+    def verdict(self) -> Verdict:
+        g, a = self.g, self.a
+        alignment = align_columns(g, a, self.config.max_column_mappings)
+        rows = project(a, alignment.mapping)
+        gold_set, answer_set = g.row_set, set(rows)
+        matched = len(gold_set & answer_set)
+        self.details["columns"] = {g.vars[j]: (a.vars[k] if k >= 0 else None) for j, k in enumerate(alignment.mapping)}
+        extra = [v for k, v in enumerate(a.vars) if k not in alignment.mapping]
+        if extra:
+            self.details["extra_columns"] = extra
+        counts = {"matched": matched, "unmatched": len(answer_set) - matched, "missing": len(gold_set) - matched}
+        missing_cols = [g.vars[j] for j, k in enumerate(alignment.mapping) if k < 0]
+        disjoint = [(g.vars[j], a.vars[k]) for j, k in enumerate(alignment.mapping) if k >= 0 and alignment.overlap[j] == 0]
+        if disjoint and gold_set and answer_set:
+            self.details["disjoint_columns"] = {gv: av for gv, av in disjoint}
+        if g.truncated or a.truncated:
+            return self._truncated(alignment, gold_set, answer_set, matched, counts, missing_cols)
+        precision, recall = self._figures(matched, len(answer_set), len(gold_set))
+        if a.rows and matched == len(answer_set) and matched < len(gold_set):
+            self.details["strict_subset"] = f"{matched} of {len(gold_set)}"
+        return self._decide(precision, recall, rows, counts, missing_cols)
+
+    def _figures(self, matched: int, answer_rows: int, gold_rows: int) -> tuple[float, float]:
+        precision = matched / answer_rows if answer_rows else (1.0 if gold_rows == 0 else 0.0)
+        recall = matched / gold_rows if gold_rows else (1.0 if answer_rows == 0 else 0.0)
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        self.details.update(precision=precision, recall=recall, f1=f1, answer_rows=answer_rows, gold_rows=gold_rows)
+        return precision, recall
+
+    def _decide(self, precision: float, recall: float, rows: list[RowKeys], counts: dict, missing_cols: list[str]) -> Verdict:
+        cfg = self.config
+        path = self._path()
+        figures = (
+            f"{counts['matched']} of {self.details['answer_rows']} answer rows in the gold, "
+            f"{counts['matched']} of {self.details['gold_rows']} gold rows in the answer "
+            f"(precision {precision:.3f} needs >= {cfg.min_precision}, recall {recall:.3f} needs >= {cfg.min_recall})"
+        )
+        correct = precision >= cfg.min_precision and recall >= cfg.min_recall
+        if missing_cols:
+            path, correct = "missing_column", False
+            figures = f"the answer has no column for gold column(s) {', '.join('?' + c for c in missing_cols)}; " + figures
+        elif correct and self._order_matters():
+            problem = self._order_problem(rows)
+            self.details["order_checked"] = True
+            if problem is not None:
+                path, correct = "order", False
+                figures += f"; {problem}"
+            else:
+                figures += "; order matches the gold's (ties accepted)"
+        disjoint = self.details.get("disjoint_columns")
+        if disjoint:
+            figures += "; no shared value between " + ", ".join(f"gold ?{gv} and answer ?{av}" for gv, av in disjoint.items())
+        subset = self.details.get("strict_subset")
+        reason = f"{self._describe(path)}: {figures}" + (f"; strict_subset: {subset}" if subset else "")
+        return self.judge._verdict(correct, path, self.gold, reason=reason, details=self.details, **counts)
+
+    def _path(self) -> str:
+        if self.g.form == "ask":
+            return "ask"
+        return "value" if len(self.g.vars) == 1 and self.g.total == 1 else "set"
+
+    @staticmethod
+    def _describe(path: str) -> str:
+        return {"ask": "ASK answer compared as a value", "value": "single value compared as a value"}.get(path, "set comparison")
+
+    def _order_matters(self) -> bool:
+        cfg, g = self.config, self.g
+        return cfg.check_order and self.question.order_sensitive and g.form == "select" and g.ordered and len(g.rows) > 1
+
+    def _order_problem(self, rows: list[RowKeys]) -> str | None:
+        if not self.a.ordered:
+            return "the question is order-sensitive and the answer's query has no ORDER BY"
+        keys = order_keys(self.question.sparql)
+        tie_columns = None
+        if keys is not None and all(k in self.g.vars for k in keys):
+            tie_columns = [self.g.vars.index(k) for k in keys]
+        self.details["tie_columns"] = list(keys) if tie_columns is not None else None
+        position = order_violation(self.g, rows, tie_columns)
+        if position is None:
+            return None
+        return f"order differs from the gold's at answer row {position + 1} (ties accepted)"
+
+    def _truncated(self, alignment: Alignment, gold_set: set, answer_set: set, matched: int, counts: dict, missing_cols: list[str]) -> Verdict:
+        g, a = self.g, self.a
+        self.details.update(gold_truncated=g.truncated, answer_truncated=a.truncated, gold_total=g.total, answer_total=a.total)
+        same_cut = (
+            g.truncated and a.truncated and len(g.rows) == len(a.rows) and g.total == a.total
+            and g.ordered == a.ordered and alignment.mapping == tuple(range(len(a.vars)))
+        )
+        if same_cut and not missing_cols:
+            precision, recall = self._figures(matched, len(answer_set), len(gold_set))
+            self.details["compared_rows"] = "kept rows only"
+            verdict = self._decide(precision, recall, project(a, alignment.mapping), counts, missing_cols)
+            note = f"; both cut to {len(g.rows)} of {g.total} rows by the same rule: rows beyond the cap not compared"
+            return verdict.model_copy(update={"reason": verdict.reason + note})
+        if a.truncated and not g.truncated:
+            why = f"the answer has {a.total} rows, over the row cap ({len(a.rows)} kept); the gold has {g.total}"
+        elif g.total != a.total:
+            why = f"the gold has {g.total} rows ({len(g.rows)} kept), the answer {a.total}: the sets differ"
+        else:
+            why = (
+                f"the gold was cut to {len(g.rows)} of {g.total} rows and the answer's columns or cut differ, "
+                "so equality cannot be concluded; raise gold.row_cap and run.row_cap to judge it"
+            )
+        self.details["kept_rows_matched"] = matched
+        return self.judge._verdict(False, "truncated", self.gold, reason=f"truncated result: {why}", details=self.details, **counts)

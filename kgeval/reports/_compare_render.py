@@ -1,0 +1,77 @@
+"""Rendering a run comparison: Markdown, JSON and HTML. A forced comparison of incomparable
+runs says so at the top (and, in HTML, at the bottom) of every page."""
+
+from __future__ import annotations
+
+import json
+
+from kgeval.reports._compare import RunComparison
+from kgeval.reports._summary import Accuracy
+
+
+def forced_warning(c: RunComparison) -> str | None:
+    if c.comparability.comparable:
+        return None
+    return "INCOMPARABLE RUNS, compared only because --force was given: " + "; ".join(c.comparability.blocking)
+
+
+def render_comparison_markdown(c: RunComparison) -> str:
+    a, b = c.run_a, c.run_b
+    warning = forced_warning(c)
+    lines = [f"# kgeval comparison — A `{a.run_id}` vs B `{b.run_id}`", ""]
+    if warning:
+        lines += [f"**{warning}**", ""]
+    lines += [
+        f"- A: {a.system} ({a.system_version}); B: {b.system} ({b.system_version})",
+        "- differences: " + ("; ".join(c.comparability.differences) or "none"),
+        "",
+    ]
+    if not c.paired:
+        return "\n".join(lines + ["No question was judged in both runs: nothing to compare.", ""])
+    lines += [
+        f"## Accuracy B − A: {c.difference:+.1%} [{c.diff_ci_low:+.1%}, {c.diff_ci_high:+.1%}] ({c.interval_method})",
+        "",
+        f"- A: {c.accuracy_a:.1%}, B: {c.accuracy_b:.1%} on {c.paired} paired questions ({c.unpaired} unpaired, not compared)",
+        f"- exact McNemar test on {c.a_only + c.b_only} discordant questions: p = {c.mcnemar_pvalue:.4g}",
+        "",
+        "### Paired table (questions)",
+        "",
+        "| | B correct | B wrong |",
+        "|---|---|---|",
+        f"| A correct | {c.both_correct} | {c.a_only} |",
+        f"| A wrong | {c.b_only} | {c.both_wrong} |",
+        "",
+        f"### Flips ({len(c.flips)})",
+        "",
+        "| question | A | B | flip |",
+        "|---|---|---|---|",
+    ]
+    for f in c.flips:
+        direction = "A right → B wrong" if f.a_correct else "A wrong → B right"
+        lines.append(f"| {f.kg}/{f.question_id} | {_mark(f.a_correct)} | {_mark(f.b_correct)} | {direction} |")
+    if warning:
+        lines += ["", f"**{warning}**"]
+    return "\n".join(lines) + "\n"
+
+
+def _mark(ok: bool) -> str:
+    return "correct" if ok else "wrong"
+
+
+def render_comparison_json(c: RunComparison) -> str:
+    data = json.loads(c.model_dump_json())
+    data["warning"] = forced_warning(c)
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_comparison_html(c: RunComparison) -> str:
+    from kgeval.reports._html import figure, html_page, interval_chart_svg, markdown_to_html
+
+    body = markdown_to_html(render_comparison_markdown(c))
+    if c.paired:
+        rows = [
+            Accuracy.of(c.both_correct + c.a_only, c.paired, f"A {c.run_a.system}"),
+            Accuracy.of(c.both_correct + c.b_only, c.paired, f"B {c.run_b.system}"),
+        ]
+        body = figure(interval_chart_svg(rows, "Accuracy of A and B"), "Accuracy on the paired questions (Wilson 95%).") + body
+    return html_page(f"kgeval comparison {c.run_a.run_id} vs {c.run_b.run_id}", body, forced_warning(c))

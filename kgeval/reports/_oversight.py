@@ -1,0 +1,100 @@
+"""What people added to a run after it finished: audits of its accepts, gold review of its
+holdout; and what dispatch stored with it (the checklist receipt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from kgeval.audit import AuditCounts, AuditLog, accepted_items, audit_counts
+from kgeval.config import KgevalConfig
+from kgeval.errors import KgevalError
+from kgeval.gold import GoldEntry, load_gold
+from kgeval.holdout import load_holdout
+from kgeval.reports._stats import wilson_interval
+from kgeval.review import ReviewCoverage, ReviewLog, review_coverage
+from kgeval.runs import ResultsDB, RunMetadata
+
+
+class Rate(BaseModel):
+    """A share of events, with its Wilson 95% interval."""
+
+    events: int
+    n: int
+    rate: float
+    ci_low: float
+    ci_high: float
+
+    @classmethod
+    def of(cls, events: int, n: int) -> Rate | None:
+        if n == 0:
+            return None
+        low, high = wilson_interval(events, n)
+        return cls(events=events, n=n, rate=events / n, ci_low=low, ci_high=high)
+
+
+class AuditSummary(BaseModel):
+    """The judge's false-accept rate, estimated from current audits of accepted answers."""
+
+    counts: AuditCounts
+    false_accept_rate: Rate | None
+    """Audits that disagree / current audits (Wilson 95%). Judge disagreements are drawn first,
+    so where they are audited this over-represents hard cases (conservative)."""
+    false_accept_rate_agreed: Rate | None
+    """The same over accepts all judges agreed on: the estimate free of that over-representation."""
+    refused: str | None = None
+
+
+def load_gold_or_note(gold_dir: Path | None, notes: list[str]) -> dict[str, GoldEntry] | None:
+    if gold_dir is None:
+        notes.append("no gold directory given: audits and gold review are not shown")
+        return None
+    try:
+        return load_gold(gold_dir)
+    except KgevalError as exc:
+        notes.append(f"gold unavailable ({exc}): audits and gold review are not shown")
+        return None
+
+
+def audit_summary(db: ResultsDB, run_id: str, gold_dir: Path | None, cfg: KgevalConfig, notes: list[str]) -> AuditSummary | None:
+    gold = load_gold_or_note(gold_dir, notes)
+    if gold is None:
+        return None
+    items = accepted_items(db, run_id, gold, cfg.gold.display_items)
+    with AuditLog(db.path, read_only=db.read_only) as log:
+        counts = audit_counts(items, log.records(run_id))
+    agreed_n = counts.audited - counts.audited_disagreements
+    agreed_events = counts.disagree - counts.disagree_in_disagreements
+    return AuditSummary(
+        counts=counts,
+        false_accept_rate=Rate.of(counts.disagree, counts.audited),
+        false_accept_rate_agreed=Rate.of(agreed_events, agreed_n),
+        refused=None if counts.audited else "no current audits: `kgeval audit sample` draws accepts to audit",
+    )
+
+
+def review_summary(
+    db: ResultsDB, metadata: RunMetadata, gold_dir: Path | None, holdout_dir: Path | None, cfg: KgevalConfig, notes: list[str]
+) -> ReviewCoverage | None:
+    gold = load_gold_or_note(gold_dir, []) if gold_dir is not None else None
+    if gold is None:
+        return None
+    root = Path(holdout_dir or metadata.holdout)
+    try:
+        questions = load_holdout(root).questions()
+    except KgevalError as exc:
+        notes.append(f"holdout {root} unavailable ({exc}): gold review coverage is not shown")
+        return None
+    with ReviewLog(db.path, read_only=db.read_only) as log:
+        return review_coverage(questions, gold, log, cfg.review.coverage_target)
+
+
+def checklist_receipt(db: ResultsDB, run_id: str) -> dict[str, Any] | None:
+    """The pre-eval checklist receipt stored with the run.
+
+    Main stores none yet: the dispatch work adds a receipt per run; wire its reader here
+    when it lands (one line), and the report renders it.
+    """
+    return None

@@ -1,0 +1,215 @@
+"""A Gremlin store (Amazon Neptune's property graph, or any gremlinpython remote connection).
+
+Reference queries are Gremlin text (`gremlin:` in questions.yaml). `execute` parses and guards
+the text (`parse_gremlin`: read-only steps only), sends the bytecode through a gremlinpython
+RemoteConnection, and maps what comes back into the same `QueryResult` model as SPARQL:
+
+- each traverser is one row; a map (`project`, `valueMap`, `elementMap`, `select` of several
+  keys) becomes columns named by its keys (`T.id`/`T.label` keys become `id`/`label`), any
+  other value is one column named `value`;
+- a vertex or edge becomes an IRI-like term from its id: `urn:gremlin:vertex:<id>`,
+  `urn:gremlin:edge:<id>` (percent-encoded), whose path tail a judge compares as the id;
+- property values become typed literals: str plain, bool xsd:boolean, int xsd:integer,
+  float xsd:double, Decimal xsd:decimal, datetime xsd:dateTime; a one-element list (as
+  valueMap gives) becomes its element; null is an unbound cell;
+- lists of several values, nested maps and paths have no cell form: the query is refused
+  with a StoreError saying so (unfold or project them).
+
+A result is ordered when the top-level traversal has an order() step. Timeouts: the query runs
+on a worker thread with a deadline (QueryTimeout when it overruns); on Neptune the
+`evaluationTimeout` request option is also sent so the server stops the query too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from gremlin_python.process.anonymous_traversal import traversal
+from gremlin_python.process.graph_traversal import GraphTraversal
+from gremlin_python.process.traversal import Bytecode, Traverser
+from gremlin_python.structure.graph import Edge, Path, Property, Vertex, VertexProperty
+
+from kgeval.errors import InputError, QueryError, StoreError
+from kgeval.stores._base import Store
+from kgeval.stores._embedded import _with_deadline
+from kgeval.stores._gremlin_parse import parse_gremlin
+from kgeval.stores._query import QueryShape
+from kgeval.stores._results import XSD, Row, Term, collect_rows
+
+ConnectionFactory = Callable[[], Any]
+"""Opens a gremlinpython RemoteConnection (anything with `submit(bytecode)` and `close()`)."""
+
+VERTEX_PREFIX = "urn:gremlin:vertex:"
+EDGE_PREFIX = "urn:gremlin:edge:"
+VALUE_COLUMN = "value"
+
+
+class GremlinStore(Store):
+    """Gremlin traversals over a remote connection, opened per query on the worker thread
+    (SQLite-backed connections are bound to their thread, and Neptune's SigV4-signed
+    handshake must be fresh)."""
+
+    def __init__(
+        self,
+        connect: ConnectionFactory,
+        *,
+        data_version: str,
+        name: str,
+        version: str,
+        server_timeout: bool = False,
+    ) -> None:
+        self._connect = connect
+        self._data_version = data_version
+        self.name = name
+        self._version = version
+        self._server_timeout = server_timeout
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    @property
+    def data_sha256(self) -> str:
+        return self._data_version
+
+    def _guard(self, query: str) -> QueryShape:
+        parsed = parse_gremlin(query, max_bytes=self.max_query_bytes)
+        return QueryShape("select", parsed.ordered, None, 0, ())
+
+    def _ask(self, query: str, timeout_s: float) -> bool:  # pragma: no cover - _guard never says "ask"
+        raise StoreError("Gremlin has no ASK form")
+
+    def _select(
+        self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
+    ) -> tuple[list[str], list[Row], int]:
+        bytecode = parse_gremlin(query, max_bytes=self.max_query_bytes).bytecode
+        if self._server_timeout:
+            bytecode = _with_evaluation_timeout(bytecode, timeout_s)
+
+        def evaluate(cancel: threading.Event) -> list[Any]:
+            connection = self._open()
+            try:
+                results = []
+                for value in _run(connection, bytecode):
+                    if cancel.is_set():
+                        break
+                    results.append(value)
+                return results
+            except QueryError:
+                raise
+            except Exception as exc:  # gremlinpython and backends raise their own types
+                raise StoreError(f"{self.name}: Gremlin query failed: {type(exc).__name__}: {exc}") from None
+            finally:
+                connection.close()
+
+        values = _with_deadline(evaluate, timeout_s)
+        variables = _columns(values)
+        kept, total = collect_rows(_rows(values, variables), row_cap=row_cap, ordered=shape.ordered)
+        return variables, kept, total
+
+    def _open(self) -> Any:
+        try:
+            return self._connect()
+        except QueryError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"{self.name}: cannot open a Gremlin connection: {type(exc).__name__}: {exc}") from None
+
+
+def _run(connection: Any, bytecode: Bytecode) -> Iterator[Any]:
+    g = traversal().with_(connection)
+    yield from GraphTraversal(g.graph, g.traversal_strategies, bytecode)
+
+
+def _with_evaluation_timeout(bytecode: Bytecode, timeout_s: float) -> Bytecode:
+    """The bytecode with Neptune's/TinkerPop's `evaluationTimeout` option (ms) in front."""
+    from gremlin_python.process.strategies import OptionsStrategy
+
+    timed = Bytecode()
+    timed.add_source("withStrategies", OptionsStrategy(evaluationTimeout=int(timeout_s * 1000)))
+    for name, *args in bytecode.source_instructions:
+        timed.add_source(name, *args)
+    for name, *args in bytecode.step_instructions:
+        timed.add_step(name, *args)
+    return timed
+
+
+def _columns(values: list[Any]) -> list[str]:
+    """Map keys in first-seen order when every result is a map; otherwise one column."""
+    if not values or not all(isinstance(v, dict) for v in values):
+        return [VALUE_COLUMN]
+    columns: dict[str, None] = {}
+    for value in values:
+        for key in value:
+            columns.setdefault(_key_name(key), None)
+    return list(columns)
+
+
+def _rows(values: list[Any], variables: list[str]) -> Iterator[Row]:
+    for value in values:
+        if isinstance(value, Traverser):
+            value = value.object
+        if variables == [VALUE_COLUMN] and not isinstance(value, dict):
+            yield [term_from_gremlin(value)]
+        else:
+            cells = {_key_name(k): v for k, v in value.items()}
+            yield [term_from_gremlin(cells.get(name)) for name in variables]
+
+
+def _key_name(key: Any) -> str:
+    return key.name.rstrip("_") if hasattr(key, "name") and not isinstance(key, str) else str(key)
+
+
+def term_from_gremlin(value: Any) -> Term | None:
+    """One Gremlin result value as a typed term (see the module docstring)."""
+    if value is None:
+        return None
+    if isinstance(value, Vertex):
+        return Term.iri(VERTEX_PREFIX + quote(str(value.id), safe=""))
+    if isinstance(value, Edge):
+        return Term.iri(EDGE_PREFIX + quote(str(value.id), safe=""))
+    if isinstance(value, (VertexProperty, Property)):
+        return term_from_gremlin(value.value)
+    if isinstance(value, bool):
+        return Term.literal("true" if value else "false", XSD + "boolean")
+    if isinstance(value, int):
+        return Term.literal(str(value), XSD + "integer")
+    if isinstance(value, float):
+        return Term.literal(repr(value), XSD + "double")
+    if isinstance(value, Decimal):
+        return Term.literal(str(value), XSD + "decimal")
+    if isinstance(value, dt.datetime):
+        return Term.literal(value.isoformat(), XSD + "dateTime")
+    if isinstance(value, str):
+        return Term.literal(value)
+    if isinstance(value, (list, tuple, set)) and len(value) == 1:
+        return term_from_gremlin(next(iter(value)))
+    if isinstance(value, (list, tuple, set, dict, Path)):
+        kind = type(value).__name__
+        raise StoreError(f"a Gremlin {kind} result has no single-cell form: unfold() or project() it")
+    raise StoreError(f"unsupported Gremlin result value of type {type(value).__name__}: {value!r}")
+
+
+def neptune_connection(endpoint: str, region: str, allow_insecure_http: bool = False) -> ConnectionFactory:
+    """A factory of DriverRemoteConnections to Neptune's `wss://HOST:8182/gremlin`, each with a
+    fresh SigV4-signed websocket handshake (service `neptune-db`)."""
+    parts = urlsplit(endpoint)
+    if parts.scheme != "wss" and not (parts.scheme == "ws" and allow_insecure_http):
+        raise InputError(f"Neptune Gremlin endpoint {endpoint!r}: must be wss://HOST:8182/gremlin")
+    signed_url = urlunsplit(("https" if parts.scheme == "wss" else "http", *parts[1:]))
+
+    def connect() -> Any:
+        from gremlin_python.driver.driver_remote_connection import DriverRemoteConnection
+
+        from kgeval.stores._sigv4 import sigv4_headers
+
+        headers = sigv4_headers("GET", signed_url, None, {}, region)
+        headers["Host"] = parts.netloc
+        return DriverRemoteConnection(endpoint, "g", headers=headers)
+
+    return connect

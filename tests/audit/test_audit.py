@@ -1,0 +1,107 @@
+"""Audit of accepts: the stratified seeded sample, append-only records bound to a hash, stale
+audits, and the false-accept rate in the report."""
+
+import pytest
+
+from kgeval.audit import AuditLog, accepted_items, audit_counts, audit_states, draw_sample, record_decision
+from kgeval.config import GoldConfig
+from kgeval.errors import CheckFailed, InputError
+from kgeval.gold import load_gold, rebuild_gold
+from kgeval.holdout import load_holdout
+from kgeval.reports import build_report, render_markdown
+from kgeval.runs import ResultsDB
+from kgeval.stores import EmbeddedStore
+from tests.conftest import EX, MINI_TTL, REPO, write_holdout
+from tests.oversight import run_system, synthetic_run
+
+
+def _disagreeing_run(db: ResultsDB) -> None:
+    outcomes = {f"q{i}": [True, True] for i in range(12)}
+    outcomes["q11"] = [False, False]
+    synthetic_run(
+        db, "r", outcomes,
+        second_judge={("q3", 0): False, ("q7", 1): False, ("q5", 0): True},
+        paths={f"q{i}": "membership" for i in range(6)},
+        kgs={f"q{i}": "kgA" if i % 2 else "kgB" for i in range(12)},
+    )
+
+
+def test_sample_puts_disagreements_first_then_covers_every_stratum(tmp_path):
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        _disagreeing_run(db)
+        items = accepted_items(db, "r", None)
+    assert len(items) == 22  # q11 was rejected on both seeds
+    sample = draw_sample("r", items, 6, seed=1)
+    assert {i.key for i in sample.items[:2]} == {("q3", 0), ("q7", 1)}
+    assert all(i.stratum == "disagreement" for i in sample.items[:2])
+    strata = {i.stratum for i in sample.items[2:]}
+    assert strata == {"path exact / kg kgA", "path exact / kg kgB", "path membership / kg kgA", "path membership / kg kgB"}
+    again = draw_sample("r", items, 6, seed=1)
+    assert [i.key for i in again.items] == [i.key for i in sample.items] and again.sample_id == sample.sample_id
+    other = draw_sample("r", items, 6, seed=2)
+    assert [i.key for i in other.items] != [i.key for i in sample.items]
+    assert len(draw_sample("r", items, 100, seed=1).items) == 22
+
+
+def test_records_are_append_only_and_the_latest_current_decision_counts(tmp_path):
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        _disagreeing_run(db)
+        items = accepted_items(db, "r", None)
+    key = ("q3", 0)
+    with AuditLog(tmp_path / "r.duckdb") as log:
+        record_decision(log, items, key, items[key].sha256(), "ann", "agree")
+        record_decision(log, items, key, items[key].sha256(), "ann", "disagree", "a subset of the gold")
+        with pytest.raises(CheckFailed, match="changed since it was shown"):
+            record_decision(log, items, key, "0" * 64, "ann", "agree")
+        with pytest.raises(InputError, match="not an accepted answer"):
+            record_decision(log, items, ("q11", 0), "0" * 64, "ann", "agree")
+        records = log.records("r")
+    assert [r.decision for r in records] == ["agree", "disagree"]  # both kept
+    assert audit_states(items, records)[key] == "disagree"
+    counts = audit_counts(items, records)
+    assert (counts.audited, counts.disagree, counts.audited_disagreements) == (1, 1, 1)
+
+
+def test_an_audit_at_another_hash_is_stale_and_not_counted(tmp_path, mini_holdout, mini_gold):
+    db_path = tmp_path / "r.duckdb"
+    run_id = run_system(mini_holdout, mini_gold, db_path, "oracle", seeds=1)
+    with ResultsDB(db_path) as db:
+        items = accepted_items(db, run_id, load_gold(mini_gold))
+    key = ("mini-02", 0)
+    with AuditLog(db_path) as log:
+        record_decision(log, items, key, items[key].sha256(), "ann", "agree")
+    # the gold changes under the audit (a new employee in sales): what the auditor saw is gone
+    changed = tmp_path / "changed"
+    holdout2 = write_holdout(changed / "holdout", ttl=MINI_TTL + f"<{EX}entities/dan> <{EX}vocab/worksIn> <{EX}entities/sales> .\n")
+    gold2 = changed / "gold"
+    assert rebuild_gold(load_holdout(holdout2), lambda kg: EmbeddedStore(kg.files), GoldConfig(), gold2).ok
+    with ResultsDB(db_path, read_only=True) as db:
+        fresh = build_report(db, run_id, gold_dir=mini_gold)
+        stale = build_report(db, run_id, gold_dir=gold2)
+    assert (fresh.audit.counts.audited, fresh.audit.counts.stale) == (1, 0)
+    assert (stale.audit.counts.audited, stale.audit.counts.stale) == (0, 1)
+    assert stale.audit.false_accept_rate is None and stale.audit.refused
+
+
+def test_report_shows_false_accept_rate_with_wilson_interval(tmp_path, mini_holdout, mini_gold):
+    db_path = tmp_path / "r.duckdb"
+    run_id = run_system(mini_holdout, mini_gold, db_path, "oracle", seeds=2)
+    with ResultsDB(db_path) as db:
+        items = accepted_items(db, run_id, load_gold(mini_gold))
+    with AuditLog(db_path) as log:
+        for i, key in enumerate(sorted(items)[:10]):
+            record_decision(log, items, key, items[key].sha256(), "ann", "disagree" if i < 2 else "agree")
+    with ResultsDB(db_path, read_only=True) as db:
+        report = build_report(db, run_id, gold_dir=mini_gold)
+        no_gold = build_report(db, run_id, gold_dir=tmp_path / "no-gold")
+    rate = report.audit.false_accept_rate
+    assert (rate.events, rate.n) == (2, 10)
+    assert (round(rate.ci_low, 4), round(rate.ci_high, 4)) == (0.0567, 0.5098)
+    assert "false-accept rate (Wilson 95%): 20.0% [5.7%, 51.0%] (2/10)" in render_markdown(report)
+    assert no_gold.audit is None and any("gold unavailable" in n for n in no_gold.notes)
+
+
+def test_audit_log_never_updates_or_deletes():
+    source = (REPO / "kgeval/audit/_store.py").read_text().upper()
+    assert "INSERT INTO AUDIT_RECORDS" in source
+    assert not any(word in source for word in ("UPDATE ", "DELETE ", "DROP ", "TRUNCATE "))

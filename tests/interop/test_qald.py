@@ -1,0 +1,145 @@
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kgeval.cli import app
+from kgeval.config import GoldConfig, KgevalConfig
+from kgeval.errors import InputError
+from kgeval.gold import load_gold, rebuild_gold
+from kgeval.holdout import load_holdout
+from kgeval.interop import gold_to_qald, import_qald, run_to_qald
+from kgeval.runs import ResultsDB, execute_run
+from kgeval.stores import EmbeddedStore
+from kgeval.systems import OracleSystem
+from tests.conftest import EX, MINI_TTL, PREFIX
+
+E = EX + "entities/"
+
+
+def _answers_select(var: str, bindings: list[dict]) -> list[dict]:
+    return [{"head": {"vars": [var]}, "results": {"bindings": [{var: b} for b in bindings]}}]
+
+
+QALD = {
+    "dataset": {"id": "mini-qald"},
+    "questions": [
+        {"id": "7", "answertype": "resource",
+         "question": [{"language": "de", "string": "Wer arbeitet im Vertrieb?"}, {"language": "en", "string": "Who works in sales?"}],
+         "query": {"sparql": PREFIX + "SELECT ?p WHERE { ?p ex:worksIn e:sales }"},
+         "answers": _answers_select("p", [{"type": "uri", "value": E + "bob"}, {"type": "uri", "value": E + "alice"}])},
+        {"id": "8", "answertype": "boolean",
+         "question": [{"language": "en", "string": "Is Carol in IT?"}],
+         "query": {"sparql": PREFIX + "ASK { e:carol ex:worksIn e:it }"},
+         "answers": [{"head": {}, "boolean": True}]},
+        {"id": "9", "answertype": "string",
+         "question": [{"language": "en", "string": "German name of sales?"}],
+         "query": {"sparql": PREFIX + 'SELECT ?l WHERE { e:sales rdfs:label ?l FILTER(lang(?l) = "de") }'},
+         "answers": _answers_select("l", [{"type": "literal", "value": "Vertrieb", "xml:lang": "de"}])},
+        {"id": "10", "aggregation": True,
+         "question": [{"language": "en", "string": "How many people?"}],
+         "query": {"sparql": PREFIX + "SELECT (COUNT(?p) AS ?n) WHERE { ?p a ex:Person }"},
+         "answers": _answers_select("n", [{"type": "typed-literal", "value": "3", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}])},
+    ],
+}
+
+
+def _canonical(answers: list[dict]) -> object:
+    """Answers as a comparable set: Virtuoso's typed-literal is a literal with a datatype."""
+    [answer] = answers
+    if "boolean" in answer:
+        return answer["boolean"]
+    return sorted(json.dumps({v: dict(b, type="literal" if b["type"] == "typed-literal" else b["type"]) for v, b in row.items()}, sort_keys=True)
+                  for row in answer["results"]["bindings"])
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "kg.ttl").write_text(MINI_TTL)
+    (tmp_path / "q.json").write_text(json.dumps(QALD))
+    import_qald(tmp_path / "q.json", "qmini", tmp_path / "holdout", [tmp_path / "kg.ttl"], domain="hr")
+    gold = tmp_path / "gold"
+    report = rebuild_gold(load_holdout(tmp_path / "holdout"), lambda kg: EmbeddedStore(kg.files), GoldConfig(), gold)
+    assert report.ok, report.failures
+    return tmp_path / "holdout", gold
+
+
+def test_import_keeps_ids_text_and_tags(imported):
+    kg = load_holdout(imported[0]).kg("qmini")
+    assert [(q.id, q.question) for q in kg.questions][:2] == [("qmini-7", "Who works in sales?"), ("qmini-8", "Is Carol in IT?")]
+    assert [t.value for t in kg.questions[1].tags] == ["ask"] and [t.value for t in kg.questions[3].tags] == ["aggregate"]
+    assert kg.source["ids"]["qmini-10"] == "10" and kg.source["format"] == "qald"
+
+
+def test_gold_round_trips_through_qald(imported, tmp_path):
+    holdout_dir, gold_dir = imported
+    exported = gold_to_qald(load_holdout(holdout_dir), load_gold(gold_dir))
+    assert [q["id"] for q in exported["questions"]] == ["7", "8", "9", "10"]
+    for original, ours in zip(QALD["questions"], exported["questions"]):
+        assert ours["query"] == original["query"]
+        assert _canonical(ours["answers"]) == _canonical(original["answers"]), original["id"]
+    # and the exported file imports back to the same questions
+    (tmp_path / "back.json").write_text(json.dumps(exported))
+    import_qald(tmp_path / "back.json", "back", tmp_path / "holdout2", [holdout_dir / "qmini" / "kg.ttl"], id_prefix="qmini")
+    again = load_holdout(tmp_path / "holdout2").kg("back").questions
+    assert [(q.id, q.question, q.sparql, q.tags) for q in again] == [
+        (q.id, q.question, q.sparql, ()) for q in load_holdout(holdout_dir).kg("qmini").questions
+    ]
+
+
+def test_run_exports_as_qald_with_typed_answers(imported, tmp_path):
+    holdout_dir, gold_dir = imported
+    holdout = load_holdout(holdout_dir)
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        run = execute_run(holdout, gold_dir, OracleSystem(), KgevalConfig(), db)
+        executed = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files))
+        bare = run_to_qald(db, run.run_id, 0)
+    for original, ours in zip(QALD["questions"], executed["questions"]):
+        assert ours["id"] == original["id"] and _canonical(ours["answers"]) == _canonical(original["answers"])
+    by_id = {q["id"]: q for q in bare["questions"]}  # no holdout: our ids, the system's own answer items (none)
+    assert set(by_id) == {"qmini-7", "qmini-8", "qmini-9", "qmini-10"}
+    assert by_id["qmini-7"]["answers"][0]["results"]["bindings"] == [] and by_id["qmini-7"]["query"] == QALD["questions"][0]["query"]
+
+
+def test_cli_exports_gold_and_run(imported, tmp_path):
+    holdout_dir, gold_dir = imported
+    runner = CliRunner()
+    out = tmp_path / "gold.qald.json"
+    done = runner.invoke(app, ["gold", "export", "--holdout", str(holdout_dir), "--gold", str(gold_dir), "--format", "qald", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert [q["id"] for q in json.loads(out.read_text())["questions"]] == ["7", "8", "9", "10"]
+    db = tmp_path / "cli.duckdb"
+    ran = runner.invoke(app, ["run", "--system", "oracle", "--holdout", str(holdout_dir), "--gold", str(gold_dir), "--db", str(db), "--seeds", "1"])
+    assert ran.exit_code == 0, ran.output
+    run_id = ran.output.strip().splitlines()[-1]
+    exported = runner.invoke(app, ["export", run_id, "--db", str(db), "--format", "qald", "--holdout", str(holdout_dir)])
+    assert exported.exit_code == 0, exported.output
+    assert _canonical(json.loads(exported.output)["questions"][1]["answers"]) is True
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda q: q["questions"][1].update(question=[{"language": "de", "string": "Ist Carol in IT?"}]), r"q.json: question 8: no 'en' text \(languages given: de\)"),
+        (lambda q: q["questions"][2].update(query={}), r"q.json: question 9: no query.sparql"),
+        (lambda q: q["questions"][3]["query"].update(sparql="SELECT (COUNT(?p AS ?n) WHERE {}"), r"q.json: question 10: reference SPARQL: SPARQL does not parse"),
+        (lambda q: q.pop("questions"), r"q.json: expected an object with a 'questions' list"),
+    ],
+)
+def test_errors_name_the_file_and_the_question(tmp_path, edit, message):
+    doc = json.loads(json.dumps(QALD))
+    edit(doc)
+    (tmp_path / "kg.ttl").write_text(MINI_TTL)
+    (tmp_path / "q.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=message):
+        import_qald(tmp_path / "q.json", "qmini", tmp_path / "holdout", [tmp_path / "kg.ttl"])
+
+
+def test_answer_items_become_typed_bindings():
+    from kgeval.interop._qald import _item_answers
+
+    [answer] = _item_answers(["http://x/a", "plain text", 3, 2.5, "urn:isbn:1"])
+    types = [(b["answer"]["type"], b["answer"].get("datatype", "").rsplit("#", 1)[-1]) for b in answer["results"]["bindings"]]
+    assert types == [("uri", ""), ("literal", ""), ("literal", "integer"), ("literal", "double"), ("uri", "")]
+    assert _item_answers([True]) == [{"head": {}, "boolean": True}]

@@ -1,0 +1,164 @@
+import pytest
+
+from kgeval.config import ExecutionJudgeConfig, JudgesConfig
+from kgeval.holdout import Question
+from kgeval.judges import Candidate, judge_from_config
+from kgeval.judges._execution import order_keys
+from kgeval.stores import QueryResult, Term
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+E = "http://x/entities/"
+Q = Question(id="q", question="?", sparql="SELECT ?c WHERE { ?c ?p ?o }", domain="d", kg="k")
+
+
+def iris(n, start=0):
+    return [[Term.iri(f"{E}c{i}")] for i in range(start, start + n)]
+
+
+def result(rows, vars=("c",), total=None, ordered=False):
+    total = len(rows) if total is None else total
+    return QueryResult(form="select", vars=list(vars), rows=rows, total=total, truncated=total > len(rows), ordered=ordered)
+
+
+def execution(**cfg):
+    return judge_from_config("execution", JudgesConfig(execution=ExecutionJudgeConfig(**cfg)))
+
+
+def test_equal_sets_in_any_row_order_are_correct():
+    gold = result(iris(5))
+    verdict = execution().judge(Q, gold, Candidate(result=result(list(reversed(iris(5))))))
+    assert verdict.correct and verdict.path == "set"
+    assert verdict.details["precision"] == verdict.details["recall"] == verdict.details["f1"] == 1.0
+
+
+def test_extra_row_and_missing_row_are_wrong_with_figures():
+    gold = result(iris(4))
+    extra = execution().judge(Q, gold, Candidate(result=result(iris(5))))
+    assert not extra.correct and extra.unmatched == 1 and extra.details["precision"] == 0.8
+    fewer = execution().judge(Q, gold, Candidate(result=result(iris(3))))
+    assert not fewer.correct and fewer.missing == 1 and fewer.details["recall"] == 0.75
+
+
+def test_thresholds_are_configurable():
+    gold = result(iris(4))
+    lenient = execution(min_recall=0.75)
+    assert lenient.judge(Q, gold, Candidate(result=result(iris(3)))).correct
+    assert not lenient.judge(Q, gold, Candidate(result=result(iris(2)))).correct
+
+
+def test_columns_are_aligned_by_values_not_names_or_positions():
+    gold = result([[Term.iri(E + "a"), Term.literal("5", XSD + "integer")], [Term.iri(E + "b"), Term.literal("7", XSD + "integer")]], vars=("p", "n"))
+    answer = result([[Term.literal("7", XSD + "integer"), Term.iri(E + "b")], [Term.literal("5", XSD + "integer"), Term.iri(E + "a")]], vars=("count", "person"))
+    verdict = execution().judge(Q, gold, Candidate(result=answer))
+    assert verdict.correct and verdict.details["columns"] == {"p": "person", "n": "count"}
+    # rows must match as rows, not columns as bags: swap the pairing
+    crossed = result([[Term.literal("7", XSD + "integer"), Term.iri(E + "a")], [Term.literal("5", XSD + "integer"), Term.iri(E + "b")]], vars=("count", "person"))
+    assert not execution().judge(Q, gold, Candidate(result=crossed)).correct
+
+
+def test_missing_answer_column_is_wrong():
+    gold = result([[Term.iri(E + "a"), Term.literal("5")]], vars=("p", "n"))
+    verdict = execution().judge(Q, gold, Candidate(result=result([[Term.iri(E + "a")]], vars=("p",))))
+    assert not verdict.correct and verdict.path == "missing_column" and "?n" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("gold_cell", "answer_items"),
+    [
+        (Term.literal("1", XSD + "integer"), [1]),
+        (Term.literal("1", XSD + "integer"), ["1"]),
+        (Term.literal("-0.20", XSD + "decimal"), [-0.2]),
+        (Term.literal("true", XSD + "boolean"), ["true"]),
+        (Term.literal("1", XSD + "boolean"), [True]),
+    ],
+)
+def test_single_values_compare_as_values(gold_cell, answer_items):
+    gold = result([[gold_cell]], vars=("n",))
+    verdict = execution().judge(Q, gold, Candidate(items=answer_items))
+    assert verdict.correct and verdict.path == "value"
+
+
+def test_typed_single_values_from_results():
+    gold = result([[Term.literal("-0.20", XSD + "decimal")]], vars=("n",))
+    answer = result([[Term.literal("-0.2", XSD + "double")]], vars=("x",))
+    assert execution().judge(Q, gold, Candidate(result=answer)).correct
+
+
+def test_list_where_a_count_was_asked_is_wrong():
+    gold = result([[Term.literal("3", XSD + "integer")]], vars=("n",))
+    verdict = execution().judge(Q, gold, Candidate(result=result(iris(3))))
+    assert not verdict.correct
+    also = execution().judge(Q, gold, Candidate(items=[3, 4, 5]))
+    assert not also.correct and also.details["precision"] == pytest.approx(1 / 3)
+
+
+def test_ask_compares_with_ask_or_a_boolean_value():
+    gold = QueryResult(form="ask", boolean=True, total=1)
+    assert execution().judge(Q, gold, Candidate(result=QueryResult(form="ask", boolean=True, total=1))).path == "ask"
+    assert execution().judge(Q, gold, Candidate(result=result([[Term.literal("true", XSD + "boolean")]], vars=("b",)))).correct
+    assert not execution().judge(Q, gold, Candidate(result=QueryResult(form="ask", boolean=False, total=1))).correct
+
+
+def test_invalid_sparql_has_its_own_verdict_even_with_an_answer_list():
+    verdict = execution().judge(Q, result(iris(2)), Candidate(items=["c0", "c1"], sparql_error="QuerySyntaxError: SPARQL does not parse"))
+    assert not verdict.correct and verdict.path == "invalid_sparql" and "does not parse" in verdict.reason
+    assert "empty" not in verdict.reason
+
+
+def test_no_answer_at_all():
+    verdict = execution().judge(Q, result(iris(2)), Candidate())
+    assert not verdict.correct and verdict.path == "no_answer"
+
+
+ORDERED_Q = Question(
+    id="o", question="?", domain="d", kg="k", order_sensitive=True,
+    sparql="SELECT ?c ?n WHERE { ?c <http://x/n> ?n } ORDER BY DESC(?n)",
+)
+
+
+def _ranked(pairs, ordered=True):
+    rows = [[Term.iri(E + c), Term.literal(str(n), XSD + "integer")] for c, n in pairs]
+    return result(rows, vars=("c", "n"), ordered=ordered)
+
+
+def test_order_checked_for_order_sensitive_questions_accepting_ties():
+    gold = _ranked([("a", 9), ("b", 5), ("c", 5), ("d", 1)])
+    tie_swapped = _ranked([("a", 9), ("c", 5), ("b", 5), ("d", 1)])
+    verdict = execution().judge(ORDERED_Q, gold, Candidate(result=tie_swapped))
+    assert verdict.correct and verdict.details["tie_columns"] == ["n"]
+    wrong = execution().judge(ORDERED_Q, gold, Candidate(result=_ranked([("b", 5), ("a", 9), ("c", 5), ("d", 1)])))
+    assert not wrong.correct and wrong.path == "order" and "row 2" in wrong.reason
+    unordered = execution().judge(ORDERED_Q, gold, Candidate(result=_ranked([("a", 9), ("b", 5), ("c", 5), ("d", 1)], ordered=False)))
+    assert not unordered.correct and "no ORDER BY" in unordered.reason
+    # the same wrong order is fine when the question is not order-sensitive
+    assert execution().judge(Q, gold, Candidate(result=_ranked([("b", 5), ("a", 9), ("c", 5), ("d", 1)]))).correct
+    assert not execution(check_order=True).judge(ORDERED_Q, gold, Candidate(items=["b", "a", "c", "d"])).correct
+
+
+def test_order_keys_from_the_reference_query():
+    assert order_keys(ORDERED_Q.sparql) == ("n",)
+    assert order_keys("SELECT ?a WHERE { ?a ?p ?o } ORDER BY STRLEN(?a)") is None
+    assert order_keys("SELECT ?a WHERE { ?a ?p ?o }") is None
+
+
+def test_truncated_gold_compared_on_kept_rows_when_cut_the_same_way():
+    gold = result(iris(10), total=400)
+    same = execution().judge(Q, gold, Candidate(result=result(iris(10), total=400)))
+    assert same.correct and "rows beyond the cap not compared" in same.reason
+    other_total = execution().judge(Q, gold, Candidate(result=result(iris(10), total=399)))
+    assert not other_total.correct and other_total.path == "truncated" and "400" in other_total.reason
+    labelled = result([[Term.iri(f"{E}c{i}"), Term.literal(f"C{i}")] for i in range(10)], vars=("c", "l"), total=400)
+    undetermined = execution().judge(Q, gold, Candidate(result=labelled))
+    assert not undetermined.correct and "cannot be concluded" in undetermined.reason
+
+
+def test_truncated_answer_against_a_full_gold_is_wrong():
+    verdict = execution().judge(Q, result(iris(10)), Candidate(result=result(iris(10), total=5000)))
+    assert not verdict.correct and verdict.path == "truncated" and "5000" in verdict.reason
+
+
+def test_wide_answers_fall_back_to_a_greedy_alignment():
+    gold = result([[Term.iri(E + "a"), Term.literal("x")]], vars=("p", "l"))
+    answer = result([[Term.literal(f"junk{i}") for i in range(6)] + [Term.literal("x"), Term.iri(E + "a")]], vars=[f"v{i}" for i in range(8)])
+    verdict = execution(max_column_mappings=10).judge(Q, gold, Candidate(result=answer))
+    assert verdict.correct and verdict.details["columns"] == {"p": "v7", "l": "v6"}

@@ -1,0 +1,69 @@
+import pytest
+
+from kgeval.config import EXECUTION_NORMALIZATION, SEED_NORMALIZATION, NormalizationConfig
+from kgeval.judges import Normalizer
+from kgeval.stores import Term
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+ALL_ON = NormalizationConfig()
+
+
+def key(value, **off):
+    n = Normalizer(ALL_ON.model_copy(update={k: False for k in off}))
+    return n.term(value) if isinstance(value, Term) else n.item(value)
+
+
+@pytest.mark.parametrize(
+    ("rule", "a", "b"),
+    [
+        ("iri_tail", "http://x/entities/ConsumerComplaint/12345", "12345"),
+        ("percent_decode", "http://x/a/B%40c", "http://x/a/B@c"),
+        ("whitespace", "  Foo \t  BAR ", "Foo BAR"),
+        ("casefold", "Straße", "STRASSE"),
+        ("numbers", "1.50", "1.5"),
+        ("booleans", True, "true"),
+        ("drop_language_tags", Term.literal("Sales", lang="en"), Term.literal("Sales")),
+        ("drop_datatypes", Term.literal("1", XSD + "integer"), Term.literal("1")),
+        ("ignore_term_kinds", Term.iri("http://x/e/alice"), Term.literal("alice")),
+    ],
+)
+def test_each_rule_equates_when_on_and_can_be_switched_off(rule, a, b):
+    assert key(a) == key(b)
+    off = {rule: False}
+    if rule == "booleans":  # with case folding on, True -> "True" -> "true" anyway
+        off["casefold"] = False
+    assert key(a, **off) != key(b, **off)
+
+
+def test_trailing_slash_rule_on_full_iris():
+    a, b = Term.iri("http://x/a/"), Term.iri("http://x/a")
+    assert key(a, iri_tail=False) == key(b, iri_tail=False)
+    assert key(a, iri_tail=False, trailing_slash=False) != key(b, iri_tail=False, trailing_slash=False)
+    assert key(a) == key(b) == "a"  # a tail is found past trailing slashes either way
+
+
+@pytest.mark.parametrize(("a", "b"), [("1e3", "1000"), ("-0.0", "0"), ("+7", "7"), ("-0.20", "-.2"), (-0.2, "-0.20")])
+def test_numbers_canonical(a, b):
+    assert key(a) == key(b)
+
+
+def test_xsd_boolean_lexical_forms():
+    one = Term.literal("1", XSD + "boolean")
+    assert key(one) == "true"
+    assert Normalizer(SEED_NORMALIZATION).term(one) == "1"  # the seed judge as first specified
+
+
+def test_execution_preset_keeps_kinds_and_full_iris():
+    n = Normalizer(EXECUTION_NORMALIZATION)
+    assert n.term(Term.iri("http://x/e/alice")) != n.term(Term.literal("alice"))
+    assert n.term(Term.iri("http://x/e/alice")) != n.term(Term.iri("http://x/other/alice"))
+    assert n.term(Term.literal("1", XSD + "integer")) == n.item(1) == n.item("1")
+    assert n.term(None) is None
+
+
+def test_seed_preset_is_the_seed_judge_as_first_specified():
+    n = Normalizer(SEED_NORMALIZATION)
+    assert n.item("<http://x/a/B%40c/>") == "b@c"
+    assert n.term(Term.literal("http://x/e/Alice")) == "alice"
+    assert n.term(Term.bnode("b0")) == n.term(Term.bnode("b1")) == "_:"
+    assert n.item(True) == "true" and n.item(" Foo  Bar ") == "foo bar"

@@ -1,0 +1,77 @@
+"""A judge's version is its logic version + its configuration hash: any change to its
+thresholds or rules, or to its code, must change it (issue 4, item 6)."""
+
+import ast
+import hashlib
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+import kgeval.judges as judges_pkg
+from kgeval.config import JudgesConfig
+from kgeval.judges import judge_from_config
+from kgeval.judges._execution import LOGIC_VERSION as EXECUTION_LOGIC
+from kgeval.judges._seed import LOGIC_VERSION as SEED_LOGIC
+
+JUDGES_DIR = Path(judges_pkg.__file__).parent
+
+# The code each judge's decisions depend on, pinned to its logic version. If this test fails
+# because you changed one of these modules' code: bump that judge's LOGIC_VERSION (its verdicts
+# are no longer comparable with older ones), then update the pinned hash here.
+PINNED = {
+    "seed": (SEED_LOGIC, "1", ("_seed.py", "_normalize.py", "_cache.py"), "1ca94658014e51e9c1202e774bfd4a5a19013b4c47aa71eb929a0f934dcf0f9c"),
+    "execution": (EXECUTION_LOGIC, "1", ("_execution.py", "_normalize.py", "_cache.py"), "873907643229093cabfe2b01679e1965d41994b8a667178221a7238394b80670"),
+}
+
+
+def code_sha256(files) -> str:
+    """Hash of the modules' syntax trees without docstrings: comments and docs may change."""
+    digest = hashlib.sha256()
+    for name in files:
+        tree = ast.parse((JUDGES_DIR / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(ast.dump(tree).encode())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_code_change_needs_a_logic_version_bump(name):
+    logic, pinned_logic, files, pinned_sha = PINNED[name]
+    assert (logic, code_sha256(files)) == (pinned_logic, pinned_sha), (
+        f"the {name} judge's code changed: bump its LOGIC_VERSION and update PINNED in this test"
+    )
+
+
+def _leaf_changes(model: BaseModel, prefix=()):
+    """One changed copy of `model` per leaf field (bools flipped, numbers nudged)."""
+    for field, value in model:
+        if isinstance(value, BaseModel):
+            for path, changed in _leaf_changes(value, (*prefix, field)):
+                yield path, model.model_copy(update={field: changed})
+            continue
+        if isinstance(value, bool):
+            new = not value
+        elif isinstance(value, int):
+            new = value + 1
+        elif isinstance(value, float):
+            new = value / 2 if value else 0.5
+        else:
+            raise AssertionError(f"no change rule for {field}={value!r}")
+        yield (*prefix, field), model.model_copy(update={field: new})
+
+
+@pytest.mark.parametrize("name", ["seed", "execution"])
+def test_every_threshold_and_rule_changes_the_version(name):
+    base = JudgesConfig()
+    version = judge_from_config(name, base).version
+    assert version.startswith(f"{name}-1+")
+    changes = list(_leaf_changes(getattr(base, name)))
+    assert len(changes) >= 10  # thresholds and the normalization rules
+    for path, changed in changes:
+        other = judge_from_config(name, base.model_copy(update={name: changed}))
+        assert other.version != version, f"changing {name}.{'.'.join(path)} left the version at {version}"
+    assert judge_from_config(name, JudgesConfig()).version == version

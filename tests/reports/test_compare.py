@@ -1,0 +1,47 @@
+"""Comparing two runs: the paired table, flips both ways, refusal of incomparable runs."""
+
+import json
+
+from kgeval.reports import basic_comparability, compare_runs, render_comparison_html, render_comparison_json, render_comparison_markdown
+from kgeval.runs import ResultsDB
+from tests.cli.test_cli import kgeval
+from tests.oversight import synthetic_run
+
+A = {"q1": [True], "q2": [True], "q3": [False], "q4": [False], "q5": [True]}
+B = {"q1": [True], "q2": [False], "q3": [True], "q4": [True], "q5": [True]}
+
+
+def test_paired_table_and_flips(tmp_path):
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        synthetic_run(db, "a", A, system="base")
+        synthetic_run(db, "b", B, system="cand")
+        check = basic_comparability(db.metadata("a"), db.metadata("b"))
+        c = compare_runs(db, "a", "b", check)
+    assert check.comparable and check.differences == ["system: base vs cand"]
+    assert (c.both_correct, c.a_only, c.b_only, c.both_wrong) == (2, 1, 2, 0)
+    assert {(f.question_id, f.a_correct) for f in c.flips} == {("q2", True), ("q3", False), ("q4", False)}
+    assert c.difference == (4 - 3) / 5
+    assert c.diff_ci_low < c.difference < c.diff_ci_high
+    md = render_comparison_markdown(c)
+    assert "A right → B wrong" in md and "A wrong → B right" in md and "McNemar" in md and "Newcombe" in md
+    assert "INCOMPARABLE" not in md
+
+
+def test_incomparable_runs_are_refused_unless_forced_and_then_every_page_says_so(tmp_path):
+    db_path = tmp_path / "r.duckdb"
+    with ResultsDB(db_path) as db:
+        synthetic_run(db, "a", A)
+        synthetic_run(db, "b", B, gold_sha="x" * 64)
+    refused = kgeval("compare", "a", "b", "--db", str(db_path))
+    assert refused.returncode == 1
+    assert "not comparable" in refused.stderr and "gold manifest" in refused.stderr and "--force" in refused.stderr
+    forced = kgeval("compare", "a", "b", "--db", str(db_path), "--force", "--format", "json")
+    assert forced.returncode == 0, forced.stderr
+    data = json.loads(forced.stdout)
+    assert data["forced"] is True and data["warning"].startswith("INCOMPARABLE RUNS") and "gold manifest" in data["warning"]
+    with ResultsDB(db_path, read_only=True) as db:
+        c = compare_runs(db, "a", "b", basic_comparability(db.metadata("a"), db.metadata("b")), forced=True)
+    assert render_comparison_markdown(c).count("INCOMPARABLE RUNS") == 2  # first and last lines
+    page = render_comparison_html(c)
+    assert page.count('<p class="warning">INCOMPARABLE RUNS') == 2  # a banner at the top and the bottom
+    assert json.loads(render_comparison_json(c))["comparability"]["blocking"]

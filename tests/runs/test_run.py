@@ -1,0 +1,79 @@
+import json
+
+import duckdb
+import pytest
+
+from kgeval.config import KgevalConfig, RunConfig
+from kgeval.errors import CheckFailed
+from kgeval.holdout import load_holdout
+from kgeval.reports import build_report
+from kgeval.runs import ResultsDB, execute_run
+from kgeval.systems import OracleSystem, ReplaySystem
+from tests.conftest import MINI_QUESTIONS
+
+
+def _config(seeds=3):
+    return KgevalConfig(run=RunConfig(seeds=seeds))
+
+
+def test_oracle_run_persists_every_attempt_and_scores_all(mini_holdout, mini_gold, tmp_path):
+    db_path = tmp_path / "r.duckdb"
+    with ResultsDB(db_path) as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db)
+    con = duckdb.connect(str(db_path), read_only=True)
+    assert con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [meta.run_id]).fetchone()[0] == 3 * len(MINI_QUESTIONS)
+    per_judge = dict(con.execute("SELECT judge, count(*) FILTER (WHERE correct) FROM verdicts GROUP BY judge").fetchall())
+    assert per_judge == {"seed": 3 * len(MINI_QUESTIONS), "execution": 3 * len(MINI_QUESTIONS)}
+    con.close()
+    with ResultsDB(db_path, read_only=True) as db:
+        report = build_report(db, meta.run_id)
+    assert report.overall.correct == report.overall.n == len(MINI_QUESTIONS)
+    assert meta.finished_at and meta.judge_versions["seed"].startswith("seed-1")
+
+
+def _replay(tmp_path, records):
+    path = tmp_path / "replay.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return ReplaySystem(path)
+
+
+def test_replay_with_wrong_answer_gives_wrong_verdict(mini_holdout, mini_gold, tmp_path):
+    records = [{"kg": "mini", "question_id": q["id"], "sparql": q["sparql"]} for q in MINI_QUESTIONS]
+    records[0] = {"kg": "mini", "question_id": "mini-01", "answer": ["http://example.org/mini/entities/it"]}
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db)
+        report = build_report(db, meta.run_id)
+    assert [w.question_id for w in report.wrong] == ["mini-01"]
+    assert report.overall.correct == len(MINI_QUESTIONS) - 1
+    assert report.seed_spread.refused
+
+
+def test_majority_vote_across_seeds(mini_holdout, mini_gold, tmp_path):
+    q = MINI_QUESTIONS[0]
+    right, wrong = {"answer": ["sales"]}, {"answer": ["it"]}
+    records = [{"kg": "mini", "question_id": q["id"], "seed": s, **a} for s, a in enumerate([right, wrong, right])]
+    q2 = MINI_QUESTIONS[3]
+    records += [{"kg": "mini", "question_id": q2["id"], "seed": s, "answer": [v]} for s, v in enumerate([True, False, False])]
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(3), db)
+        report = build_report(db, meta.run_id)
+    # only two questions were answered; the rest are "missing" errors, never judged
+    assert report.overall.n == 2 and report.overall.correct == 1
+    assert report.errors == {"missing": 3 * (len(MINI_QUESTIONS) - 2)}
+    assert [w.question_id for w in report.wrong] == ["mini-04"]
+
+
+def test_invalid_sparql_is_an_error_state_not_a_wrong_answer(mini_holdout, mini_gold, tmp_path):
+    records = [{"kg": "mini", "question_id": "mini-01", "sparql": "SELECT ?x WHERE {"}]
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db)
+        attempts = {a.question_id: a for a in db.attempts(meta.run_id)}
+    assert attempts["mini-01"].state == "error" and attempts["mini-01"].error_kind == "invalid_sparql"
+    assert "does not parse" in attempts["mini-01"].error
+
+
+def test_run_refuses_unverified_gold(mini_holdout, mini_gold, tmp_path):
+    path = mini_gold / "mini.json"
+    path.write_text(path.read_text().replace("alice", "alicia", 1))
+    with ResultsDB(tmp_path / "r.duckdb") as db, pytest.raises(CheckFailed):
+        execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db)

@@ -1,0 +1,100 @@
+"""The service's routes driven over HTTP (FastAPI TestClient) with a real access file."""
+
+from fastapi.routing import APIRoute
+
+from tests.service.conftest import auth
+
+
+def test_every_route_but_health_needs_a_token(client):
+    assert client.get("/health").json() == {"status": "ok"}
+    checked = 0
+    for route in client.app.routes:
+        if not isinstance(route, APIRoute) or route.path in ("/health", "/ui", "/session"):
+            continue
+        path = route.path.replace("{run_id}", "x").replace("{sample_id}", "x").replace("{question_id}", "x")
+        for method in route.methods:
+            response = client.request(method, path, json={})
+            assert response.status_code == 401, (method, route.path, response.status_code)
+            bad = client.request(method, path, json={}, headers={"Authorization": "Bearer wrong"})
+            assert bad.status_code == 401, (method, route.path)
+            checked += 1
+    assert checked >= 12
+    page = client.get("/ui")
+    assert page.status_code == 401 and 'name="token"' in page.text  # the page asks for a token
+
+
+def test_openapi_is_served_to_a_caller_with_a_token(client):
+    spec = client.get("/openapi.json", headers=auth("ann")).json()
+    assert {"/contamination/check", "/judge", "/runs/{run_id}/report", "/review/questions/{question_id}"} <= spec["paths"].keys()
+
+
+def test_reviewer_of_domain_a_cannot_approve_domain_b(client):
+    listing = client.get("/review/questions", headers=auth("hana")).json()["questions"]
+    retail = next(q for q in listing if q["domain"] == "retail")
+    hr = next(q for q in listing if q["domain"] == "hr")
+    assert not retail["may_review"] and hr["may_review"]
+    body = {"decision": "approve", "content_sha256": retail["content_sha256"]}
+    denied = client.post(f"/review/questions/{retail['question_id']}", json=body, headers=auth("hana"))
+    assert denied.status_code == 403 and "retail" in denied.json()["detail"]
+    ok = client.post(f"/review/questions/{hr['question_id']}", json={"decision": "approve", "content_sha256": hr["content_sha256"]}, headers=auth("hana"))
+    assert ok.status_code == 200
+    assert client.post(f"/review/questions/{retail['question_id']}", json=body, headers=auth("rita")).status_code == 200
+    # admin rights are not review rights
+    assert client.post(f"/review/questions/{hr['question_id']}", json={"decision": "approve", "content_sha256": hr["content_sha256"]}, headers=auth("admin")).status_code == 403
+    stale_view = client.post(f"/review/questions/{hr['question_id']}", json={"decision": "approve", "content_sha256": "0" * 64}, headers=auth("hana"))
+    assert stale_view.status_code == 409
+    states = {q["question_id"]: q["state"] for q in client.get("/review/questions", headers=auth("ann")).json()["questions"]}
+    assert states[hr["question_id"]] == states[retail["question_id"]] == "approved"
+    report = client.get(f"/runs/{client.app.state.kgeval.results.run_ids()[0]}/report", headers=auth("ann")).json()
+    assert report["review"]["approved"] == 2
+
+
+def test_audit_flow_over_http(client, served):
+    run = served.run_id
+    assert client.post(f"/runs/{run}/audit/samples", json={"accepts": 3}, headers=auth("hana")).status_code == 403
+    sample = client.post(f"/runs/{run}/audit/samples", json={"accepts": 3, "seed": 4}, headers=auth("ann")).json()
+    assert len(sample["items"]) == 3 and all(i["state"] == "unaudited" for i in sample["items"])
+    item = sample["items"][0]
+    body = {"question_id": item["question_id"], "seed": item["seed"], "decision": "disagree", "note": "wrong dept", "item_sha256": item["item_sha256"]}
+    recorded = client.post(f"/runs/{run}/audit/records", json=body, headers=auth("ann"))
+    assert recorded.status_code == 200 and recorded.json()["auditor"] == "ann"
+    assert client.post(f"/runs/{run}/audit/records", json={**body, "item_sha256": "1" * 64}, headers=auth("ann")).status_code == 409
+    again = client.get(f"/runs/{run}/audit/samples/{sample['sample_id']}", headers=auth("hana")).json()
+    assert again["items"][0]["state"] == "disagree"
+    report = client.get(f"/runs/{run}/report?format=json", headers=auth("ann")).json()
+    assert report["audit"]["counts"]["audited"] == 1 and report["audit"]["false_accept_rate"]["events"] == 1
+    html = client.get(f"/runs/{run}/report?format=html", headers=auth("ann"))
+    assert html.headers["content-type"].startswith("text/html") and "<svg" in html.text
+    status = client.get(f"/runs/{run}", headers=auth("ann")).json()
+    assert status["status"] == "finished" and status["attempts"] == status["expected_attempts"]
+    assert client.get("/runs/nope", headers=auth("ann")).status_code == 404
+
+
+def test_contamination_endpoint(client):
+    texts = ["Q: Where does Alice work?\nA: sales", "an unrelated sentence", "see holdout/mini and mini-03"]
+    assert client.post("/contamination/check", json={"texts": texts}, headers=auth("ann")).status_code == 403
+    result = client.post("/contamination/check", json={"texts": texts}, headers=auth("bob")).json()
+    assert not result["clean"] and result["texts"] == 3
+    assert {(h["text_index"], h["kind"]) for h in result["hits"]} == {(0, "question-exact"), (2, "kg-identifier")}
+    assert {h["holdout_item"] for h in result["hits"] if h["text_index"] == 2} == {"kg mini", "mini/mini-03"}
+    assert client.post("/contamination/check", json={"texts": ["nothing here"]}, headers=auth("bob")).json()["clean"]
+
+
+def test_judge_one_answer(client):
+    right = client.post("/judge", json={"question_id": "mini-02", "answer": ["alice", "bob"]}, headers=auth("ann")).json()
+    assert right["verdicts"][0]["correct"] is True and right["verdicts"][0]["judge"] == "seed"
+    wrong = client.post("/judge", json={"question_id": "mini-02", "sparql": "PREFIX e: <http://example.org/mini/entities/> SELECT ?p WHERE { ?p ?r e:it }"}, headers=auth("ann")).json()
+    assert wrong["verdicts"][0]["correct"] is False
+    refused = client.post("/judge", json={"question_id": "mini-02", "sparql": "DELETE WHERE { ?s ?p ?o }"}, headers=auth("ann"))
+    assert refused.status_code == 400 and "QueryRefused" in refused.json()["detail"]
+    assert client.post("/judge", json={"question_id": "nope", "answer": []}, headers=auth("ann")).status_code == 404
+
+
+def test_cookie_session_needs_the_page_header_to_change_anything(client, served):
+    login = client.post("/session", data={"token": "auditor-token"}, follow_redirects=False)
+    assert login.status_code == 303 and "kgeval_token" in login.cookies
+    assert client.get("/ui").status_code == 200 and "Audit of accepts" in client.get("/ui").text
+    body = {"accepts": 2}
+    assert client.post(f"/runs/{served.run_id}/audit/samples", json=body).status_code == 403
+    assert client.post(f"/runs/{served.run_id}/audit/samples", json=body, headers={"X-Kgeval-Page": "1"}).status_code == 200
+    assert client.post("/session", data={"token": "nope"}).status_code == 401

@@ -1,0 +1,66 @@
+"""Session-scoped real servers (see servers.py) loaded with the test holdouts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgeval.holdout import Holdout, load_holdout
+from tests.conftest import REPO, write_holdout
+
+T = "http://example.org/types/"
+TYPES_TTL = f"""\
+@prefix t: <{T}> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+t:a t:date "2024-01-31"^^xsd:date ; t:when "2024-01-31T10:15:00Z"^^xsd:dateTime ;
+    t:flag true ; t:ratio "0.25"^^xsd:double ; t:n 7 ; t:big "12345678901234567890"^^xsd:integer ;
+    t:name "Haus"@de, "house"@en-GB, "plain" ; t:str "typed"^^xsd:string ;
+    t:addr [ t:city "Berlin" ; t:zip "10115" ] .
+t:b t:addr [ t:city "Paris" ] .
+"""
+TP = f"PREFIX t: <{T}>\n"
+TYPES_QUESTIONS = [
+    {"id": "types-01", "question": "Typed values of a", "sparql": TP + "SELECT ?p ?o WHERE { t:a ?p ?o FILTER(isLiteral(?o)) }", "domain": "test", "tags": ["typed-literal"]},
+    {"id": "types-02", "question": "Cities and zips", "sparql": TP + "SELECT ?s ?c ?z WHERE { ?s t:addr ?x . ?x t:city ?c OPTIONAL { ?x t:zip ?z } }", "domain": "test", "tags": ["list"]},
+    {"id": "types-03", "question": "Address nodes", "sparql": TP + "SELECT ?x WHERE { ?s t:addr ?x }", "domain": "test", "tags": ["list"]},
+    {"id": "types-04", "question": "English names", "sparql": TP + 'SELECT ?n WHERE { t:a t:name ?n FILTER(langMatches(lang(?n), "en")) }', "domain": "test", "tags": ["lang-literal"]},
+    {"id": "types-05", "question": "Is the flag set?", "sparql": TP + "ASK { t:a t:flag true }", "domain": "test", "tags": ["ask"]},
+    {"id": "types-06", "question": "Sum", "sparql": TP + "SELECT (SUM(?n) AS ?s) (COUNT(?x) AS ?c) WHERE { ?x t:n ?n }", "domain": "test", "tags": ["aggregate"]},
+]
+from tests.stores.servers import RunningServer, start_oxigraph, start_virtuoso, stop
+
+
+@pytest.fixture(scope="session")
+def server_holdouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Holdout]:
+    """The holdouts every server is loaded with: the mini test holdout, one of typed literals
+    and blank nodes, and the shipped sample
+    holdout when the checkout has one."""
+    holdouts = {
+        "mini": load_holdout(write_holdout(tmp_path_factory.mktemp("mini") / "holdout")),
+        "types": load_holdout(write_holdout(tmp_path_factory.mktemp("types") / "holdout", TYPES_QUESTIONS, TYPES_TTL, kg="types")),
+    }
+    if (REPO / "holdout" / "MANIFEST.json").is_file():
+        holdouts["sample"] = load_holdout(REPO / "holdout")
+    return holdouts
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(tmp_path_factory: pytest.TempPathFactory, server_holdouts) -> Iterator[RunningServer]:
+    server = start_oxigraph(tmp_path_factory.mktemp("oxigraph"), server_holdouts)
+    yield server
+    stop(server.process)
+
+
+@pytest.fixture(scope="session")
+def virtuoso_server(tmp_path_factory: pytest.TempPathFactory, server_holdouts) -> Iterator[RunningServer]:
+    server = start_virtuoso(tmp_path_factory.mktemp("virtuoso"), server_holdouts)
+    yield server
+    stop(server.process)
+
+
+@pytest.fixture(params=["oxigraph", "virtuoso"])
+def sparql_server(request: pytest.FixtureRequest) -> RunningServer:
+    """Each real SPARQL server in turn."""
+    return request.getfixturevalue(f"{request.param}_server")

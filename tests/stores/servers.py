@@ -1,0 +1,206 @@
+"""Real SPARQL servers on 127.0.0.1 for the store tests: Oxigraph server and Virtuoso.
+
+Each server gets a free port and a temporary data directory, is loaded with every KG of the
+given holdouts (each KG in its own named graph, selected per KG with default-graph-uri), waits
+a bounded time for its endpoint, and is stopped by the fixture that started it.
+A missing server binary skips the tests that need it, unless KGEVAL_REQUIRE_SERVERS=1 (CI):
+then it fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kgeval.config import StoreConfig
+from kgeval.holdout import Holdout
+
+START_TIMEOUT_S = 90
+VIRTUOSO_MAX_ROWS = 10_000
+
+
+@dataclass
+class RunningServer:
+    """A started server: its SPARQL endpoint and the graph holding each loaded KG."""
+
+    product: str
+    endpoint: str
+    process: subprocess.Popen
+    graphs: dict[str, str] = field(default_factory=dict)
+    """`<holdout label>/<kg id>` -> graph IRI."""
+
+    def config(self, label: str, **extra: object) -> StoreConfig:
+        """The store configuration that reads holdout `label`'s KGs from this server."""
+        kg_graphs = {key.split("/", 1)[1]: iri for key, iri in self.graphs.items() if key.startswith(f"{label}/")}
+        return StoreConfig(kind="sparql", endpoint=self.endpoint, kg_graphs=kg_graphs, data_version=f"test:{label}", **extra)
+
+
+def graph_iri(label: str, kg_id: str) -> str:
+    return f"urn:kgeval:test:{label}:{kg_id}"
+
+
+def require_binary(name: str, how: str) -> str:
+    """The binary's path; skip (or fail under KGEVAL_REQUIRE_SERVERS=1) when it is absent."""
+    path = shutil.which(name) or (str(Path(sys.executable).parent / name) if (Path(sys.executable).parent / name).exists() else None)
+    if path:
+        return path
+    reason = f"{name} is not installed ({how})"
+    if os.environ.get("KGEVAL_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"{reason}; KGEVAL_REQUIRE_SERVERS=1 requires it", pytrace=False)
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_endpoint(endpoint: str, process: subprocess.Popen, log: Path) -> None:
+    """Poll `ASK {}` until the endpoint answers 200; fail after START_TIMEOUT_S."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    url = endpoint + "?" + urllib.parse.urlencode({"query": "ASK {}"})
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{endpoint}: server exited with {process.returncode}: {_tail(log)}", pytrace=False)
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.25)
+    stop(process)
+    pytest.fail(f"{endpoint}: not up after {START_TIMEOUT_S} s: {_tail(log)}", pytrace=False)
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")[-1500:]
+    except OSError:
+        return "(no log)"
+
+
+def _kg_files(holdouts: dict[str, Holdout]) -> list[tuple[str, Path]]:
+    return [(graph_iri(label, kg.id), path) for label, h in holdouts.items() for kg in h.kgs for path in kg.files]
+
+
+def _graph_map(holdouts: dict[str, Holdout]) -> dict[str, str]:
+    return {f"{label}/{kg.id}": graph_iri(label, kg.id) for label, h in holdouts.items() for kg in h.kgs}
+
+
+def start_oxigraph(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer:
+    endpoint, process = launch_oxigraph(workdir, _kg_files(holdouts))
+    return RunningServer("oxigraph", endpoint, process, _graph_map(holdouts))
+
+
+def launch_oxigraph(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple[str, subprocess.Popen]:
+    """Load each (graph IRI, file) and serve read-only; return the endpoint and the process."""
+    binary = require_binary("oxigraph", "pip install oxigraph")
+    location = workdir / "db"
+    for graph, path in graph_files:
+        subprocess.run(
+            [binary, "load", "--location", str(location), "--file", str(path), "--graph", graph],
+            check=True, capture_output=True, timeout=300,
+        )
+    port = free_port()
+    log = workdir / "server.log"
+    process = subprocess.Popen(
+        [binary, "serve-read-only", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )
+    endpoint = f"http://127.0.0.1:{port}/query"
+    wait_for_endpoint(endpoint, process, log)
+    return endpoint, process
+
+
+VIRTUOSO_INI = """\
+[Database]
+DatabaseFile = {dir}/virtuoso.db
+ErrorLogFile = {dir}/virtuoso.log
+LockFile = {dir}/virtuoso.lck
+TransactionFile = {dir}/virtuoso.trx
+xa_persistent_file = {dir}/virtuoso.pxa
+ErrorLogLevel = 7
+FileExtend = 200
+MaxCheckpointRemap = 2000
+Striping = 0
+TempStorage = TempDatabase
+
+[TempDatabase]
+DatabaseFile = {dir}/virtuoso-temp.db
+TransactionFile = {dir}/virtuoso-temp.trx
+MaxCheckpointRemap = 2000
+Striping = 0
+
+[Parameters]
+ServerPort = 127.0.0.1:{sql_port}
+NumberOfBuffers = 20000
+MaxDirtyBuffers = 15000
+DirsAllowed = {dirs}
+CheckpointInterval = 0
+MaxClientConnections = 8
+ThreadsPerQuery = 2
+
+[HTTPServer]
+ServerPort = 127.0.0.1:{http_port}
+ServerThreads = 8
+MaxClientConnections = 8
+
+[SPARQL]
+ResultSetMaxRows = {max_rows}
+MaxQueryExecutionTime = 0
+MaxQueryCostEstimationTime = 0
+"""
+
+
+def start_virtuoso(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer:
+    endpoint, process = launch_virtuoso(workdir, _kg_files(holdouts))
+    return RunningServer("virtuoso", endpoint, process, _graph_map(holdouts))
+
+
+def launch_virtuoso(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple[str, subprocess.Popen]:
+    """Start Virtuoso with HTTP and SQL ports on 127.0.0.1, load each (graph IRI, file) with
+    TTLP_MT, checkpoint; return the SPARQL endpoint and the process."""
+    binary = require_binary("virtuoso-t", "apt-get install virtuoso-opensource-7-bin")
+    isql = require_binary("isql-vt", "apt-get install virtuoso-opensource-7-bin")
+    sql_port, http_port = free_port(), free_port()
+    dirs = sorted({str(workdir)} | {str(path.parent.resolve()) for _, path in graph_files})
+    ini = workdir / "virtuoso.ini"
+    ini.write_text(VIRTUOSO_INI.format(dir=workdir, sql_port=sql_port, http_port=http_port,
+                                       dirs=", ".join(dirs), max_rows=VIRTUOSO_MAX_ROWS))
+    log = workdir / "server.log"
+    process = subprocess.Popen([binary, "+configfile", str(ini), "+foreground"], cwd=workdir,
+                               stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{http_port}/sparql"
+    wait_for_endpoint(endpoint, process, log)
+    statements = [
+        f"DB.DBA.TTLP_MT(file_to_string_output('{path.resolve()}'), '', '{graph}', 0);" for graph, path in graph_files
+    ] + ["checkpoint;"]
+    done = subprocess.run([isql, f"127.0.0.1:{sql_port}", "dba", "dba", "exec=" + " ".join(statements)],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 or "Error" in done.stdout + done.stderr:
+        stop(process)
+        pytest.fail(f"virtuoso: loading the KGs failed: {done.stdout[-800:]} {done.stderr[-800:]}", pytrace=False)
+    return endpoint, process

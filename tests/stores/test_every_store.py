@@ -1,0 +1,100 @@
+"""The read-only guard, the timeout and the row cap apply on every store kind built by
+`open_store`. The remote kinds point at a loopback server that records every request, so a
+refused query is seen never to leave."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from kgeval.config import StoreConfig
+from kgeval.errors import QueryRefused, QueryTimeout, StoreError
+from kgeval.stores import open_store
+from tests.stores.loopback import ASK_TRUE, loopback
+from tests.stores.sigv4_verify import ACCESS_KEY, REGION, SECRET_KEY
+
+REMOTE_KINDS = ["sparql", "neptune-sparql", "neptune-gremlin"]
+REFUSED = {
+    "sparql": ["DELETE WHERE { ?s ?p ?o }", "LOAD <http://example.org/x.ttl>", "DROP ALL",
+               "SELECT * WHERE { SERVICE <http://evil.example/sparql> { ?s ?p ?o } }",
+               "CONSTRUCT WHERE { ?s ?p ?o }", "SELECT * WHERE { ?s ?p ?o } #" + "x" * 30_000],
+    "gremlin": ["g.V().drop()", "g.addV('x')", "g.V().property('a', 1)", "g.V().sideEffect(drop())",
+                "g.V().has('n', '" + "x" * 30_000 + "')"],
+}
+ALLOWED = {"sparql": "ASK { ?s ?p ?o }", "gremlin": "g.V().count()"}
+
+
+@pytest.fixture(autouse=True)
+def aws_test_credentials(monkeypatch, tmp_path):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def remote_config(kind: str, url: str) -> StoreConfig:
+    if kind == "sparql":
+        return StoreConfig(kind=kind, endpoint=url + "/sparql", data_version="v")
+    if kind == "neptune-sparql":
+        return StoreConfig(kind=kind, endpoint=url + "/sparql", data_version="v", region=REGION, allow_insecure_http=True)
+    return StoreConfig(kind=kind, endpoint=url.replace("http://", "ws://") + "/gremlin", data_version="v", region=REGION, allow_insecure_http=True)
+
+
+def language(kind: str) -> str:
+    return "gremlin" if kind.endswith("gremlin") else "sparql"
+
+
+@pytest.mark.parametrize("kind", REMOTE_KINDS)
+def test_refused_queries_never_leave(kind):
+    with loopback() as (url, recorded):
+        store = open_store(remote_config(kind, url), [])
+        for query in REFUSED[language(kind)]:
+            with pytest.raises(QueryRefused):
+                store.execute(query, timeout_s=5, row_cap=10)
+        assert recorded == []
+        try:  # an allowed query does reach the server, so the recorder works
+            store.execute(ALLOWED[language(kind)], timeout_s=5, row_cap=10)
+        except StoreError:
+            pass  # the loopback server is no Gremlin server: the handshake is what arrives
+        assert len(recorded) == 1
+
+
+@pytest.mark.parametrize("kind", REMOTE_KINDS)
+def test_timeout_applies(kind):
+    release = threading.Event()
+
+    def silent(_):
+        release.wait(10)
+        return ASK_TRUE
+
+    with loopback(silent) as (url, recorded):
+        store = open_store(remote_config(kind, url), [])
+        with pytest.raises(QueryTimeout):
+            store.execute(ALLOWED[language(kind)], timeout_s=0.4, row_cap=10)
+        release.set()
+        assert len(recorded) == 1
+
+
+def test_embedded_store_refuses_before_evaluating(tmp_path):
+    ttl = tmp_path / "kg.ttl"
+    ttl.write_text("<http://x/a> <http://x/p> <http://x/b> .\n")
+    store = open_store(StoreConfig(), [ttl])
+    for query in REFUSED["sparql"]:
+        with pytest.raises(QueryRefused):
+            store.execute(query, timeout_s=5, row_cap=10)
+    assert store.execute("ASK { <http://x/a> ?p ?o }", timeout_s=5, row_cap=1).boolean is True
+
+
+@pytest.mark.parametrize("kind", ["sparql", "neptune-sparql"])
+def test_row_cap_applies_to_remote_sparql(kind):
+    rows = [{"x": {"type": "uri", "value": f"http://x/{i:02d}"}} for i in range(25)]
+    body = json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": rows[::-1]}}).encode()
+    with loopback(lambda r: (200, {"Content-Type": "application/sparql-results+json"}, body)) as (url, _):
+        result = open_store(remote_config(kind, url), []).execute("SELECT ?x WHERE { ?x ?p ?o }", timeout_s=5, row_cap=10)
+    assert (result.total, len(result.rows), result.truncated) == (25, 10, True)
+    assert [r[0].value for r in result.rows] == [f"http://x/{i:02d}" for i in range(10)]

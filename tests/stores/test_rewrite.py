@@ -1,0 +1,60 @@
+from pathlib import Path
+
+import pytest
+
+from kgeval.errors import StoreError
+from kgeval.stores import EmbeddedStore, order_probe, query_determinism
+
+P = "PREFIX ex: <http://x/> "
+TTL = "".join(f"<http://x/i{i}> <http://x/price> {p} ; <http://x/label> \"LIMIT {i}\" .\n" for i, p in enumerate([1, 2, 2, 3]))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EmbeddedStore:
+    (tmp_path / "kg.ttl").write_text(TTL)
+    return EmbeddedStore([tmp_path / "kg.ttl"])
+
+
+def test_probe_drops_slice_and_distinct_and_projects_unprojected_keys(store):
+    probe = order_probe(P + 'SELECT DISTINCT ?i WHERE { ?i ex:price ?p ; ex:label ?l FILTER(?l != "LIMIT 9") } ORDER BY DESC(?p) LIMIT 1 OFFSET 1')
+    assert (probe.key_vars, probe.distinct, probe.descending) == (("__kgeval_key0",), True, (True,))
+    result = store.execute(probe.text, timeout_s=10, row_cap=100)
+    assert result.total == 4 and len(result.vars) == 2
+    assert '"LIMIT 9"' in probe.text  # the string literal is untouched: only located clauses are edited
+    assert [r[1].value for r in result.rows] == ["3", "2", "2", "1"]
+
+
+def test_probe_reuses_projected_key_columns_and_projects_aggregates(store):
+    probe = order_probe(P + "SELECT ?p (COUNT(?i) AS ?n) WHERE { ?i ex:price ?p } GROUP BY ?p ORDER BY DESC(COUNT(?i)) ?p LIMIT 1")
+    assert probe.key_vars == ("__kgeval_key0", "p")
+    rows = store.execute(probe.text, timeout_s=10, row_cap=100).rows
+    assert [(r[0].value, r[2].value) for r in rows] == [("2", "2"), ("1", "1"), ("3", "1")]
+
+
+def test_probe_of_select_star_lists_its_variables(store):
+    probe = order_probe(P + "SELECT * WHERE { ?i ex:price ?p } ORDER BY (?p * 2) LIMIT 2")
+    result = store.execute(probe.text, timeout_s=10, row_cap=100)
+    assert set(result.vars) == {"i", "p", "__kgeval_key0"} and probe.key_vars == ("__kgeval_key0",) and result.total == 4
+
+
+def test_determinism_scan():
+    assert query_determinism("SELECT (RAND() AS ?r) (NOW() AS ?n) WHERE {}").volatile == ("NOW()", "RAND()")
+    grouped = query_determinism(P + "SELECT ?p (COUNT(?i) AS ?n) WHERE { ?i ex:price ?p } GROUP BY ?p")
+    assert grouped.engine_dependent == ()  # rdflib's implicit SAMPLE of grouped variables is not the query's
+    sampled = query_determinism(P + "SELECT (SAMPLE(?i) AS ?s) WHERE { ?i ex:price ?p } GROUP BY ?p")
+    assert "SAMPLE() picks an engine-chosen value" in sampled.engine_dependent
+    cast = query_determinism("PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT (xsd:int(\"3\") AS ?x) (xsd:integer(\"3\") AS ?y) WHERE {}")
+    assert cast.engine_dependent == ("calls <http://www.w3.org/2001/XMLSchema#int>, which is not a SPARQL 1.1 function",)
+    assert query_determinism(P + "SELECT ?i WHERE { ?i ex:price ?p } LIMIT 2").engine_dependent[0].startswith("LIMIT/OFFSET without ORDER BY")
+
+
+def test_embedded_store_casts_to_derived_integer_types(store):
+    q = 'PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT (xsd:int("41") + 1 AS ?a) (xsd:int(3.9) AS ?b) (xsd:byte(300) AS ?c) (xsd:int("x") AS ?d) WHERE {}'
+    row = store.execute(q, timeout_s=10, row_cap=10).rows[0]
+    assert row[0].value == "42" and row[1].value == "3"  # 3.9 truncates toward zero
+    assert row[2] is None and row[3] is None  # out of range / not an integer: an error, so unbound
+
+
+def test_unsupported_function_is_a_store_error(store):
+    with pytest.raises(StoreError, match="not supported"):
+        store.execute("SELECT (<http://x/nosuchfn>(1) AS ?x) WHERE {}", timeout_s=10, row_cap=10)
