@@ -67,7 +67,7 @@ def holdout_admit(
     training = load_fingerprints(gate_dir)
     refused = []
     for name, files in _candidates(kgs):
-        fingerprint = fingerprint_store(open_store(cfg.store, files), name, gate)
+        fingerprint = fingerprint_store(open_store(cfg.store, files, kg=name), name, gate)
         verdict = admit_kg(fingerprint, training, gate, cfg.guards.common_namespaces)
         out.print(verdict.summary(), markup=False)
         if not verdict.admitted:

@@ -171,3 +171,23 @@ def test_cli_admit_on_the_shipped_holdout():
     assert result.returncode == 0, result.stderr
     for kg in ("catalogue", "complaints", "hr", "trials"):
         assert f"{kg}: admitted  closest: ck25 jaccard=" in result.stdout
+
+
+def test_fingerprint_is_the_same_from_a_sparql_endpoint(tmp_path):
+    """The fingerprint is computed through `Store.execute`: a real `oxigraph serve` endpoint
+    gives the schema the embedded store gives."""
+    from kgeval.holdout import load_holdout
+    from kgeval.stores import open_store
+    from tests.conftest import write_holdout
+    from tests.stores.servers import start_oxigraph, stop
+
+    holdout = load_holdout(write_holdout(tmp_path / "h", [], ttl=TRAINING, kg="trials_v3"))
+    (tmp_path / "ox").mkdir()
+    server = start_oxigraph(tmp_path / "ox", {"train": holdout})
+    try:
+        remote = fingerprint_store(open_store(server.config("train"), [], kg="trials_v3"), "trials_v3", SchemaGateConfig())
+    finally:
+        stop(server.process)
+    local = _fingerprint(tmp_path, "trials_v3", TRAINING)
+    assert (remote.classes, remote.predicates, remote.pairs) == (local.classes, local.predicates, local.pairs)
+    assert remote.engine != local.engine
