@@ -7,7 +7,7 @@ defaults. Unknown keys are an error, so a misspelt threshold cannot silently fal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -248,6 +248,86 @@ class SystemsConfig(_Strict):
     gemini: GeminiSystemConfig = GeminiSystemConfig()
 
 
+COMMON_NAMESPACES: tuple[str, ...] = (
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "http://www.w3.org/2000/01/rdf-schema#",
+    "http://www.w3.org/2002/07/owl#",
+    "http://www.w3.org/2001/XMLSchema#",
+    "http://www.w3.org/2004/02/skos/core#",
+    "http://www.w3.org/2008/05/skos-xl#",
+    "http://www.w3.org/ns/shacl#",
+    "http://www.w3.org/XML/1998/namespace",
+    "http://purl.org/dc/elements/1.1/",
+    "http://purl.org/dc/terms/",
+    "http://purl.org/vocab/vann/",
+    "http://rdfs.org/ns/void#",
+)
+SHARED_NAMESPACES: tuple[str, ...] = (
+    "http://schema.org/",
+    "https://schema.org/",
+    "http://xmlns.com/foaf/0.1/",
+    "http://www.w3.org/ns/prov#",
+    "http://www.w3.org/ns/dcat#",
+    "http://www.w3.org/2006/time#",
+    "http://www.w3.org/2003/01/geo/wgs84_pos#",
+    "http://www.wikidata.org/",
+    "http://dbpedia.org/",
+    "http://qudt.org/",
+)
+
+
+class ContaminationConfig(_Strict):
+    fields: tuple[str, ...] = ("prompt", "completion", "messages[].content")
+    """Fields of a training record holding text to check: a dotted path, `[]` after a list
+    (e.g. "messages[].content"). Every leaf must be a string; other fields are parsed, not read."""
+    near_duplicate: float = Field(0.6, gt=0, le=1)
+    """A passage whose content-word Jaccard similarity with a holdout question is at least this
+    is a near-duplicate (calibrated: light paraphrases >= 0.6, unrelated CK25 questions < 0.5)."""
+    min_question_words: int = Field(3, ge=2)
+    """Questions with fewer content words than this are near-duplicates only of a passage with
+    exactly their content words (Jaccard 1); with fewer than 2, exact (normalized) matches only.
+    Jaccard on two-word sets is too coarse: "employees per department" is not a leak."""
+    workers: int = Field(0, ge=0)
+    """Worker processes; 0 means one per CPU core."""
+    sample_mb: int = Field(2, ge=0)
+    """The first MB of the first JSONL file are read once to choose, for each question, the
+    anchor words rarest in this data (the prefilter stays exact: any choice is sound); 0: off."""
+    chunk_mb: int = Field(32, ge=1)
+    """Size of the unit of work (a byte range of a JSONL file); bounds memory per worker."""
+
+
+class ExampleBankConfig(_Strict):
+    max_similarity: float = Field(0.8, gt=0, le=1)
+    """A retrieved example whose question is more similar than this (content-word Jaccard) to
+    the question asked is dropped."""
+
+
+class SchemaGateConfig(_Strict):
+    """Thresholds of the schema-adjacency gate, read from `schema_gate/config.yaml`."""
+
+    type_overlap_pct: float = Field(50.0, ge=0, le=100)
+    """Refuse when the candidate shares at least this % of its classes ..."""
+    relation_overlap_pct: float = Field(50.0, ge=0, le=100)
+    """... AND at least this % of its predicates with one training KG (both ">=")."""
+    jaccard_cap: float = Field(0.3, ge=0, le=1)
+    """Refuse when the Jaccard similarity of the schema signatures exceeds this (">")."""
+    timeout_s: float = Field(300.0, gt=0)
+    """Timeout for each fingerprint query."""
+    row_cap: int = Field(200_000, ge=1)
+    """Most classes, predicates or domain/range pairs a fingerprint may hold; more is an error."""
+
+
+class GuardsConfig(_Strict):
+    common_namespaces: tuple[str, ...] = COMMON_NAMESPACES
+    """Vocabulary every KG shares (rdf, rdfs, owl, xsd, skos, ...): left out of schema
+    fingerprints comparisons and never distinctive of a holdout KG."""
+    shared_namespaces: tuple[str, ...] = SHARED_NAMESPACES
+    """Public vocabularies and KGs: compared by the schema gate, but an IRI in them does not
+    identify a holdout KG, so the contamination check does not flag it."""
+    contamination: ContaminationConfig = ContaminationConfig()
+    example_bank: ExampleBankConfig = ExampleBankConfig()
+
+
 class AuditConfig(_Strict):
     default_accepts: int = Field(30, ge=1)
     """Accepted answers drawn by `kgeval audit sample` when `--accepts` is not given."""
@@ -267,6 +347,7 @@ class KgevalConfig(_Strict):
     judges: JudgesConfig = JudgesConfig()
     run: RunConfig = RunConfig()
     systems: SystemsConfig = SystemsConfig()
+    guards: GuardsConfig = GuardsConfig()
     audit: AuditConfig = AuditConfig()
     review: ReviewConfig = ReviewConfig()
 
@@ -275,12 +356,27 @@ def load_config(path: Path | None) -> KgevalConfig:
     """The defaults, overridden by the YAML file at `path` when one is given."""
     if path is None:
         return KgevalConfig()
+    return _load_yaml_model(Path(path), KgevalConfig, "configuration")
+
+
+def load_gate_config(path: Path) -> SchemaGateConfig:
+    """The gate thresholds in `path` (schema_gate/config.yaml); the defaults when it is absent."""
+    path = Path(path)
+    if not path.exists():
+        return SchemaGateConfig()
+    return _load_yaml_model(path, SchemaGateConfig, "gate configuration")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _load_yaml_model(path: Path, model: type[M], what: str) -> M:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        return KgevalConfig.model_validate(data)
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return model.model_validate(data)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read configuration: {exc}") from None
+        raise InputError(f"{path}: cannot read {what}: {exc}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
     except ValidationError as exc:
-        raise InputError(f"{path}: invalid configuration: {exc}") from None
+        raise InputError(f"{path}: invalid {what}: {exc}") from None

@@ -44,3 +44,9 @@ class QueryTimeout(QueryError):
 
 class StoreError(QueryError):
     """The store failed while executing a query (engine or transport error)."""
+
+
+class LeakDetected(KgevalError):
+    """Holdout material was found where it must not be, or a KG is too close to training."""
+
+    exit_code = 3

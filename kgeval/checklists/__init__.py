@@ -5,8 +5,9 @@ from this holdout; pipeline parity with the production profile; anti-cheat guard
 apples-to-apples with the runs compared; and every automated check of the caught-failures table
 (checklists/caught.yaml). The receipt is stored with the run.
 
-Guards plug in through the `Guard` protocol (a name and `status()`): pass them to
-`pre_eval_checklist(path, guards=...)`; a system's own guards (its example bank's) are added.
+Guards plug in through the `Guard` protocol (`status()`, as kgeval.guards reports it): pass
+them to `pre_eval_checklist(path, guards=...)`; a system's own (its example bank, whose
+`status()` lists the example-bank guards) are added.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kgeval.checklists._items import (
     Guard,
     apples_to_apples,
     gold,
-    guard_state,
+    guard_states,
     guards_active,
     holdout_manifest,
     pipeline_parity,
@@ -64,7 +65,7 @@ __all__ = [
     "Guard",
     "PreEvalChecklist",
     "evaluate_checklist",
-    "guard_state",
+    "guard_states",
     "load_checklist",
     "pre_eval_checklist",
 ]

@@ -17,27 +17,40 @@ from kgeval.checklists._model import PreEvalChecklist
 
 
 class Guard(Protocol):
-    """What the checklist needs of an anti-cheat guard (kgeval.guards, or an example bank's):
-    a name, and a `status()` saying whether it is active. `status()` may return a bool, or an
-    object (or mapping) with `active` and, optionally, `detail`."""
-
-    name: str
+    """What the checklist needs of an anti-cheat guard: a `status()` saying whether it is
+    active. `status()` may return a bool (the guard's `name` names it), one status object or
+    mapping, or a list of them (kgeval.guards.ExampleBank: one per guard), each with `name`,
+    `active` and, optionally, `details` or `detail`."""
 
     def status(self) -> Any: ...
 
 
-def guard_state(guard: Guard) -> tuple[bool, str]:
-    """(active, detail) from whatever a guard's `status()` returns; a guard that fails to
-    report is inactive."""
-    try:
-        status = guard.status()
-    except Exception as exc:  # noqa: BLE001 - a guard that cannot report is not active
-        return False, f"status() raised {type(exc).__name__}: {exc}"
-    if isinstance(status, bool):
-        return status, ""
-    if isinstance(status, dict):
-        return bool(status.get("active")), str(status.get("detail", ""))
-    return bool(getattr(status, "active", False)), str(getattr(status, "detail", "") or getattr(status, "reason", "") or "")
+def guard_states(guards: Sequence[Guard]) -> dict[str, tuple[bool, str]]:
+    """name -> (active, detail) for every guard status reported; a guard that fails to report
+    is inactive."""
+    states: dict[str, tuple[bool, str]] = {}
+    for guard in guards:
+        fallback = str(getattr(guard, "name", type(guard).__name__))
+        try:
+            status = guard.status()
+        except Exception as exc:  # noqa: BLE001 - a guard that cannot report is not active
+            states[fallback] = (False, f"status() raised {type(exc).__name__}: {exc}")
+            continue
+        for item in status if isinstance(status, list) else [status]:
+            name, active, detail = _one_status(item, fallback)
+            previous = states.get(name)
+            states[name] = (active and (previous is None or previous[0]), "; ".join(d for d in (previous and previous[1], detail) if d))
+    return states
+
+
+def _one_status(item: Any, fallback: str) -> tuple[str, bool, str]:
+    if isinstance(item, bool):
+        return fallback, item, ""
+    get = item.get if isinstance(item, dict) else lambda key, default=None: getattr(item, key, default)
+    details = get("details") or get("detail") or ""
+    if isinstance(details, dict):
+        details = ", ".join(f"{k}={v}" for k, v in details.items())
+    return str(get("name") or fallback), bool(get("active", False)), str(details)
 
 
 Item = Callable[[PreEvalChecklist, RunPlan, ResultsDB, Sequence[Guard]], list[ChecklistItem]]
@@ -88,16 +101,13 @@ def guards_active(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, gua
     uses = system.pipeline is not None and any(system.pipeline.for_kg(kg.id).get(feature) for kg in plan.holdout.kgs)
     if not uses:
         return [ChecklistItem(item="guards", observed=f"{system.name} does not use {feature}: no example bank to guard", passed=True)]
-    available = [*guards, *getattr(system, "guards", lambda: [])()]
+    states = guard_states([*guards, *getattr(system, "guards", lambda: [])()])
     lines = []
     for name in checklist.guards.required:
-        found = [g for g in available if getattr(g, "name", None) == name]
-        if not found:
+        if name not in states:
             lines.append(ChecklistItem(item=f"guards:{name}", observed="not present", passed=False, detail=f"{feature} is on; guard {name!r} must report active"))
             continue
-        states = [guard_state(g) for g in found]
-        active = all(a for a, _ in states)
-        detail = "; ".join(d for _, d in states if d)
+        active, detail = states[name]
         lines.append(ChecklistItem(item=f"guards:{name}", observed="active" if active else "inactive", passed=active, detail=detail))
     return lines
 

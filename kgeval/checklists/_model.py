@@ -22,7 +22,7 @@ class _Strict(BaseModel):
 
 
 class GuardsItem(_Strict):
-    required: tuple[str, ...] = ("example_bank", "holdout_blocklist")
+    required: tuple[str, ...] = ("example-bank.ingest", "example-bank.retrieval-filter", "example-bank.similarity-cap")
     """Guards that must report active (by name)."""
     when_feature: str = "few_shot_retrieval"
     """Required for systems whose pipeline turns this feature on for any KG."""

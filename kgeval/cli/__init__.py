@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from kgeval.cli import _run, _service
+from kgeval.cli import _guards, _run, _service
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -20,6 +20,9 @@ holdout_app.add_typer(import_app, name="import")
 gold_app.command("export")(gold_export)
 app.add_typer(holdout_app, name="holdout")
 app.add_typer(gold_app, name="gold")
+app.add_typer(_guards.schema_gate_app, name="schema-gate")
+app.add_typer(_guards.contamination_app, name="contamination")
+holdout_app.command("admit")(_guards.holdout_admit)
 app.command("run")(_run.run)
 app.command("report")(_run.report)
 app.command("export")(_run.export)

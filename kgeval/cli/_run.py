@@ -25,8 +25,9 @@ class Format(StrEnum):
 
 
 def _guards() -> list[Guard]:
-    """Anti-cheat guards the checklist sees besides a system's own (its example bank's).
-    kgeval.guards plugs in here."""
+    """Guards the checklist sees besides a system's own (Gemini's bank reports its example-bank
+    guards itself). The production endpoint's bank runs out of process: a status reader for it
+    plugs in here; until then an http system with few-shot retrieval is refused."""
     return []
 
 

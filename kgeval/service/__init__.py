@@ -5,16 +5,15 @@ app itself needs the `service` extra (fastapi, uvicorn) and is imported on first
 """
 
 from kgeval.service._access import Access, Principal, Role, load_access
-from kgeval.service._contamination import QuestionTextMatcher, TextMatch, matcher_for
+from kgeval.service._contamination import TextMatcher, matcher_for
 
 __all__ = [
     "Access",
     "Principal",
-    "QuestionTextMatcher",
     "Role",
     "ServiceSettings",
     "ServiceState",
-    "TextMatch",
+    "TextMatcher",
     "create_app",
     "load_access",
     "matcher_for",

@@ -51,7 +51,7 @@ class ServiceState:
             holdout=holdout,
             gold=load_gold(settings.gold),
             judges=judges_from_config(settings.config.judges),
-            matcher=matcher_for(holdout),
+            matcher=matcher_for(holdout, settings.config),
             results=ResultsDB(settings.db),
             audits=AuditLog(settings.db),
             reviews=ReviewLog(settings.db),

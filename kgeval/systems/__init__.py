@@ -4,9 +4,10 @@ from pathlib import Path
 
 from kgeval.config import KgevalConfig
 from kgeval.errors import InputError
+from kgeval.guards import BankGuards, ExampleBank, build_index
 from kgeval.holdout import Holdout
 from kgeval.systems._controls import OracleSystem, WeakSystem
-from kgeval.systems._examples import Example, ExampleBank, InMemoryExampleBank, load_examples
+from kgeval.systems._examples import FewShotBank, load_examples
 from kgeval.systems._gemini import GeminiSystem
 from kgeval.systems._http import HttpSystem
 from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, StopReason, System, SystemOutput, Usage
@@ -16,17 +17,26 @@ from kgeval.systems._schema import schema_summary
 SYSTEM_NAMES = ("oracle", "weak", "replay", "http", "gemini")
 
 
+def guarded_bank(examples: list, holdout: Holdout | None, config: KgevalConfig) -> ExampleBank:
+    """kgeval.guards' ExampleBank over `examples`, guarded by the holdout's index; holdout
+    material is refused at ingest (and counted in the guards' status)."""
+    guards = BankGuards(build_index(holdout, config.guards), config.guards.example_bank) if holdout is not None else None
+    bank = ExampleBank(guards)
+    bank.add_many(examples)
+    return bank
+
+
 def system_from_name(
     name: str,
     *,
     replay: Path | None = None,
     config: KgevalConfig | None = None,
-    bank: ExampleBank | None = None,
+    bank: FewShotBank | None = None,
     holdout: Holdout | None = None,
 ) -> System:
     """Build a system by its CLI name; endpoint and model systems read `config.systems`.
-    Gemini's bank, when read from `systems.gemini.examples`, blocks the holdout's KGs and
-    question texts."""
+    Gemini's bank, when read from `systems.gemini.examples`, is kgeval.guards' ExampleBank
+    guarded by the index of `holdout` (without a holdout its guards report inactive)."""
     config = config or KgevalConfig()
     if name == "oracle":
         return OracleSystem()
@@ -41,9 +51,7 @@ def system_from_name(
     if name == "gemini":
         gemini = config.systems.gemini
         if bank is None and gemini.examples is not None:
-            blocked_kgs = [kg.id for kg in holdout.kgs] if holdout else []
-            blocked_questions = [q.question for q in holdout.questions()] if holdout else []
-            bank = InMemoryExampleBank(load_examples(gemini.examples), blocked_kgs=blocked_kgs, blocked_questions=blocked_questions)
+            bank = guarded_bank(load_examples(gemini.examples), holdout, config)
         return GeminiSystem(gemini, bank=bank)
     raise InputError(f"unknown system {name!r}; known systems: {', '.join(SYSTEM_NAMES)}")
 
@@ -52,11 +60,9 @@ __all__ = [
     "SYSTEM_NAMES",
     "TRANSIENT_ERRORS",
     "ErrorKind",
-    "Example",
-    "ExampleBank",
+    "FewShotBank",
     "GeminiSystem",
     "HttpSystem",
-    "InMemoryExampleBank",
     "OracleSystem",
     "ReplaySystem",
     "StopReason",
@@ -64,6 +70,7 @@ __all__ = [
     "SystemOutput",
     "Usage",
     "WeakSystem",
+    "guarded_bank",
     "load_examples",
     "schema_summary",
     "system_from_name",

@@ -17,7 +17,8 @@ from kgeval.config import GeminiSystemConfig, PipelineConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
 from kgeval.stores import Store
-from kgeval.systems._examples import Example, ExampleBank
+from kgeval.guards import Example
+from kgeval.systems._examples import FewShotBank
 from kgeval.systems._http import failure_from_exception, failure_from_status
 from kgeval.systems._model import StopReason, SystemOutput, Usage
 from kgeval.systems._schema import schema_summary
@@ -51,7 +52,7 @@ class GeminiSystem:
     name = "gemini"
     kind = "model"
 
-    def __init__(self, config: GeminiSystemConfig, *, bank: ExampleBank | None = None, client: Any = None) -> None:
+    def __init__(self, config: GeminiSystemConfig, *, bank: FewShotBank | None = None, client: Any = None) -> None:
         self.config = config
         self.version = config.model
         self.bank = bank
@@ -73,14 +74,15 @@ class GeminiSystem:
             self._schemas[kg] = schema_summary(store, classes=self.config.schema_classes, predicates=self.config.schema_predicates)
 
     def guards(self) -> list[object]:
-        return list(self.bank.guards()) if self.bank is not None else []
+        """The bank itself: its `status()` reports each of its guards."""
+        return [self.bank] if self.bank is not None else []
 
     def prompt(self, question: Question) -> str:
         if question.kg not in self._schemas:
             raise InputError(f"gemini: no schema prepared for KG {question.kg!r}")
         examples: list[Example] = []
         if self.bank is not None and self.config.few_shot_k > 0:
-            examples = self.bank.retrieve(question.question, question.kg, self.config.few_shot_k)
+            examples = self.bank.retrieve(question.question, self.config.few_shot_k)
         parts = [f"Schema of the knowledge graph:\n{self._schemas[question.kg]}"]
         parts += [f"Example question: {e.question}\n```sparql\n{e.sparql}\n```" for e in examples]
         parts.append(f"Question: {question.question}")

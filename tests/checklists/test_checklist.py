@@ -15,7 +15,8 @@ from kgeval.config import GeminiSystemConfig, HttpSystemConfig, KgevalConfig, Pi
 from kgeval.errors import InputError
 from kgeval.holdout import load_holdout
 from kgeval.runs import ChecklistFailed, ResultsDB, execute_run, plan_run
-from kgeval.systems import Example, GeminiSystem, HttpSystem, InMemoryExampleBank, OracleSystem, SystemOutput, WeakSystem
+from kgeval.guards import Example
+from kgeval.systems import GeminiSystem, HttpSystem, OracleSystem, SystemOutput, WeakSystem, guarded_bank
 from tests.cli.test_cli import kgeval
 from tests.conftest import REPO
 from tests.servers import LoopbackServer, Reply
@@ -102,35 +103,33 @@ def test_pipeline_parity_compares_every_kg(mini_holdout, mini_gold, tmp_path):
 
 def test_guards_must_report_active_where_examples_are_retrieved(mini_holdout, mini_gold, tmp_path, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "test")
-    examples = [Example(kg="shop", question="q", sparql="ASK {}")]
-    unguarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=InMemoryExampleBank(examples))
-    guarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=InMemoryExampleBank(examples, blocked_kgs=["mini"]))
+    examples = [Example(kg="shop", question="How many orders are there?", sparql="ASK {}")]
+    unguarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=guarded_bank(examples, None, KgevalConfig()))
+    guarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=guarded_bank(examples, load_holdout(mini_holdout), KgevalConfig()))
+    names = {"guards:example-bank.ingest", "guards:example-bank.retrieval-filter", "guards:example-bank.similarity-cap"}
     with ResultsDB(tmp_path / "r.duckdb") as db:
         bad = _receipt(mini_holdout, mini_gold, unguarded, db)
         good = _receipt(mini_holdout, mini_gold, guarded, db)
-        # the production endpoint's guards come from outside (kgeval.guards): absent -> fail; inactive -> fail
+        # the production endpoint's guards come from outside (kgeval.guards): absent -> fail
         http_none = _receipt(mini_holdout, mini_gold, _http(), db)
 
-        class Off:
-            name = "holdout_blocklist"
+        class Report:
+            """A guard provider reporting like kgeval.guards: a list of named statuses."""
+
+            def __init__(self, **active):
+                self.active = active
 
             def status(self):
-                return {"active": False, "detail": "blocklist file missing"}
+                return [{"name": f"example-bank.{k.replace('_', '-')}", "active": v, "details": {"holdout_kgs": 1}} for k, v in self.active.items()]
 
-        class On:
-            def __init__(self, name):
-                self.name = name
-
-            def status(self):
-                return True
-
-        http_off = _receipt(mini_holdout, mini_gold, _http(), db, guards=[On("example_bank"), Off()])
-        http_on = _receipt(mini_holdout, mini_gold, _http(), db, guards=[On("example_bank"), On("holdout_blocklist")])
-    assert {"guards:example_bank", "guards:holdout_blocklist"} <= _failed(bad)
-    assert not {"guards:example_bank", "guards:holdout_blocklist"} & _failed(good)
-    assert {"guards:example_bank", "guards:holdout_blocklist"} <= _failed(http_none)
-    assert "guards:holdout_blocklist" in _failed(http_off) and "guards:example_bank" not in _failed(http_off)
-    assert not {i for i in _failed(http_on) if i.startswith("guards")}
+        http_off = _receipt(mini_holdout, mini_gold, _http(), db, guards=[Report(ingest=True, retrieval_filter=False, similarity_cap=True)])
+        http_on = _receipt(mini_holdout, mini_gold, _http(), db, guards=[Report(ingest=True, retrieval_filter=True, similarity_cap=True)])
+    assert names <= _failed(bad)
+    assert "bank built without guards" in next(i for i in bad.items if i.item == "guards:example-bank.ingest").detail
+    assert not names & _failed(good)
+    assert names <= _failed(http_none)
+    assert names & _failed(http_off) == {"guards:example-bank.retrieval-filter"}
+    assert not names & _failed(http_on)
 
 
 def test_apples_to_apples_with_named_runs(mini_holdout, mini_gold, tmp_path):

@@ -11,7 +11,8 @@ from kgeval.holdout import load_holdout
 from kgeval.judges import judges_from_config
 from kgeval.runs import run_attempt
 from kgeval.stores import EmbeddedStore
-from kgeval.systems import Example, GeminiSystem, InMemoryExampleBank
+from kgeval.guards import Example
+from kgeval.systems import GeminiSystem, guarded_bank
 from tests.servers import LoopbackServer, Reply, generate_content
 
 CFG = KgevalConfig(run=RunConfig(seeds=1, retry_backoff_s=0.0))
@@ -42,7 +43,7 @@ def api_key(monkeypatch):
 def _attempt(mini, reply, question_index=1, **config):
     holdout, gold, store = mini
     question = holdout.kgs[0].questions[question_index]
-    bank = InMemoryExampleBank(BANK, blocked_kgs=["mini"], blocked_questions=[q.question for q in holdout.questions()])
+    bank = guarded_bank(BANK, holdout, KgevalConfig())
     with LoopbackServer(lambda path, body, n: reply(n) if callable(reply) else reply) as server:
         system = GeminiSystem(GeminiSystemConfig(base_url=server.url, **config), bank=bank)
         system.prepare("mini", store)
@@ -75,7 +76,7 @@ def test_prompt_has_schema_and_examples_but_never_holdout_ones(mini):
     prompt = requests[0][1]["contents"][0]["parts"][0]["text"]
     assert "<http://example.org/mini/vocab/worksIn>" in prompt and "Classes (instances)" in prompt
     assert "Who works in the warehouse?" in prompt
-    assert "?leak" not in prompt  # an example from the holdout KG is blocked
+    assert "?leak" not in prompt  # an example from the holdout KG is refused by the bank's guards
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,149 @@
+"""`kgeval holdout admit`, `kgeval schema-gate ...` and `kgeval contamination check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kgeval.cli._common import ConfigOpt, HoldoutOpt, err, out, user_errors
+from kgeval.config import load_config, load_gate_config
+from kgeval.errors import InputError, LeakDetected
+from kgeval.holdout import QUESTIONS_FILE, load_holdout
+from kgeval.stores import open_store, rdf_format
+
+# kgeval.guards (pyarrow, rdflib's SPARQL algebra) is imported inside the commands: it would
+# add half a second to every other command's start.
+
+schema_gate_app = typer.Typer(help="Store training KGs' schema fingerprints for the adjacency gate.", no_args_is_help=True)
+contamination_app = typer.Typer(help="Find holdout material in fine-tuning data.", no_args_is_help=True)
+
+GateDirOpt = Annotated[Path, typer.Option("--gate-dir", help="Directory with config.yaml and fingerprints/.")]
+SHOWN_HITS = 50
+
+
+def _rdf_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InputError(f"{path}: no such file or directory")
+    files = sorted(p for p in path.iterdir() if p.is_file() and _is_rdf(p))
+    if not files:
+        raise InputError(f"{path}: no RDF files (.ttl, .nt, .nq, .trig, .rdf, .owl)")
+    return files
+
+
+def _is_rdf(path: Path) -> bool:
+    try:
+        rdf_format(path)
+    except InputError:
+        return False
+    return True
+
+
+def _candidates(paths: list[Path]) -> list[tuple[str, list[Path]]]:
+    """KG directories or files; a holdout root stands for each of its KG directories."""
+    found = []
+    for path in paths:
+        kg_dirs = sorted(d for d in path.iterdir() if (d / QUESTIONS_FILE).is_file()) if path.is_dir() else []
+        for kg in kg_dirs or [path]:
+            found.append((kg.stem if kg.is_file() else kg.name, _rdf_files(kg)))
+    return found
+
+
+@user_errors
+def holdout_admit(
+    kgs: Annotated[list[Path], typer.Argument(help="Candidate KG directories or files (a holdout root: each KG in it).")],
+    gate_dir: GateDirOpt = Path("schema_gate"),
+    config: ConfigOpt = None,
+) -> None:
+    """Check candidate holdout KGs against the training fingerprints (exit 3 when one is refused)."""
+    from kgeval.guards import admit_kg, fingerprint_store, load_fingerprints
+
+    cfg = load_config(config)
+    gate = load_gate_config(gate_dir / "config.yaml")
+    training = load_fingerprints(gate_dir)
+    refused = []
+    for name, files in _candidates(kgs):
+        fingerprint = fingerprint_store(open_store(cfg.store, files, kg=name), name, gate)
+        verdict = admit_kg(fingerprint, training, gate, cfg.guards.common_namespaces)
+        out.print(verdict.summary(), markup=False)
+        if not verdict.admitted:
+            refused.append(name)
+    rules = (
+        f"refuse when types >= {gate.type_overlap_pct:g}% and relations >= {gate.relation_overlap_pct:g}%, "
+        f"or jaccard > {gate.jaccard_cap:g}; {len(training)} training fingerprints"
+    )
+    out.print(rules)
+    if refused:
+        err.print(f"refused: {', '.join(refused)}", markup=False)
+        raise typer.Exit(LeakDetected.exit_code)
+
+
+@schema_gate_app.command("add")
+@user_errors
+def schema_gate_add(
+    name: Annotated[str, typer.Argument(help="Name of the training KG (the fingerprint's file name).")],
+    kg_files: Annotated[list[Path], typer.Argument(help="RDF files (or directories of them) of the training KG.")],
+    gate_dir: GateDirOpt = Path("schema_gate"),
+    config: ConfigOpt = None,
+) -> None:
+    """Fingerprint a training KG's schema and store it (schema IRIs only, never the data)."""
+    from kgeval.guards import fingerprint_store, save_fingerprint
+
+    if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise InputError(f"fingerprint name {name!r}: use letters, digits, '-', '_' and '.'")
+    cfg = load_config(config)
+    files = [f for path in kg_files for f in _rdf_files(path)]
+    fingerprint = fingerprint_store(open_store(cfg.store, files), name, load_gate_config(gate_dir / "config.yaml"))
+    path = save_fingerprint(fingerprint, gate_dir)
+    out.print(
+        f"{path}: {len(fingerprint.classes)} classes, {len(fingerprint.predicates)} predicates, "
+        f"{len(fingerprint.pairs)} domain/range pairs",
+        markup=False,
+    )
+
+
+@schema_gate_app.command("list")
+@user_errors
+def schema_gate_list(gate_dir: GateDirOpt = Path("schema_gate")) -> None:
+    """List the stored training fingerprints."""
+    from kgeval.guards import load_fingerprints
+
+    for fp in load_fingerprints(gate_dir):
+        out.print(f"{fp.name}: {len(fp.classes)} classes, {len(fp.predicates)} predicates, {len(fp.pairs)} pairs ({fp.created})", markup=False)
+
+
+@contamination_app.command("check")
+@user_errors
+def contamination_check(
+    files: Annotated[list[Path], typer.Argument(help="Training files: JSONL (.jsonl/.ndjson/.json) or Parquet.")],
+    holdout: HoldoutOpt = Path("holdout"),
+    gate_dir: GateDirOpt = Path("schema_gate"),
+    field: Annotated[list[str] | None, typer.Option("--field", help="Text field to check (repeatable; default from config).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=0, help="Worker processes (0: one per core).")] = None,
+    report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the full report as JSON.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad file."""
+    from kgeval.guards import build_index, check_contamination, load_fingerprints
+
+    guards = load_config(config).guards
+    cc = guards.contamination.model_copy(
+        update={k: v for k, v in {"fields": tuple(field or ()), "workers": workers}.items() if v}
+    )
+    guards = guards.model_copy(update={"contamination": cc})
+    index = build_index(load_holdout(holdout), guards, load_fingerprints(gate_dir))
+    report = check_contamination(files, index, guards)
+    if report_json:
+        report_json.write_text(json.dumps(report.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+    for hit in report.hits[:SHOWN_HITS]:
+        score = f" score={hit.score:.2f}" if hit.score is not None and hit.kind == "question-near" else ""
+        out.print(f"{hit.file}: record {hit.record}: {hit.field}: {hit.kind}{score}: {hit.matched!r} -> {hit.holdout_item}", markup=False)
+    if report.hit_count > SHOWN_HITS:
+        out.print(f"... {report.hit_count - SHOWN_HITS} more hits", markup=False)
+    out.print(report.summary(), markup=False)
+    if not report.clean:
+        raise typer.Exit(LeakDetected.exit_code)

@@ -1,0 +1,435 @@
+"""What the contamination check and the example-bank guards look for: the holdout's index.
+
+Built once from a loaded holdout; picklable, so worker processes receive it once.
+
+Distinctive IRIs: an IRI of a holdout KG (its data files and its reference queries) is
+distinctive unless it lies in a common or shared namespace (`GuardsConfig`) or appears in a
+training KG's fingerprint (`schema_gate/fingerprints/`): those legitimately occur in training
+data. The namespace of a distinctive IRI is distinctive too (so a `PREFIX` declaration is
+caught) when it has a path below the host and no training IRI or common/shared namespace
+lies under it.
+
+KG identifiers: each question id, and each KG id, matched as a whole token (case-sensitive)
+when it is distinctive enough to mean the holdout: at least 4 characters with a digit, `_`
+or `-` in it (`trials_v3`, `hr-07`). Every KG id is also matched in its path form
+`holdout/<kg>`, however short or common the id is.
+
+Questions: exact (normalized) containment, and near-duplicates (content-word Jaccard >=
+`near_duplicate` between a holdout question and a window of the text about its length).
+
+Prefilter: one regular expression of literal strings that every match must contain: the
+distinctive namespaces (or the IRI itself when its namespace is not distinctive), the
+identifiers, the longest needle of any reference query without a distinctive IRI, and for
+each question enough *anchor* words that any text reaching its near-duplicate threshold
+contains one (prefix filtering: a window with Jaccard >= t shares >= ceil(t*|F|) of the
+question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of them). Which
+features serve as anchors is free, so `with_anchors_from` picks those rarest in a sample of
+the data being checked. The prefilter runs per line (RE2, in Arrow); questions are matched
+within a line, so a question broken across lines is found only if one line reaches the
+threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds one
+needle of some query (`query_prefilter`) and then all needles of it (`query_needles`).
+
+Folding: Python matchers use NFKC + casefold; the RE2 prefilter uses simple case folding.
+They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
+be missed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import pyoxigraph as ox
+from pydantic import BaseModel
+
+from kgeval.config import GuardsConfig
+from kgeval.errors import InputError
+from kgeval.guards._fingerprint import SchemaFingerprint
+from kgeval.guards._text import (
+    QUERY_KEYWORD,
+    STOPWORDS,
+    canonical_sparql,
+    feature,
+    features,
+    iris_in_query,
+    jaccard,
+    query_needles,
+    sparql_candidates,
+    tokens,
+)
+from kgeval.guards._vocab import in_namespaces, namespace
+from kgeval.holdout import Holdout
+from kgeval.stores import rdf_format
+
+MatchKind = Literal["kg-identifier", "iri", "namespace", "question-exact", "question-near", "sparql"]
+
+_IRI = re.compile(r"https?://[^\s<>\"'{}|\\^`]+")
+_IRI_TRAILING = ".,;:!?)]'"
+_SPECIAL = set(r"\.^$|?*+()[]{}/-")
+
+
+class Match(BaseModel, frozen=True):
+    """One piece of holdout material found in a text."""
+
+    kind: MatchKind
+    """What matched: an identifier, a distinctive IRI or namespace, a question, a query."""
+    matched: str
+    """The text that matched (an excerpt, at most 200 characters)."""
+    holdout_item: str
+    """Which holdout item: "kg <id>", or "<kg>/<question id>"."""
+    score: float | None = None
+    """Similarity for near-duplicate questions."""
+
+
+@dataclass(frozen=True)
+class HeldQuestion:
+    kg: str
+    id: str
+    normalized: str
+    length: int
+    features: frozenset[str]
+    names: frozenset[str]
+    """Features of words written capitalized inside the question (likely names)."""
+    threshold: float
+    """Jaccard a window needs to be a near-duplicate (above 1: exact matches only); see
+    `ContaminationConfig.min_question_words`."""
+
+    @property
+    def near(self) -> bool:
+        return self.threshold <= 1.0
+
+
+@dataclass
+class HoldoutIndex:
+    kgs: tuple[str, ...]
+    identifiers: dict[str, str]
+    iris: dict[str, frozenset[str]]
+    namespaces: dict[str, frozenset[str]]
+    questions: list[HeldQuestion]
+    by_key: dict[str, list[int]]
+    sparql: dict[str, list[int]]
+    needles: list[frozenset[str]]
+    """Per reference query (distinct canonical forms), strings a matching text must contain."""
+    near_duplicate: float
+    prefilter: str
+    """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
+    literals: frozenset[str]
+    """Namespaces, IRIs, identifiers and needles of undistinctive queries."""
+    query_prefilter: str
+    """One needle of each reference query (case-sensitive): texts without any are no query."""
+    undistinctive_queries: list[str] = field(default_factory=list)
+    """Reference queries with no distinctive IRI: the prefilter holds their longest needle."""
+
+    def __post_init__(self) -> None:
+        ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
+        self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
+        self._prefilter = re.compile(self.prefilter, re.IGNORECASE)
+        self._query_prefilter = re.compile(self.query_prefilter)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
+    def may_match(self, text: str) -> bool:
+        """The prefilter: False means no matcher can fire on `text`."""
+        return self._prefilter.search(text) is not None
+
+    def match_text(self, text: str) -> list[Match]:
+        """Every holdout match in `text`: each line, then the text as a query."""
+        hit_lines = [line for line in text.split("\n") if self.may_match(line)]
+        if not hit_lines:
+            return []
+        return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
+
+    def match_line(self, line: str) -> list[Match]:
+        """Identifiers, IRIs and questions in one line (questions are matched within a line)."""
+        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line)]
+
+    def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
+        """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the
+        caller has run `query_prefilter` on it already."""
+        return self._match_sparql(text) if prefiltered or self._query_prefilter.search(text) else []
+
+    def with_anchors_from(self, sample: list[str]) -> HoldoutIndex:
+        """The same index with each question's anchors chosen as its features rarest in
+        `sample` (lines of the data to be checked). Any choice of |F| - ceil(t*|F|) + 1
+        features is sound; the rarest make the prefilter pass the fewest lines."""
+        if not sample:
+            return self
+        wanted = {f for q in self.questions for f in q.features}
+        counts: Counter[str] = Counter()
+        for line in sample:
+            counts.update(wanted.intersection(feature(w) for w in tokens(line)))
+        anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
+        joined = "\n".join(sample)
+        keys = {min(n, key=lambda x: (joined.count(x), -len(x))) for n in self.needles if n}
+        return replace(self, prefilter=_prefilter(set(self.literals), anchors), query_prefilter=_query_prefilter(keys))
+
+    def _match_identifiers(self, text: str) -> list[Match]:
+        if self._ids is None:
+            return []
+        return [Match(kind="kg-identifier", matched=m.group(0), holdout_item=self.identifiers[m.group(0)]) for m in self._ids.finditer(text)]
+
+    def _match_iris(self, text: str) -> list[Match]:
+        found = []
+        for raw in _IRI.findall(text):
+            iri = raw.rstrip(_IRI_TRAILING)
+            if iri in self.iris:
+                found.append(Match(kind="iri", matched=iri[:200], holdout_item=_kgs(self.iris[iri])))
+                continue
+            for ns in _prefixes(iri):
+                if ns in self.namespaces:
+                    found.append(Match(kind="namespace", matched=iri[:200], holdout_item=_kgs(self.namespaces[ns])))
+                    break
+        return found
+
+    def _match_questions(self, text: str) -> list[Match]:
+        words = tokens(text)
+        feats = [None if w in STOPWORDS else feature(w) for w in words]
+        positions: dict[str, list[int]] = defaultdict(list)
+        for i, f in enumerate(feats):
+            if f in self.by_key:
+                positions[f].append(i)
+        candidates = sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
+        padded = f" {' '.join(words)} "
+        found = []
+        for i in candidates:
+            q = self.questions[i]
+            item = f"{q.kg}/{q.id}"
+            if f" {q.normalized} " in padded:
+                found.append(Match(kind="question-exact", matched=q.normalized[:200], holdout_item=item, score=1.0))
+                continue
+            have = [f for f in q.features if f in positions]
+            if not q.near or len(have) < math.ceil(q.threshold * len(q.features)):
+                continue
+            score, window = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
+            if score >= q.threshold:
+                found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
+        return found
+
+    def _match_sparql(self, text: str) -> list[Match]:
+        if not any(all(n in text for n in needles) for needles in self.needles):
+            return []
+        found = []
+        for piece in sparql_candidates(text):
+            if not QUERY_KEYWORD.search(piece):
+                continue
+            canonical = canonical_sparql(piece)
+            for i in self.sparql.get(canonical, ()) if canonical else ():
+                q = self.questions[i]
+                found.append(Match(kind="sparql", matched=" ".join(piece.split())[:200], holdout_item=f"{q.kg}/{q.id}"))
+        return found
+
+    def question_matches(self, text: str) -> list[Match]:
+        """Exact and near-duplicate holdout questions in `text` (no prefilter: for short texts)."""
+        return self._match_questions(text)
+
+
+def unique_matches(found: list[Match]) -> list[Match]:
+    """One match per kind and holdout item, the first found."""
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for m in found:
+        if (m.kind, m.holdout_item) not in seen:
+            seen.add((m.kind, m.holdout_item))
+            unique.append(m)
+    return unique
+
+
+def _kgs(kgs: frozenset[str]) -> str:
+    return "kg " + ", ".join(sorted(kgs))
+
+
+def _prefixes(iri: str) -> list[str]:
+    """Every prefix of `iri` ending in `/` or `#`, longest first."""
+    return [iri[: i + 1] for i in range(len(iri) - 1, 7, -1) if iri[i] in "/#"]
+
+
+def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, str]:
+    """Highest Jaccard of the question's features with a window of at most its length + 3
+    words. Only windows that start and end on one of its features can be best: widening a
+    window adds no feature of the question."""
+    best, best_window = 0.0, ""
+    span = q.length + 3
+    for a, start in enumerate(hits):
+        for end in hits[a:]:
+            if end - start >= span:
+                break
+            score = jaccard(q.features, frozenset(f for f in feats[start : end + 1] if f))
+            if score > best:
+                best, best_window = score, " ".join(words[start : end + 1])
+    return best, best_window
+
+
+def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFingerprint] = ()) -> HoldoutIndex:
+    """Index `holdout` for the matchers (module docstring), leaving out what training KGs share."""
+    excluded = config.common_namespaces + config.shared_namespaces
+    training_iris = {iri for fp in training for iri in (*fp.classes, *fp.predicates, *(p.range for p in fp.pairs))}
+    iris: dict[str, set[str]] = defaultdict(set)
+    for kg in holdout.kgs:
+        for iri in _kg_iris(kg.files) | {i for q in kg.questions for i in iris_in_query(q.sparql)}:
+            if not in_namespaces(iri, excluded) and iri not in training_iris:
+                iris[iri].add(kg.id)
+    namespaces = _distinctive_namespaces(iris, excluded, training_iris)
+    questions = _held_questions(holdout, config)
+    sparql = _canonical_queries(holdout)
+    identifiers = _identifiers(holdout)
+    literals = set(identifiers) | {f"holdout/{kg.id}" for kg in holdout.kgs}
+    literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
+    anchors = _anchors(questions)
+    needles = list({query_needles(q.sparql) for q in holdout.questions()})
+    undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
+    literals |= {max(query_needles(q.sparql), key=len) for q in undistinctive if query_needles(q.sparql)}
+    return HoldoutIndex(
+        kgs=tuple(kg.id for kg in holdout.kgs),
+        identifiers=identifiers,
+        iris={k: frozenset(v) for k, v in iris.items()},
+        namespaces=namespaces,
+        questions=questions,
+        by_key=_keys(questions),
+        sparql=sparql,
+        needles=needles,
+        near_duplicate=config.contamination.near_duplicate,
+        prefilter=_prefilter(literals, anchors),
+        literals=frozenset(literals),
+        query_prefilter=_query_prefilter({max(n, key=len) for n in needles if n}),
+        undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
+    )
+
+
+def _kg_iris(files: tuple) -> set[str]:
+    found: set[str] = set()
+    for path in files:
+        try:
+            for triple in ox.parse(path=str(path), format=rdf_format(path)):
+                for term in (triple.subject, triple.predicate, triple.object):
+                    if isinstance(term, ox.NamedNode):
+                        found.add(term.value)
+                    elif isinstance(term, ox.Literal):
+                        found.add(term.datatype.value)
+        except (SyntaxError, ValueError, OSError) as exc:
+            raise InputError(f"{path}: cannot read holdout KG: {exc}") from None
+    return found
+
+
+def _distinctive_namespaces(
+    iris: dict[str, set[str]], excluded: tuple[str, ...], training_iris: set[str]
+) -> dict[str, frozenset[str]]:
+    by_ns: dict[str, set[str]] = defaultdict(set)
+    for iri, kgs in iris.items():
+        by_ns[namespace(iri)] |= kgs
+    training_ns = {p for iri in training_iris for p in _prefixes(iri)}
+    return {
+        ns: frozenset(kgs)
+        for ns, kgs in by_ns.items()
+        if _has_path(ns) and ns not in training_ns and not in_namespaces(ns, excluded)
+        and not any(e.startswith(ns) for e in excluded)
+    }
+
+
+def _has_path(ns: str) -> bool:
+    """`http://host/a/` has a path below the host; `http://host/` does not."""
+    rest = ns.split("://", 1)[-1]
+    return "/" in rest and bool(rest.split("/", 1)[1].strip("/#"))
+
+
+def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion]:
+    held = []
+    for q in holdout.questions():
+        words = tokens(q.question)
+        feats = features(words)
+        cc = config.contamination
+        threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
+        names = frozenset(feature(w.casefold()) for w in q.question.split()[1:] if w[:1].isupper()) & feats
+        held.append(
+            HeldQuestion(
+                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names, threshold=threshold
+            )
+        )
+    return held
+
+
+def _keys(questions: list[HeldQuestion]) -> dict[str, list[int]]:
+    """Candidate lookup: a question is a candidate when a text holds one of its features
+    (or, for a question of function words only, its first word)."""
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(questions):
+        for key in q.features or {q.normalized.split(" ")[0]}:
+            by_key[key].append(i)
+    return dict(by_key)
+
+
+def _anchors(questions: list[HeldQuestion], rank: Callable[[str, HeldQuestion], tuple] | None = None) -> set[str]:
+    """The rarest features of each question, enough of them (module docstring).
+
+    Rarity in training text is guessed, in this order: names (capitalized inside the
+    question, or letters mixed with digits: "Novak", "NCT05937709"), then long words, then the
+    rest, short numbers last; within a rank, fewer holdout questions using it, then longer."""
+    df = Counter(f for q in questions for f in q.features)
+    rank = rank or (lambda f, q: (_commonness(f, q.names), df[f], -len(f), f))
+    anchors: set[str] = set()
+    for q in questions:
+        if not q.features:
+            anchors.add(q.normalized.split(" ")[0])
+            continue
+        need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
+        ranked = sorted(q.features, key=lambda f: rank(f, q))
+        anchors.update(ranked[: max(1, need)])
+    return anchors
+
+
+def _commonness(feat: str, names: frozenset[str]) -> int:
+    if feat in names or (any(c.isdigit() for c in feat) and any(c.isalpha() for c in feat)):
+        return 0
+    if feat.isdigit():
+        return 3 if len(feat) <= 4 else 1
+    return 1 if len(feat) >= 7 else 2
+
+
+def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
+    sparql: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(holdout.questions()):
+        canonical = canonical_sparql(q.sparql)
+        if canonical is None:
+            raise InputError(f"{holdout.root}/{q.kg}: question {q.id}: reference SPARQL does not parse")
+        sparql[canonical].append(i)
+    return dict(sparql)
+
+
+def _identifiers(holdout: Holdout) -> dict[str, str]:
+    ids = {kg.id: f"kg {kg.id}" for kg in holdout.kgs if _distinctive_id(kg.id)}
+    ids.update({f"holdout/{kg.id}": f"kg {kg.id}" for kg in holdout.kgs})
+    ids.update({q.id: f"{q.kg}/{q.id}" for q in holdout.questions() if _distinctive_id(q.id)})
+    return ids
+
+
+def _distinctive_id(ident: str) -> bool:
+    return len(ident) >= 4 and any(c.isdigit() or c in "_-" for c in ident)
+
+
+def _escape(literal: str) -> str:
+    """Escape for both Python `re` and RE2 (pyarrow): a backslash before each metacharacter."""
+    return "".join("\\" + c if c in _SPECIAL else c for c in literal)
+
+
+def _prefilter(literals: set[str], anchors: set[str]) -> str:
+    parts = sorted(_escape(x) for x in literals) + [_word_start(a) + _escape(a) for a in sorted(anchors)]
+    return "|".join(parts) if parts else r"[^\s\S]"  # the empty alternative never matches
+
+
+def _query_prefilter(keys: set[str]) -> str:
+    """One needle per reference query (case-sensitive): a text holding none holds no query."""
+    return "|".join(sorted(_escape(k) for k in keys)) or r"[^\s\S]"
+
+
+def _word_start(word: str) -> str:
+    """A word-start guard that never rejects what `tokens` would split out: `_` separates
+    tokens but is a word character to `\\b`, and RE2's `\\b` is ASCII-only."""
+    return r"(?:\b|_)" if word[:1].isascii() and word[:1].isalnum() else ""

@@ -1,0 +1,194 @@
+"""The contamination check: planted leaks of each kind are caught, clean data passes, bad files fail."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from kgeval.config import ContaminationConfig, GuardsConfig
+from kgeval.errors import InputError
+from kgeval.guards import ContaminationError, assert_clean, build_index, canonical_sparql, check_contamination
+from kgeval.holdout import load_holdout
+from tests.conftest import REPO
+
+CK25 = Path(__import__("os").environ.get("KGEVAL_CK25", REPO.parent / "shared" / "datasets" / "ck25"))
+
+# hr-02 with prefix and variables renamed, keywords lower-cased and the layout folded.
+HR02_RENAMED = (
+    "prefix h: <http://example.org/hr/vocab/> prefix l: <http://www.w3.org/2000/01/rdf-schema#> "
+    'select ?who where { ?who a h:Employee ; h:worksIn ?d . ?d l:label "Engineering" . }'
+)
+PLANTED = {
+    "question-exact": ("hr/hr-01", {"prompt": "Q:   which DEPARTMENT does karen novak WORK in ??!", "completion": "..."}),
+    "question-near": ("hr/hr-03", {"prompt": "Tell me: how many employees are located at the Toronto office.", "completion": "ok"}),
+    "sparql": ("hr/hr-02", {"prompt": "Write the query.", "completion": f"```sparql\n{HR02_RENAMED}\n```"}),
+    "iri": ("kg hr", {"messages": [{"role": "user", "content": "Who is <http://example.org/hr/entities/Employee/E1015>?"}]}),
+    "kg-identifier": ("trials/trials-03", {"prompt": "copied from trials-03 of the holdout", "completion": "x"}),
+}
+
+
+@pytest.fixture(scope="module")
+def index():
+    return build_index(load_holdout(REPO / "holdout"), GuardsConfig())
+
+
+def _ck25_records() -> list[dict]:
+    if not (CK25 / "questions.yml").is_file():
+        pytest.skip(f"CK25 not found at {CK25} (set KGEVAL_CK25)")
+    doc = yaml.safe_load((CK25 / "questions.yml").read_text(encoding="utf-8"))
+    return [{"prompt": q["question"]["en"], "completion": q["query"]["sparql"]} for q in doc["questions"]]
+
+
+def _jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_renamed_reference_query_has_the_same_canonical_form():
+    hr02 = load_holdout(REPO / "holdout").kg("hr").questions[1]
+    assert hr02.id == "hr-02"
+    assert canonical_sparql(HR02_RENAMED) == canonical_sparql(hr02.sparql)
+    assert canonical_sparql(HR02_RENAMED.replace("Engineering", "Legal")) != canonical_sparql(hr02.sparql)
+
+
+def test_each_planted_leak_kind_is_caught_in_its_record(index, tmp_path):
+    clean = _ck25_records()
+    records, expected = list(clean), {}
+    for kind, (item, record) in PLANTED.items():
+        expected[len(records)] = (kind, item)
+        records.append(record)
+    records += clean
+    report = check_contamination([_jsonl(tmp_path / "train.jsonl", records)], index, GuardsConfig())
+    found = {(h.record, h.kind, h.holdout_item) for h in report.hits}
+    for record, (kind, item) in expected.items():
+        assert (record, kind, item) in found, (kind, sorted(found))
+    assert {h.record for h in report.hits} == set(expected), "a clean CK25 record was flagged"
+    near = next(h for h in report.hits if h.kind == "question-near")
+    assert 0.6 <= near.score < 1 and near.field == "prompt"
+    assert next(h for h in report.hits if h.kind == "iri").field == "messages[].content"
+    assert report.records == len(records) and not report.clean
+
+
+def test_clean_file_passes_with_a_summary(index, tmp_path):
+    path = _jsonl(tmp_path / "ck25.jsonl", _ck25_records())
+    report = assert_clean([path], index, GuardsConfig())
+    assert report.clean and report.records == 50 and report.bytes == path.stat().st_size
+    assert report.summary().startswith("clean: 1 files, 50 records")
+
+
+def test_assert_clean_raises_with_the_report(index, tmp_path):
+    path = _jsonl(tmp_path / "t.jsonl", [PLANTED["sparql"][1]])
+    with pytest.raises(ContaminationError) as caught:
+        assert_clean([path], index, GuardsConfig())
+    assert caught.value.exit_code == 3 and caught.value.report.hit_count >= 1
+    assert "record 0" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "tail, message",
+    [
+        ('{"prompt": "trunc', "line 3: not valid JSON"),
+        ("not json at all\n", "line 3: not valid JSON"),
+        ("[1, 2]\n", "line 3: a record must be a JSON object"),
+        ('{"prompt": 5}\n', "line 3: field 'prompt' is not a string"),
+        ('{"messages": [{"content": ["a"]}]}\n', "line 3: field 'messages[].content' is not a string"),
+    ],
+)
+def test_truncated_or_malformed_file_fails_loudly(index, tmp_path, tail, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "a"}\n{"prompt": "b"}\n' + tail, encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(message)) as caught:
+        check_contamination([path], index, GuardsConfig())
+    assert str(path) in str(caught.value)
+
+
+def test_file_without_any_configured_field_is_not_a_pass(index, tmp_path):
+    path = _jsonl(tmp_path / "other.jsonl", [{"input": "Which department does Karen Novak work in?"}])
+    with pytest.raises(InputError, match="nothing would be checked"):
+        check_contamination([path], index, GuardsConfig())
+    fields = GuardsConfig(contamination=ContaminationConfig(fields=("input",)))
+    assert check_contamination([path], build_index(load_holdout(REPO / "holdout"), fields), fields).hit_count == 1
+
+
+def test_record_indices_are_global_across_chunks_and_workers(index, tmp_path):
+    filler = [{"prompt": "lorem ipsum " * 40 + str(i), "completion": "dolor"} for i in range(6000)]  # ~3 MB
+    leak = PLANTED["question-exact"][1]
+    records = filler[:4500] + [leak] + filler[4500:] + [leak]
+    path = _jsonl(tmp_path / "big.jsonl", records)
+    cfg = GuardsConfig(contamination=ContaminationConfig(chunk_mb=1, workers=2))
+    report = check_contamination([path], index, cfg)
+    assert report.workers == 2
+    assert [h.record for h in report.hits] == [4500, 6001]
+    assert report.records == 6002 and report.bytes == path.stat().st_size
+
+
+def test_parquet_is_read_in_batches_and_checked(index, tmp_path):
+    rows = _ck25_records() + [{"prompt": None, "completion": None, "messages": [{"role": "user", "content": HR02_RENAMED}]}]
+    table = pa.Table.from_pylist(
+        [{"prompt": r.get("prompt"), "completion": r.get("completion"), "messages": r.get("messages", [])} for r in rows]
+    )
+    path = tmp_path / "train.parquet"
+    pq.write_table(table, path, row_group_size=16)
+    report = check_contamination([path], index, GuardsConfig())
+    assert report.files[0].format == "parquet" and report.records == 51
+    assert {(h.record, h.kind) for h in report.hits} >= {(50, "sparql")}
+    assert {h.record for h in report.hits} == {50}
+
+    truncated = tmp_path / "cut.parquet"
+    truncated.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(InputError, match="cut.parquet: not a readable Parquet file"):
+        check_contamination([truncated], index, GuardsConfig())
+
+
+def kgeval(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+def test_cli_contamination_check_exit_codes(tmp_path):
+    clean = _jsonl(tmp_path / "clean.jsonl", _ck25_records())
+    leaky = _jsonl(tmp_path / "leaky.jsonl", _ck25_records() + [record for _, record in PLANTED.values()])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(leaky.read_bytes()[:-7])
+
+    ok = kgeval("contamination", "check", str(clean))
+    assert ok.returncode == 0, ok.stderr
+    assert "clean: 1 files, 50 records" in ok.stdout
+
+    hit = kgeval("contamination", "check", str(clean), str(leaky), "--report-json", str(tmp_path / "r.json"))
+    assert hit.returncode == 3, hit.stderr
+    assert f"{leaky}: record 52: completion: sparql:" in hit.stdout and "-> hr/hr-02" in hit.stdout
+    assert "CONTAMINATED" in hit.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["hit_count"] >= 5
+
+    bad = kgeval("contamination", "check", str(broken))
+    assert bad.returncode == 2 and "line 55: not valid JSON" in bad.stderr
+
+    missing = kgeval("contamination", "check", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def _renamed(sparql: str) -> str:
+    """Variables renamed (reversed order of appearance), prefixes renamed, layout and keyword case changed."""
+    out = sparql
+    variables = list(dict.fromkeys(re.findall(r"\?(\w+)", sparql)))
+    for i, var in enumerate(sorted(variables, key=len, reverse=True)):
+        out = re.sub(rf"\?{var}\b", f"?zz{len(variables) - i}", out)
+    for i, prefix in enumerate(set(re.findall(r"PREFIX\s+(\w*):", sparql))):
+        out = re.sub(rf"(?<![\w:#]){prefix}:", f"ns{i}x:", out)
+    out = re.sub(r"\b(PREFIX|SELECT|WHERE|DISTINCT|FILTER|ASK)\b", lambda m: m.group(1).lower(), out)
+    return " ".join(out.split())
+
+
+def test_every_reference_query_renamed_keeps_its_canonical_form():
+    # Regression: rdflib orders BGP triples by variable name and fills an ASK's projection from
+    # a set, so before canonicalization handled both, renamed variants of some queries were missed.
+    for q in load_holdout(REPO / "holdout").questions():
+        assert canonical_sparql(_renamed(q.sparql)) == canonical_sparql(q.sparql), q.id
