@@ -67,6 +67,27 @@ class TieInfo(BaseModel):
                 return False
         return sum(remaining.values()) == 0
 
+    def resolve(self, gold: QueryResult, rows: list[Row]) -> QueryResult:
+        """The acceptable answer closest to a candidate's `rows`: the gold with, in each tie
+        group, the tied rows the candidate chose in place of those the engine chose.
+
+        Only rows of the same key are exchanged, at the engine's positions, so the result is
+        still one acceptable answer in a valid order. Judges compare against it, so a system
+        that breaks a tie differently from the engine is not marked wrong (DESIGN invariant 2).
+        """
+        given = {row_key(r) for r in rows}
+        kept = list(gold.rows)
+        changed = False
+        for group in self.groups:
+            members = {row_key(r): r for r in group.candidates}
+            engine = {row_key(kept[i]): i for i in range(len(kept)) if row_key(kept[i]) in members}
+            swap_in = [members[k] for k in dict.fromkeys(row_key(r) for r in rows) if k in members and k not in engine]
+            swap_out = [i for k, i in engine.items() if k not in given]
+            for position, row in zip(swap_out, swap_in):
+                kept[position] = row
+                changed = True
+        return gold.model_copy(update={"rows": kept}) if changed else gold
+
 
 def needs_tie_check(shape: QueryShape, result: QueryResult) -> bool:
     """A cut exists: LIMIT/OFFSET, or an ordered result cut by the row cap."""

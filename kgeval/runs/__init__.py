@@ -1,7 +1,7 @@
 """Runs: plan, pass the pre-eval checklist, dispatch every question x seed to a system (N in
 flight), persist and judge each attempt as it completes; resume; compare runs."""
 
-from kgeval.runs._attempt import call_with_retries, run_attempt
+from kgeval.runs._attempt import call_with_retries, judge_candidate, run_attempt
 from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
 from kgeval.runs._db import ResultsDB
 from kgeval.runs._dispatch import RateLimiter, dispatch
@@ -56,5 +56,6 @@ __all__ = [
     "plan_run",
     "question_set_sha256",
     "resume_run",
+    "judge_candidate",
     "run_attempt",
 ]

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from kgeval.config import KgevalConfig
 from kgeval.errors import QueryError
+from kgeval.gold import TieInfo
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, Judge, Verdict
 from kgeval.runs._model import Attempt, Try
@@ -96,8 +97,12 @@ def run_attempt(
     *,
     limiter: Limiter | None = None,
     cache: ExecutionCache | None = None,
+    ties: TieInfo | None = None,
 ) -> tuple[Attempt, list[Verdict]]:
-    """Ask the system (with retries), name the terminal state, judge what is judgeable."""
+    """Ask the system (with retries), name the terminal state, judge what is judgeable.
+
+    With `ties` (the gold's acceptable answers at an ORDER BY ... LIMIT cut), the judges compare
+    against the acceptable answer closest to the candidate's result."""
     started = time.perf_counter()
     output, tries = call_with_retries(system, question, seed, config, limiter)
     base = {
@@ -127,11 +132,24 @@ def run_attempt(
         kind = "truncated_empty" if cut_off else "invalid_sparql"
         return Attempt(**base, state="error", error_kind=kind, error=sparql_error), []
     candidate = Candidate(items=output.answer, result=result, sparql_error=sparql_error)
-    verdicts = [judge.judge(question, gold, candidate) for judge in judges.values()]
+    verdicts, tie_resolved = judge_candidate(question, judges, gold, candidate, ties)
     extra = {"sparql_error": sparql_error} if sparql_error else {}
+    if tie_resolved:
+        extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
     total = result.total if result is not None else None
     state = "incomplete" if cut_off else "answered"
     return Attempt(**base, state=state, result_total=total, extra=extra), verdicts
+
+
+def judge_candidate(
+    question: Question, judges: dict[str, Judge], gold: QueryResult, candidate: Candidate, ties: TieInfo | None = None
+) -> tuple[list[Verdict], bool]:
+    """Every judge's verdict on `candidate`; with `ties`, against the acceptable answer closest to
+    the candidate's result. Also says whether the tie resolution changed the gold judged."""
+    judged = gold
+    if ties is not None and ties.tied and candidate.result is not None:
+        judged = ties.resolve(gold, candidate.result.rows)
+    return [judge.judge(question, judged, candidate) for judge in judges.values()], judged is not gold
 
 
 def _refused(output: SystemOutput) -> tuple[str, str] | None:

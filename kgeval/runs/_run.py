@@ -226,8 +226,10 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
         question, seed = job
+        entry = gold[question.id]
         return run_attempt(
-            question, seed, plan.system, plan.stores[question.kg], plan.judges, gold[question.id].result, plan.config, limiter=limiter, cache=cache
+            question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
+            limiter=limiter, cache=cache, ties=entry.ties,
         )
 
     def record(results: list[tuple[Attempt, list]]) -> None:

@@ -23,6 +23,7 @@ from kgeval.gold import display_text
 from kgeval.judges import Candidate
 from kgeval.reports import build_report, render_html, render_json, render_markdown
 from kgeval.review import NotPermitted, current_hashes, record_review, review_states
+from kgeval.runs import judge_candidate
 from kgeval.service._access import Principal, Role
 from kgeval.service._state import ServiceSettings, ServiceState
 
@@ -194,9 +195,10 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
                 sparql_error = f"{type(exc).__name__}: {exc}"
         if sparql_error and body.answer is None:
             raise HTTPException(400, f"question {question.id}: {sparql_error}")
-        candidate = Candidate(items=body.answer, result=result)
-        gold = state.gold[question.id].result
-        verdicts = [j.judge(question, gold, candidate).model_dump() for j in state.judges.values()]
+        candidate = Candidate(items=body.answer, result=result, sparql_error=sparql_error)
+        entry = state.gold[question.id]
+        judged, _ = judge_candidate(question, state.judges, entry.result, candidate, entry.ties)
+        verdicts = [v.model_dump() for v in judged]
         return {"question_id": question.id, "primary": state.settings.config.judges.primary, "verdicts": verdicts, "sparql_error": sparql_error}
 
     @app.get("/runs", tags=["runs"])
