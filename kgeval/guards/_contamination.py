@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +119,7 @@ class _UnitResult:
 
 _INDEX: HoldoutIndex | None = None
 _FIELDS: tuple[FieldPath, ...] = ()
+_FROZEN = False
 
 
 def _init_worker(index: HoldoutIndex, fields: tuple[FieldPath, ...]) -> None:
@@ -140,33 +140,62 @@ def _scan_unit(unit: Unit) -> _UnitResult:
     # Reference cycles left by a unit hold its Arrow buffers (tens of MB) until the cyclic GC
     # runs, which few Python allocations trigger: collect per unit, so memory stays flat.
     gc.collect()
+    global _FROZEN
+    if not _FROZEN:
+        # What survives the first unit is long-lived (the index, modules imported on first use,
+        # cached matches): freeze it so the per-unit collections no longer traverse it all.
+        gc.freeze()
+        _FROZEN = True
     return result
 
 
 def _scan_batch(batch, path: Path, result: _UnitResult) -> None:  # noqa: ANN001 - Arrow batch or table
     """Prefilter every line of every configured field in Arrow (RE2); match the lines it keeps."""
-    assert _INDEX is not None
     base = result.records
     seen = np.zeros(batch.num_rows, dtype=bool)
     for f in _FIELDS:
         rows, texts = field_texts(batch, f, path)
         seen[rows] = True
-        if len(texts) == 0:
-            continue
-        lines = pc.split_pattern(texts, "\n")
-        owner = pc.list_parent_indices(lines).to_numpy()
-        flat = pc.list_flatten(lines)
-        kept = np.flatnonzero(_mask(pc.match_substring_regex(flat, pattern=_INDEX.prefilter, ignore_case=True)))
-        line_text = flat.take(pa.array(kept, pa.int64())).to_pylist()
-        maybe_query = _mask(pc.match_substring_regex(texts, pattern=_INDEX.query_prefilter))
-        for t, group in groupby(zip(owner[kept].tolist(), line_text), key=lambda pair: pair[0]):
-            found = [m for _, line in group for m in _line_matches(line)]
-            if maybe_query[t]:
-                found += _query_matches(texts[t].as_py())
-            for m in unique_matches(found):
-                result.hits.append(Hit(file=str(path), record=base + int(rows[t]), field=f.text, **m.model_dump()))
+        if len(texts):
+            for t, found in _field_matches(texts):
+                result.hits += [Hit(file=str(path), record=base + int(rows[t]), field=f.text, **m.model_dump()) for m in found]
     result.records += batch.num_rows
     result.with_text += int(seen.sum())
+
+
+def _field_matches(texts: pa.Array) -> Iterable[tuple[int, list[Match]]]:
+    """(text index, its matches) for each text of one field with any, in text order.
+
+    Training data repeats lines (system prompts, schema context), so the lines the prefilter
+    keeps are deduplicated in Arrow and each distinct line matched once; per-text Python work
+    is left only for texts that have a matching line or may hold a reference query."""
+    assert _INDEX is not None
+    lines = pc.split_pattern(texts, "\n")
+    flat = pc.list_flatten(lines)
+    keep = pc.fill_null(pc.match_substring_regex(flat, pattern=_INDEX.prefilter, ignore_case=True), False)
+    kept = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+    if not len(kept):
+        return
+    owner = pc.list_parent_indices(lines).to_numpy()[kept]
+    distinct = flat.filter(keep).dictionary_encode()
+    per_line = [_line_matches(line) for line in distinct.dictionary.to_pylist()]
+    line_code = distinct.indices.to_numpy()
+    line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
+    # As before, a text is tried as a query only when one of its lines passed the prefilter.
+    candidates = np.unique(owner)
+    maybe_query = _mask(pc.match_substring_regex(texts.take(pa.array(candidates, pa.int64())), pattern=_INDEX.query_prefilter))
+    todo = np.union1d(owner[line_hit], candidates[maybe_query])
+    for t in todo.tolist():
+        found = [m for i in _span(owner, t) if line_hit[i] for m in per_line[line_code[i]]]
+        if maybe_query[np.searchsorted(candidates, t)]:
+            found += _query_matches(texts[t].as_py())
+        if unique := unique_matches(found):
+            yield t, unique
+
+
+def _span(owner: np.ndarray, t: int) -> range:
+    """Positions of text `t`'s kept lines (`owner` is sorted: lines keep their text order)."""
+    return range(np.searchsorted(owner, t, "left"), np.searchsorted(owner, t, "right"))
 
 
 def _sample_lines(path: Path, size: int) -> list[str]:

@@ -166,7 +166,7 @@ class HoldoutIndex:
         wanted = {f for q in self.questions for f in q.features}
         counts: Counter[str] = Counter()
         for line in sample:
-            counts.update(wanted.intersection(feature(w) for w in tokens(line)))
+            counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
         keys = {min(n, key=lambda x: (joined.count(x), -len(x))) for n in self.needles if n}
