@@ -192,3 +192,36 @@ def test_every_reference_query_renamed_keeps_its_canonical_form():
     # a set, so before canonicalization handled both, renamed variants of some queries were missed.
     for q in load_holdout(REPO / "holdout").questions():
         assert canonical_sparql(_renamed(q.sparql)) == canonical_sparql(q.sparql), q.id
+
+
+def _escaped_json(record: dict) -> str:
+    """One JSONL line with every `/` written `\\/`, every `a`, quote and non-ASCII character as
+    a `\\u` escape: the raw bytes hold no needle, only the parsed text does."""
+    line = json.dumps(record, ensure_ascii=True).replace("/", "\\/").replace("a", "\\u0061")
+    return re.sub(r'(?<!\\)\\"', lambda m: "\\u0022", line)
+
+
+def test_needles_hidden_behind_json_escapes_are_caught(index, tmp_path):
+    """The matchers see parsed text, never raw JSON: an IRI written with `\\/`, a question
+    and an identifier with `\\u` escapes (quotes too) are all found."""
+    records = [
+        {"prompt": 'Who is "<http://example.org/hr/entities/Employee/E1015>"?', "completion": "x"},
+        {"prompt": "Q: which DEPARTMENT does karen novak WORK in?", "completion": "caf\u00e9"},
+        {"prompt": 'copied from "trials-03" of the holdout', "completion": "x"},
+        {"prompt": "clean caf\u00e9 line", "completion": HR02_RENAMED},
+    ]
+    path = tmp_path / "escaped.jsonl"
+    raw = "".join(_escaped_json(r) + "\n" for r in records)
+    assert not any(n in raw for n in ("http://", "example.org", "karen", "trials-03"))
+    path.write_text(raw, encoding="ascii")
+    found = {(h.record, h.kind) for h in check_contamination([path], index, GuardsConfig()).hits}
+    assert {(0, "iri"), (1, "question-exact"), (2, "kg-identifier"), (3, "sparql")} <= found, sorted(found)
+
+
+def test_a_line_repeated_in_many_records_is_reported_in_each(index, tmp_path):
+    """Distinct prefiltered lines are matched once per batch; every record holding one still gets its hit."""
+    leak = "Context line.\ncopied from trials-03 of the holdout\nmore context"
+    records = [{"prompt": leak if i % 3 == 0 else "Context line.\nnothing here", "completion": "ok"} for i in range(300)]
+    report = check_contamination([_jsonl(tmp_path / "repeated.jsonl", records)], index, GuardsConfig())
+    assert [h.record for h in report.hits] == list(range(0, 300, 3))
+    assert {h.kind for h in report.hits} == {"kg-identifier"}
