@@ -169,7 +169,8 @@ class HoldoutIndex:
             counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
-        keys = {min(n, key=lambda x: (joined.count(x), -len(x))) for n in self.needles if n}
+        seen = {x: joined.count(x) for x in set().union(*self.needles)}  # queries share namespaces
+        keys = {min(n, key=lambda x: (seen[x], -len(x))) for n in self.needles if n}
         return replace(self, prefilter=_prefilter(set(self.literals), anchors), query_prefilter=_query_prefilter(keys))
 
     def _match_identifiers(self, text: str) -> list[Match]:
