@@ -123,8 +123,8 @@ _FROZEN = False
 
 
 def _init_worker(index: HoldoutIndex, fields: tuple[FieldPath, ...]) -> None:
-    global _INDEX, _FIELDS
-    _INDEX, _FIELDS = index, fields
+    global _INDEX, _FIELDS, _FROZEN
+    _INDEX, _FIELDS, _FROZEN = index, fields, False
     _line_matches.cache_clear()
     _query_matches.cache_clear()
 
@@ -248,7 +248,7 @@ def check_contamination(
 def _run_units(units: list[Unit], index: HoldoutIndex, fields: tuple[FieldPath, ...], workers: int) -> Iterable[_UnitResult]:
     if workers <= 1:
         _init_worker(index, fields)
-        return (_scan_unit(u) for u in units)
+        return _in_process(units)
     ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
     pool = ctx.Pool(workers, initializer=_init_worker, initargs=(index, fields))
 
@@ -257,6 +257,15 @@ def _run_units(units: list[Unit], index: HoldoutIndex, fields: tuple[FieldPath, 
             yield from pool.imap(_scan_unit, units, chunksize=1)
 
     return ordered()
+
+
+def _in_process(units: list[Unit]) -> Iterable[_UnitResult]:
+    """The units scanned in this process, which outlives the check: what `_scan_unit` froze
+    is unfrozen afterwards, so the caller's garbage is collected as before."""
+    try:
+        yield from (_scan_unit(u) for u in units)
+    finally:
+        gc.unfreeze()
 
 
 def _merge(
