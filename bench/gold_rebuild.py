@@ -53,9 +53,9 @@ class _TimedStore:
     def __init__(self, inner, clock: _Clock) -> None:  # noqa: ANN001
         self._inner, self._clock = inner, clock
 
-    def query(self, query: str):  # noqa: ANN201
+    def query(self, query: str, **kwargs):  # noqa: ANN003, ANN201
         t0 = time.perf_counter()
-        result = self._inner.query(query)
+        result = self._inner.query(query, **kwargs)
         self._clock.seconds += time.perf_counter() - t0
         return result if isinstance(result, bool) or not hasattr(result, "__next__") else _TimedIterator(result, self._clock)
 
