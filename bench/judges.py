@@ -5,6 +5,11 @@
 An item check is one answer item (a list item, or an executed result row) compared with a
 gold. Golds are prepared once per gold object (cached), as in a run. Target: >= 1,000,000 item
 checks per second on one core for the membership path (seed judge, answer lists).
+
+Calibration: the bench also times a bare `for _ in range(10_000_000): pass` at top level (CPU
+seconds, best of 3) and prints the rates scaled to a reference core that runs it in 0.15-0.20 s
+(a typical modern core). The measured figures are printed as measured; the scaled ones only help compare
+machines (interpreter-bound code scales roughly with that loop, memory-bound code may not).
 """
 
 from __future__ import annotations
@@ -40,7 +45,25 @@ def make_answers(n: int, items: int, golds: int, size: int, rng: random.Random) 
     return out
 
 
-def bench(label: str, judge, golds, candidates) -> None:  # noqa: ANN001
+REFERENCE_LOOP = (0.15, 0.20)
+"""CPU seconds of the bare loop on a typical modern core (fast, slow end)."""
+
+
+BARE_LOOP = compile("for _ in range(10_000_000): pass", "<bare loop>", "exec")
+
+
+def bare_loop_seconds() -> float:
+    """CPU seconds of `for _ in range(10_000_000): pass` run as a script's top level runs it
+    (as `python -c` does: `_` is a global), best of 3."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        exec(BARE_LOOP, {})  # noqa: S102 - a constant loop
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def bench(label: str, judge, golds, candidates, loop: float) -> None:  # noqa: ANN001
     checks = sum(c.items is not None and len(c.items) or len(c.result.rows) for _, c in candidates)
     for g in golds:  # prepare golds outside the timing, as a run's first attempt would
         judge.judge(Q, g, candidates[0][1])
@@ -48,7 +71,12 @@ def bench(label: str, judge, golds, candidates) -> None:  # noqa: ANN001
     for g, candidate in candidates:
         judge.judge(Q, golds[g], candidate)
     elapsed = time.process_time() - start
-    print(f"{label:<40} {len(candidates):>8,} answers {checks:>10,} item checks {elapsed:7.2f}s CPU {checks / elapsed:>12,.0f} checks/s")
+    rate = checks / elapsed
+    low, high = (rate * loop / ref for ref in reversed(REFERENCE_LOOP))
+    print(
+        f"{label:<40} {len(candidates):>8,} answers {checks:>10,} item checks {elapsed:7.2f}s CPU {rate:>12,.0f} checks/s"
+        f"  (reference core: {low:,.0f}-{high:,.0f})"
+    )
 
 
 def main() -> None:
@@ -67,11 +95,17 @@ def main() -> None:
         for g, items in answers
     ]
     judges = judges_from_config(JudgesConfig())
+    loop = bare_loop_seconds()
+    print(
+        f"calibration: bare loop of 10,000,000 iterations {loop:.3f}s CPU here, "
+        f"{REFERENCE_LOOP[0]:.2f}-{REFERENCE_LOOP[1]:.2f}s on a reference core: this machine is "
+        f"{loop / REFERENCE_LOOP[1]:.1f}-{loop / REFERENCE_LOOP[0]:.1f}x slower; reference-core rates in brackets"
+    )
     print(f"{args.answers:,} answers of {args.items} items against {args.golds} golds of {args.gold_size:,} rows")
-    bench("seed (membership), answer lists", judges["seed"], golds, lists)
-    bench("seed (membership), executed results", judges["seed"], golds, results)
-    bench("execution, answer lists", judges["execution"], golds, lists)
-    bench("execution, executed results", judges["execution"], golds, results)
+    bench("seed (membership), answer lists", judges["seed"], golds, lists, loop)
+    bench("seed (membership), executed results", judges["seed"], golds, results, loop)
+    bench("execution, answer lists", judges["execution"], golds, lists, loop)
+    bench("execution, executed results", judges["execution"], golds, results, loop)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,16 @@ Items: a gold row is the set of its normalized cells; an answer item is one norm
 matches a gold row when they share a value, so "Alice" matches the row (Alice, 5).
 
 Speed: the gold is indexed once (value -> ids of the gold rows holding it) and cached per gold
-object, so judging an answer costs one normalization and one dict lookup per answer value.
+object, so judging an answer costs one dict lookup per answer value: the index also remembers
+(bounded) each answer text it has seen with its key and gold rows. The verdict of an answer
+list is built without pydantic's per-field work (`_new_verdict`); tests/judges/test_seed_fast.py
+checks it against the straightforward implementation (tests/judges/seed_reference.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import countOf
 
 from kgeval._files import sha256_json
 from kgeval.config import SeedJudgeConfig
@@ -25,9 +29,12 @@ from kgeval.judges._model import Candidate, Verdict
 from kgeval.judges._normalize import Normalizer
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "1"
+LOGIC_VERSION = "2"
 
 Item = frozenset[str]
+
+_SEEN_LIMIT = 1 << 14
+"""Answer texts an index remembers beyond the gold's own spellings (then it starts over)."""
 
 
 @dataclass(frozen=True)
@@ -41,11 +48,18 @@ class GoldIndex:
     spelled: dict[str, tuple[str, tuple[int, ...]]]
     """A gold cell's own text -> (its key, its row ids), where the text normalizes to the cell's
     key: an answer item spelt as the gold spells it skips normalization."""
+    injective: bool = False
+    """Each value is in one gold row and no two values share a row (a one-column gold of
+    distinct values): gold items covered by an answer's hits = the number of its hit values."""
+    seen: dict[str, tuple[str, tuple[int, ...] | None]] = field(default_factory=dict)
+    """Answer text -> (its key, its gold row ids or None): `spelled`, plus the answer texts
+    looked up so far (bounded by _SEEN_LIMIT). Keys are pure functions of the text, so this is
+    a memo, never a source of difference."""
 
 
 def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
     if gold.form == "ask":
-        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {})
+        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {}, True, {})
     rows: dict[str, list[int]] = {}
     spellings: dict[str, str] = {}
     kept = 0
@@ -64,22 +78,32 @@ def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
         kept += 1
     frozen = {v: tuple(ids) for v, ids in rows.items()}
     spelled = {text: (key, frozen[key]) for text, key in spellings.items()}
-    return GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled)
+    injective = all(len(ids) == 1 for ids in frozen.values()) and len({ids[0] for ids in frozen.values()}) == len(frozen)
+    return GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled, injective, dict(spelled))
 
 
 def list_keys(items: list, index: GoldIndex, normalizer: Normalizer) -> dict[str, tuple[int, ...] | None]:
-    """Distinct keys of an answer list, each with the gold rows holding it (None: not in the
-    gold). The membership hot path: one lookup per item spelt as in the gold."""
-    spelled, rows, item = index.spelled, index.rows, normalizer.item
-    keys: dict[str, tuple[int, ...] | None] = {}
-    for i in items:
-        hit = spelled.get(i) if type(i) is str else None
-        if hit is None:
-            key = item(i)
-            keys.setdefault(key, rows.get(key))
-        else:
-            keys.setdefault(hit[0], hit[1])
-    return keys
+    """Distinct keys of an answer list in first-seen order, each with the gold rows holding it
+    (None: not in the gold). The membership hot path: one lookup per item whose text the index
+    has seen (spelt as in the gold, or met in an earlier answer)."""
+    seen = index.seen
+    try:
+        found = list(map(seen.get, items))
+    except TypeError:  # an unhashable item (a JSON list or object): normalize every item
+        found = [None] * len(items)
+    if None in found:
+        rows, item = index.rows, normalizer.item
+        for n, hit in enumerate(found):
+            if hit is None:
+                i = items[n]
+                key = item(i)
+                hit = found[n] = (key, rows.get(key))
+                if type(i) is str:
+                    if len(seen) >= len(index.spelled) + _SEEN_LIMIT:
+                        seen.clear()
+                        seen.update(index.spelled)
+                    seen[i] = hit
+    return dict(found)  # a repeated key keeps its first place; its rows are the same
 
 
 def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] | list[Item] | None:
@@ -129,50 +153,74 @@ class SeedJudge:
         self.version = f"{self.name}-{LOGIC_VERSION}+{self.config_sha256[:8]}"
         self.normalizer = Normalizer(config.normalize)
         self._golds: GoldCache[GoldIndex] = GoldCache(lambda gold: index_gold(gold, self.normalizer))
+        self._min_items, self._min_precision = config.min_items, config.min_precision
+        self._needs_items, self._needs_precision = f"{config.min_items}", f"{config.min_precision}"
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
-        if candidate.items is not None:
+        items = candidate.items
+        if items is not None:
             index = self._golds.get(gold)
-            keys = list_keys(candidate.items, index, self.normalizer)
-            hits = [ids for ids in keys.values() if ids is not None]
-            answer: list = list(keys)
-            match = _Match(len(hits), len(set().union(*hits)) if hits else 0)
+            keys = list_keys(items, index, self.normalizer)
+            answer_items = len(keys)
+            if index.injective:
+                matched = covered = answer_items - countOf(keys.values(), None)
+            else:
+                hits = [ids for ids in keys.values() if ids is not None]
+                matched, covered = len(hits), len(set().union(*hits)) if hits else 0
+            full_answer = True
         else:
             answer = candidate_items(candidate, self.normalizer)
             if answer is None:
                 return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
             index = self._golds.get(gold)
             match = _match(index, answer)
-        details = _figures(match, len(answer), index.size, candidate)
+            matched, covered, answer_items = match.matched, match.covered, len(answer)
+            full_answer = candidate.result is not None and not candidate.result.truncated
+        details = _figures(matched, covered, answer_items, index.size, full_answer)
         if gold.form == "ask" or gold.total < self.config.exact_below:
-            return self._exact(gold, answer, match, index, details)
-        return self._membership(gold, answer, match, details)
+            return self._exact(gold, answer_items, matched, covered, index, details)
+        return self._membership(gold, answer_items, matched, details)
 
-    def _exact(self, gold: QueryResult, answer: list, match: _Match, index: GoldIndex, details: dict) -> Verdict:
-        missing = index.size - match.covered
-        unmatched = len(answer) - match.matched
+    def _exact(self, gold: QueryResult, answer_items: int, matched: int, covered: int, index: GoldIndex, details: dict) -> Verdict:
+        missing = index.size - covered
+        unmatched = answer_items - matched
         correct = unmatched == 0 and missing == 0
         path = "ask" if gold.form == "ask" else "exact"
         reason = (
-            f"exact set match after normalization: {match.matched} of {len(answer)} answer items in the gold, "
+            f"exact set match after normalization: {matched} of {answer_items} answer items in the gold, "
             f"{missing} of {index.size} gold items missing"
         )
-        return self._verdict(correct, path, gold, match.matched, unmatched, missing, _with_subset(reason, details), details)
+        return self._verdict(correct, path, gold, matched, unmatched, missing, _with_subset(reason, details), details)
 
-    def _membership(self, gold: QueryResult, answer: list, match: _Match, details: dict) -> Verdict:
+    def _membership(self, gold: QueryResult, answer_items: int, matched: int, details: dict) -> Verdict:
         precision = details["precision"]
-        enough = len(answer) >= self.config.min_items
-        correct = enough and precision >= self.config.min_precision
+        correct = answer_items >= self._min_items and precision >= self._min_precision
         reason = (
-            f"membership: {match.matched} of {len(answer)} answer items in the full gold "
-            f"(precision {precision:.3f}, needs >= {self.config.min_precision}); "
-            f"{len(answer)} items (needs >= {self.config.min_items}); "
-            f"recall {details['recall']:.3f} (not checked by membership)"
+            f"membership: {matched} of {answer_items} answer items in the full gold "
+            f"(precision {_three_places(precision)}, needs >= {self._needs_precision}); "
+            f"{answer_items} items (needs >= {self._needs_items}); "
+            f"recall {_three_places(details['recall'])} (not checked by membership)"
         )
         if gold.truncated:
             reason += f"; gold kept {len(gold.rows)} of {gold.total} rows"
-        reason = _with_subset(reason, details)
-        return self._verdict(correct, "membership", gold, match.matched, len(answer) - match.matched, None, reason, details)
+        subset = details.get("strict_subset")
+        if subset:
+            reason += f"; strict_subset: {subset}"
+        return _new_verdict(
+            {
+                "judge": self.name,
+                "version": self.version,
+                "config_sha256": self.config_sha256,
+                "correct": correct,
+                "path": "membership",
+                "matched": matched,
+                "unmatched": answer_items - matched,
+                "missing": None,
+                "gold_total": gold.total,
+                "reason": reason,
+                "details": details,
+            }
+        )
 
     def _verdict(
         self,
@@ -185,34 +233,67 @@ class SeedJudge:
         reason: str = "",
         details: dict | None = None,
     ) -> Verdict:
-        return Verdict.model_construct(  # fields built here, typed: validation skipped on the hot path
-            judge=self.name,
-            version=self.version,
-            config_sha256=self.config_sha256,
-            correct=correct,
-            path=path,
-            matched=matched,
-            unmatched=unmatched,
-            missing=missing,
-            gold_total=gold.total,
-            reason=reason,
-            details=details or {},
+        return _new_verdict(
+            {
+                "judge": self.name,
+                "version": self.version,
+                "config_sha256": self.config_sha256,
+                "correct": correct,
+                "path": path,
+                "matched": matched,
+                "unmatched": unmatched,
+                "missing": missing,
+                "gold_total": gold.total,
+                "reason": reason,
+                "details": details or {},
+            }
         )
 
 
-def _figures(match: _Match, answer_items: int, gold_items: int, candidate: Candidate) -> dict:
+_THREE_PLACES: dict[float, str] = {}
+
+
+def _three_places(x: float) -> str:
+    """`f"{x:.3f}"`, memoized (bounded): precisions and recalls are ratios of small counts,
+    so the same few values recur."""
+    text = _THREE_PLACES.get(x)
+    if text is None:
+        if len(_THREE_PLACES) >= 4096:
+            _THREE_PLACES.clear()
+        text = _THREE_PLACES[x] = f"{x:.3f}"
+    return text
+
+
+_VERDICT_FIELDS = frozenset(Verdict.model_fields)
+_new_object = Verdict.__new__
+_set_attribute = object.__setattr__
+
+
+def _new_verdict(fields: dict) -> Verdict:
+    """What `Verdict.model_construct(**fields)` builds when `fields` holds every field, in
+    declaration order: the same `__dict__`, fields set, no extra, no private attributes;
+    without its per-field alias and default work (the hot path of membership judging)."""
+    verdict = _new_object(Verdict)
+    _set_attribute(verdict, "__dict__", fields)
+    _set_attribute(verdict, "__pydantic_fields_set__", set(_VERDICT_FIELDS))
+    _set_attribute(verdict, "__pydantic_extra__", None)
+    _set_attribute(verdict, "__pydantic_private__", None)
+    return verdict
+
+
+def _figures(matched: int, covered: int, answer_items: int, gold_items: int, full_answer: bool) -> dict:
     """Precision, recall and F1 over items, and whether the answer is a strict subset.
 
     Recall counts gold items sharing a value with the answer over all gold items (rows beyond
     the gold's cap count as not given, so recall is a lower bound when the gold is truncated).
+    `full_answer`: an answer list, or an executed result that was not truncated.
     """
-    precision = match.matched / answer_items if answer_items else (1.0 if gold_items == 0 else 0.0)
-    recall = match.covered / gold_items if gold_items else 1.0
+    precision = matched / answer_items if answer_items else (1.0 if gold_items == 0 else 0.0)
+    recall = covered / gold_items if gold_items else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     details: dict = {"precision": precision, "recall": recall, "f1": f1}
-    full_answer = candidate.items is not None or (candidate.result is not None and not candidate.result.truncated)
-    if full_answer and answer_items and match.matched == answer_items and match.covered < gold_items:
-        details["strict_subset"] = f"{match.covered} of {gold_items}"
+    if full_answer and answer_items and matched == answer_items and covered < gold_items:
+        details["strict_subset"] = f"{covered} of {gold_items}"
     return details
 
 

@@ -4,6 +4,7 @@ from kgeval.config import JudgesConfig, SeedJudgeConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, judge_from_config, judges_from_config, normalize_value
+from kgeval.judges._seed import LOGIC_VERSION as SEED_LOGIC
 from kgeval.stores import QueryResult, Term
 
 Q = Question(id="q", question="?", sparql="SELECT ?x WHERE {?x ?p ?o}", domain="d", kg="k")
@@ -96,7 +97,7 @@ def test_empty_gold_and_no_answer():
 
 def test_verdict_records_judge_identity_and_thresholds_change_version():
     verdict = seed().judge(Q, gold_of([1]), Candidate(items=["1"]))
-    assert verdict.judge == "seed" and verdict.version.startswith("seed-1+") and len(verdict.config_sha256) == 64
+    assert verdict.judge == "seed" and verdict.version.startswith(f"seed-{SEED_LOGIC}+") and len(verdict.config_sha256) == 64
     assert seed().version != seed(min_precision=0.8).version
     assert seed().version == seed().version
 

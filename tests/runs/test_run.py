@@ -7,6 +7,7 @@ from kgeval.checklists import pre_eval_checklist
 from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import CheckFailed
 from kgeval.holdout import load_holdout
+from kgeval.judges._seed import LOGIC_VERSION as SEED_LOGIC
 from kgeval.reports import build_report, render_json, render_markdown
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.systems import OracleSystem, ReplaySystem
@@ -31,7 +32,7 @@ def test_oracle_run_persists_every_attempt_and_scores_all(mini_holdout, mini_gol
     with ResultsDB(db_path, read_only=True) as db:
         report = build_report(db, meta.run_id)
     assert report.overall.correct == report.overall.n == len(MINI_QUESTIONS)
-    assert meta.finished_at and meta.judge_versions["seed"].startswith("seed-1")
+    assert meta.finished_at and meta.judge_versions["seed"].startswith(f"seed-{SEED_LOGIC}+")
 
 
 def _replay(tmp_path, records):

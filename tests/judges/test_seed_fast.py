@@ -1,0 +1,90 @@
+"""The seed judge's fast paths (memoized answer texts, injective golds, verdicts built without
+pydantic's per-field work) give the verdicts of the straightforward implementation
+(seed_reference.py: the judge as it was before them), field for field, on random inputs."""
+
+import random
+
+import pytest
+
+from kgeval.config import JudgesConfig, SeedJudgeConfig
+from kgeval.holdout import Question
+from kgeval.judges import Candidate, judge_from_config
+from kgeval.stores import QueryResult, Term
+from tests.judges.seed_reference import SeedJudge as ReferenceSeedJudge
+
+Q = Question(id="q", question="?", sparql="SELECT ?x WHERE {?x ?p ?o}", domain="d", kg="k")
+BASE = "http://x/entities/Thing/"
+XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
+
+
+def _value(rng: random.Random, pool: int):
+    v = rng.randrange(pool)
+    form = rng.randrange(9)
+    if form == 0:
+        return v
+    if form == 1:
+        return f"  <{BASE}{v}>  "
+    if form == 2:
+        return f"{BASE}{v}/"
+    if form == 3:
+        return f"V{v}"  # case-folded to v{v}
+    if form == 4:
+        return rng.choice([True, False, 1.5, "1.50", "true", None, [v], {"a": v}])
+    return f"{BASE}{v}"
+
+
+def _cell(rng: random.Random, pool: int) -> Term | None:
+    v = rng.randrange(pool)
+    form = rng.randrange(6)
+    if form == 0:
+        return None
+    if form == 1:
+        return Term.literal(str(v), XSD_INT)
+    if form == 2:
+        return Term.literal(f"v{v}", lang="en")
+    return Term.iri(f"{BASE}{v}")
+
+
+def _gold(rng: random.Random) -> QueryResult:
+    if rng.random() < 0.1:
+        return QueryResult(form="ask", boolean=rng.random() < 0.5, total=1)
+    size, width, pool = rng.choice([1, 3, 8, 30, 120]), rng.choice([1, 1, 2]), rng.choice([10, 60, 300])
+    rows = [[_cell(rng, pool) if width > 1 else Term.iri(f"{BASE}{rng.randrange(pool)}") for _ in range(width)] for _ in range(size)]
+    total = size + (rng.randrange(50) if rng.random() < 0.2 else 0)
+    return QueryResult(form="select", vars=[f"v{j}" for j in range(width)], rows=rows, total=total, truncated=total > size)
+
+
+def _candidate(rng: random.Random, pool: int = 300) -> Candidate:
+    kind = rng.randrange(4)
+    if kind == 0:
+        return Candidate()
+    if kind == 1:
+        rows = [[_cell(rng, pool)] for _ in range(rng.randrange(12))]
+        total = len(rows) + (rng.randrange(5) if rng.random() < 0.2 else 0)
+        return Candidate(result=QueryResult(form="select", vars=["x"], rows=rows, total=total, truncated=total > len(rows)))
+    return Candidate(items=[_value(rng, pool) for _ in range(rng.randrange(25))])
+
+
+def _same(fast, reference) -> None:
+    assert type(fast) is type(reference)
+    assert fast.__dict__ == reference.__dict__
+    assert list(fast.__dict__) == list(reference.__dict__)
+    assert fast.model_fields_set == reference.model_fields_set
+    assert fast.__pydantic_extra__ == reference.__pydantic_extra__
+    assert fast.__pydantic_private__ == reference.__pydantic_private__
+    assert fast.model_dump_json() == reference.model_dump_json()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_seed_judge_matches_the_reference(seed):
+    rng = random.Random(seed)
+    cfg = SeedJudgeConfig(exact_below=rng.choice([1, 5, 50, 1000]), min_items=rng.choice([1, 5]))
+    fast = judge_from_config("seed", JudgesConfig(seed=cfg))
+    reference = ReferenceSeedJudge(cfg)
+    golds = [_gold(rng) for _ in range(12)]
+    for _ in range(1500):
+        gold, candidate = rng.choice(golds), _candidate(rng)
+        verdict = fast.judge(Q, gold, candidate)
+        expected = reference.judge(Q, gold, candidate)
+        _same(verdict, expected.model_copy(update={"version": fast.version, "config_sha256": fast.config_sha256}))
+        assert verdict.config_sha256 != expected.config_sha256  # the logic version is part of the hash
