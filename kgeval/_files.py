@@ -35,6 +35,22 @@ def sha256_json(obj: Any) -> str:
     return sha256_text(canonical_json(obj))
 
 
+def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
+    """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
+    import yaml  # local: most commands never read YAML
+
+    from kgeval.errors import InputError
+
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} missing" + (f" ({missing_hint})" if missing_hint else "")) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read {what}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: {what} is not valid YAML: {exc}") from None
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write to a temporary file beside `path`, fsync, then rename over it.
 

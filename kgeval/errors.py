@@ -50,3 +50,10 @@ class LeakDetected(KgevalError):
     """Holdout material was found where it must not be, or a KG is too close to training."""
 
     exit_code = 3
+
+
+def first_validation_error(exc: "pydantic.ValidationError") -> str:  # noqa: F821 - imported lazily
+    """The first error of a pydantic ValidationError as `field.path: message`."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return f"{where}: {err['msg']}" if where else err["msg"]

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kgeval._files import sha256_text
+from kgeval._files import read_yaml, sha256_text
 from kgeval.config import PipelineConfig
-from kgeval.errors import InputError
+from kgeval.errors import InputError, first_validation_error
 
 ItemName = Literal["holdout_manifest", "gold", "pipeline_parity", "guards", "apples_to_apples", "caught"]
 CheckKind = Literal["oracle_accuracy", "weak_accuracy", "gold_engine_matches_store", "gold_row_cap_covers_run"]
@@ -70,17 +69,7 @@ class PreEvalChecklist(_Strict):
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: checklist file missing (set run.checklist in the configuration)") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{path}: cannot read checklist: {exc}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return read_yaml(path, "checklist file", "set run.checklist in the configuration")
 
 
 def load_checklist(path: Path) -> PreEvalChecklist:
@@ -98,9 +87,9 @@ def load_checklist(path: Path) -> PreEvalChecklist:
         try:
             entries.append(CaughtEntry.model_validate(entry))
         except ValidationError as exc:
-            raise InputError(f"{caught_path}: entry {i}: {_first_error(exc)}") from None
+            raise InputError(f"{caught_path}: entry {i}: {first_validation_error(exc)}") from None
     digest = sha256_text(path.read_text(encoding="utf-8") + "\0" + caught_path.read_text(encoding="utf-8"))
     try:
         return PreEvalChecklist.model_validate({**raw, "caught_entries": entries, "sha256": digest})
     except ValidationError as exc:
-        raise InputError(f"{path}: {_first_error(exc)}") from None
+        raise InputError(f"{path}: {first_validation_error(exc)}") from None

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval.errors import InputError
+from kgeval.errors import InputError, first_validation_error
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
 
 QUESTIONS_FILE = "questions.yaml"
@@ -48,7 +48,7 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
     except ValidationError as exc:
-        raise InputError(f"{path}: {_first_error(exc)}") from None
+        raise InputError(f"{path}: {first_validation_error(exc)}") from None
     if parsed.kg != kg_dir.name:
         raise InputError(f"{path}: kg is {parsed.kg!r} but the directory is {kg_dir.name!r}")
     files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES))
@@ -69,11 +69,6 @@ def _load_question(path: Path, index: int, raw: dict, kg_id: str) -> Question:
     try:
         return Question.model_validate({**raw, "kg": kg_id})
     except (ValidationError, TypeError) as exc:
-        detail = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        detail = first_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InputError(f"{path}: {label}: {detail}") from None
 
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"])
-    return f"{where}: {err['msg']}" if where else err["msg"]

@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pyoxigraph as ox
-import yaml
 
+from kgeval._files import read_yaml
 from kgeval.errors import InputError
 from kgeval.holdout import Question, Tag
 from kgeval.interop._write import ImportReport, check_question, write_kg
@@ -65,12 +65,7 @@ def import_text2sparql(
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: missing (a TEXT2SPARQL dataset has questions.yml and graphs/)") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    doc = read_yaml(path, "questions file", "a TEXT2SPARQL dataset has questions.yml and graphs/")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a mapping at the top level")
     return doc
