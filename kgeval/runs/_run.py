@@ -258,16 +258,3 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
 def _run_question(q: Question) -> RunQuestion:
     return RunQuestion(kg=q.kg, question_id=q.id, question=q.question, domain=q.domain, qtype=q.qtype, honeypot=q.honeypot)
 
-
-__all__ = [
-    "Checklist",
-    "ChecklistFailed",
-    "RunPlan",
-    "execute_run",
-    "git_commit",
-    "new_run_id",
-    "plan_run",
-    "question_set_sha256",
-    "resume_run",
-    "run_attempt",
-]

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TypeVar
+
+from kgeval.errors import QueryTimeout
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
 from kgeval.stores._results import QueryResult, Row
+
+T = TypeVar("T")
 
 
 class Store(ABC):
@@ -58,3 +65,28 @@ class Store(ABC):
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[list[str], list[Row], int]:
         """Evaluate a SELECT query: its variables, the rows kept by `collect_rows`, the total."""
+
+
+def run_with_deadline(work: Callable[[threading.Event], T], timeout_s: float) -> T:
+    """Run `work` in a daemon thread; raise QueryTimeout if it has not finished in time.
+
+    For engines with no way to interrupt a query: the caller gets its answer or the timeout at
+    once; `work` should check the event it is given and stop when it is set."""
+    cancel = threading.Event()
+    outcome: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work(cancel)
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="kgeval-query")
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        cancel.set()
+        raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import pyoxigraph as ox
 
 from kgeval._files import sha256_file, sha256_json
-from kgeval.errors import InputError, QueryTimeout, StoreError
-from kgeval.stores._base import Store
+from kgeval.errors import InputError, StoreError
+from kgeval.stores._base import Store, run_with_deadline
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import Row, Term, collect_rows
-
-T = TypeVar("T")
 
 _FORMATS = {
     ".ttl": ox.RdfFormat.TURTLE,
@@ -78,7 +75,7 @@ class EmbeddedStore(Store):
         return self._data_sha
 
     def _ask(self, query: str, timeout_s: float) -> bool:
-        return _with_deadline(lambda cancel: bool(self._query(query)), timeout_s)
+        return run_with_deadline(lambda cancel: bool(self._query(query)), timeout_s)
 
     def _select(
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
@@ -96,7 +93,7 @@ class EmbeddedStore(Store):
             kept, total = collect_rows(rows(), row_cap=row_cap, ordered=shape.ordered)
             return [v.value for v in variables], kept, total
 
-        return _with_deadline(evaluate, timeout_s)
+        return run_with_deadline(evaluate, timeout_s)
 
     def _query(self, query: str):  # noqa: ANN202 - pyoxigraph's result union
         try:
@@ -106,24 +103,3 @@ class EmbeddedStore(Store):
         except (OSError, RuntimeError) as exc:  # RuntimeError: e.g. an unsupported function
             raise StoreError(f"oxigraph failed: {exc}") from None
 
-
-def _with_deadline(work: Callable[[threading.Event], T], timeout_s: float) -> T:
-    """Run `work` in a daemon thread; raise QueryTimeout if it has not finished in time."""
-    cancel = threading.Event()
-    outcome: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = work(cancel)
-        except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, daemon=True, name="kgeval-query")
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        cancel.set()
-        raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]  # type: ignore[return-value]

@@ -36,7 +36,7 @@ from gremlin_python.structure.graph import Edge, Path, Property, Vertex, VertexP
 
 from kgeval.errors import InputError, QueryError, StoreError
 from kgeval.stores._base import Store
-from kgeval.stores._embedded import _with_deadline
+from kgeval.stores._base import run_with_deadline
 from kgeval.stores._gremlin_parse import parse_gremlin
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import XSD, Row, Term, collect_rows
@@ -107,7 +107,7 @@ class GremlinStore(Store):
             finally:
                 connection.close()
 
-        values = _with_deadline(evaluate, timeout_s)
+        values = run_with_deadline(evaluate, timeout_s)
         variables = _columns(values)
         kept, total = collect_rows(_rows(values, variables), row_cap=row_cap, ordered=shape.ordered)
         return variables, kept, total
