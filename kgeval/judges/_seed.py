@@ -9,17 +9,22 @@ Items: a gold row is the set of its normalized cells; an answer item is one norm
 (from an answer list) or the set of normalized cells of one executed result row. An item
 matches a gold row when they share a value, so "Alice" matches the row (Alice, 5).
 
-Speed: the gold is indexed once (value -> ids of the gold rows holding it) and cached per gold
-object, so judging an answer costs one dict lookup per answer value: the index also remembers
-(bounded) each answer text it has seen with its key and gold rows. The verdict of an answer
-list is built without pydantic's per-field work (`_new_verdict`); tests/judges/test_seed_fast.py
-checks it against the straightforward implementation (tests/judges/seed_reference.py).
+Speed (the membership path on answer lists is the hot path of a run's judging):
+- the gold is indexed once (value -> ids of the gold rows holding it) and cached per gold object;
+- the index remembers (bounded) each answer text it has met with its key, in one of two memos:
+  texts whose key is a gold value, and texts whose key is not; an answer item met before costs
+  one dict lookup;
+- a verdict's content is a pure function of a few counts and gold figures, so it is memoized
+  (bounded) per judge, and built without pydantic's per-field work (`_new_verdict`).
+tests/judges/test_seed_fast.py checks all of it against the straightforward implementation
+(tests/judges/seed_reference.py), field for field, on random inputs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import countOf
+from itertools import compress, repeat
+from operator import is_
 
 from kgeval._files import sha256_json
 from kgeval.config import SeedJudgeConfig
@@ -29,12 +34,14 @@ from kgeval.judges._model import Candidate, Verdict
 from kgeval.judges._normalize import Normalizer
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "2"
+LOGIC_VERSION = "3"
 
 Item = frozenset[str]
 
-_SEEN_LIMIT = 1 << 14
-"""Answer texts an index remembers beyond the gold's own spellings (then it starts over)."""
+_MEMO_LIMIT = 1 << 14
+"""Answer texts an index remembers beyond the gold's own spellings, and verdict contents a
+judge remembers (then each starts over)."""
+
 
 
 @dataclass(frozen=True)
@@ -45,23 +52,32 @@ class GoldIndex:
     """Normalized value -> ids of the (non-empty, kept) gold rows that hold it."""
     size: int
     """Gold items: non-empty kept rows plus the rows beyond the cap (1 for ASK)."""
-    spelled: dict[str, tuple[str, tuple[int, ...]]]
-    """A gold cell's own text -> (its key, its row ids), where the text normalizes to the cell's
-    key: an answer item spelt as the gold spells it skips normalization."""
+    spelled: dict[str, str]
+    """A gold cell's own text -> its key, where the text normalizes to the cell's key: an answer
+    item spelt as the gold spells it skips normalization."""
     injective: bool = False
     """Each value is in one gold row and no two values share a row (a one-column gold of
     distinct values): gold items covered by an answer's hits = the number of its hit values."""
-    seen: dict[str, tuple[str, tuple[int, ...] | None]] = field(default_factory=dict)
-    """Answer text -> (its key, its gold row ids or None): `spelled`, plus the answer texts
-    looked up so far (bounded by _SEEN_LIMIT). Keys are pure functions of the text, so this is
-    a memo, never a source of difference."""
+    inside: dict[str, str] = field(default_factory=dict)
+    """Answer text -> its key, for texts whose key is a gold value: `spelled`, plus the answer
+    texts met so far. Keys are pure functions of the text, so this is a memo, never a source of
+    difference."""
+    outside: dict[str, str] = field(default_factory=dict)
+    """Answer text -> its key, for the texts met so far whose key is not a gold value."""
+
+    def forget(self) -> None:
+        """Start the memos over (bounded memory): both at once, so a key is never remembered
+        under two objects."""
+        self.inside.clear()
+        self.inside.update(self.spelled)
+        self.outside.clear()
 
 
 def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
     if gold.form == "ask":
-        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {}, True, {})
+        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {}, True)
     rows: dict[str, list[int]] = {}
-    spellings: dict[str, str] = {}
+    spelled: dict[str, str] = {}
     kept = 0
     for row in gold.rows:
         values = set()
@@ -70,40 +86,64 @@ def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
             if key is not None:
                 values.add(key)
                 if normalizer.text(term.value) == key:
-                    spellings[term.value] = key
+                    spelled[_own_copy(term.value)] = key
         if not values:
             continue
         for value in values:
             rows.setdefault(value, []).append(kept)
         kept += 1
     frozen = {v: tuple(ids) for v, ids in rows.items()}
-    spelled = {text: (key, frozen[key]) for text, key in spellings.items()}
     injective = all(len(ids) == 1 for ids in frozen.values()) and len({ids[0] for ids in frozen.values()}) == len(frozen)
     return GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled, injective, dict(spelled))
 
 
-def list_keys(items: list, index: GoldIndex, normalizer: Normalizer) -> dict[str, tuple[int, ...] | None]:
-    """Distinct keys of an answer list in first-seen order, each with the gold rows holding it
-    (None: not in the gold). The membership hot path: one lookup per item whose text the index
-    has seen (spelt as in the gold, or met in an earlier answer)."""
-    seen = index.seen
+def _own_copy(text: str) -> str:
+    """A new string equal to `text`: the index's own spellings are allocated one after the
+    other, so the memo lookups of the hot path touch fewer memory pages than the gold's cells
+    (spread among their Term objects) would."""
+    return (text + "\0")[:-1]
+
+
+def list_counts(items: list, index: GoldIndex, normalizer: Normalizer) -> tuple[int, int, int]:
+    """(distinct keys, distinct keys in the gold, gold items they cover) of an answer list.
+
+    The membership hot path: one dict lookup per item whose text the index has met (spelt as
+    in the gold, or met in an earlier answer). The two memos hold disjoint keys (in the gold,
+    not in it), so distinct keys are counted per memo.
+    """
     try:
-        found = list(map(seen.get, items))
+        found = list(map(index.inside.get, items))
     except TypeError:  # an unhashable item (a JSON list or object): normalize every item
-        found = [None] * len(items)
-    if None in found:
-        rows, item = index.rows, normalizer.item
-        for n, hit in enumerate(found):
-            if hit is None:
-                i = items[n]
-                key = item(i)
-                hit = found[n] = (key, rows.get(key))
-                if type(i) is str:
-                    if len(seen) >= len(index.spelled) + _SEEN_LIMIT:
-                        seen.clear()
-                        seen.update(index.spelled)
-                    seen[i] = hit
-    return dict(found)  # a repeated key keeps its first place; its rows are the same
+        return _key_counts(set(map(normalizer.item, items)), index)
+    inside = set(found)
+    outside: set[str] = set()
+    if None in inside:
+        inside.discard(None)
+        rest = list(compress(items, map(is_, found, repeat(None))))
+        found = list(map(index.outside.get, rest))
+        outside.update(found)
+        if None in outside:
+            outside.discard(None)
+            if len(index.inside) + len(index.outside) >= len(index.spelled) + _MEMO_LIMIT:
+                index.forget()
+                return list_counts(items, index, normalizer)
+            rows = index.rows
+            for text in compress(rest, map(is_, found, repeat(None))):
+                key = normalizer.item(text)
+                known, memo = (inside, index.inside) if key in rows else (outside, index.outside)
+                known.add(key)
+                if type(text) is str:  # 1, 1.0 and True are one dict key but not one key
+                    memo[text] = key
+    if index.injective:
+        covered = len(inside)
+    else:
+        covered = len(set().union(*map(index.rows.__getitem__, inside)))
+    return len(inside) + len(outside), len(inside), covered
+
+
+def _key_counts(keys: set[str], index: GoldIndex) -> tuple[int, int, int]:
+    hits = [index.rows[key] for key in keys if key in index.rows]
+    return len(keys), len(hits), len(set().union(*hits))
 
 
 def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] | list[Item] | None:
@@ -120,14 +160,8 @@ def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] |
     return list(dict.fromkeys(r for r in rows if r))
 
 
-@dataclass
-class _Match:
-    matched: int
-    covered: int
-    """Gold items sharing a value with some answer item."""
-
-
-def _match(index: GoldIndex, answer: list[str] | list[Item]) -> _Match:
+def _match(index: GoldIndex, answer: list[str] | list[Item]) -> tuple[int, int]:
+    """(answer items sharing a value with the gold, gold items sharing a value with the answer)."""
     rows = index.rows
     if not answer or isinstance(answer[0], str):
         hits = [rows[v] for v in answer if v in rows]
@@ -139,7 +173,7 @@ def _match(index: GoldIndex, answer: list[str] | list[Item]) -> _Match:
             matched += bool(found)
             hits += found
     covered = len(set().union(*hits)) if hits else 0
-    return _Match(matched, covered)
+    return matched, covered
 
 
 class SeedJudge:
@@ -153,74 +187,65 @@ class SeedJudge:
         self.version = f"{self.name}-{LOGIC_VERSION}+{self.config_sha256[:8]}"
         self.normalizer = Normalizer(config.normalize)
         self._golds: GoldCache[GoldIndex] = GoldCache(lambda gold: index_gold(gold, self.normalizer))
-        self._min_items, self._min_precision = config.min_items, config.min_precision
-        self._needs_items, self._needs_precision = f"{config.min_items}", f"{config.min_precision}"
+        self._decided: dict[tuple, dict] = {}
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         items = candidate.items
         if items is not None:
             index = self._golds.get(gold)
-            keys = list_keys(items, index, self.normalizer)
-            answer_items = len(keys)
-            if index.injective:
-                matched = covered = answer_items - countOf(keys.values(), None)
-            else:
-                hits = [ids for ids in keys.values() if ids is not None]
-                matched, covered = len(hits), len(set().union(*hits)) if hits else 0
+            answer_items, matched, covered = list_counts(items, index, self.normalizer)
             full_answer = True
         else:
             answer = candidate_items(candidate, self.normalizer)
             if answer is None:
                 return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
             index = self._golds.get(gold)
-            match = _match(index, answer)
-            matched, covered, answer_items = match.matched, match.covered, len(answer)
+            matched, covered = _match(index, answer)
+            answer_items = len(answer)
             full_answer = candidate.result is not None and not candidate.result.truncated
-        details = _figures(matched, covered, answer_items, index.size, full_answer)
-        if gold.form == "ask" or gold.total < self.config.exact_below:
-            return self._exact(gold, answer_items, matched, covered, index, details)
-        return self._membership(gold, answer_items, matched, details)
+        decision = (gold.form, gold.total, gold.truncated, len(gold.rows), index.size, answer_items, matched, covered, full_answer)
+        fields = self._decided.get(decision)
+        if fields is None:
+            if len(self._decided) >= _MEMO_LIMIT:
+                self._decided.clear()
+            fields = self._decided[decision] = self._decide(gold, index.size, answer_items, matched, covered, full_answer)
+        fields = fields.copy()
+        fields["details"] = fields["details"].copy()
+        return _new_verdict(fields)
 
-    def _exact(self, gold: QueryResult, answer_items: int, matched: int, covered: int, index: GoldIndex, details: dict) -> Verdict:
-        missing = index.size - covered
+    def _decide(self, gold: QueryResult, gold_items: int, answer_items: int, matched: int, covered: int, full_answer: bool) -> dict:
+        """A verdict's fields: a pure function of these figures (memoized by `judge`)."""
+        details = _figures(matched, covered, answer_items, gold_items, full_answer)
+        if gold.form == "ask" or gold.total < self.config.exact_below:
+            return self._exact(gold, gold_items, answer_items, matched, covered, details).__dict__
+        return self._membership(gold, answer_items, matched, details).__dict__
+
+    def _exact(self, gold: QueryResult, gold_items: int, answer_items: int, matched: int, covered: int, details: dict) -> Verdict:
+        missing = gold_items - covered
         unmatched = answer_items - matched
         correct = unmatched == 0 and missing == 0
         path = "ask" if gold.form == "ask" else "exact"
         reason = (
             f"exact set match after normalization: {matched} of {answer_items} answer items in the gold, "
-            f"{missing} of {index.size} gold items missing"
+            f"{missing} of {gold_items} gold items missing"
         )
         return self._verdict(correct, path, gold, matched, unmatched, missing, _with_subset(reason, details), details)
 
     def _membership(self, gold: QueryResult, answer_items: int, matched: int, details: dict) -> Verdict:
         precision = details["precision"]
-        correct = answer_items >= self._min_items and precision >= self._min_precision
+        correct = answer_items >= self.config.min_items and precision >= self.config.min_precision
         reason = (
             f"membership: {matched} of {answer_items} answer items in the full gold "
-            f"(precision {_three_places(precision)}, needs >= {self._needs_precision}); "
-            f"{answer_items} items (needs >= {self._needs_items}); "
-            f"recall {_three_places(details['recall'])} (not checked by membership)"
+            f"(precision {precision:.3f}, needs >= {self.config.min_precision}); "
+            f"{answer_items} items (needs >= {self.config.min_items}); "
+            f"recall {details['recall']:.3f} (not checked by membership)"
         )
         if gold.truncated:
             reason += f"; gold kept {len(gold.rows)} of {gold.total} rows"
         subset = details.get("strict_subset")
         if subset:
             reason += f"; strict_subset: {subset}"
-        return _new_verdict(
-            {
-                "judge": self.name,
-                "version": self.version,
-                "config_sha256": self.config_sha256,
-                "correct": correct,
-                "path": "membership",
-                "matched": matched,
-                "unmatched": answer_items - matched,
-                "missing": None,
-                "gold_total": gold.total,
-                "reason": reason,
-                "details": details,
-            }
-        )
+        return self._verdict(correct, "membership", gold, matched, answer_items - matched, None, reason, details)
 
     def _verdict(
         self,
@@ -248,20 +273,6 @@ class SeedJudge:
                 "details": details or {},
             }
         )
-
-
-_THREE_PLACES: dict[float, str] = {}
-
-
-def _three_places(x: float) -> str:
-    """`f"{x:.3f}"`, memoized (bounded): precisions and recalls are ratios of small counts,
-    so the same few values recur."""
-    text = _THREE_PLACES.get(x)
-    if text is None:
-        if len(_THREE_PLACES) >= 4096:
-            _THREE_PLACES.clear()
-        text = _THREE_PLACES[x] = f"{x:.3f}"
-    return text
 
 
 _VERDICT_FIELDS = frozenset(Verdict.model_fields)

@@ -88,3 +88,25 @@ def test_fast_seed_judge_matches_the_reference(seed):
         expected = reference.judge(Q, gold, candidate)
         _same(verdict, expected.model_copy(update={"version": fast.version, "config_sha256": fast.config_sha256}))
         assert verdict.config_sha256 != expected.config_sha256  # the logic version is part of the hash
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_memos_starting_over_change_no_verdict(seed, monkeypatch):
+    """With tiny memo bounds the gold indexes and the verdict memo start over all the time;
+    verdicts stay those of the reference."""
+    import kgeval.judges._seed as seed_module
+
+    monkeypatch.setattr(seed_module, "_MEMO_LIMIT", 3)
+    forgotten = []
+    forget = seed_module.GoldIndex.forget
+    monkeypatch.setattr(seed_module.GoldIndex, "forget", lambda index: forgotten.append(1) or forget(index))
+    rng = random.Random(100 + seed)
+    cfg = SeedJudgeConfig(exact_below=rng.choice([5, 50]))
+    fast = judge_from_config("seed", JudgesConfig(seed=cfg))
+    reference = ReferenceSeedJudge(cfg)
+    golds = [_gold(rng) for _ in range(6)]
+    for _ in range(800):
+        gold, candidate = rng.choice(golds), _candidate(rng)
+        verdict = fast.judge(Q, gold, candidate)
+        _same(verdict, reference.judge(Q, gold, candidate).model_copy(update={"version": fast.version, "config_sha256": fast.config_sha256}))
+    assert len(forgotten) > 20  # the bound was reached and the memos started over, many times
