@@ -88,6 +88,22 @@ def test_request_shape_and_version_header(mini):
     assert attempt.tries[0].http_status == 200
 
 
+def test_refused_connection_is_a_transport_failure(mini):
+    """urllib3 makes NewConnectionError a ConnectTimeoutError: it must still read as transport."""
+    import socket
+
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    system = HttpSystem(HttpSystemConfig(url=f"http://127.0.0.1:{port}/answer", timeout_s=0.3))
+    attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(FAST_RETRY.judges), gold[question.id].result, FAST_RETRY)
+    system.close()
+    assert (attempt.state, attempt.error_kind) == ("error", "transport"), attempt.error
+    assert [t.outcome for t in attempt.tries] == ["transport"] * 3 and verdicts == []
+
+
 def test_missing_url_is_a_clear_error():
     from kgeval.errors import InputError
 
