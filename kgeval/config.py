@@ -215,6 +215,10 @@ class HttpSystemConfig(_Strict):
     """Environment variable holding a bearer token, when the endpoint needs one."""
     pipeline: PipelineConfig = PipelineConfig()
     """Pipeline features the deployed system declares; compared with the production profile."""
+    guards_url: str | None = None
+    """Where the endpoint reports its example-bank guards: GET returns a JSON list of
+    {"name", "active", "details"} (kgeval.guards.ExampleBank.status(), serialized). Read by the
+    pre-eval checklist; required when the pipeline turns few-shot retrieval on."""
 
 
 class GeminiSystemConfig(_Strict):

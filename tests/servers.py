@@ -23,7 +23,7 @@ class Reply:
 
 
 ReplyFn = Callable[[str, dict, int], Reply]
-"""(path, request JSON, request number from 1) -> Reply."""
+"""(path, request JSON, request number from 1) -> Reply. A GET's request JSON is {"_method": "GET"}."""
 
 
 class LoopbackServer:
@@ -41,6 +41,9 @@ class LoopbackServer:
             # algorithm and the client's delayed ACK add ~40 ms to every response
             disable_nagle_algorithm = True
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                self._answer({"_method": "GET"})
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
@@ -48,6 +51,9 @@ class LoopbackServer:
                     payload = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     payload = {"_raw": raw.decode("utf-8", "replace")}
+                self._answer(payload)
+
+            def _answer(self, payload: dict) -> None:
                 with outer._lock:
                     outer.requests.append((self.path, payload))
                     n = len(outer.requests)

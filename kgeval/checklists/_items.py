@@ -102,10 +102,12 @@ def guards_active(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, gua
     if not uses:
         return [ChecklistItem(item="guards", observed=f"{system.name} does not use {feature}: no example bank to guard", passed=True)]
     states = guard_states([*guards, *getattr(system, "guards", lambda: [])()])
+    unreported = "; ".join(f"{name}: {detail}" for name, (active, detail) in states.items() if name not in checklist.guards.required and not active)
     lines = []
     for name in checklist.guards.required:
         if name not in states:
-            lines.append(ChecklistItem(item=f"guards:{name}", observed="not present", passed=False, detail=f"{feature} is on; guard {name!r} must report active"))
+            detail = f"{feature} is on; guard {name!r} must report active" + (f" ({unreported})" if unreported else "")
+            lines.append(ChecklistItem(item=f"guards:{name}", observed="not present", passed=False, detail=detail))
             continue
         active, detail = states[name]
         lines.append(ChecklistItem(item=f"guards:{name}", observed="active" if active else "inactive", passed=active, detail=detail))

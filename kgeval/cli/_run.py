@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kgeval.checklists import Guard, pre_eval_checklist
+from kgeval.checklists import pre_eval_checklist
 from kgeval.cli._interop import export_run_qald
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
@@ -24,17 +24,10 @@ class Format(StrEnum):
     html = "html"
 
 
-def _guards() -> list[Guard]:
-    """Guards the checklist sees besides a system's own (Gemini's bank reports its example-bank
-    guards itself). The production endpoint's bank runs out of process: a status reader for it
-    plugs in here; until then an http system with few-shot retrieval is refused."""
-    return []
-
-
 def _run(
     holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path, compare_with: list[str] | None = None
 ) -> RunMetadata:
-    checklist = pre_eval_checklist(cfg.run.checklist, _guards())
+    checklist = pre_eval_checklist(cfg.run.checklist)
     loaded = load_holdout(holdout)
     sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
     with ResultsDB(db) as results, progress_bar(f"run {system}", len(loaded.questions()) * cfg.run.seeds) as advance:
@@ -49,7 +42,7 @@ def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
     with ResultsDB(db) as results:
         meta = results.metadata(run_id)
         cfg = KgevalConfig.model_validate(meta.config)
-        checklist = pre_eval_checklist(checklist_path or cfg.run.checklist, _guards())
+        checklist = pre_eval_checklist(checklist_path or cfg.run.checklist)
         total = len(results.questions(run_id)) * len(meta.seeds)
         with progress_bar(f"resume {run_id}", total) as advance:
             for _ in results.done_keys(run_id):

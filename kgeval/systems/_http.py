@@ -68,6 +68,10 @@ class HttpSystem:
     def close(self) -> None:
         self._pool.clear()
 
+    def guards(self) -> list[EndpointGuards]:
+        """The endpoint's example-bank guards, as it reports them (for the pre-eval checklist)."""
+        return [EndpointGuards(self.config.guards_url, self._pool, self._headers)]
+
     def respond(self, question: Question, seed: int) -> SystemOutput:
         body = json.dumps({"question": question.question, "kg": question.kg, "seed": seed}).encode()
         try:
@@ -106,3 +110,32 @@ def _parse_body(text: str) -> SystemOutput:
         return SystemOutput(stop_reason="other", error="malformed response: 'answer' is not a list", error_kind="other")
     stop = reason if reason in _STOP_REASONS else "other"
     return SystemOutput(sparql=sparql, answer=answer, stop_reason=stop, finish_reason=str(reason))
+
+
+class EndpointGuards:
+    """The production endpoint's example-bank guards: its bank runs in its process, so it
+    reports them at `systems.http.guards_url` (GET -> a JSON list of {"name", "active",
+    "details"}), read when the checklist runs. An endpoint that cannot report has no active
+    guard, and the reason shows in the checklist's receipt."""
+
+    name = "systems.http.guards_url"
+
+    def __init__(self, url: str | None, pool: urllib3.PoolManager, headers: dict[str, str]) -> None:
+        self.url, self._pool, self._headers = url, pool, headers
+
+    def status(self) -> list[dict[str, Any]]:
+        if not self.url:
+            raise InputError("not set: the endpoint's example-bank guards cannot be observed")
+        try:
+            response = self._pool.request("GET", self.url, headers=self._headers, redirect=False)
+        except Urllib3Error as exc:
+            raise InputError(f"GET {self.url}: {_failure_from_urllib3(exc).error}") from None
+        if response.status != 200:
+            raise InputError(f"GET {self.url}: HTTP {response.status}")
+        try:
+            body = json.loads(response.data)
+        except ValueError as exc:
+            raise InputError(f"GET {self.url}: not valid JSON ({exc})") from None
+        if not isinstance(body, list) or not all(isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("active"), bool) for g in body):
+            raise InputError(f'GET {self.url}: expected a JSON list of {{"name": str, "active": bool, "details": ...}}')
+        return body

@@ -230,3 +230,62 @@ def test_cli_run_with_one_failing_item_exits_1_and_sends_nothing(mini_holdout, m
         ran = kgeval("run", "--system", "http", "--config", str(config), *args)
         assert ran.returncode == 0, ran.stderr
         assert server.count() > 0
+
+
+def _guard_report(*inactive):
+    names = ("example-bank.ingest", "example-bank.retrieval-filter", "example-bank.similarity-cap")
+    return [{"name": n, "active": n not in inactive, "details": {"holdout_kgs": 1, "holdout_questions": 3}} for n in names]
+
+
+@pytest.mark.parametrize(
+    "reply, failing, detail",
+    [
+        (Reply(body=_guard_report()), set(), None),
+        (Reply(body=_guard_report("example-bank.retrieval-filter")), {"guards:example-bank.retrieval-filter"}, "holdout_questions=3"),
+        (Reply(status=503, body="down"), "all", "HTTP 503"),
+        (Reply(body={"ingest": True}), "all", "expected a JSON list"),
+        (Reply(body="[{"), "all", "not valid JSON"),
+        (None, "all", "guards_url: status() raised InputError: not set"),
+    ],
+    ids=["all active", "one inactive", "5xx", "not a list", "malformed", "no guards_url"],
+)
+def test_production_endpoint_reports_its_guards_over_http(mini_holdout, mini_gold, tmp_path, reply, failing, detail):
+    """The endpoint's bank runs out of process: the checklist reads its guards at
+    systems.http.guards_url (a real GET on a loopback server)."""
+    names = {"guards:example-bank.ingest", "guards:example-bank.retrieval-filter", "guards:example-bank.similarity-cap"}
+    with LoopbackServer(lambda path, body, n: reply) as server, ResultsDB(tmp_path / "r.duckdb") as db:
+        url = server.url + "/guards" if reply is not None else None
+        system = HttpSystem(HttpSystemConfig(url="http://127.0.0.1:9/none", declared_version="prod-7", pipeline=PRODUCTION, guards_url=url))
+        receipt = _receipt(mini_holdout, mini_gold, system, db)
+        system.close()
+    assert names & _failed(receipt) == (names if failing == "all" else failing)
+    if reply is not None:
+        assert server.requests == [("/guards", {"_method": "GET"})]
+    if detail:
+        failed = [i for i in receipt.items if i.item in names and not i.passed]
+        assert failed and all(detail in i.detail for i in failed), [i.detail for i in failed]
+
+
+def test_cli_runs_the_production_endpoint_with_few_shot_retrieval(mini_holdout, mini_gold, tmp_path):
+    """With the shipped production profile (few-shot retrieval on), `kgeval run --system http`
+    dispatches once the endpoint reports its guards active, and refuses while one is inactive."""
+    checklist, db = _cli_checklist(tmp_path), tmp_path / "r.duckdb"
+    data = yaml.safe_load(checklist.read_text())
+    data["production_profile"] = yaml.safe_load(SHIPPED.read_text())["production_profile"]
+    checklist.write_text(yaml.safe_dump(data))
+    report = {"guards": _guard_report("example-bank.ingest")}
+    answers = LoopbackServer(lambda p, b, n: Reply(body={"sparql": "ASK {}"}))
+    guards = LoopbackServer(lambda p, b, n: Reply(body=report["guards"]))
+    with answers, guards:
+        config = tmp_path / "http.yaml"
+        http = {"url": answers.url, "declared_version": "prod-7", "pipeline": data["production_profile"], "guards_url": guards.url + "/guards"}
+        config.write_text(yaml.safe_dump({"systems": {"http": http}}))
+        args = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db), "--checklist", str(checklist), "--seeds", "1"]
+        assert kgeval("run", "--system", "oracle", *args).returncode == 0  # the caught checks need a control run
+        refused = kgeval("run", "--system", "http", "--config", str(config), *args)
+        assert refused.returncode == 1 and "guards:example-bank.ingest: inactive" in refused.stderr, refused.stderr
+        assert answers.requests == []
+        report["guards"] = _guard_report()
+        ran = kgeval("run", "--system", "http", "--config", str(config), *args)
+        assert ran.returncode == 0, ran.stderr
+        assert answers.count() > 0 and guards.count() == 2
