@@ -14,8 +14,8 @@ Speed (the membership path on answer lists is the hot path of a run's judging):
 - the index remembers (bounded) each answer text it has met with its key, in one of two memos:
   texts whose key is a gold value, and texts whose key is not; an answer item met before costs
   one dict lookup;
-- a verdict's content is a pure function of a few counts and gold figures, so it is memoized
-  (bounded) per judge, and built without pydantic's per-field work (`_new_verdict`).
+- a verdict's content is a pure function of a few counts once the gold is fixed, so it is
+  memoized (bounded) per gold index, and built without pydantic's per-field work (`_new_verdict`).
 tests/judges/test_seed_fast.py checks all of it against the straightforward implementation
 (tests/judges/seed_reference.py), field for field, on random inputs.
 """
@@ -39,8 +39,8 @@ LOGIC_VERSION = "3"
 Item = frozenset[str]
 
 _MEMO_LIMIT = 1 << 14
-"""Answer texts an index remembers beyond the gold's own spellings, and verdict contents a
-judge remembers (then each starts over)."""
+"""Answer texts an index remembers beyond the gold's own spellings, and verdict contents an
+index remembers (then each starts over)."""
 
 
 
@@ -64,6 +64,9 @@ class GoldIndex:
     difference."""
     outside: dict[str, str] = field(default_factory=dict)
     """Answer text -> its key, for the texts met so far whose key is not a gold value."""
+    decided: dict[tuple[int, int, int, bool], dict] = field(default_factory=dict)
+    """(answer items, matched, covered, full answer) -> the verdict's fields: with the gold and
+    the judge fixed, a verdict is a pure function of these figures."""
 
     def forget(self) -> None:
         """Start the memos over (bounded memory): both at once, so a key is never remembered
@@ -187,7 +190,6 @@ class SeedJudge:
         self.version = f"{self.name}-{LOGIC_VERSION}+{self.config_sha256[:8]}"
         self.normalizer = Normalizer(config.normalize)
         self._golds: GoldCache[GoldIndex] = GoldCache(lambda gold: index_gold(gold, self.normalizer))
-        self._decided: dict[tuple, dict] = {}
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         items = candidate.items
@@ -203,12 +205,12 @@ class SeedJudge:
             matched, covered = _match(index, answer)
             answer_items = len(answer)
             full_answer = candidate.result is not None and not candidate.result.truncated
-        decision = (gold.form, gold.total, gold.truncated, len(gold.rows), index.size, answer_items, matched, covered, full_answer)
-        fields = self._decided.get(decision)
+        decision = (answer_items, matched, covered, full_answer)
+        fields = index.decided.get(decision)
         if fields is None:
-            if len(self._decided) >= _MEMO_LIMIT:
-                self._decided.clear()
-            fields = self._decided[decision] = self._decide(gold, index.size, answer_items, matched, covered, full_answer)
+            if len(index.decided) >= _MEMO_LIMIT:
+                index.decided.clear()
+            fields = index.decided[decision] = self._decide(gold, index.size, answer_items, matched, covered, full_answer)
         fields = fields.copy()
         fields["details"] = fields["details"].copy()
         return _new_verdict(fields)
