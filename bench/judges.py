@@ -71,7 +71,7 @@ def bench(label: str, judge, golds, make_candidates, repeat: int, loop: float) -
     rates = []
     for _ in range(repeat):
         candidates = make_candidates()
-        checks = sum(c.items is not None and len(c.items) or len(c.result.rows) for _, c in candidates)
+        checks = sum(len(c.items) if c.items is not None else len(c.result.rows) for _, c in candidates)
         for g in golds:  # prepare golds outside the timing, as a run's first attempt would
             judge.judge(Q, g, candidates[0][1])
         start = time.process_time()  # CPU time of this process: robust when the machine is shared

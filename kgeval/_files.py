@@ -1,4 +1,5 @@
-"""Hashing, canonical JSON and atomic writes: the one place for each of these facts."""
+"""Hashing, canonical JSON and atomic writes (files, database transactions): the one place
+for each of these facts."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +75,16 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+@contextmanager
+def transaction(con: Any) -> Iterator[Any]:
+    """BEGIN ... COMMIT on a database connection (DuckDB's): all or nothing; on any error,
+    ROLLBACK and re-raise."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from kgeval._files import transaction
 from kgeval.audit._model import AuditItem, AuditRecord, AuditSample
 from kgeval.errors import InputError
 
@@ -61,13 +62,8 @@ class AuditLog:
             [sample.sample_id, sample.run_id, sample.accepts, sample.seed, sample.created_at, i, item.model_dump_json(), item.sha256()]
             for i, item in enumerate(sample.items)
         ]
-        self._con.execute("BEGIN TRANSACTION")
-        try:
-            self._con.executemany("INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        except BaseException:
-            self._con.execute("ROLLBACK")
-            raise
-        self._con.execute("COMMIT")
+        with transaction(self._con) as con:
+            con.executemany("INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def sample(self, sample_id: str) -> AuditSample | None:
         if not self._ready:

@@ -43,7 +43,6 @@ _MEMO_LIMIT = 1 << 14
 index remembers (then each starts over)."""
 
 
-
 @dataclass(frozen=True)
 class GoldIndex:
     """A gold prepared for the seed judge."""
@@ -69,8 +68,7 @@ class GoldIndex:
     the judge fixed, a verdict is a pure function of these figures."""
 
     def forget(self) -> None:
-        """Start the memos over (bounded memory): both at once, so a key is never remembered
-        under two objects."""
+        """Start the text memos over (bounded memory)."""
         self.inside.clear()
         self.inside.update(self.spelled)
         self.outside.clear()
@@ -117,7 +115,8 @@ def list_counts(items: list, index: GoldIndex, normalizer: Normalizer) -> tuple[
     try:
         found = list(map(index.inside.get, items))
     except TypeError:  # an unhashable item (a JSON list or object): normalize every item
-        return _key_counts(set(map(normalizer.item, items)), index)
+        keys = list(set(map(normalizer.item, items)))
+        return (len(keys), *_match(index, keys))
     inside = set(found)
     outside: set[str] = set()
     if None in inside:
@@ -142,11 +141,6 @@ def list_counts(items: list, index: GoldIndex, normalizer: Normalizer) -> tuple[
     else:
         covered = len(set().union(*map(index.rows.__getitem__, inside)))
     return len(inside) + len(outside), len(inside), covered
-
-
-def _key_counts(keys: set[str], index: GoldIndex) -> tuple[int, int, int]:
-    hits = [index.rows[key] for key in keys if key in index.rows]
-    return len(keys), len(hits), len(set().union(*hits))
 
 
 def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] | list[Item] | None:
@@ -200,7 +194,7 @@ class SeedJudge:
         else:
             answer = candidate_items(candidate, self.normalizer)
             if answer is None:
-                return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
+                return _new_verdict(self._fields(False, "no_answer", gold, reason="the system gave no answer and no SPARQL"))
             index = self._golds.get(gold)
             matched, covered = _match(index, answer)
             answer_items = len(answer)
@@ -219,10 +213,10 @@ class SeedJudge:
         """A verdict's fields: a pure function of these figures (memoized by `judge`)."""
         details = _figures(matched, covered, answer_items, gold_items, full_answer)
         if gold.form == "ask" or gold.total < self.config.exact_below:
-            return self._exact(gold, gold_items, answer_items, matched, covered, details).__dict__
-        return self._membership(gold, answer_items, matched, details).__dict__
+            return self._exact(gold, gold_items, answer_items, matched, covered, details)
+        return self._membership(gold, answer_items, matched, details)
 
-    def _exact(self, gold: QueryResult, gold_items: int, answer_items: int, matched: int, covered: int, details: dict) -> Verdict:
+    def _exact(self, gold: QueryResult, gold_items: int, answer_items: int, matched: int, covered: int, details: dict) -> dict:
         missing = gold_items - covered
         unmatched = answer_items - matched
         correct = unmatched == 0 and missing == 0
@@ -231,9 +225,9 @@ class SeedJudge:
             f"exact set match after normalization: {matched} of {answer_items} answer items in the gold, "
             f"{missing} of {gold_items} gold items missing"
         )
-        return self._verdict(correct, path, gold, matched, unmatched, missing, _with_subset(reason, details), details)
+        return self._fields(correct, path, gold, matched, unmatched, missing, _with_subset(reason, details), details)
 
-    def _membership(self, gold: QueryResult, answer_items: int, matched: int, details: dict) -> Verdict:
+    def _membership(self, gold: QueryResult, answer_items: int, matched: int, details: dict) -> dict:
         precision = details["precision"]
         correct = answer_items >= self.config.min_items and precision >= self.config.min_precision
         reason = (
@@ -247,9 +241,9 @@ class SeedJudge:
         subset = details.get("strict_subset")
         if subset:
             reason += f"; strict_subset: {subset}"
-        return self._verdict(correct, "membership", gold, matched, answer_items - matched, None, reason, details)
+        return self._fields(correct, "membership", gold, matched, answer_items - matched, None, reason, details)
 
-    def _verdict(
+    def _fields(
         self,
         correct: bool,
         path: str,
@@ -259,22 +253,21 @@ class SeedJudge:
         missing: int | None = None,
         reason: str = "",
         details: dict | None = None,
-    ) -> Verdict:
-        return _new_verdict(
-            {
-                "judge": self.name,
-                "version": self.version,
-                "config_sha256": self.config_sha256,
-                "correct": correct,
-                "path": path,
-                "matched": matched,
-                "unmatched": unmatched,
-                "missing": missing,
-                "gold_total": gold.total,
-                "reason": reason,
-                "details": details or {},
-            }
-        )
+    ) -> dict:
+        """A verdict's fields, every one, in declaration order (what `_new_verdict` needs)."""
+        return {
+            "judge": self.name,
+            "version": self.version,
+            "config_sha256": self.config_sha256,
+            "correct": correct,
+            "path": path,
+            "matched": matched,
+            "unmatched": unmatched,
+            "missing": missing,
+            "gold_total": gold.total,
+            "reason": reason,
+            "details": details or {},
+        }
 
 
 _VERDICT_FIELDS = frozenset(Verdict.model_fields)

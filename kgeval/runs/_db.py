@@ -9,12 +9,11 @@ exactly those again. One connection, used by one thread.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
+from kgeval._files import transaction
 from kgeval.errors import InputError
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
@@ -87,22 +86,12 @@ class ResultsDB:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        self._con.execute("BEGIN TRANSACTION")
-        try:
-            yield self._con
-        except BaseException:
-            self._con.execute("ROLLBACK")
-            raise
-        self._con.execute("COMMIT")
-
     def create_run(
         self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt | None = None, *, status: RunStatus = "running"
     ) -> None:
         """The run, its questions and its checklist receipt, in one transaction. `execute_run`
         always passes the receipt; records imported from elsewhere have none."""
-        with self._transaction() as con:
+        with transaction(self._con) as con:
             con.execute("INSERT INTO runs VALUES (?, ?, ?)", [metadata.run_id, status, metadata.model_dump_json()])
             if questions:
                 con.executemany(
@@ -114,7 +103,7 @@ class ResultsDB:
 
     def record_receipt(self, run_id: str, phase: str, receipt: Receipt) -> None:
         """A later checklist receipt for the run (e.g. phase "resume-1")."""
-        with self._transaction() as con:
+        with transaction(self._con) as con:
             self._insert_receipt(con, run_id, phase, receipt)
 
     @staticmethod
@@ -168,7 +157,7 @@ class ResultsDB:
                 v = verdict.model_dump(mode="json")
                 v["details"] = json.dumps(v["details"])
                 verdict_rows.append([run_id, attempt.question_id, attempt.seed, *(v[c] for c in _VERDICT_COLUMNS)])
-        with self._transaction() as con:
+        with transaction(self._con) as con:
             _insert_rows(con, "attempts", ["run_id", *_ATTEMPT_COLUMNS], attempt_rows)
             _insert_rows(con, "verdicts", ["run_id", "question_id", "seed", *_VERDICT_COLUMNS], verdict_rows)
 

@@ -21,7 +21,7 @@ from kgeval.holdout import Question
 from kgeval.stores import Store
 from kgeval.guards import Example
 from kgeval.systems._examples import FewShotBank
-from kgeval.systems._http import failure_from_status
+from kgeval.systems._http import failure_from_exception, failure_from_status
 from kgeval.systems._model import StopReason, SystemOutput, Usage
 from kgeval.systems._schema import schema_summary
 
@@ -47,15 +47,16 @@ _FINISH: dict[str, StopReason] = {
 _FENCE = re.compile(r"```(?:sparql)?\s*\n?(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
 _BARE = re.compile(r"^\s*(PREFIX|BASE|SELECT|ASK)\b", re.IGNORECASE)
 
-def _failure_from_exception(exc: Exception) -> SystemOutput:
+
+def _failure_from_httpx(exc: Exception) -> SystemOutput:
     """Classify a client failure: timeouts, then connection/protocol failures. By class name as
     well as by httpx's classes: SDKs may use their own copy of httpx (google-genai's httpx2)."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if isinstance(exc, httpx.TimeoutException | TimeoutError) or any("Timeout" in n for n in names):
-        return SystemOutput(stop_reason="other", error=f"timed out: {type(exc).__name__}", error_kind="timeout")
+        return failure_from_exception("timeout", exc)
     if isinstance(exc, httpx.TransportError | ConnectionError) or names & {"TransportError", "NetworkError", "ProtocolError"}:
-        return SystemOutput(stop_reason="other", error=f"transport failure: {type(exc).__name__}: {exc}", error_kind="transport")
-    return SystemOutput(stop_reason="other", error=f"{type(exc).__name__}: {exc}", error_kind="other")
+        return failure_from_exception("transport", exc)
+    return failure_from_exception("other", exc)
 
 
 class GeminiSystem:
@@ -119,7 +120,7 @@ class GeminiSystem:
         except ValueError as exc:  # the SDK could not parse a 200 body
             return SystemOutput(stop_reason="other", error=f"malformed response: {exc}", error_kind="other")
         except Exception as exc:  # noqa: BLE001 - transport failures of httpx (or httpx2), classified
-            return _failure_from_exception(exc)
+            return _failure_from_httpx(exc)
         return output_from_response(response)
 
 

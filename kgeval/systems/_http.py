@@ -86,14 +86,19 @@ class HttpSystem:
         return output.model_copy(update={"served_version": served, "http_status": response.status})
 
 
+def failure_from_exception(kind: str, exc: BaseException) -> SystemOutput:
+    """A client failure of `kind` (timeout, transport or other), its message naming the exception."""
+    name = type(exc).__name__
+    error = {"timeout": f"timed out: {name}", "transport": f"transport failure: {name}: {exc}"}.get(kind, f"{name}: {exc}")
+    return SystemOutput(stop_reason="other", error=error, error_kind=kind)
+
+
 def _failure_from_urllib3(exc: Urllib3Error) -> SystemOutput:
     """urllib3's failures by kind. A refused connection is a transport failure, although urllib3
     makes NewConnectionError a subclass of ConnectTimeoutError."""
     if isinstance(exc, NewConnectionError | ProtocolError | ProxyError | SSLError):
-        return SystemOutput(stop_reason="other", error=f"transport failure: {type(exc).__name__}: {exc}", error_kind="transport")
-    if isinstance(exc, Urllib3Timeout):
-        return SystemOutput(stop_reason="other", error=f"timed out: {type(exc).__name__}", error_kind="timeout")
-    return SystemOutput(stop_reason="other", error=f"{type(exc).__name__}: {exc}", error_kind="other")
+        return failure_from_exception("transport", exc)
+    return failure_from_exception("timeout" if isinstance(exc, Urllib3Timeout) else "other", exc)
 
 
 def _parse_body(text: str) -> SystemOutput:

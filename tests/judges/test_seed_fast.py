@@ -75,18 +75,25 @@ def _same(fast, reference) -> None:
     assert fast.model_dump_json() == reference.model_dump_json()
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_fast_seed_judge_matches_the_reference(seed):
-    rng = random.Random(seed)
-    cfg = SeedJudgeConfig(exact_below=rng.choice([1, 5, 50, 1000]), min_items=rng.choice([1, 5]))
+def _judged_by_both(rng: random.Random, cfg: SeedJudgeConfig, golds: list[QueryResult], answers: int):
+    """(fast verdict, reference verdict) on random answers, each pair checked by `_same` first
+    (the reference's version and config hash replaced by the fast judge's)."""
     fast = judge_from_config("seed", JudgesConfig(seed=cfg))
     reference = ReferenceSeedJudge(cfg)
-    golds = [_gold(rng) for _ in range(12)]
-    for _ in range(1500):
+    for _ in range(answers):
         gold, candidate = rng.choice(golds), _candidate(rng)
         verdict = fast.judge(Q, gold, candidate)
         expected = reference.judge(Q, gold, candidate)
         _same(verdict, expected.model_copy(update={"version": fast.version, "config_sha256": fast.config_sha256}))
+        yield verdict, expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_seed_judge_matches_the_reference(seed):
+    rng = random.Random(seed)
+    cfg = SeedJudgeConfig(exact_below=rng.choice([1, 5, 50, 1000]), min_items=rng.choice([1, 5]))
+    golds = [_gold(rng) for _ in range(12)]
+    for verdict, expected in _judged_by_both(rng, cfg, golds, 1500):
         assert verdict.config_sha256 != expected.config_sha256  # the logic version is part of the hash
 
 
@@ -102,11 +109,7 @@ def test_memos_starting_over_change_no_verdict(seed, monkeypatch):
     monkeypatch.setattr(seed_module.GoldIndex, "forget", lambda index: forgotten.append(1) or forget(index))
     rng = random.Random(100 + seed)
     cfg = SeedJudgeConfig(exact_below=rng.choice([5, 50]))
-    fast = judge_from_config("seed", JudgesConfig(seed=cfg))
-    reference = ReferenceSeedJudge(cfg)
     golds = [_gold(rng) for _ in range(6)]
-    for _ in range(800):
-        gold, candidate = rng.choice(golds), _candidate(rng)
-        verdict = fast.judge(Q, gold, candidate)
-        _same(verdict, reference.judge(Q, gold, candidate).model_copy(update={"version": fast.version, "config_sha256": fast.config_sha256}))
+    for _ in _judged_by_both(rng, cfg, golds, 800):
+        pass  # each pair is checked as it is made
     assert len(forgotten) > 20  # the bound was reached and the memos started over, many times

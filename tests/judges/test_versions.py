@@ -20,7 +20,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # because you changed one of these modules' code: bump that judge's LOGIC_VERSION (its verdicts
 # are no longer comparable with older ones), then update the pinned hash here.
 PINNED = {
-    "seed": (SEED_LOGIC, "3", ("_seed.py", "_normalize.py", "_cache.py"), "1ab91fa130cb82959531698349ce828d1a67b16a5c6f795056fd46d0696d072e"),
+    "seed": (SEED_LOGIC, "3", ("_seed.py", "_normalize.py", "_cache.py"), "0631bfa989d543432b526e1dad9014a81b5baea062851ad4569e7a965571d214"),
     "execution": (EXECUTION_LOGIC, "1", ("_execution.py", "_normalize.py", "_cache.py"), "873907643229093cabfe2b01679e1965d41994b8a667178221a7238394b80670"),
 }
 

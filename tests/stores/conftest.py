@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from kgeval.holdout import Holdout, load_holdout
 from tests.conftest import REPO, write_holdout
+from tests.stores.sigv4_verify import ACCESS_KEY, SECRET_KEY
 
 T = "http://example.org/types/"
 TYPES_TTL = f"""\
@@ -64,3 +64,15 @@ def virtuoso_server(tmp_path_factory: pytest.TempPathFactory, server_holdouts) -
 def sparql_server(request: pytest.FixtureRequest) -> RunningServer:
     """Each real SPARQL server in turn."""
     return request.getfixturevalue(f"{request.param}_server")
+
+
+@pytest.fixture
+def aws_test_credentials(monkeypatch, tmp_path):
+    """Known keys in the environment, nothing else in boto3's chain (no files, no metadata service)."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

@@ -13,7 +13,7 @@ from kgeval.config import StoreConfig
 from kgeval.errors import QueryRefused, QueryTimeout, StoreError
 from kgeval.stores import open_store
 from tests.stores.loopback import ASK_TRUE, loopback
-from tests.stores.sigv4_verify import ACCESS_KEY, REGION, SECRET_KEY
+from tests.stores.sigv4_verify import REGION
 
 REMOTE_KINDS = ["sparql", "neptune-sparql", "neptune-gremlin"]
 REFUSED = {
@@ -25,16 +25,7 @@ REFUSED = {
 }
 ALLOWED = {"sparql": "ASK { ?s ?p ?o }", "gremlin": "g.V().count()"}
 
-
-@pytest.fixture(autouse=True)
-def aws_test_credentials(monkeypatch, tmp_path):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("aws_test_credentials")  # tests/stores/conftest.py
 
 
 def remote_config(kind: str, url: str) -> StoreConfig:

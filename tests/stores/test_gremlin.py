@@ -33,7 +33,7 @@ from kgeval.stores._gremlin import GremlinStore, term_from_gremlin
 from kgeval.stores._gremlin_parse import parse_gremlin
 from tests.conftest import write_holdout
 from tests.stores.loopback import loopback
-from tests.stores.sigv4_verify import ACCESS_KEY, REGION, SECRET_KEY, signature_problem
+from tests.stores.sigv4_verify import REGION, signature_problem
 
 try:
     import gremlite
@@ -221,17 +221,6 @@ def test_a_question_has_exactly_one_reference_query(tmp_path):
 
 
 # -- Neptune Gremlin: the SigV4-signed websocket handshake, on a loopback verifier ------------
-
-
-@pytest.fixture
-def aws_test_credentials(monkeypatch, tmp_path):
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 def neptune_gremlin(url: str) -> StoreConfig:

@@ -18,19 +18,9 @@ from kgeval.config import StoreConfig
 from kgeval.errors import InputError, StoreError
 from kgeval.stores import open_store
 from tests.stores.loopback import ASK_TRUE, Recorded, loopback
-from tests.stores.sigv4_verify import ACCESS_KEY, REGION, SECRET_KEY, signature_problem
+from tests.stores.sigv4_verify import REGION, signature_problem
 
-
-@pytest.fixture(autouse=True)
-def aws_test_credentials(monkeypatch, tmp_path):
-    """Known keys in the environment, nothing else in boto3's chain (no files, no metadata service)."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("aws_test_credentials")  # tests/stores/conftest.py
 
 
 def verifying_neptune(base: list[str]):

@@ -6,11 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kgeval.config import GeminiSystemConfig, KgevalConfig, RunConfig
-from kgeval.gold import load_gold
-from kgeval.holdout import load_holdout
 from kgeval.judges import judges_from_config
 from kgeval.runs import run_attempt
-from kgeval.stores import EmbeddedStore
 from kgeval.guards import Example
 from kgeval.systems import GeminiSystem, guarded_bank
 from tests.servers import LoopbackServer, Reply, generate_content
@@ -21,18 +18,6 @@ BANK = [
     Example(kg="mini", question="Who works in sales?", sparql="SELECT ?leak WHERE { ?leak ?p ?o }"),
     Example(kg="shop", question="How many orders are there?", sparql="SELECT (COUNT(?o) AS ?n) WHERE { ?o a <http://x/Order> }"),
 ]
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory):
-    from kgeval.config import GoldConfig
-    from kgeval.gold import rebuild_gold
-    from tests.conftest import write_holdout
-
-    root = tmp_path_factory.mktemp("gemini")
-    holdout = load_holdout(write_holdout(root / "holdout"))
-    rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), root / "gold")
-    return holdout, load_gold(root / "gold"), EmbeddedStore(holdout.kgs[0].files)
 
 
 @pytest.fixture(autouse=True)

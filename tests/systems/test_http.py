@@ -7,11 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kgeval.config import HttpSystemConfig, KgevalConfig, RunConfig
-from kgeval.gold import load_gold
-from kgeval.holdout import load_holdout
 from kgeval.judges import judges_from_config
 from kgeval.runs import run_attempt
-from kgeval.stores import EmbeddedStore
 from kgeval.systems import HttpSystem
 from tests.conftest import MINI_QUESTIONS
 from tests.servers import LoopbackServer, Reply
@@ -38,18 +35,6 @@ FAULTS = {
     "truncated but substantial": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "length"}), "incomplete", None, 1),
     "answer list": (lambda n: Reply(body={"answer": ["alice", "bob"]}), "answered", None, 1),
 }
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory):
-    from kgeval.config import GoldConfig
-    from kgeval.gold import rebuild_gold
-    from tests.conftest import write_holdout
-
-    root = tmp_path_factory.mktemp("http")
-    holdout = load_holdout(write_holdout(root / "holdout"))
-    rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), root / "gold")
-    return holdout, load_gold(root / "gold"), EmbeddedStore(holdout.kgs[0].files)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
