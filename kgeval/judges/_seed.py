@@ -14,6 +14,9 @@ Speed (the membership path on answer lists is the hot path of a run's judging):
 - the index remembers (bounded) each answer text it has met with its key, in one of two memos:
   texts whose key is a gold value, and texts whose key is not; an answer item met before costs
   one dict lookup;
+- a text that alone spells its gold value (the common case: the gold's own spelling) is also in
+  a set, so the usual item costs one set lookup, which touches less memory than a dict lookup
+  (with many large golds in turn, judging is bound by memory latency, not by the interpreter);
 - a verdict's content is a pure function of a few counts once the gold is fixed, so it is
   memoized (bounded) per gold index, and built without pydantic's per-field work (`_new_verdict`).
 tests/judges/test_seed_fast.py checks all of it against the straightforward implementation
@@ -22,8 +25,9 @@ tests/judges/test_seed_fast.py checks all of it against the straightforward impl
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import is_
 
 from kgeval._files import sha256_json
@@ -63,6 +67,14 @@ class GoldIndex:
     difference."""
     outside: dict[str, str] = field(default_factory=dict)
     """Answer text -> its key, for the texts met so far whose key is not a gold value."""
+    lone: set[str] = field(default_factory=set)
+    """The texts of `inside` that no other text of `inside` shares a key with: distinct lone
+    texts have distinct keys, so an answer's lone texts are counted without their keys (a set
+    lookup touches less memory than a dict lookup: the hot path)."""
+    alone: dict[str, str] = field(default_factory=dict)
+    """Key -> its lone text (the inverse of `lone`)."""
+    crowded: set[str] = field(default_factory=set)
+    """Keys that two or more texts of `inside` have."""
     decided: dict[tuple[int, int, int, bool], dict] = field(default_factory=dict)
     """(answer items, matched, covered, full answer) -> the verdict's fields: with the gold and
     the judge fixed, a verdict is a pure function of these figures."""
@@ -70,8 +82,25 @@ class GoldIndex:
     def forget(self) -> None:
         """Start the text memos over (bounded memory)."""
         self.inside.clear()
-        self.inside.update(self.spelled)
         self.outside.clear()
+        self.lone.clear()
+        self.alone.clear()
+        self.crowded.clear()
+        for text, key in self.spelled.items():
+            self.remember(text, key)
+
+    def remember(self, text: str, key: str) -> None:
+        """Memoize a text whose key is a gold value (a text not memoized yet)."""
+        self.inside[text] = key
+        if key in self.crowded:
+            return
+        other = self.alone.pop(key, None)
+        if other is None:
+            self.alone[key] = text
+            self.lone.add(text)
+        else:
+            self.lone.discard(other)
+            self.crowded.add(key)
 
 
 def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
@@ -95,7 +124,9 @@ def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
         kept += 1
     frozen = {v: tuple(ids) for v, ids in rows.items()}
     injective = all(len(ids) == 1 for ids in frozen.values()) and len({ids[0] for ids in frozen.values()}) == len(frozen)
-    return GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled, injective, dict(spelled))
+    index = GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled, injective)
+    index.forget()
+    return index
 
 
 def _own_copy(text: str) -> str:
@@ -108,39 +139,62 @@ def _own_copy(text: str) -> str:
 def list_counts(items: list, index: GoldIndex, normalizer: Normalizer) -> tuple[int, int, int]:
     """(distinct keys, distinct keys in the gold, gold items they cover) of an answer list.
 
-    The membership hot path: one dict lookup per item whose text the index has met (spelt as
-    in the gold, or met in an earlier answer). The two memos hold disjoint keys (in the gold,
-    not in it), so distinct keys are counted per memo.
+    The membership hot path: one set lookup per item that is a lone text of the index (see
+    `GoldIndex.lone`), a dict lookup per other item met before (spelt as in the gold, or met in
+    an earlier answer). Lone texts, other gold texts and texts outside the gold have disjoint
+    keys, so distinct keys are counted per kind; a text met for the first time may share its
+    key with a lone text, so then the lone texts' keys are looked up.
     """
     try:
-        found = list(map(index.inside.get, items))
+        rest = list(filterfalse(index.lone.__contains__, items))
     except TypeError:  # an unhashable item (a JSON list or object): normalize every item
         keys = list(set(map(normalizer.item, items)))
         return (len(keys), *_match(index, keys))
-    inside = set(found)
+    lone = index.lone.intersection(items) if rest else set(items)
+    inside: set[str] = set()
     outside: set[str] = set()
-    if None in inside:
-        inside.discard(None)
-        rest = list(compress(items, map(is_, found, repeat(None))))
+    first_met = False
+    if rest:
         found = list(map(index.outside.get, rest))
         outside.update(found)
         if None in outside:
             outside.discard(None)
-            if len(index.inside) + len(index.outside) >= len(index.spelled) + _MEMO_LIMIT:
-                index.forget()
-                return list_counts(items, index, normalizer)
-            rows = index.rows
-            for text in compress(rest, map(is_, found, repeat(None))):
-                key = normalizer.item(text)
-                known, memo = (inside, index.inside) if key in rows else (outside, index.outside)
-                known.add(key)
-                if type(text) is str:  # 1, 1.0 and True are one dict key but not one key
-                    memo[text] = key
-    if index.injective:
-        covered = len(inside)
+            rest = list(compress(rest, map(is_, found, repeat(None))))
+            found = list(map(index.inside.get, rest))
+            inside.update(found)
+            if None in inside:
+                inside.discard(None)
+                if len(index.inside) + len(index.outside) >= len(index.spelled) + _MEMO_LIMIT:
+                    index.forget()
+                    return list_counts(items, index, normalizer)
+                first_met = _meet(compress(rest, map(is_, found, repeat(None))), index, normalizer, inside, outside)
+    if first_met or not index.injective:
+        inside.update(map(index.inside.__getitem__, lone))
+        matched = len(inside)
     else:
-        covered = len(set().union(*map(index.rows.__getitem__, inside)))
-    return len(inside) + len(outside), len(inside), covered
+        matched = len(lone) + len(inside)
+    covered = matched if index.injective else len(set().union(*map(index.rows.__getitem__, inside)))
+    return matched + len(outside), matched, covered
+
+
+def _meet(texts: Iterable, index: GoldIndex, normalizer: Normalizer, inside: set[str], outside: set[str]) -> bool:
+    """Normalize texts met for the first time into `inside` or `outside` and memoize them;
+    whether one has a gold value as its key."""
+    rows = index.rows
+    met_inside = False
+    for text in texts:
+        key = normalizer.item(text)
+        memoize = type(text) is str  # 1, 1.0 and True are one dict key but not one key
+        if key in rows:
+            inside.add(key)
+            met_inside = True
+            if memoize:
+                index.remember(text, key)
+        else:
+            outside.add(key)
+            if memoize:
+                index.outside[text] = key
+    return met_inside
 
 
 def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] | list[Item] | None:

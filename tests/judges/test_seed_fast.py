@@ -65,6 +65,22 @@ def _candidate(rng: random.Random, pool: int = 300) -> Candidate:
     return Candidate(items=[_value(rng, pool) for _ in range(rng.randrange(25))])
 
 
+def _near(rng: random.Random, gold: QueryResult) -> Candidate:
+    """An answer list mostly spelt as the gold spells its cells, with other spellings of the
+    same values (the seed judge's memos then hold two texts of one key) and a few texts outside."""
+    texts = [term.value for row in gold.rows for term in row if term is not None] or ["x"]
+    items = []
+    for _ in range(rng.randrange(1, 25)):
+        text, draw = rng.choice(texts), rng.random()
+        if draw < 0.75:
+            items.append(text)
+        elif draw < 0.95:
+            items.append(rng.choice([f"  <{text}>  ", f"{text}/", text.upper()]))
+        else:
+            items.append(f"{BASE}outside-{rng.randrange(5)}")
+    return Candidate(items=items)
+
+
 def _same(fast, reference) -> None:
     assert type(fast) is type(reference)
     assert fast.__dict__ == reference.__dict__
@@ -75,13 +91,15 @@ def _same(fast, reference) -> None:
     assert fast.model_dump_json() == reference.model_dump_json()
 
 
-def _judged_by_both(rng: random.Random, cfg: SeedJudgeConfig, golds: list[QueryResult], answers: int):
+def _judged_by_both(rng: random.Random, cfg: SeedJudgeConfig, golds: list[QueryResult], answers: int, near: float = 0.0):
     """(fast verdict, reference verdict) on random answers, each pair checked by `_same` first
-    (the reference's version and config hash replaced by the fast judge's)."""
+    (the reference's version and config hash replaced by the fast judge's); a share `near` of
+    the answers are spelt like their gold (`_near`)."""
     fast = judge_from_config("seed", JudgesConfig(seed=cfg))
     reference = ReferenceSeedJudge(cfg)
     for _ in range(answers):
-        gold, candidate = rng.choice(golds), _candidate(rng)
+        gold = rng.choice(golds)
+        candidate = _near(rng, gold) if gold.form == "select" and rng.random() < near else _candidate(rng)
         verdict = fast.judge(Q, gold, candidate)
         expected = reference.judge(Q, gold, candidate)
         _same(verdict, expected.model_copy(update={"version": fast.version, "config_sha256": fast.config_sha256}))
@@ -97,6 +115,17 @@ def test_fast_seed_judge_matches_the_reference(seed):
         assert verdict.config_sha256 != expected.config_sha256  # the logic version is part of the hash
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_answers_spelt_like_the_gold(seed):
+    """Answers made of the gold's own spellings take the lone-text path; other spellings of the
+    same values crowd a value's texts, in the memo and within one answer."""
+    rng = random.Random(200 + seed)
+    cfg = SeedJudgeConfig(exact_below=rng.choice([5, 50, 1000]), min_items=rng.choice([1, 5]))
+    golds = [_gold(rng) for _ in range(4)]
+    accepted = sum(verdict.correct for verdict, _ in _judged_by_both(rng, cfg, golds, 1500, near=0.9))
+    assert accepted > 100  # the answers near their gold are often right, so both verdicts are seen
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_memos_starting_over_change_no_verdict(seed, monkeypatch):
     """With tiny memo bounds the gold indexes and the verdict memo start over all the time;
@@ -110,6 +139,6 @@ def test_memos_starting_over_change_no_verdict(seed, monkeypatch):
     rng = random.Random(100 + seed)
     cfg = SeedJudgeConfig(exact_below=rng.choice([5, 50]))
     golds = [_gold(rng) for _ in range(6)]
-    for _ in _judged_by_both(rng, cfg, golds, 800):
+    for _ in _judged_by_both(rng, cfg, golds, 800, near=0.5):
         pass  # each pair is checked as it is made
     assert len(forgotten) > 20  # the bound was reached and the memos started over, many times
