@@ -6,6 +6,11 @@ An item check is one answer item (a list item, or an executed result row) compar
 gold. Golds are prepared once per gold object (cached), as in a run. Target: >= 1,000,000 item
 checks per second on one core for the membership path (seed judge, answer lists).
 
+The membership path is bound by memory latency when many large golds are judged in turn (each
+answer text is looked up among its gold's 2,000 spellings, and 50 such golds are ~15 MB of
+strings and tables): the bench also prints it with 1 and 10 golds in turn. For scale, the shipped
+sample holdout has 9 questions on the membership path, with golds of 37 to 2,323 rows.
+
 Calibration: the bench also times a bare `for _ in range(10_000_000): pass` at top level (CPU
 seconds, best of 3) and prints the rates scaled to a reference core that runs it in 0.15-0.20 s
 (a typical modern core). The measured figures are printed as measured; the scaled ones only help compare
@@ -97,11 +102,11 @@ def main() -> None:
     args = parser.parse_args()
     golds = [make_gold(g, args.gold_size) for g in range(args.golds)]
 
-    def answers() -> list[tuple[int, list[str]]]:
-        return make_answers(args.answers, args.items, args.golds, args.gold_size, random.Random(4))
+    def answers(golds: int = args.golds) -> list[tuple[int, list[str]]]:
+        return make_answers(args.answers, args.items, golds, args.gold_size, random.Random(4))
 
-    def lists() -> list[tuple[int, Candidate]]:
-        return [(g, Candidate(items=items)) for g, items in answers()]
+    def lists(golds: int = args.golds) -> list[tuple[int, Candidate]]:
+        return [(g, Candidate(items=items)) for g, items in answers(golds)]
 
     def results() -> list[tuple[int, Candidate]]:
         return [
@@ -124,6 +129,10 @@ def main() -> None:
     bench("seed (membership), executed results", judges["seed"], golds, results, args.repeat, loop)
     bench("execution, answer lists", judges["execution"], golds, lists, args.repeat, loop)
     bench("execution, executed results", judges["execution"], golds, results, args.repeat, loop)
+    print("the membership path by golds in turn (fewer golds: less memory touched):")
+    for few in sorted({1, 10} - {args.golds}):
+        fresh = judges_from_config(JudgesConfig())["seed"]
+        bench(f"seed (membership), lists, {few} gold{'s' if few > 1 else ''}", fresh, golds[:few], lambda few=few: lists(few), args.repeat, loop)
 
 
 if __name__ == "__main__":
