@@ -102,11 +102,11 @@ def main() -> None:
     args = parser.parse_args()
     golds = [make_gold(g, args.gold_size) for g in range(args.golds)]
 
-    def answers(golds: int = args.golds) -> list[tuple[int, list[str]]]:
-        return make_answers(args.answers, args.items, golds, args.gold_size, random.Random(4))
+    def answers(in_turn: int = args.golds) -> list[tuple[int, list[str]]]:
+        return make_answers(args.answers, args.items, in_turn, args.gold_size, random.Random(4))
 
-    def lists(golds: int = args.golds) -> list[tuple[int, Candidate]]:
-        return [(g, Candidate(items=items)) for g, items in answers(golds)]
+    def lists(in_turn: int = args.golds) -> list[tuple[int, Candidate]]:
+        return [(g, Candidate(items=items)) for g, items in answers(in_turn)]
 
     def results() -> list[tuple[int, Candidate]]:
         return [

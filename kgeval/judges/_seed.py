@@ -72,10 +72,9 @@ class GoldIndex:
     """The texts of `inside` that no other text of `inside` shares a key with: distinct lone
     texts have distinct keys, so an answer's lone texts are counted without their keys (a set
     lookup touches less memory than a dict lookup: the hot path)."""
-    alone: dict[str, str] = field(default_factory=dict)
-    """Key -> its lone text (the inverse of `lone`)."""
-    crowded: set[str] = field(default_factory=set)
-    """Keys that two or more texts of `inside` have."""
+    first: dict[str, str] = field(default_factory=dict)
+    """Key of a text of `inside` -> the first text of `inside` met with it (lone until a second
+    one is met)."""
     decided: dict[tuple[int, int, int, bool], dict] = field(default_factory=dict)
     """(answer items, matched, covered, full answer) -> the verdict's fields: with the gold and
     the judge fixed, a verdict is a pure function of these figures."""
@@ -88,23 +87,18 @@ class GoldIndex:
         self.inside.clear()
         self.outside.clear()
         self.lone.clear()
-        self.alone.clear()
-        self.crowded.clear()
+        self.first.clear()
         for text, key in self.spelled.items():
             self.remember(text, key)
 
     def remember(self, text: str, key: str) -> None:
         """Memoize a text whose key is a gold value (a text not memoized yet)."""
         self.inside[text] = key
-        if key in self.crowded:
-            return
-        other = self.alone.pop(key, None)
-        if other is None:
-            self.alone[key] = text
+        first = self.first.setdefault(key, text)
+        if first is text:
             self.lone.add(text)
         else:
-            self.lone.discard(other)
-            self.crowded.add(key)
+            self.lone.discard(first)
 
 
 def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
@@ -297,10 +291,7 @@ class SeedJudge:
         )
         if gold.truncated:
             reason += f"; gold kept {len(gold.rows)} of {gold.total} rows"
-        subset = details.get("strict_subset")
-        if subset:
-            reason += f"; strict_subset: {subset}"
-        return self._fields(correct, "membership", gold, matched, answer_items - matched, None, reason, details)
+        return self._fields(correct, "membership", gold, matched, answer_items - matched, None, _with_subset(reason, details), details)
 
     def _fields(
         self,
