@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from kgeval._files import read_yaml
 from kgeval.errors import InputError
 
 
@@ -375,12 +375,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _load_yaml_model(path: Path, model: type[M], what: str) -> M:
+    data = read_yaml(path, what) or {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return model.model_validate(data)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read {what}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {exc}") from None
     except ValidationError as exc:
         raise InputError(f"{path}: invalid {what}: {exc}") from None

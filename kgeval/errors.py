@@ -4,6 +4,13 @@ Exit codes (documented in the README): 0 ok, 1 a failed check, 2 bad usage or ba
 3 a leak or a gate refusal.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # errors.py imports nothing at run time: every module imports it
+    from pydantic import ValidationError
+
 
 class KgevalError(Exception):
     """Base class: a problem the user can act on, with a message that says where and what."""
@@ -52,7 +59,7 @@ class LeakDetected(KgevalError):
     exit_code = 3
 
 
-def first_validation_error(exc: "pydantic.ValidationError") -> str:  # noqa: F821 - imported lazily
+def first_validation_error(exc: ValidationError) -> str:
     """The first error of a pydantic ValidationError as `field.path: message`."""
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])

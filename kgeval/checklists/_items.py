@@ -38,8 +38,9 @@ def guard_states(guards: Sequence[Guard]) -> dict[str, tuple[bool, str]]:
             continue
         for item in status if isinstance(status, list) else [status]:
             name, active, detail = _one_status(item, fallback)
-            previous = states.get(name)
-            states[name] = (active and (previous is None or previous[0]), "; ".join(d for d in (previous and previous[1], detail) if d))
+            # one name reported twice (two providers): active only if both say so
+            was_active, was_detail = states.get(name, (True, ""))
+            states[name] = (was_active and active, "; ".join(d for d in (was_detail, detail) if d))
     return states
 
 

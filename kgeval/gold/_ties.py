@@ -75,16 +75,16 @@ class TieInfo(BaseModel):
         still one acceptable answer in a valid order. Judges compare against it, so a system
         that breaks a tie differently from the engine is not marked wrong (DESIGN invariant 2).
         """
-        given = {row_key(r) for r in rows}
-        kept = list(gold.rows)
+        given = dict.fromkeys(row_key(r) for r in rows)  # a set that keeps the candidate's order
+        kept, kept_keys = list(gold.rows), [row_key(r) for r in gold.rows]
         changed = False
         for group in self.groups:
             members = {row_key(r): r for r in group.candidates}
-            engine = {row_key(kept[i]): i for i in range(len(kept)) if row_key(kept[i]) in members}
-            swap_in = [members[k] for k in dict.fromkeys(row_key(r) for r in rows) if k in members and k not in engine]
+            engine = {k: i for i, k in enumerate(kept_keys) if k in members}
+            swap_in = [k for k in given if k in members and k not in engine]
             swap_out = [i for k, i in engine.items() if k not in given]
-            for position, row in zip(swap_out, swap_in):
-                kept[position] = row
+            for position, key in zip(swap_out, swap_in):
+                kept[position], kept_keys[position] = members[key], key
                 changed = True
         return gold.model_copy(update={"rows": kept}) if changed else gold
 

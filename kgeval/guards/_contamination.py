@@ -29,7 +29,7 @@ from kgeval.config import GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
-from kgeval.guards._records import FieldPath, Format, Unit, field_texts, plan_units, read_unit
+from kgeval.guards._records import FieldPath, Format, Unit, field_texts, file_format, plan_units, read_unit
 from kgeval.holdout import Holdout
 
 MAX_REPORTED_HITS = 1000
@@ -110,7 +110,6 @@ class ContaminationError(LeakDetected):
 
 @dataclass
 class _UnitResult:
-    seq: int
     records: int = 0
     hits: list[Hit] = field(default_factory=list)
     with_text: int = 0
@@ -131,7 +130,7 @@ def _init_worker(index: HoldoutIndex, fields: tuple[FieldPath, ...]) -> None:
 
 def _scan_unit(unit: Unit) -> _UnitResult:
     assert _INDEX is not None
-    result = _UnitResult(seq=unit.seq)
+    result = _UnitResult()
     try:
         for batch in read_unit(unit, _FIELDS):
             _scan_batch(batch, unit.path, result)
@@ -201,7 +200,7 @@ def _span(owner: np.ndarray, t: int) -> range:
 def _sample_lines(path: Path, size: int) -> list[str]:
     """The first `size` bytes of a JSONL file as lines (raw: only word counts are taken from
     them); nothing for Parquet, whose anchors keep their default ranking."""
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if file_format(path) == "parquet":
         return []
     with open(path, "rb") as fh:
         return fh.read(size).decode("utf-8", errors="replace").splitlines()
@@ -241,7 +240,7 @@ def check_contamination(
         index = index.with_anchors_from(_sample_lines(Path(paths[0]), cc.sample_mb << 20))
     units = [u for plan in plans.values() for u in plan]
     workers = min(cc.workers or os.cpu_count() or 1, len(units)) or 1
-    report = _merge(plans, _run_units(units, index, fields, workers), index, fields, workers)
+    report = _merge(plans, units, _run_units(units, index, fields, workers), index, fields, workers)
     return report.model_copy(update={"seconds": time.perf_counter() - started})
 
 
@@ -270,19 +269,19 @@ def _in_process(units: list[Unit]) -> Iterable[_UnitResult]:
 
 def _merge(
     plans: dict[Path, list[Unit]],
+    units: list[Unit],
     results: Iterable[_UnitResult],
     index: HoldoutIndex,
     fields: tuple[FieldPath, ...],
     workers: int,
 ) -> Report:
     per_file = {p: {"records": 0, "with_text": 0, "hits": 0} for p in plans}
-    owner = {(u.path, u.seq): p for p, plan in plans.items() for u in plan}
     hits: list[Hit] = []
     kinds: Counter[str] = Counter()
-    for unit, result in zip((u for plan in plans.values() for u in plan), results):
+    for unit, result in zip(units, results):
         if result.error:
             raise InputError(result.error)
-        tally = per_file[owner[(unit.path, unit.seq)]]
+        tally = per_file[unit.path]
         for hit in result.hits:
             hit.record += tally["records"]
             kinds[hit.kind] += 1

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from kgeval.config import SchemaGateConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint, Signature
+from kgeval.guards._text import jaccard
 
 
 class GateScore(BaseModel):
@@ -64,14 +65,13 @@ class GateVerdict(BaseModel):
 def score_against(candidate: Signature, training: Signature, name: str, config: SchemaGateConfig) -> GateScore:
     type_pct = _share(candidate.classes, training.classes)
     rel_pct = _share(candidate.predicates, training.predicates)
-    a, b = candidate.elements(), training.elements()
-    jaccard = len(a & b) / len(a | b) if a | b else 0.0
+    similarity = jaccard(candidate.elements(), training.elements())
     refused_by = []
     if type_pct >= config.type_overlap_pct and rel_pct >= config.relation_overlap_pct and candidate.classes and candidate.predicates:
         refused_by.append("overlap")
-    if jaccard > config.jaccard_cap:
+    if similarity > config.jaccard_cap:
         refused_by.append("jaccard")
-    return GateScore(training=name, type_overlap_pct=type_pct, relation_overlap_pct=rel_pct, jaccard=jaccard, refused_by=refused_by)
+    return GateScore(training=name, type_overlap_pct=type_pct, relation_overlap_pct=rel_pct, jaccard=similarity, refused_by=refused_by)
 
 
 def _share(mine: frozenset[str], theirs: frozenset[str]) -> float:

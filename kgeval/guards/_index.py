@@ -287,7 +287,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     anchors = _anchors(questions)
     needles = list({query_needles(q.sparql) for q in holdout.questions()})
     undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
-    literals |= {max(query_needles(q.sparql), key=len) for q in undistinctive if query_needles(q.sparql)}
+    literals |= {max(n, key=len) for q in undistinctive if (n := query_needles(q.sparql))}
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
         identifiers=identifiers,
@@ -343,10 +343,10 @@ def _has_path(ns: str) -> bool:
 
 def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion]:
     held = []
+    cc = config.contamination
     for q in holdout.questions():
         words = tokens(q.question)
         feats = features(words)
-        cc = config.contamination
         threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
         names = frozenset(feature(w.casefold()) for w in q.question.split()[1:] if w[:1].isupper()) & feats
         held.append(

@@ -52,8 +52,6 @@ class Unit:
 
     path: Path
     format: Format
-    seq: int
-    """Position of the unit in its file (units are merged in this order)."""
     start: int = 0
     end: int = 0
     row_groups: tuple[int, ...] = ()
@@ -84,7 +82,7 @@ def plan_units(path: Path, chunk_bytes: int) -> list[Unit]:
             bounds.append(fh.tell())
     if bounds[-1] < size or size == 0:
         bounds.append(size)
-    return [Unit(path, "jsonl", i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    return [Unit(path, "jsonl", a, b) for a, b in zip(bounds, bounds[1:])]
 
 
 def _parquet_units(path: Path, chunk_bytes: int) -> list[Unit]:
@@ -94,10 +92,10 @@ def _parquet_units(path: Path, chunk_bytes: int) -> list[Unit]:
         group.append(i)
         size += meta.row_group(i).total_byte_size
         if size >= chunk_bytes:
-            units.append(Unit(path, "parquet", len(units), row_groups=tuple(group)))
+            units.append(Unit(path, "parquet", row_groups=tuple(group)))
             group, size = [], 0
     if group or not units:
-        units.append(Unit(path, "parquet", len(units), row_groups=tuple(group)))
+        units.append(Unit(path, "parquet", row_groups=tuple(group)))
     return units
 
 

@@ -20,11 +20,12 @@ from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pyparsing import ParseException
 from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.plugins.sparql.algebra import translateQuery
 from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
+
+from kgeval.guards._vocab import namespace
 
 TOKEN = re.compile(r"[^\W_]+")
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -87,7 +88,7 @@ _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 def _algebra(text: str) -> CompValue | None:
     try:
         return translateQuery(parseQuery(text)).algebra
-    except (ParseException, Exception):  # rdflib raises bare Exceptions, e.g. for an unknown prefix
+    except Exception:  # pyparsing's ParseException, and rdflib's bare Exceptions (an unknown prefix)
         return None
 
 
@@ -110,8 +111,8 @@ def query_needles(text: str) -> frozenset[str]:
     for term in _terms(algebra):
         if isinstance(term, URIRef) and str(term) != RDF_TYPE:
             iri = str(term)
-            cut = max(iri.rfind("#"), iri.rfind("/")) + 1
-            found.update((iri[:cut], iri[cut:]))
+            ns = namespace(iri)
+            found.update((ns, iri[len(ns):]))
         elif isinstance(term, Literal) and term.datatype is None:
             found.add(str(term))
     return frozenset(n for n in found if n)

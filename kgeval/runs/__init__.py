@@ -52,10 +52,10 @@ __all__ = [
     "dispatch",
     "execute_run",
     "git_commit",
+    "judge_candidate",
     "new_run_id",
     "plan_run",
     "question_set_sha256",
     "resume_run",
-    "judge_candidate",
     "run_attempt",
 ]

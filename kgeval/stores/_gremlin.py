@@ -35,8 +35,7 @@ from gremlin_python.process.traversal import Bytecode, Traverser
 from gremlin_python.structure.graph import Edge, Path, Property, Vertex, VertexProperty
 
 from kgeval.errors import InputError, QueryError, StoreError
-from kgeval.stores._base import Store
-from kgeval.stores._base import run_with_deadline
+from kgeval.stores._base import Store, run_with_deadline
 from kgeval.stores._gremlin_parse import parse_gremlin
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import XSD, Row, Term, collect_rows

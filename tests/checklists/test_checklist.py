@@ -23,6 +23,13 @@ from tests.servers import LoopbackServer, Reply
 
 SHIPPED = REPO / "checklists" / "pre_eval.yaml"
 PRODUCTION = PipelineConfig(default={"few_shot_retrieval": True, "few_shot_k": 5, "schema_in_prompt": True})
+GUARDS = ("example-bank.ingest", "example-bank.retrieval-filter", "example-bank.similarity-cap")
+GUARD_ITEMS = {f"guards:{name}" for name in GUARDS}
+
+
+def _guard_report(*inactive):
+    """The example-bank guards as kgeval.guards reports them: a list of named statuses."""
+    return [{"name": n, "active": n not in inactive, "details": {"holdout_kgs": 1, "holdout_questions": 3}} for n in GUARDS]
 
 
 def _receipt(holdout, gold, system, db, config=None, compare_with=None, guards=()):
@@ -106,7 +113,7 @@ def test_guards_must_report_active_where_examples_are_retrieved(mini_holdout, mi
     examples = [Example(kg="shop", question="How many orders are there?", sparql="ASK {}")]
     unguarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=guarded_bank(examples, None, KgevalConfig()))
     guarded = GeminiSystem(GeminiSystemConfig(base_url="http://127.0.0.1:9"), bank=guarded_bank(examples, load_holdout(mini_holdout), KgevalConfig()))
-    names = {"guards:example-bank.ingest", "guards:example-bank.retrieval-filter", "guards:example-bank.similarity-cap"}
+    names = GUARD_ITEMS
     with ResultsDB(tmp_path / "r.duckdb") as db:
         bad = _receipt(mini_holdout, mini_gold, unguarded, db)
         good = _receipt(mini_holdout, mini_gold, guarded, db)
@@ -114,16 +121,16 @@ def test_guards_must_report_active_where_examples_are_retrieved(mini_holdout, mi
         http_none = _receipt(mini_holdout, mini_gold, _http(), db)
 
         class Report:
-            """A guard provider reporting like kgeval.guards: a list of named statuses."""
+            """A guard provider outside the system, reporting like kgeval.guards."""
 
-            def __init__(self, **active):
-                self.active = active
+            def __init__(self, *inactive):
+                self.inactive = inactive
 
             def status(self):
-                return [{"name": f"example-bank.{k.replace('_', '-')}", "active": v, "details": {"holdout_kgs": 1}} for k, v in self.active.items()]
+                return _guard_report(*self.inactive)
 
-        http_off = _receipt(mini_holdout, mini_gold, _http(), db, guards=[Report(ingest=True, retrieval_filter=False, similarity_cap=True)])
-        http_on = _receipt(mini_holdout, mini_gold, _http(), db, guards=[Report(ingest=True, retrieval_filter=True, similarity_cap=True)])
+        http_off = _receipt(mini_holdout, mini_gold, _http(), db, guards=[Report("example-bank.retrieval-filter")])
+        http_on = _receipt(mini_holdout, mini_gold, _http(), db, guards=[Report()])
     assert names <= _failed(bad)
     assert "bank built without guards" in next(i for i in bad.items if i.item == "guards:example-bank.ingest").detail
     assert not names & _failed(good)
@@ -232,11 +239,6 @@ def test_cli_run_with_one_failing_item_exits_1_and_sends_nothing(mini_holdout, m
         assert server.count() > 0
 
 
-def _guard_report(*inactive):
-    names = ("example-bank.ingest", "example-bank.retrieval-filter", "example-bank.similarity-cap")
-    return [{"name": n, "active": n not in inactive, "details": {"holdout_kgs": 1, "holdout_questions": 3}} for n in names]
-
-
 @pytest.mark.parametrize(
     "reply, failing, detail",
     [
@@ -252,7 +254,7 @@ def _guard_report(*inactive):
 def test_production_endpoint_reports_its_guards_over_http(mini_holdout, mini_gold, tmp_path, reply, failing, detail):
     """The endpoint's bank runs out of process: the checklist reads its guards at
     systems.http.guards_url (a real GET on a loopback server)."""
-    names = {"guards:example-bank.ingest", "guards:example-bank.retrieval-filter", "guards:example-bank.similarity-cap"}
+    names = GUARD_ITEMS
     with LoopbackServer(lambda path, body, n: reply) as server, ResultsDB(tmp_path / "r.duckdb") as db:
         url = server.url + "/guards" if reply is not None else None
         system = HttpSystem(HttpSystemConfig(url="http://127.0.0.1:9/none", declared_version="prod-7", pipeline=PRODUCTION, guards_url=url))

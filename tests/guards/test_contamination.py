@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from kgeval.guards import ContaminationError, assert_clean, build_index, canonic
 from kgeval.holdout import load_holdout
 from tests.conftest import REPO
 
-CK25 = Path(__import__("os").environ.get("KGEVAL_CK25", REPO.parent / "shared" / "datasets" / "ck25"))
+CK25 = Path(os.environ.get("KGEVAL_CK25", REPO.parent / "shared" / "datasets" / "ck25"))
 
 # hr-02 with prefix and variables renamed, keywords lower-cased and the layout folded.
 HR02_RENAMED = (
@@ -225,3 +226,4 @@ def test_a_line_repeated_in_many_records_is_reported_in_each(index, tmp_path):
     report = check_contamination([_jsonl(tmp_path / "repeated.jsonl", records)], index, GuardsConfig())
     assert [h.record for h in report.hits] == list(range(0, 300, 3))
     assert {h.kind for h in report.hits} == {"kg-identifier"}
+
