@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kgeval.cli._common import ConfigOpt, HoldoutOpt, err, out, user_errors
-from kgeval.config import load_config, load_gate_config
+from kgeval.config import ContaminationConfig, load_config, load_gate_config
 from kgeval.errors import InputError, LeakDetected
 from kgeval.holdout import QUESTIONS_FILE, load_holdout
 from kgeval.stores import open_store, rdf_format
@@ -116,6 +116,17 @@ def schema_gate_list(gate_dir: GateDirOpt = Path("schema_gate")) -> None:
         out.print(f"{fp.name}: {len(fp.classes)} classes, {len(fp.predicates)} predicates, {len(fp.pairs)} pairs ({fp.created})", markup=False)
 
 
+def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int | None) -> ContaminationConfig:
+    """The configured contamination settings with the command line's on top: `--workers 0`
+    (one per core) is an answer, not an absent option."""
+    update: dict = {}
+    if fields:
+        update["fields"] = tuple(fields)
+    if workers is not None:
+        update["workers"] = workers
+    return cc.model_copy(update=update)
+
+
 @contamination_app.command("check")
 @user_errors
 def contamination_check(
@@ -131,10 +142,7 @@ def contamination_check(
     from kgeval.guards import build_index, check_contamination, load_fingerprints
 
     guards = load_config(config).guards
-    cc = guards.contamination.model_copy(
-        update={k: v for k, v in {"fields": tuple(field or ()), "workers": workers}.items() if v}
-    )
-    guards = guards.model_copy(update={"contamination": cc})
+    guards = guards.model_copy(update={"contamination": with_options(guards.contamination, field, workers)})
     index = build_index(load_holdout(holdout), guards, load_fingerprints(gate_dir))
     report = check_contamination(files, index, guards)
     if report_json:

@@ -227,3 +227,12 @@ def test_a_line_repeated_in_many_records_is_reported_in_each(index, tmp_path):
     assert [h.record for h in report.hits] == list(range(0, 300, 3))
     assert {h.kind for h in report.hits} == {"kg-identifier"}
 
+
+def test_command_line_options_override_the_configuration():
+    from kgeval.cli._guards import with_options
+
+    configured = ContaminationConfig(workers=4, fields=("prompt",))
+    assert with_options(configured, None, None) == configured
+    assert with_options(configured, [], 0).workers == 0  # 0 (one per core) overrides, it is not "no option"
+    overridden = with_options(configured, ["text", "meta.note"], 2)
+    assert (overridden.workers, overridden.fields) == (2, ("text", "meta.note"))
