@@ -38,7 +38,7 @@ from kgeval.config import GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, re2_mask, unique_matches
-from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, is_url, open_binary, plan_shards, read_shard
+from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
 from kgeval.holdout import Holdout
 
 MAX_REPORTED_HITS = 1000
@@ -287,8 +287,21 @@ def _sample_lines(file: str, size: int) -> list[str]:
         return fh.read(size).decode("utf-8", errors="replace").splitlines()
 
 
-Progress = Callable[[Shard, PartialReport], None]
-"""Called in the main process after each shard, in shard order."""
+class ScanProgress(BaseModel):
+    """How far a check has come, after each shard (in shard order)."""
+
+    shards_done: int
+    shards: int
+    bytes_done: int
+    """Bytes of the shards scanned (Parquet: their row groups' uncompressed size)."""
+    bytes_total: int
+    records: int
+    """Records scanned so far."""
+    hits: int
+
+
+Progress = Callable[[ScanProgress], None]
+"""Called in the calling process after each shard."""
 
 
 def check_contamination(
@@ -317,9 +330,14 @@ def check_contamination(
 
 
 def _reported(shards: list[Shard], partials: Iterable[PartialReport], progress: Progress | None) -> Iterable[PartialReport]:
+    state = ScanProgress(shards_done=0, shards=len(shards), bytes_done=0, bytes_total=sum(s.size for s in shards), records=0, hits=0)
     for shard, partial in zip(shards, partials):
+        state.shards_done += 1
+        state.bytes_done += shard.size
+        state.records += partial.records
+        state.hits += sum(partial.hits_by_kind.values())
         if progress:
-            progress(shard, partial)
+            progress(state)
         yield partial
 
 
