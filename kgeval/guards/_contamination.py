@@ -225,7 +225,13 @@ class ShardScanner:
             return
         owner = pc.list_parent_indices(lines).to_numpy()[kept]
         distinct = flat.take(pa.array(kept, pa.int64())).dictionary_encode()
-        per_line = [self._line_matches(line) for line in distinct.dictionary.to_pylist()]
+        words = distinct.dictionary
+        # Only the distinct lines some matcher may fire on meet Python (most lines that pass the
+        # prefilter for one question word hold too few of its words to match it).
+        worth = np.flatnonzero(self.index.line_mask(words))
+        per_line: list[tuple[Match, ...]] = [()] * len(words)
+        for i, line in zip(worth.tolist(), words.take(pa.array(worth, pa.int64())).to_pylist()):
+            per_line[i] = self._line_matches(line)
         line_code = distinct.indices.to_numpy()
         line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
         # As before, a text is tried as a query only when one of its lines passed the prefilter.
