@@ -22,7 +22,7 @@ from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
 
-from kgeval.errors import QueryTimeout, StoreError
+from kgeval.errors import QueryRejected, QueryTimeout, StoreError
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import Row, Term, collect_rows
@@ -161,7 +161,11 @@ class SparqlEndpointStore(Store):
                 return _read_before(response, deadline, timeout_s, self.endpoint)
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
-            raise StoreError(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
+            # 400: the engine refused the query as written (Virtuoso also answers a SPARQL
+            # compile error as a 500 with SQL state 37000): the query's fault, not the store's
+            rejected = exc.code == 400 or "37000" in detail[:40]
+            error = QueryRejected if rejected else StoreError
+            raise error(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
         except (TimeoutError, socket.timeout):
             raise QueryTimeout(f"{self.endpoint}: query ran longer than {timeout_s:g} s") from None
         except urllib.error.URLError as exc:
