@@ -100,6 +100,8 @@ class EmbeddedStore(Store):
             return self._store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
         except SyntaxError as exc:
             raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
-        except (OSError, RuntimeError) as exc:  # RuntimeError: e.g. an unsupported function
+        except RuntimeError as exc:  # e.g. a function the engine lacks: the query's fault
+            raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
+        except OSError as exc:
             raise StoreError(f"oxigraph failed: {exc}") from None
 
