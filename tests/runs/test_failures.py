@@ -200,3 +200,26 @@ def test_answer_list_beside_failing_sparql_is_judged_as_before(fifty, tmp_path):
     by_judge = {v.judge: v for v in verdicts}
     assert by_judge["seed"].correct and by_judge["seed"].path == "exact"  # the list is judged
     assert not by_judge["execution"].correct and by_judge["execution"].path == "invalid_sparql"  # the SPARQL is the answer
+
+
+def test_compare_shows_a_question_turning_invalid_as_a_flip(fifty, tmp_path):
+    from kgeval.reports import basic_comparability, compare_runs, render_comparison_markdown
+
+    holdout, gold = fifty
+    base = _reference_records(holdout)
+    base[0]["sparql"] = base[1]["sparql"]  # A: shop-00 answered with shop-01's query: a wrong result
+    cand = [dict(r) for r in base]
+    cand[0]["sparql"] = INVALID[0][1] % (S + "e1", S)  # B: shop-00 now invalid (wrong -> invalid)
+    cand[2]["sparql"] = INVALID[3][1]  # B: shop-02 refused (right -> refused)
+    config = KgevalConfig(run=RunConfig(seeds=1))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        run_a = execute_run(holdout, gold, _replay(tmp_path / "a", base), config, db, checklist=CHECKLIST)
+        run_b = execute_run(holdout, gold, _replay(tmp_path / "b", cand), config, db, checklist=CHECKLIST)
+        c = compare_runs(db, run_a.run_id, run_b.run_id, basic_comparability(run_a, run_b))
+    assert c.paired == 50 and c.unpaired == 0  # nothing a model did leaves the paired table
+    flips = {f.question_id: (f.a_outcome, f.b_outcome) for f in c.flips}
+    assert flips == {"shop-00": ("wrong_result", "invalid_sparql"), "shop-02": ("correct", "refused")}
+    md = render_comparison_markdown(c)
+    assert "A wrong → B wrong (invalid SPARQL)" in md and "A right → B wrong" in md
