@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -29,7 +30,7 @@ from kgeval.gold import TieInfo
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import QueryResult, Store, guard_query
+from kgeval.stores import EmbeddedStore, QueryResult, Store, guard_query
 from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput
 
 
@@ -244,11 +245,29 @@ def _run_once(sparql: str, store: Store, config: KgevalConfig) -> Execution:
         message = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, QueryTimeout) and run.candidate_timeout_counts_as == "error":
             return Execution(error=message, harness="candidate_timeout", sparql=sparql)
-        failure = _model_failure(exc)
+        failure = _model_failure(exc) or _failure_of_a_healthy_store(exc, store)
         if failure is None:
             return Execution(error=message, harness="store", sparql=sparql)
         return Execution(error=message, failure=failure, sparql=sparql)
     return Execution(result=result, sparql=sparql)
+
+
+_BUSY_STATUSES = frozenset({429, 502, 503, 504})
+"""HTTP statuses of a busy or unreachable server: the harness's, whatever the query."""
+
+
+def _failure_of_a_healthy_store(exc: QueryError, store: Store) -> FailureKind | None:
+    """An engine error answered over HTTP (Virtuoso and Oxigraph answer a function they lack with
+    a 500) is the query's when the store, asked at once, runs a trivial query: it is up, and
+    fails only on this query. A connection failure or a busy server stays the harness's."""
+    status = getattr(exc, "http_status", None)
+    if status is None or status in _BUSY_STATUSES:
+        return None
+    try:
+        store.execute("ASK {}", timeout_s=5.0, row_cap=1)
+    except QueryError:
+        return None
+    return "invalid_sparql"
 
 
 _MODEL_FAILURES: tuple[tuple[type[QueryError], FailureKind], ...] = (
@@ -270,12 +289,23 @@ def _model_failure(exc: QueryError) -> FailureKind | None:
 
 
 def _needed_prefixes(sparql: str, prefixes: dict[str, str], store: Store) -> tuple[str, ...]:
-    """The predeclared prefixes the query cannot parse without (each left out in turn)."""
+    """The predeclared prefixes the query cannot do without (each left out in turn): those the
+    guard's parser (rdflib, which knows rdf, rdfs, xsd, owl by itself) or an SPARQL engine with
+    none predeclared (Oxigraph, on no data) cannot parse it without."""
     needed = []
     for name in prefixes:
-        others = "".join(f"PREFIX {n}: <{iri}>\n" for n, iri in prefixes.items() if n != name)
+        others = "".join(f"PREFIX {n}: <{iri}>\n" for n, iri in prefixes.items() if n != name) + sparql
         try:
-            guard_query(others + sparql, max_bytes=store.max_query_bytes)
-        except QueryError:
+            guard_query(others, max_bytes=store.max_query_bytes)
+            _bare_engine().execute(others, timeout_s=5.0, row_cap=1)
+        except (QuerySyntaxError, QueryRejected):
             needed.append(name)
+        except QueryError:
+            pass  # it parses without the prefix; it fails otherwise on no data
     return tuple(needed)
+
+
+@lru_cache(maxsize=1)
+def _bare_engine() -> Store:
+    """An empty embedded store: an engine that predeclares no prefix, to see what a query needs."""
+    return EmbeddedStore([])

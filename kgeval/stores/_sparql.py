@@ -161,11 +161,9 @@ class SparqlEndpointStore(Store):
                 return _read_before(response, deadline, timeout_s, self.endpoint)
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
-            # 400: the engine refused the query as written (Virtuoso also answers a SPARQL
-            # compile error as a 500 with SQL state 37000): the query's fault, not the store's
-            rejected = exc.code == 400 or "37000" in detail[:40]
-            error = QueryRejected if rejected else StoreError
-            raise error(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
+            # 400: the engine refused the query as written: the query's fault, not the store's
+            error = QueryRejected if exc.code == 400 else StoreError
+            raise error(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}", http_status=exc.code) from None
         except (TimeoutError, socket.timeout):
             raise QueryTimeout(f"{self.endpoint}: query ran longer than {timeout_s:g} s") from None
         except urllib.error.URLError as exc:

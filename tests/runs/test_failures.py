@@ -223,3 +223,33 @@ def test_compare_shows_a_question_turning_invalid_as_a_flip(fifty, tmp_path):
     assert flips == {"shop-00": ("wrong_result", "invalid_sparql"), "shop-02": ("correct", "refused")}
     md = render_comparison_markdown(c)
     assert "A wrong → B wrong (invalid SPARQL)" in md and "A right → B wrong" in md
+
+
+def test_predeclared_prefixes_let_the_query_run_and_the_verdict_says_so(tmp_path):
+    """On the embedded store (Oxigraph predeclares nothing) a query lacking its PREFIX lines is
+    invalid by default; with `store.predeclared_prefixes: virtuoso` it runs as on Virtuoso."""
+    from kgeval.config import GoldConfig, StoreConfig
+    from kgeval.gold import load_gold, rebuild_gold
+    from kgeval.judges import judges_from_config
+    from kgeval.runs._attempt import run_attempt
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS
+
+    root = write_holdout(tmp_path / "holdout")
+    holdout = load_holdout(root)
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    question = next(q for q in holdout.questions() if q.id == "mini-08")  # the German name of sales
+    entry = load_gold(tmp_path / "gold")[question.id]
+    sparql = "SELECT ?l WHERE { <http://example.org/mini/entities/sales> rdfs:label ?l FILTER(lang(?l) = 'de') }"
+    system = _replay(tmp_path, [{"kg": "mini", "question_id": "mini-08", "sparql": sparql}])
+    store = EmbeddedStore(holdout.kgs[0].files)
+    for prefixes, expected in (({}, "invalid_sparql"), ("virtuoso", None)):
+        config = KgevalConfig(store=StoreConfig(predeclared_prefixes=prefixes), run=RunConfig(seeds=1))
+        attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(config.judges), entry.result, config)
+        execution = next(v for v in verdicts if v.judge == "execution")
+        if expected:
+            assert execution.path == expected and not execution.correct
+        else:
+            assert execution.correct and execution.details["predeclared_prefixes"] == ["rdfs"]
+            assert "predeclared prefixes rdfs" in execution.reason and attempt.extra["predeclared_prefixes"] == ["rdfs"]
+    assert MINI_QUESTIONS
