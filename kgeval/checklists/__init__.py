@@ -1,7 +1,7 @@
 """The pre-eval checklist: `kgeval run` sends nothing unless every item passes.
 
 Items (checklists/pre_eval.yaml): the holdout manifest verifies; the gold verifies and was built
-from this holdout; pipeline parity with the production profile; anti-cheat guards active;
+from this holdout; no reference query failed at rebuild unless its question is excluded on record; pipeline parity with the production profile; anti-cheat guards active;
 apples-to-apples with the runs compared; and every automated check of the caught-failures table
 (checklists/caught.yaml). The receipt is stored with the run.
 
@@ -20,6 +20,7 @@ from kgeval.checklists._items import (
     Guard,
     apples_to_apples,
     gold,
+    gold_failures,
     guard_states,
     guards_active,
     holdout_manifest,
@@ -31,6 +32,7 @@ from kgeval.runs import Checklist, ChecklistItem, Receipt, ResultsDB, RunPlan
 _ITEMS = {
     "holdout_manifest": holdout_manifest,
     "gold": gold,
+    "gold_failures": gold_failures,
     "pipeline_parity": pipeline_parity,
     "guards": guards_active,
     "apples_to_apples": apples_to_apples,
