@@ -148,7 +148,7 @@ def holdout_exclude(
     added, digest = exclude_questions(holdout, question_ids, why)
     for e in added:
         out.print(f"excluded {e.question_id}: {e.why}", markup=False)
-    out.print(f"resealed {holdout}: manifest {digest}")
+    out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
 
 
 @holdout_app.command("include")

@@ -118,7 +118,7 @@ def _rebuild_into(
     writer = GoldWriter(out_dir, read_manifest(holdout.root)["sha256"], config)
     try:
         for kg in holdout.kgs:
-            old_entries, old_failures = _previous_kg(sources, kg.id)
+            old_entries, old_failures = _previous_kg(sources, kg.id, report)
             entries, failures = _rebuild_kg(kg, store_for, config, old_entries, old_failures, report, progress)
             writer.add_kg(kg.id, entries, failures)
         report.version = writer.commit()
@@ -145,7 +145,7 @@ def _previous_golds(out_dir: Path, config: GoldConfig, report: RebuildReport) ->
     return sources
 
 
-def _previous_kg(sources: list[GoldReader], kg: str) -> tuple[dict[str, GoldEntry], dict[str, GoldFailure]]:
+def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> tuple[dict[str, GoldEntry], dict[str, GoldFailure]]:
     """The previous entries and failures of one KG (earlier sources win), each file verified."""
     entries: dict[str, GoldEntry] = {}
     failures: dict[str, GoldFailure] = {}
@@ -154,8 +154,9 @@ def _previous_kg(sources: list[GoldReader], kg: str) -> tuple[dict[str, GoldEntr
             continue
         try:
             previous = reader.read_kg(f"{kg}.json")
-        except CheckFailed:
-            continue  # an altered file is never reused: its questions are executed again
+        except CheckFailed as exc:  # an altered file is never reused: its questions are executed again
+            report.reuse_note = f"the previous gold does not verify, KG {kg} is executed again: {exc}"
+            continue
         entries.update((e.question_id, e) for e in previous.entries)
         failures.update((f.question_id, f) for f in previous.failures)
     return entries, failures

@@ -19,6 +19,8 @@ directory named directly) is read as it is.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -84,16 +86,31 @@ def publish(gold_dir: Path, staging: Path, manifest_sha256: str) -> Path:
     gold_dir = Path(gold_dir)
     name = version_name(manifest_sha256)
     target = gold_dir / name
-    if target.is_dir():
+    if target.is_dir() and _intact(target, manifest_sha256):
         shutil.rmtree(staging)  # the same gold is already there, complete: nothing to add
         os.utime(target)  # it is the newest version again, for garbage collection
     else:
+        if target.exists():  # same name, other bytes (edited by hand): never switch to it
+            name = version_name(hashlib.sha256(f"{manifest_sha256}{time.time_ns()}".encode()).hexdigest())
+            target = gold_dir / name
         _fsync_tree(staging)
         os.rename(staging, target)
     _link(gold_dir / CURRENT, name)
     _fsync_dir(gold_dir)
     _compat_links(gold_dir, target)
     return target
+
+
+def _intact(version: Path, manifest_sha256: str) -> bool:
+    """True when `version` holds exactly the files its manifest (of this sha256) names."""
+    try:
+        raw = (version / MANIFEST).read_bytes()
+        files = json.loads(raw)["files"]
+        return hashlib.sha256(raw).hexdigest() == manifest_sha256 and all(
+            hashlib.sha256((version / name).read_bytes()).hexdigest() == digest for name, digest in files.items()
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _link(path: Path, target: str) -> None:
@@ -138,7 +155,10 @@ def collect_garbage(gold_dir: Path, keep: int) -> list[str]:
             removed.append(path.name)
     older = [p for p in version_dirs(gold_dir) if p.name != in_force]
     for path in older[: max(len(older) - max(keep - 1, 0), 0)]:
-        shutil.rmtree(path, ignore_errors=True)
+        # renamed first, so a kill during the removal leaves staging junk, never a half version
+        aside = gold_dir / f"{STAGING_PREFIX}gc-{path.name}-{time.time_ns()}"
+        os.rename(path, aside)
+        shutil.rmtree(aside, ignore_errors=True)
         removed.append(path.name)
     return removed
 
