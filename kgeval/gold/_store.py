@@ -200,16 +200,6 @@ def gold_manifest_sha256(gold_dir: Path) -> str:
     return GoldReader(gold_dir).manifest_sha256
 
 
-def read_display(gold_dir: Path, kg: str) -> dict[str, str]:
-    """The display texts of one KG ("first 10 ... (N total)"), hash-checked."""
-    reader = GoldReader(gold_dir)
-    name = f"{DISPLAY_DIR}/{kg}.json"
-    if name not in reader.manifest.files:
-        raise CheckFailed(f"{reader.version / MANIFEST}: no display file for KG {kg!r}")
-    reader.check_file(name)
-    return json.loads((reader.version / name).read_text(encoding="utf-8"))
-
-
 @dataclass
 class GoldStatus:
     """Why a gold cannot be trusted: corrupt (altered, missing, unreadable) or stale (intact,

@@ -151,3 +151,69 @@ def test_a_killed_rebuilds_finished_kgs_are_reused(tmp_path):
     assert report.built == [] and len(report.reused) == 2 * len(MINI_QUESTIONS)
     assert not staging.exists()  # garbage-collected once the new version is in force
     verify_gold(gold, load_holdout(holdout))
+
+
+def test_old_versions_and_leftovers_are_collected_keeping_the_newest_two(tmp_path):
+    holdout = write_holdout(tmp_path / "h")
+    gold = tmp_path / "gold"
+    versions = []
+    for n in range(4):
+        questions = [dict(q) for q in MINI_QUESTIONS]
+        questions[0]["sparql"] += f"  # variant {n}"
+        write_holdout(holdout, questions)
+        (gold / f".staging-left-by-a-kill-{n}").mkdir(parents=True)
+        versions.append(_rebuild(holdout, gold).version.name)
+    on_disk = sorted(p.name for p in gold.iterdir() if p.is_dir() and not p.is_symlink())
+    assert on_disk == sorted(versions[-2:])  # in force + the one before; no staging junk
+    assert (gold / "current").readlink().as_posix() == versions[-1]
+    verify_gold(gold, load_holdout(holdout))
+
+
+def test_one_writer_at_a_time(tmp_path):
+    from kgeval.gold._layout import writer_lock
+
+    holdout = write_holdout(tmp_path / "h")
+    with writer_lock(tmp_path / "gold"), pytest.raises(InputError, match="another `kgeval gold rebuild` is writing"):
+        _rebuild(holdout, tmp_path / "gold")
+
+
+def test_a_gold_in_the_layout_before_versions_is_read_and_migrated(tmp_path):
+    holdout = write_holdout(tmp_path / "h")
+    _rebuild(holdout, tmp_path / "built")
+    legacy = tmp_path / "legacy"
+    shutil.copytree((tmp_path / "built" / "current").resolve(), legacy)  # plain files, no `current`
+    assert load_gold(legacy).keys() == {q["id"] for q in MINI_QUESTIONS}
+    verify_gold(legacy, load_holdout(holdout))
+    report = _rebuild(holdout, legacy)
+    assert report.built == [] and (legacy / "current").is_symlink()
+    assert (legacy / "mini.json").is_symlink() and (legacy / "display").is_symlink() and (legacy / "MANIFEST.json").is_symlink()
+    verify_gold(legacy, load_holdout(holdout))
+
+
+def test_memory_follows_the_largest_kg_not_the_holdout(tmp_path):
+    """Each KG's gold is written and dropped when that KG is done: peak memory of a rebuild of
+    twelve KGs stays near that of four (holding every entry until one final write, as before,
+    grows with the KG count)."""
+    import gc
+    import tracemalloc
+
+    ttl = "".join(f"<http://x/e{i}> <http://x/label> \"entity number {i} with a long label\" .\n" for i in range(2000))
+
+    def peak(kgs: int) -> int:
+        root = tmp_path / f"h{kgs}"
+        for k in range(kgs):
+            qs = [{"id": f"k{k}-q{j}", "question": "All?", "sparql": f"SELECT ?e ?l WHERE {{ ?e <http://x/label> ?l }} # {j}", "domain": "d"} for j in range(3)]
+            write_holdout(root, qs, ttl=ttl, kg=f"k{k}")
+        holdout = load_holdout(root)
+        stores = {kg.id: EmbeddedStore(kg.files) for kg in holdout.kgs}
+        gc.collect()
+        tracemalloc.start()
+        rebuild_gold(holdout, lambda kg: stores[kg.id], GoldConfig(executions=1), tmp_path / f"gold{kgs}")
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    peak(1)  # warm-up: first-use caches (imports, parser tables) are not the gold's
+    four, twelve = peak(4), peak(12)
+    print(f"peak traced memory: 4 KGs {four / 2**20:.1f} MiB, 12 KGs {twelve / 2**20:.1f} MiB")
+    assert twelve < 1.3 * four
