@@ -96,3 +96,16 @@ def test_quickstart_runs_both_controls_through_the_checklist(mini_holdout, tmp_p
         items = {i.item: i for i in results.receipt(weak.run_id).items}
     assert items["apples_to_apples:oracle"].passed and oracle.run_id in items["apples_to_apples:oracle"].observed
     assert items["caught:oracle_below_99"].passed and "100.0%" in items["caught:oracle_below_99"].observed
+
+
+def test_rebuild_timeout_records_the_slow_query_and_writes_the_rest(tmp_path):
+    from tests.conftest import PREFIX, write_holdout
+
+    questions = [dict(q) for q in MINI_QUESTIONS]
+    questions[5]["sparql"] = PREFIX + "SELECT (COUNT(*) AS ?n) WHERE { ?a a ex:Item . ?b a ex:Item . ?c a ex:Item . ?d a ex:Item . ?e a ex:Item }"
+    holdout = write_holdout(tmp_path / "h", questions)
+    result = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(tmp_path / "gold"), "--timeout", "0.05")
+    assert result.returncode == 1, result.stdout
+    assert "question mini-06: query ran longer than 0.05 s" in " ".join(result.stderr.split())
+    assert "1 reference queries failed: mini-06" in " ".join(result.stderr.split())
+    assert f"{len(MINI_QUESTIONS) - 1} executed" in result.stdout
