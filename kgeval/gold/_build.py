@@ -115,17 +115,15 @@ def _rebuild_into(
     holdout: Holdout, store_for: StoreFactory, config: GoldConfig, out_dir: Path, report: RebuildReport, progress: Progress | None, force: bool
 ) -> None:
     sources = [] if force else _previous_golds(out_dir, config, report)
+    # On any interruption (Ctrl-C, an error, a kill) the gold in force stays as it was and the
+    # staging directory keeps the KGs finished so far for the next rebuild to reuse; it is
+    # removed once a rebuild switches its version in.
     writer = GoldWriter(out_dir, read_manifest(holdout.root)["sha256"], config)
-    try:
-        for kg in holdout.kgs:
-            old_entries, old_failures = _previous_kg(sources, kg.id, report)
-            entries, failures = _rebuild_kg(kg, store_for, config, old_entries, old_failures, report, progress)
-            writer.add_kg(kg.id, entries, failures)
-        report.version = writer.commit()
-    except BaseException:
-        # a failure of ours (not a kill): drop the staging directory; the gold in force stays
-        writer.abort()
-        raise
+    for kg in holdout.kgs:
+        old_entries, old_failures = _previous_kg(sources, kg.id, report)
+        entries, failures = _rebuild_kg(kg, store_for, config, old_entries, old_failures, report, progress)
+        writer.add_kg(kg.id, entries, failures)
+    report.version = writer.commit()
 
 
 def _previous_golds(out_dir: Path, config: GoldConfig, report: RebuildReport) -> list[GoldReader]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 from kgeval._files import sha256_text, write_atomic
@@ -35,7 +34,7 @@ def kg_file_text(kg: str, entries: list[GoldEntry], failures: list[GoldFailure])
 
 
 class GoldWriter:
-    """A new gold version being written; `commit()` switches it in, `abort()` drops it."""
+    """A new gold version being written; `commit()` switches it in."""
 
     def __init__(self, gold_dir: Path, holdout_sha256: str, config: GoldConfig) -> None:
         self.gold_dir = Path(gold_dir)
@@ -80,9 +79,6 @@ class GoldWriter:
         version = publish(self.gold_dir, self.staging, digest)
         collect_garbage(self.gold_dir, keep_versions)
         return version
-
-    def abort(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
 
 
 def latest_staging(gold_dir: Path) -> Path | None:
