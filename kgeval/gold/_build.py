@@ -103,7 +103,7 @@ def rebuild_gold(
     if out_dir is None:
         report._kept = []
         for kg in holdout.kgs:
-            report._kept += _rebuild_kg(kg, store_for, config, {}, {}, report, progress)[0]
+            report._kept += _rebuild_kg(kg, store_for, config, _Previous(), report, progress)[0]
     else:
         with writer_lock(out_dir):
             _rebuild_into(holdout, store_for, config, Path(out_dir), report, progress, force)
@@ -120,8 +120,8 @@ def _rebuild_into(
     # removed once a rebuild switches its version in.
     writer = GoldWriter(out_dir, read_manifest(holdout.root)["sha256"], config)
     for kg in holdout.kgs:
-        old_entries, old_failures = _previous_kg(sources, kg.id, report)
-        entries, failures = _rebuild_kg(kg, store_for, config, old_entries, old_failures, report, progress)
+        previous = _previous_kg(sources, kg.id, report)
+        entries, failures = _rebuild_kg(kg, store_for, config, previous, report, progress)
         writer.add_kg(kg.id, entries, failures)
     report.version = writer.commit()
 
@@ -143,31 +143,32 @@ def _previous_golds(out_dir: Path, config: GoldConfig, report: RebuildReport) ->
     return sources
 
 
-def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> tuple[dict[str, GoldEntry], dict[str, GoldFailure]]:
+@dataclass
+class _Previous:
+    """One KG's entries and failures in the previous gold, by question id."""
+
+    entries: dict[str, GoldEntry] = field(default_factory=dict)
+    failures: dict[str, GoldFailure] = field(default_factory=dict)
+
+
+def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> _Previous:
     """The previous entries and failures of one KG (earlier sources win), each file verified."""
-    entries: dict[str, GoldEntry] = {}
-    failures: dict[str, GoldFailure] = {}
+    previous = _Previous()
     for reader in reversed(sources):
         if f"{kg}.json" not in reader.manifest.files:
             continue
         try:
-            previous = reader.read_kg(f"{kg}.json")
+            read = reader.read_kg(f"{kg}.json")
         except CheckFailed as exc:  # an altered file is never reused: its questions are executed again
             report.reuse_note = f"the previous gold does not verify, KG {kg} is executed again: {exc}"
             continue
-        entries.update((e.question_id, e) for e in previous.entries)
-        failures.update((f.question_id, f) for f in previous.failures)
-    return entries, failures
+        previous.entries.update((e.question_id, e) for e in read.entries)
+        previous.failures.update((f.question_id, f) for f in read.failures)
+    return previous
 
 
 def _rebuild_kg(
-    kg: KnowledgeGraph,
-    store_for: StoreFactory,
-    config: GoldConfig,
-    old_entries: dict[str, GoldEntry],
-    old_failures: dict[str, GoldFailure],
-    report: RebuildReport,
-    progress: Progress | None,
+    kg: KnowledgeGraph, store_for: StoreFactory, config: GoldConfig, previous: _Previous, report: RebuildReport, progress: Progress | None
 ) -> tuple[list[GoldEntry], list[GoldFailure]]:
     t0 = time.perf_counter()
     store = store_for(kg)
@@ -176,7 +177,7 @@ def _rebuild_kg(
     entries: list[GoldEntry] = []
     failures: list[GoldFailure] = []
     for question in kg.questions:
-        reused = _reuse(question, identity, config, old_entries, old_failures, report)
+        reused = _reuse(question, identity, config, previous, report)
         result = reused if reused is not None else _build(kg.id, question, store, config, report)
         if isinstance(result, GoldEntry):
             entries.append(result)
@@ -191,21 +192,16 @@ def _rebuild_kg(
 
 
 def _reuse(
-    question: Question,
-    identity: StoreIdentity,
-    config: GoldConfig,
-    old_entries: dict[str, GoldEntry],
-    old_failures: dict[str, GoldFailure],
-    report: RebuildReport,
+    question: Question, identity: StoreIdentity, config: GoldConfig, previous: _Previous, report: RebuildReport
 ) -> GoldEntry | GoldFailure | None:
     """The previous entry when nothing that shapes it changed; the previous failure of an
     excluded question whose query is unchanged (excluded on record: not tried again until
     `--force`); else None (execute)."""
-    old = old_entries.get(question.id)
+    old = previous.entries.get(question.id)
     if old is not None and old.query_sha256 == question.sparql_sha256 and old.row_cap == config.row_cap and entry_identity(old) == identity:
         report.reused.append(question.id)
         return old
-    failed = old_failures.get(question.id)
+    failed = previous.failures.get(question.id)
     if failed is not None and question.id in report.excluded and failed.query_sha256 == question.sparql_sha256:
         return failed
     return None
