@@ -48,8 +48,10 @@ def render_markdown(report: RunReport) -> str:
         f"kgeval {m.kgeval_version} ({(m.git_commit or 'no git')[:10]})",
         f"- attempts: {report.attempts}, judged: {report.judged_attempts} (incomplete, flagged: {report.incomplete}), errors: "
         + (", ".join(f"{k} {v}" for k, v in sorted(report.errors.items())) or "none"),
-        "",
     ]
+    if m.excluded:
+        lines.append(f"- excluded on record ({len(m.excluded)}, not asked): " + "; ".join(f"{q}: {why}" for q, why in m.excluded.items()))
+    lines.append("")
     if report.overall is None:
         lines += _harness_lines(report.harness) + _error_lines(report) + oversight_markdown(report)
         return "\n".join(lines) + "\n"
