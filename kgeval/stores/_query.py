@@ -1,35 +1,49 @@
-"""Query analysis and the read-only guard, by parsing with rdflib (never by regular expression).
+"""Query analysis and the read-only guard: one reading of the query, and the engine runs it.
 
 Every query a store executes, reference or candidate, goes through `guard_query` first
-(DESIGN invariant 12): updates, SERVICE clauses, CONSTRUCT/DESCRIBE and over-long queries are
-refused before any store sees them.
+(DESIGN invariant 12): updates, SERVICE clauses, CONSTRUCT/DESCRIBE and over-long or
+over-deep queries are refused before any store sees them. What the guard approved is exactly
+what the engine runs: `_lexer` splits the text into SPARQL terminals by the specification and
+writes them back in one canonical form (no comments, no escapes two parsers could read
+differently); the grammar (tree-sitter-sparql, a C parser with no recursion limit) then reads
+that canonical text, a check proves it split the text into the same terminals, and the shape
+comes from that tree. Stores send `QueryShape.text`, never the original text.
+
+Each distinct text is analysed once per process (a thread-safe cache keyed by the text).
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal
 
-from pyparsing import ParseException
-from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
-from rdflib.plugins.sparql.parserutils import CompValue
+import tree_sitter
+import tree_sitter_sparql
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
+from kgeval.stores._lexer import Token, byte_spans, canonical_text, canonical_tokens
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
-# rdflib's SPARQL grammar (pyparsing) keeps parse state in shared objects: two threads parsing
-# at once corrupt each other ("postParse2() missing ... tokenList"). Runs execute candidates
-# from several threads, so parsing is serialized; execution in the store is not.
-_PARSE_LOCK = threading.Lock()
-_MODIFIERS = {"Project", "Distinct", "Reduced", "Slice", "ToMultiSet"}
+MAX_NESTING = 64
+"""Deepest nesting of ( [ { a query may have: engines parse and evaluate recursively, and
+real queries stay far below it (a deeper one is refused, never a crash)."""
+
+_UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH", "USING"}
+_REFUSED_FORMS = {"CONSTRUCT", "DESCRIBE"}
+with warnings.catch_warnings():  # the grammar package still hands over its language as an int
+    warnings.simplefilter("ignore", DeprecationWarning)
+    _LANGUAGE = tree_sitter.Language(tree_sitter_sparql.language())
+_PARSERS = threading.local()  # a tree-sitter parser is not shared between threads
 
 
 @dataclass(frozen=True)
 class QueryShape:
-    """What the parser says about a query."""
+    """What the guard read in a query, and the text it approved."""
 
     form: Literal["select", "ask"]
     ordered: bool
@@ -39,7 +53,9 @@ class QueryShape:
     offset: int
     """OFFSET, 0 when there is none."""
     variables: tuple[str, ...]
-    """Projected variables in order (SELECT only)."""
+    """Projected variables in order (SELECT only; for SELECT * the variables in scope)."""
+    text: str
+    """The approved query, re-written in canonical form: the only text a store may send."""
 
 
 def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> QueryShape:
@@ -47,64 +63,144 @@ def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Query
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise QueryRefused(f"query is {size} bytes, over the {max_bytes}-byte limit")
-    with _PARSE_LOCK:
-        return _analyse(text)
+    return _analyse(text)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def _analyse(text: str) -> QueryShape:
-    try:
-        parsed = parseQuery(text)
-    except ParseException as exc:
-        if _is_update(text):
-            raise QueryRefused("updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) are refused") from None
-        raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None
-    if _contains(parsed, "ServiceGraphPattern"):
+    tokens = canonical_tokens(text)
+    _refuse_unsafe(tokens)
+    canonical = canonical_text(tokens)
+    root = parsed_tree(canonical).root_node
+    _check_same_terminals(root, tokens, canonical)
+    query = next((c for c in root.named_children if c.type.endswith("_query")), None)
+    if query is None or query.type not in ("select_query", "ask_query"):
+        raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
+    if query.type == "ask_query":
+        return QueryShape("ask", False, None, 0, (), canonical)
+    return _select_shape(query, canonical)
+
+
+def parsed_tree(canonical: str) -> tree_sitter.Tree:
+    """The tree-sitter tree of a canonical text (this thread's parser)."""
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = tree_sitter.Parser(_LANGUAGE)
+    return parser.parse(canonical.encode("utf-8"))
+
+
+def _refuse_unsafe(tokens: list[Token]) -> None:
+    """Refuse by keyword before any grammar runs: a bare word is always a keyword in SPARQL."""
+    words = {t.keyword for t in tokens if t.kind == "word"}
+    if words & _UPDATE_WORDS:
+        raise QueryRefused("updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) are refused")
+    if "SERVICE" in words:
         raise QueryRefused("SERVICE clauses are refused: a query may only read the store it is sent to")
-    try:
-        algebra = translateQuery(parsed).algebra
-    except Exception as exc:  # rdflib raises bare Exceptions, e.g. for an unknown prefix
-        raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None
-    if algebra.name == "AskQuery":
-        return QueryShape("ask", False, None, 0, ())
-    if algebra.name != "SelectQuery":
-        form = algebra.name.removesuffix("Query").upper()
+    form = next((t.keyword for t in tokens if t.keyword in ("SELECT", "ASK", *_REFUSED_FORMS)), "")
+    if form in _REFUSED_FORMS:
         raise QueryRefused(f"{form} queries are not supported: only SELECT and ASK")
-    return _select_shape(algebra)
+    depth = deepest = 0
+    for token in tokens:
+        if token.text in ("{", "[", "("):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.text in ("}", "]", ")"):
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
 
 
-def _select_shape(algebra: CompValue) -> QueryShape:
-    ordered, limit, offset = False, None, 0
-    node = algebra.p
-    while isinstance(node, CompValue) and (node.name in _MODIFIERS or node.name == "OrderBy"):
-        if node.name == "Slice":
-            limit, offset = node.length, node.start or 0
-        if node.name == "OrderBy":
-            ordered = True
-        node = node.p
-    variables = tuple(str(v) for v in algebra.PV)
-    return QueryShape("select", ordered, limit, offset, variables)
+def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str) -> None:
+    """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error
+    node, and every leaf of the tree lies inside one canonical terminal."""
+    spans = byte_spans(tokens)
+    starts = [start for start, _ in spans]
+    for node in _leaves(root):
+        if node.type == "ERROR" or node.is_missing or node.type == "comment":
+            raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, node)}")
+        i = bisect.bisect_right(starts, node.start_byte) - 1
+        if node.end_byte > node.start_byte and (i < 0 or node.end_byte > spans[i][1]):
+            raise QuerySyntaxError(f"SPARQL does not parse: the grammar split the terminals differently near {_near(canonical, node)}")
+    if root.has_error:
+        error = next((n for n in _walk(root) if n.type == "ERROR" or n.is_missing), root)
+        raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, error)}")
 
 
-def _is_update(text: str) -> bool:
-    try:
-        parseUpdate(text)
-    except ParseException:
-        return False
-    return True
+def _near(canonical: str, node: tree_sitter.Node) -> str:
+    data = canonical.encode("utf-8")
+    snippet = data[max(0, node.start_byte - 30) : node.end_byte + 30].decode("utf-8", "replace")
+    return repr(snippet.strip())
 
 
-def _contains(node: Any, name: str) -> bool:
-    """True when a parse-tree node named `name` appears anywhere below `node`."""
+def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    """Every node below `node` in document order, without recursion (trees can be deep)."""
     stack = [node]
     while stack:
         item = stack.pop()
-        if isinstance(item, CompValue):
-            if item.name == name:
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif hasattr(item, "asList") and not isinstance(item, str):
-            stack.extend(list(item))
-    return False
+        yield item
+        stack.extend(reversed(item.children))
+
+
+def _leaves(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    return (n for n in _walk(node) if n.child_count == 0)
+
+
+def _select_shape(query: tree_sitter.Node, canonical: str) -> QueryShape:
+    modifier = _child(query, "solution_modifier")
+    limits = _child(modifier, "limit_offset_clauses")
+    limit = _child(limits, "limit_clause")
+    offset = _child(limits, "offset_clause")
+    select = _child(query, "select_clause")
+    return QueryShape(
+        "select",
+        _child(modifier, "order_clause") is not None,
+        _integer(limit) if limit is not None else None,
+        _integer(offset) if offset is not None else 0,
+        projected_variables(select) if select is not None else (),
+        canonical,
+    )
+
+
+def projected_variables(select_clause: tree_sitter.Node) -> tuple[str, ...]:
+    """The variables a SELECT clause projects, in order; for `SELECT *` those in scope."""
+    if not any(c.type == "*" for c in select_clause.children):
+        return tuple(_var_name(c) for c in select_clause.children if c.type == "var")
+    where = _child(select_clause.parent, "where_clause")
+    return tuple(dict.fromkeys(_in_scope(where))) if where is not None else ()
+
+
+_OUT_OF_SCOPE = {"filter", "minus_graph_pattern", "exists_func", "not_exists_func", "service_graph_pattern"}
+
+
+def _in_scope(where: tree_sitter.Node) -> Iterator[str]:
+    """Variables a group pattern binds, in document order (SPARQL 1.1 section 18.2.1): not
+    those only inside FILTER, MINUS or EXISTS; of a sub-select only what it projects; of a
+    BIND only its target."""
+    stack = [where]
+    while stack:
+        node = stack.pop()
+        if node.type == "var":
+            yield _var_name(node)
+        elif node.type == "sub_select":
+            yield from projected_variables(_child(node, "select_clause"))  # type: ignore[arg-type]
+        elif node.type == "bind":
+            yield _var_name([c for c in node.children if c.type == "var"][-1])
+        elif node.type not in _OUT_OF_SCOPE:
+            stack.extend(reversed(node.children))
+
+
+def _child(node: tree_sitter.Node | None, kind: str) -> tree_sitter.Node | None:
+    if node is None:
+        return None
+    return next((c for c in node.children if c.type == kind), None)
+
+
+def _integer(clause: tree_sitter.Node) -> int:
+    number = _child(clause, "integer")
+    if number is None or number.text is None:
+        raise QuerySyntaxError("SPARQL does not parse: LIMIT and OFFSET take an integer")
+    return int(number.text.decode())
+
+
+def _var_name(node: tree_sitter.Node) -> str:
+    return (node.text or b"?").decode("utf-8")[1:]

@@ -1,0 +1,210 @@
+"""SPARQL 1.1 terminals exactly as the specification defines them, and the canonical text.
+
+The read-only guard must read the same query the engine runs (DESIGN invariant 12). Parsers
+disagree on the edges of terminals: where a `#` comment ends (Oxigraph ends it at a carriage
+return, pyparsing- and tree-sitter-based parsers at a line feed), whether `\\u` escapes are
+expanded before parsing, long strings, escaped `#` in prefixed names. So the guard never lets
+an engine read the original text: this module splits it into terminals by the specification
+(section 19.8; codepoint escapes expanded first, section 19.2), and writes them back in one
+plain form that every parser reads the same way: no comments, single spaces, strings in
+double quotes with escapes only for `\\ " \\n \\r \\t \\b \\f`, keywords upper-case, `$x` as
+`?x`, and prefixed names with escapes written out as full IRIs. Stores send that text only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from kgeval.errors import QuerySyntaxError
+
+TokenKind = Literal["iri", "pname", "bnode", "var", "langtag", "number", "string", "nil", "anon", "word", "punct"]
+
+WELL_KNOWN_PREFIXES = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+    "xml": "http://www.w3.org/XML/1998/namespace",
+    "skos": "http://www.w3.org/2004/02/skos/core#",
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "dcterms": "http://purl.org/dc/terms/",
+    "foaf": "http://xmlns.com/foaf/0.1/",
+}
+"""Prefixes a query may use without declaring them (the W3C core set rdflib also binds, and
+four unambiguous vocabularies). The canonical text declares each one it uses, so every engine
+reads the same IRI; any other undeclared prefix is a syntax error (an endpoint's own implicit
+prefixes, such as Virtuoso's `bif:`, are never reached)."""
+
+_BASE = (
+    "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d"
+    "\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd\U00010000-\U000effff"
+)
+_U = _BASE + "_"
+_CHARS = _U + r"\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
+_PLX = r"%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%]"
+_PREFIX = f"[{_BASE}](?:[{_CHARS}.]*[{_CHARS}])?"
+_LOCAL = f"(?:[{_U}:0-9]|{_PLX})(?:(?:[{_CHARS}.:]|{_PLX})*(?:[{_CHARS}:]|{_PLX}))?"
+_VARNAME = f"[{_U}0-9][{_U}0-9\u00b7\u0300-\u036f\u203f-\u2040]*"
+_EXP = r"[eE][+-]?[0-9]+"
+_ECHAR = r"""\\[tbnrf\\"']"""
+_TERMINALS = [
+    ("ws", r"[ \t\r\n]+"),
+    ("comment", r"#[^\r\n]*"),
+    ("iri", r"<[^<>\"{}|^`\\\x00-\x20]*>"),
+    ("pname", f"(?:{_PREFIX})?:(?:{_LOCAL})?"),
+    ("bnode", f"_:[{_U}0-9](?:[{_CHARS}.]*[{_CHARS}])?"),
+    ("var", f"[?$]{_VARNAME}"),
+    ("langtag", r"@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*"),
+    ("number", rf"[+-]?(?:[0-9]+\.[0-9]*{_EXP}|\.[0-9]+{_EXP}|[0-9]+{_EXP}|[0-9]*\.[0-9]+|[0-9]+)"),
+    ("string", rf"""'''(?:(?:'|'')?(?:[^'\\]|{_ECHAR}))*'''|\"\"\"(?:(?:"|"")?(?:[^"\\]|{_ECHAR}))*\"\"\""""),
+    ("string", rf"""'(?:[^'\\\n\r]|{_ECHAR})*'|"(?:[^"\\\n\r]|{_ECHAR})*\""""),
+    ("nil", r"\([ \t\r\n]*\)"),
+    ("anon", r"\[[ \t\r\n]*\]"),
+    ("word", r"[A-Za-z_][A-Za-z0-9_]*"),
+    ("punct", r"\^\^|<=|>=|!=|&&|\|\||[{}()\[\];,.*+\-/=<>!|^?]"),
+]
+_LEXER = re.compile("|".join(f"(?P<{kind}{i}>{rx})" for i, (kind, rx) in enumerate(_TERMINALS)))
+_KIND = {f"{kind}{i}": kind for i, (kind, _) in enumerate(_TERMINALS)}
+_CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_ATTACHED = {"langtag", "^^"}
+"""Written without a space before them (a literal's language tag or datatype marker)."""
+
+
+@dataclass(frozen=True)
+class Token:
+    """One SPARQL terminal in its canonical form."""
+
+    kind: TokenKind
+    text: str
+    """The canonical text of the terminal (see the module docstring)."""
+
+    @property
+    def keyword(self) -> str:
+        """The upper-case keyword when this is a bare word, else ''."""
+        return self.text if self.kind == "word" else ""
+
+
+def canonical_tokens(query: str) -> list[Token]:
+    """The terminals of `query`, canonical; QuerySyntaxError on text no terminal matches."""
+    text = _expand_codepoints(query.removeprefix("\ufeff"))
+    control = _CONTROL.search(text)
+    if control:
+        raise QuerySyntaxError(f"query contains the control character U+{ord(control.group()):04X} at {_where(text, control.start())}")
+    tokens: list[Token] = []
+    prefixes: dict[str, str] = {}
+    position = 0
+    while position < len(text):
+        match = _LEXER.match(text, position)
+        if match is None:
+            raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, position)}: unexpected {text[position:position + 20]!r}")
+        kind, raw = _KIND[match.lastgroup or ""], match.group()
+        position = match.end()
+        if kind not in ("ws", "comment"):
+            tokens.append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
+            if len(tokens) >= 3 and tokens[-3].keyword == "PREFIX" and tokens[-1].kind == "iri":
+                prefixes[tokens[-2].text[:-1]] = tokens[-1].text[1:-1]
+    return _declare_well_known(tokens, prefixes)
+
+
+def canonical_text(tokens: list[Token]) -> str:
+    """The tokens joined by single spaces (none before a language tag or around `^^`)."""
+    return "".join(("" if _glued(tokens, i) else " ") + token.text for i, token in enumerate(tokens))
+
+
+def byte_spans(tokens: list[Token]) -> list[tuple[int, int]]:
+    """Where each token lies in the UTF-8 bytes of `canonical_text(tokens)`."""
+    spans, offset = [], 0
+    for i, token in enumerate(tokens):
+        offset += 0 if _glued(tokens, i) else 1
+        size = len(token.text.encode("utf-8"))
+        spans.append((offset, offset + size))
+        offset += size
+    return spans
+
+
+def _glued(tokens: list[Token], i: int) -> bool:
+    return i == 0 or tokens[i].kind == "langtag" or tokens[i].text == "^^" or tokens[i - 1].text == "^^"
+
+
+def _canonical(kind: TokenKind, raw: str, prefixes: dict[str, str], before: list[Token]) -> Token:
+    if kind == "string":
+        return Token("string", _quote(_string_value(raw)))
+    if kind == "var":
+        return Token("var", "?" + raw[1:])
+    if kind == "word":
+        return Token("word", raw if raw == "a" else raw.lower() if raw.lower() in ("true", "false") else raw.upper())
+    if kind == "nil":
+        return Token("nil", "()")
+    if kind == "anon":
+        return Token("anon", "[]")
+    if kind == "pname":
+        return _canonical_pname(raw, prefixes, before)
+    return Token(kind, raw)
+
+
+def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) -> Token:
+    """A prefixed name; records PREFIX declarations; escaped local names become full IRIs."""
+    prefix, _, local = raw.partition(":")
+    if before and before[-1].keyword == "PREFIX":
+        prefixes[prefix] = ""  # declared; its IRI, the next token, is recorded when read
+        return Token("pname", raw)
+    if prefix not in prefixes and prefix not in WELL_KNOWN_PREFIXES:
+        raise QuerySyntaxError(f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)")
+    if "\\" not in local:
+        return Token("pname", raw)
+    namespace = prefixes.get(prefix) or WELL_KNOWN_PREFIXES.get(prefix, "")
+    iri = namespace + re.sub(r"\\(.)", r"\1", local)
+    if not namespace or not re.fullmatch(r"[^<>\"{}|^`\\\x00-\x20]*", iri):
+        raise QuerySyntaxError(f"SPARQL does not parse: cannot write {raw} as an IRI")
+    return Token("iri", f"<{iri}>")
+
+
+def _declare_well_known(tokens: list[Token], prefixes: dict[str, str]) -> list[Token]:
+    """Record declared IRIs, and declare the well-known prefixes used but not declared."""
+    used: dict[str, None] = {}
+    for i, token in enumerate(tokens):
+        if token.kind != "pname":
+            continue
+        prefix = token.text.partition(":")[0]
+        if i >= 1 and tokens[i - 1].keyword == "PREFIX":
+            continue
+        if prefix not in prefixes:
+            used[prefix] = None
+    head: list[Token] = []
+    for prefix in used:
+        head += [Token("word", "PREFIX"), Token("pname", f"{prefix}:"), Token("iri", f"<{WELL_KNOWN_PREFIXES[prefix]}>")]
+    return head + tokens
+
+
+def _string_value(raw: str) -> str:
+    quote = 3 if raw[:3] in ("'''", '"""') else 1
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE[m.group(1)], raw[quote:-quote], flags=re.DOTALL)
+
+
+def _quote(value: str) -> str:
+    quoted = '"' + "".join(_ESCAPE.get(ch, ch) for ch in value) + '"'
+    if _CODEPOINT.search(quoted):
+        # "\\u0041": SPARQL expands codepoint escapes before parsing, engines differ on this one
+        raise QuerySyntaxError(f"a string holds a backslash followed by a codepoint escape, which engines read differently: {quoted[:40]}")
+    return quoted
+
+
+def _expand_codepoints(text: str) -> str:
+    def expand(match: re.Match[str]) -> str:
+        code = int(match.group(1) or match.group(2), 16)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise QuerySyntaxError(f"invalid codepoint escape {match.group()!r} at {_where(text, match.start())}")
+        return chr(code)
+
+    return _CODEPOINT.sub(expand, text)
+
+
+def _where(text: str, position: int) -> str:
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    return f"line {line}, column {column}"
