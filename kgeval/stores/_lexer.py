@@ -71,8 +71,9 @@ _CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 _ESCAPE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_ATTACHED = {"langtag", "^^"}
-"""Written without a space before them (a literal's language tag or datatype marker)."""
+_SPELLING = {w.upper(): w for w in ("isIRI", "isURI", "isBLANK", "isLITERAL", "isNUMERIC", "sameTerm", "true", "false")}
+"""Keywords written as the grammar spells them rather than in upper case (SPARQL matches
+keywords in any case; tree-sitter-sparql only in these spellings)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Token:
     @property
     def keyword(self) -> str:
         """The upper-case keyword when this is a bare word, else ''."""
-        return self.text if self.kind == "word" else ""
+        return self.text.upper() if self.kind == "word" else ""
 
 
 def canonical_tokens(query: str) -> list[Token]:
@@ -137,7 +138,7 @@ def _canonical(kind: TokenKind, raw: str, prefixes: dict[str, str], before: list
     if kind == "var":
         return Token("var", "?" + raw[1:])
     if kind == "word":
-        return Token("word", raw if raw == "a" else raw.lower() if raw.lower() in ("true", "false") else raw.upper())
+        return Token("word", raw if raw == "a" else _SPELLING.get(raw.upper(), raw.upper()))
     if kind == "nil":
         return Token("nil", "()")
     if kind == "anon":
