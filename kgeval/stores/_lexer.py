@@ -67,6 +67,14 @@ _TERMINALS = [
 ]
 _LEXER = re.compile("|".join(f"(?P<{kind}{i}>{rx})" for i, (kind, rx) in enumerate(_TERMINALS)))
 _KIND = {f"{kind}{i}": kind for i, (kind, _) in enumerate(_TERMINALS)}
+_IRIREF = re.compile(_TERMINALS[2][1])
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def _is_operand(token: Token) -> bool:
+    return token.kind in ("var", "number", "string", "langtag", "iri", "pname", "nil") or token.text in (")", "true", "false")
+
+
 _CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
@@ -98,18 +106,35 @@ def canonical_tokens(query: str) -> list[Token]:
         raise QuerySyntaxError(f"query contains the control character U+{ord(control.group()):04X} at {_where(text, control.start())}")
     tokens: list[Token] = []
     prefixes: dict[str, str] = {}
-    position = 0
+    position = parens = 0
     while position < len(text):
-        match = _LEXER.match(text, position)
-        if match is None:
-            raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, position)}: unexpected {text[position:position + 20]!r}")
-        kind, raw = _KIND[match.lastgroup or ""], match.group()
-        position = match.end()
+        kind, raw = _next_terminal(text, position, tokens, parens)
+        position += len(raw)
+        parens += raw == "("
+        parens -= raw == ")"
         if kind not in ("ws", "comment"):
             tokens.append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
             if len(tokens) >= 3 and tokens[-3].keyword == "PREFIX" and tokens[-1].kind == "iri":
                 prefixes[tokens[-2].text[:-1]] = tokens[-1].text[1:-1]
     return _declare_well_known(tokens, prefixes)
+
+
+def _next_terminal(text: str, position: int, before: list[Token], parens: int) -> tuple[str, str]:
+    """(kind, raw text) of the terminal at `position`.
+
+    `<` is ambiguous: the start of an IRI or less-than. Longest match (an IRI) is the rule,
+    except inside parentheses right after an operand when the would-be IRI has no scheme
+    (`FILTER(?x<10&&?y>5)`): that is how Oxigraph and rdflib read it, and a relative IRI there
+    is never meant. The canonical text then writes ` < ` with spaces, so no reader can doubt.
+    """
+    if text.startswith("<", position) and parens > 0 and before and _is_operand(before[-1]):
+        iri = _IRIREF.match(text, position)
+        if iri is None or not _SCHEME.match(iri.group(), 1):
+            return "punct", "<=" if text.startswith("<=", position) else "<"
+    match = _LEXER.match(text, position)
+    if match is None:
+        raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, position)}: unexpected {text[position:position + 20]!r}")
+    return _KIND[match.lastgroup or ""], match.group()
 
 
 def canonical_text(tokens: list[Token]) -> str:
