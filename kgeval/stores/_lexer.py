@@ -14,8 +14,7 @@ double quotes with escapes only for `\\ " \\n \\r \\t \\b \\f`, keywords upper-c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kgeval.errors import QuerySyntaxError
 
@@ -49,10 +48,9 @@ _LOCAL = f"(?:[{_U}:0-9]|{_PLX})(?:(?:[{_CHARS}.:]|{_PLX})*(?:[{_CHARS}:]|{_PLX}
 _VARNAME = f"[{_U}0-9][{_U}0-9\u00b7\u0300-\u036f\u203f-\u2040]*"
 _EXP = r"[eE][+-]?[0-9]+"
 _ECHAR = r"""\\[tbnrf\\"']"""
+_IRI = r"<[^<>\"{}|^`\\\x00-\x20]*>"
 _TERMINALS = [
-    ("ws", r"[ \t\r\n]+"),
-    ("comment", r"#[^\r\n]*"),
-    ("iri", r"<[^<>\"{}|^`\\\x00-\x20]*>"),
+    ("iri", _IRI),
     ("pname", f"(?:{_PREFIX})?:(?:{_LOCAL})?"),
     ("bnode", f"_:[{_U}0-9](?:[{_CHARS}.]*[{_CHARS}])?"),
     ("var", f"[?$]{_VARNAME}"),
@@ -65,9 +63,10 @@ _TERMINALS = [
     ("word", r"[A-Za-z_][A-Za-z0-9_]*"),
     ("punct", r"\^\^|<=|>=|!=|&&|\|\||[{}()\[\];,.*+\-/=<>!|^?]"),
 ]
-_LEXER = re.compile("|".join(f"(?P<{kind}{i}>{rx})" for i, (kind, rx) in enumerate(_TERMINALS)))
-_KIND = {f"{kind}{i}": kind for i, (kind, _) in enumerate(_TERMINALS)}
-_IRIREF = re.compile(_TERMINALS[2][1])
+_SKIPPED = r"(?:[ \t\r\n]+|#[^\r\n]*)*"
+"""White space and comments; a comment ends at a line feed or a carriage return."""
+_LEXER = re.compile(_SKIPPED + "(?:" + "|".join(f"(?P<{kind}{i}>{rx})" for i, (kind, rx) in enumerate(_TERMINALS)) + r"|(?P<end>\Z))")
+_KIND = {f"{kind}{i}": kind for i, (kind, _) in enumerate(_TERMINALS)} | {"end": "end"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
@@ -84,9 +83,8 @@ _SPELLING = {w.upper(): w for w in ("isIRI", "isURI", "isBLANK", "isLITERAL", "i
 keywords in any case; tree-sitter-sparql only in these spellings)."""
 
 
-@dataclass(frozen=True)
-class Token:
-    """One SPARQL terminal in its canonical form."""
+class Token(NamedTuple):
+    """One SPARQL terminal in its canonical form (a tuple: the lexer makes one per terminal)."""
 
     kind: TokenKind
     text: str
@@ -107,34 +105,34 @@ def canonical_tokens(query: str) -> list[Token]:
     tokens: list[Token] = []
     prefixes: dict[str, str] = {}
     position = parens = 0
-    while position < len(text):
-        kind, raw = _next_terminal(text, position, tokens, parens)
-        position += len(raw)
-        parens += raw == "("
-        parens -= raw == ")"
-        if kind not in ("ws", "comment"):
-            tokens.append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
-            if len(tokens) >= 3 and tokens[-3].keyword == "PREFIX" and tokens[-1].kind == "iri":
-                prefixes[tokens[-2].text[:-1]] = tokens[-1].text[1:-1]
-    return _declare_well_known(tokens, prefixes)
+    while True:
+        kind, start, raw = _next_terminal(text, position, tokens, parens)
+        if kind == "end":
+            return _declare_well_known(tokens, prefixes)
+        position = start + len(raw)
+        parens += (raw == "(") - (raw == ")")
+        tokens.append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
+        if len(tokens) >= 3 and tokens[-3].keyword == "PREFIX" and tokens[-1].kind == "iri":
+            prefixes[tokens[-2].text[:-1]] = tokens[-1].text[1:-1]
 
 
-def _next_terminal(text: str, position: int, before: list[Token], parens: int) -> tuple[str, str]:
-    """(kind, raw text) of the terminal at `position`.
+def _next_terminal(text: str, position: int, before: list[Token], parens: int) -> tuple[str, int, str]:
+    """(kind, start, raw text) of the terminal after the white space and comments at `position`.
 
     `<` is ambiguous: the start of an IRI or less-than. Longest match (an IRI) is the rule,
     except inside parentheses right after an operand when the would-be IRI has no scheme
     (`FILTER(?x<10&&?y>5)`): that is how Oxigraph and rdflib read it, and a relative IRI there
     is never meant. The canonical text then writes ` < ` with spaces, so no reader can doubt.
     """
-    if text.startswith("<", position) and parens > 0 and before and _is_operand(before[-1]):
-        iri = _IRIREF.match(text, position)
-        if iri is None or not _SCHEME.match(iri.group(), 1):
-            return "punct", "<=" if text.startswith("<=", position) else "<"
     match = _LEXER.match(text, position)
     if match is None:
-        raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, position)}: unexpected {text[position:position + 20]!r}")
-    return _KIND[match.lastgroup or ""], match.group()
+        start = re.compile(_SKIPPED).match(text, position).end()  # type: ignore[union-attr]
+        raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, start)}: unexpected {text[start:start + 20]!r}")
+    group = match.lastgroup or "end"
+    kind, start, raw = _KIND[group], match.start(group), match.group(group)
+    if kind == "iri" and parens > 0 and before and _is_operand(before[-1]) and not _SCHEME.match(raw, 1):
+        return "punct", start, "<=" if raw.startswith("<=") else "<"
+    return kind, start, raw
 
 
 def canonical_text(tokens: list[Token]) -> str:

@@ -14,7 +14,6 @@ Each distinct text is analysed once per process (a thread-safe cache keyed by th
 
 from __future__ import annotations
 
-import bisect
 import threading
 import warnings
 from collections.abc import Iterator
@@ -37,7 +36,8 @@ _UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "
 _REFUSED_FORMS = {"CONSTRUCT", "DESCRIBE"}
 with warnings.catch_warnings():  # the grammar package still hands over its language as an int
     warnings.simplefilter("ignore", DeprecationWarning)
-    _LANGUAGE = tree_sitter.Language(tree_sitter_sparql.language())
+    LANGUAGE = tree_sitter.Language(tree_sitter_sparql.language())
+_TERMINALS = tree_sitter.Query(LANGUAGE, "(comment) @comment (string) @string (iri_reference) @iri")
 _PARSERS = threading.local()  # a tree-sitter parser is not shared between threads
 
 
@@ -85,7 +85,7 @@ def parsed_tree(canonical: str) -> tree_sitter.Tree:
     """The tree-sitter tree of a canonical text (this thread's parser)."""
     parser = getattr(_PARSERS, "parser", None)
     if parser is None:
-        parser = _PARSERS.parser = tree_sitter.Parser(_LANGUAGE)
+        parser = _PARSERS.parser = tree_sitter.Parser(LANGUAGE)
     return parser.parse(canonical.encode("utf-8"))
 
 
@@ -111,19 +111,19 @@ def _refuse_unsafe(tokens: list[Token]) -> None:
 
 
 def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str) -> None:
-    """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error
-    node, and every leaf of the tree lies inside one canonical terminal."""
-    spans = byte_spans(tokens)
-    starts = [start for start, _ in spans]
-    for node in _leaves(root):
-        if node.type == "ERROR" or node.is_missing or node.type == "comment":
-            raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, node)}")
-        i = bisect.bisect_right(starts, node.start_byte) - 1
-        if node.end_byte > node.start_byte and (i < 0 or node.end_byte > spans[i][1]):
-            raise QuerySyntaxError(f"SPARQL does not parse: the grammar split the terminals differently near {_near(canonical, node)}")
+    """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error,
+    no comment, and each string and IRI exactly where the lexer put one (every other terminal
+    is a run of characters between spaces, which no reader can join or split differently)."""
     if root.has_error:
         error = next((n for n in _walk(root) if n.type == "ERROR" or n.is_missing), root)
         raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, error)}")
+    captured = tree_sitter.QueryCursor(_TERMINALS).captures(root)
+    spans = byte_spans(tokens)
+    for kind in ("comment", "string", "iri"):
+        expected = [span for span, token in zip(spans, tokens) if token.kind == kind]
+        found = sorted((n.start_byte, n.end_byte) for n in captured.get(kind, []))
+        if found != expected:
+            raise QuerySyntaxError(f"SPARQL does not parse: the grammar read the {kind}s of the query differently from the lexer")
 
 
 def _near(canonical: str, node: tree_sitter.Node) -> str:
@@ -139,10 +139,6 @@ def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
         item = stack.pop()
         yield item
         stack.extend(reversed(item.children))
-
-
-def _leaves(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    return (n for n in _walk(node) if n.child_count == 0)
 
 
 def _select_shape(query: tree_sitter.Node, canonical: str) -> QueryShape:

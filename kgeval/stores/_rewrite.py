@@ -19,7 +19,7 @@ from functools import lru_cache
 import tree_sitter
 
 from kgeval.errors import QuerySyntaxError
-from kgeval.stores._query import guard_query, parsed_tree
+from kgeval.stores._query import LANGUAGE, guard_query, parsed_tree
 
 KEY_PREFIX = "__kgeval_key"
 
@@ -111,6 +111,7 @@ _ENGINE_CHOICE = {
     "SAMPLE": "SAMPLE() picks an engine-chosen value",
     "GROUP_CONCAT": "GROUP_CONCAT() concatenates in an engine-chosen order",
 }
+_CALLS = tree_sitter.Query(LANGUAGE, "(build_in_function) @builtin (aggregate) @aggregate (function_call) @function")
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _SPARQL_CASTS = {_XSD + t for t in ("integer", "decimal", "float", "double", "string", "boolean", "dateTime")}
 
@@ -133,20 +134,13 @@ def query_determinism(query: str) -> Determinism:
     shape = guard_query(query)
     root = parsed_tree(shape.text).root_node
     prefixes = _prefixes(root)
-    volatile, engine = set(), set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
-        head = node.children[0].type if node.children else ""
-        if node.type == "build_in_function" and head in _VOLATILE:
-            volatile.add(_VOLATILE[head])
-        elif node.type == "aggregate" and head in _ENGINE_CHOICE:
-            engine.add(_ENGINE_CHOICE[head])
-        elif node.type == "function_call":
-            iri = _iri(node.children[0], prefixes)
-            if iri not in _SPARQL_CASTS:
-                engine.add(f"calls <{iri}>, which is not a SPARQL 1.1 function")
+    calls = tree_sitter.QueryCursor(_CALLS).captures(root)
+    volatile = {_VOLATILE[n.children[0].type] for n in calls.get("builtin", []) if n.children[0].type in _VOLATILE}
+    engine = {_ENGINE_CHOICE[n.children[0].type] for n in calls.get("aggregate", []) if n.children[0].type in _ENGINE_CHOICE}
+    for node in calls.get("function", []):
+        iri = _iri(node.children[0], prefixes)
+        if iri not in _SPARQL_CASTS:
+            engine.add(f"calls <{iri}>, which is not a SPARQL 1.1 function")
     if shape.form == "select" and not shape.ordered and (shape.limit is not None or shape.offset):
         engine.add("LIMIT/OFFSET without ORDER BY: which rows are kept is up to the engine")
     return Determinism(tuple(sorted(volatile)), tuple(sorted(engine)))
