@@ -50,39 +50,41 @@ def order_probe(query: str) -> OrderProbe:
     shape = guard_query(query)
     if shape.form != "select":
         raise QuerySyntaxError("an order probe needs a SELECT query")
-    data = shape.text.encode("utf-8")
-    select_query = _top_query(parsed_tree(shape.text).root_node)
+    select_query = next(c for c in parsed_tree(shape.text).root_node.named_children if c.type == "select_query")
     select = _child(select_query, "select_clause")
     modifier = _child(select_query, "solution_modifier")
     edits: list[tuple[int, int, str]] = []  # (start byte, end byte, replacement), non-overlapping
     distinct = next((c for c in select.children if c.type in ("DISTINCT", "REDUCED")), None)
     if distinct is not None:
         edits.append((distinct.start_byte, distinct.end_byte, ""))
-    keys, key_vars, descending = [], [], []
-    for i, condition in enumerate(_children(_child(modifier, "order_clause"), "order_condition")):
-        descending.append(condition.children[0].type == "DESC")
-        expression = condition.children[-1]
-        var = _plain_variable(expression)
-        if var is not None and var in shape.variables:
-            key_vars.append(var)
-            continue
-        key_vars.append(f"{KEY_PREFIX}{i}")
-        keys.append(f"( {_text(expression)} AS ?{KEY_PREFIX}{i} )")
+    keys, key_vars, descending = _order_keys(_child(modifier, "order_clause"), shape.variables)
     projection = [c for c in select.children if c.type not in ("SELECT", "DISTINCT", "REDUCED")]
     star = any(c.type == "*" for c in projection)
-    columns = " ".join(f"?{v}" for v in shape.variables) if star else data[projection[0].start_byte : projection[-1].end_byte].decode()
+    columns = " ".join(f"?{v}" for v in shape.variables) if star else " ".join(_text(c) for c in projection)
     edits.append((projection[0].start_byte, projection[-1].end_byte, " ".join([columns, *keys])))
     limits = _child(modifier, "limit_offset_clauses")
     if limits is not None:
         edits.append((limits.start_byte, limits.end_byte, ""))
+    data = shape.text.encode("utf-8")
     for start, end, replacement in sorted(edits, reverse=True):
-        data = data[:start] + replacement.encode() + data[end:]
-    probe = guard_query(data.decode())
+        data = data[:start] + replacement.encode("utf-8") + data[end:]
+    probe = guard_query(data.decode("utf-8"))
     return OrderProbe(probe.text, tuple(key_vars), distinct is not None, tuple(descending))
 
 
-def _top_query(root: tree_sitter.Node) -> tree_sitter.Node:
-    return next(c for c in root.named_children if c.type == "select_query")
+def _order_keys(order_clause: tree_sitter.Node | None, projected: tuple[str, ...]) -> tuple[list[str], list[str], list[bool]]:
+    """(extra key columns to project, the key variable of each condition, which descend)."""
+    keys, key_vars, descending = [], [], []
+    for i, condition in enumerate(_children(order_clause, "order_condition")):
+        descending.append(condition.children[0].type == "DESC")
+        expression = condition.children[-1]
+        var = _plain_variable(expression)
+        if var is not None and var in projected:
+            key_vars.append(var)
+            continue
+        key_vars.append(f"{KEY_PREFIX}{i}")
+        keys.append(f"( {_text(expression)} AS ?{KEY_PREFIX}{i} )")
+    return keys, key_vars, descending
 
 
 def _plain_variable(expression: tree_sitter.Node) -> str | None:

@@ -50,3 +50,33 @@ def test_syntax_errors_say_so():
         guard_query("SELEC ?x WHERE { ?x ?p ?o }")
     with pytest.raises(QuerySyntaxError, match="prefix"):
         guard_query("SELECT ?x WHERE { ?x foo:bar ?o }")
+
+
+def test_shape_of_select_star_lists_the_variables_in_scope():
+    shape = guard_query(
+        "SELECT * WHERE { ?a <http://x/p> ?b . OPTIONAL { ?b <http://x/q> ?c } FILTER(?d > 1) MINUS { ?a <http://x/r> ?e } "
+        "BIND(?b + 1 AS ?f) { SELECT ?g (COUNT(?h) AS ?n) WHERE { ?g <http://x/s> ?h } GROUP BY ?g } VALUES ?v { 1 } }"
+    )
+    assert shape.variables == ("a", "b", "c", "f", "g", "n", "v")
+
+
+def test_shape_reads_keywords_in_any_case_and_the_top_level_only():
+    shape = guard_query("select ?s where { { select ?s where { ?s ?p ?o } order by ?o limit 9 offset 9 } } offset 2")
+    assert (shape.ordered, shape.limit, shape.offset, shape.variables) == (False, None, 2, ("s",))
+    assert shape.text == "SELECT ?s WHERE { { SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?o LIMIT 9 OFFSET 9 } } OFFSET 2"
+
+
+def test_threads_guarding_at_once_agree():
+    """Runs guard candidates from several threads: each thread parses with its own parser."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"select ?x{i} where {{ ?x{i} ?p ?o }} order by ?o limit {i + 1}" for i in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        shapes = list(pool.map(guard_query, texts))
+    assert [(s.variables, s.limit) for s in shapes] == [((f"x{i}",), i + 1) for i in range(200)]
+
+
+def test_nesting_is_limited_before_any_parser_runs():
+    with pytest.raises(QueryRefused, match="nested 65 levels deep, over the limit of 64"):
+        guard_query("SELECT * WHERE " + "{" * 65 + "}" * 65)
+    assert guard_query("SELECT * WHERE " + "{" * 64 + "}" * 64).form == "select"
