@@ -72,6 +72,19 @@ def order_probe(query: str) -> OrderProbe:
     return OrderProbe(probe.text, tuple(key_vars), distinct is not None, tuple(descending))
 
 
+@lru_cache(maxsize=4096)
+def order_variables(query: str) -> tuple[str, ...] | None:
+    """The variables of a SELECT query's top-level ORDER BY, in order; None when the query has
+    no ORDER BY or a condition sorts by anything but a (bracketted) variable."""
+    shape = guard_query(query)
+    if not shape.ordered:
+        return None
+    select_query = next(c for c in parsed_tree(shape.text).root_node.named_children if c.type == "select_query")
+    order_clause = _child(_child(select_query, "solution_modifier"), "order_clause")
+    names = [_plain_variable(c.children[-1]) for c in _children(order_clause, "order_condition")]
+    return None if None in names else tuple(names)  # type: ignore[arg-type]
+
+
 def _order_keys(order_clause: tree_sitter.Node | None, projected: tuple[str, ...]) -> tuple[list[str], list[str], list[bool]]:
     """(extra key columns to project, the key variable of each condition, which descend)."""
     keys, key_vars, descending = [], [], []
