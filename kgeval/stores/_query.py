@@ -38,6 +38,8 @@ with warnings.catch_warnings():  # the grammar package still hands over its lang
     warnings.simplefilter("ignore", DeprecationWarning)
     LANGUAGE = tree_sitter.Language(tree_sitter_sparql.language())
 _TERMINALS = tree_sitter.Query(LANGUAGE, "(comment) @comment (string) @string (iri_reference) @iri")
+_SUB_SELECTS = tree_sitter.Query(LANGUAGE, "(sub_select) @select")
+_AGGREGATES = tree_sitter.Query(LANGUAGE, "(aggregate) @aggregate")
 _PARSERS = threading.local()  # a tree-sitter parser is not shared between threads
 
 
@@ -76,6 +78,9 @@ def _analyse(text: str) -> QueryShape:
     query = next((c for c in root.named_children if c.type.endswith("_query")), None)
     if query is None or query.type not in ("select_query", "ask_query"):
         raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
+    for select in [query, *tree_sitter.QueryCursor(_SUB_SELECTS).captures(root).get("select", [])]:
+        if select.type != "ask_query":
+            _check_projection(select)
     if query.type == "ask_query":
         return QueryShape("ask", False, None, 0, (), canonical)
     return _select_shape(query, canonical)
@@ -139,6 +144,47 @@ def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
         item = stack.pop()
         yield item
         stack.extend(reversed(item.children))
+
+
+def _check_projection(select_query: tree_sitter.Node) -> None:
+    """The rules on projection that SPARQL states beside its grammar (section 18.2.4.1), which
+    Oxigraph enforces when it runs the query: a model's query that breaks them is its error."""
+    select, modifier = _child(select_query, "select_clause"), _child(select_query, "solution_modifier")
+    group = _child(modifier, "group_clause")
+    if select is None:
+        return
+    items = select.children
+    plain = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type != "AS"]
+    named = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type == "AS"]
+    if group is not None and any(c.type == "*" for c in items):
+        raise QuerySyntaxError("SPARQL does not parse: SELECT * cannot be used with GROUP BY (name the projected variables)")
+    clauses = [c for c in (select, _child(modifier, "having_clause"), _child(modifier, "order_clause")) if c is not None]
+    if group is None and not any(tree_sitter.QueryCursor(_AGGREGATES).captures(c) for c in clauses):
+        taken = set(_in_scope(_child(select_query, "where_clause"))) if _child(select_query, "where_clause") else set()
+    else:
+        taken = {key for c in _children(group, "group_condition") if (key := _group_key(c))}
+        loose = [v for v in plain if v not in taken]
+        if loose:
+            raise QuerySyntaxError(f"SPARQL does not parse: ?{loose[0]} is projected but neither grouped nor aggregated (add it to GROUP BY or use SAMPLE(?{loose[0]}))")
+    for name in named:
+        if name in taken or name in plain:
+            raise QuerySyntaxError(f"SPARQL does not parse: SELECT (... AS ?{name}) binds ?{name}, which is already bound (use another name)")
+        taken.add(name)
+
+
+def _group_key(condition: tree_sitter.Node) -> str | None:
+    """The variable a GROUP BY condition binds: `?v`, `(?v)` or `(expression AS ?v)`."""
+    items = condition.children
+    if any(c.type == "AS" for c in items):
+        return _var_name(items[[c.type for c in items].index("AS") + 1])
+    node = condition
+    while node.type in ("group_condition", "bracketted_expression") and len(node.named_children) == 1:
+        node = node.named_children[0]
+    return _var_name(node) if node.type == "var" else None
+
+
+def _children(node: tree_sitter.Node | None, kind: str) -> list[tree_sitter.Node]:
+    return [c for c in node.children if c.type == kind] if node is not None else []
 
 
 def _select_shape(query: tree_sitter.Node, canonical: str) -> QueryShape:

@@ -80,3 +80,44 @@ def test_nesting_is_limited_before_any_parser_runs():
     with pytest.raises(QueryRefused, match="nested 65 levels deep, over the limit of 64"):
         guard_query("SELECT * WHERE " + "{" * 65 + "}" * 65)
     assert guard_query("SELECT * WHERE " + "{" * 64 + "}" * 64).form == "select"
+
+
+PROJECTION_ERRORS = [
+    "SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
+    "select ?s where { ?s ?p ?o } order by count(?o)",
+    "SELECT ?x WHERE { ?s ?p ?o } GROUP BY ?s",
+    "SELECT * WHERE { ?s ?p ?o } GROUP BY ?s",
+    "SELECT ?x WHERE { ?s ?p ?o } GROUP BY (STR(?p))",
+    "SELECT (1 AS ?x) (2 AS ?x) WHERE {}",
+    "SELECT (?o AS ?s) WHERE { ?s ?p ?o }",
+    "SELECT ?s WHERE { { SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o } } }",
+]
+PROJECTION_FINE = [
+    "SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY ?s",
+    "SELECT ?q (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY (STR(?p) AS ?q)",
+    "SELECT ?p WHERE { ?s ?p ?o } GROUP BY (?p)",
+    "SELECT (STR(?p) AS ?q) WHERE { ?s ?p ?o } GROUP BY ?p ?s",
+    "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o } HAVING (COUNT(*) > 0)",
+    "SELECT (?o AS ?x) WHERE { ?s ?p ?o FILTER(!BOUND(?x)) }",
+]
+
+
+@pytest.mark.parametrize("query", PROJECTION_ERRORS)
+def test_projection_rules_are_the_queries_error_not_the_stores(query, tmp_path):
+    """Oxigraph refuses these when it runs them (a StoreError, which excuses the model): the
+    guard names them as syntax errors first."""
+    from kgeval.stores import EmbeddedStore
+
+    with pytest.raises(QuerySyntaxError, match="grouped nor aggregated|already bound|GROUP BY"):
+        guard_query(query)
+    (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
+    with pytest.raises(QuerySyntaxError):
+        EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10)
+
+
+@pytest.mark.parametrize("query", PROJECTION_FINE)
+def test_projection_rules_let_valid_queries_run(query, tmp_path):
+    from kgeval.stores import EmbeddedStore
+
+    (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
+    assert EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10).total == 1
