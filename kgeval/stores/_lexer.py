@@ -8,7 +8,8 @@ an engine read the original text: this module splits it into terminals by the sp
 (section 19.8; codepoint escapes expanded first, section 19.2), and writes them back in one
 plain form that every parser reads the same way: no comments, single spaces, strings in
 double quotes with escapes only for `\\ " \\n \\r \\t \\b \\f`, keywords upper-case, `$x` as
-`?x`, and prefixed names with escapes written out as full IRIs. Stores send that text only.
+`?x`, and prefixed names with escapes written out as full IRIs. Every prefix must be declared
+in the query. Stores send that text only.
 """
 
 from __future__ import annotations
@@ -19,22 +20,6 @@ from typing import Literal, NamedTuple
 from kgeval.errors import QuerySyntaxError
 
 TokenKind = Literal["iri", "pname", "bnode", "var", "langtag", "number", "string", "nil", "anon", "word", "punct"]
-
-WELL_KNOWN_PREFIXES = {
-    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
-    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
-    "xsd": "http://www.w3.org/2001/XMLSchema#",
-    "owl": "http://www.w3.org/2002/07/owl#",
-    "xml": "http://www.w3.org/XML/1998/namespace",
-    "skos": "http://www.w3.org/2004/02/skos/core#",
-    "dc": "http://purl.org/dc/elements/1.1/",
-    "dcterms": "http://purl.org/dc/terms/",
-    "foaf": "http://xmlns.com/foaf/0.1/",
-}
-"""Prefixes a query may use without declaring them (the W3C core set rdflib also binds, and
-four unambiguous vocabularies). The canonical text declares each one it uses, so every engine
-reads the same IRI; any other undeclared prefix is a syntax error (an endpoint's own implicit
-prefixes, such as Virtuoso's `bif:`, are never reached)."""
 
 _BASE = (
     "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d"
@@ -108,7 +93,7 @@ def canonical_tokens(query: str) -> list[Token]:
     while True:
         kind, start, raw = _next_terminal(text, position, tokens, parens)
         if kind == "end":
-            return _declare_well_known(tokens, prefixes)
+            return tokens
         position = start + len(raw)
         parens += (raw == "(") - (raw == ")")
         tokens.append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
@@ -177,32 +162,16 @@ def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) ->
     if before and before[-1].keyword == "PREFIX":
         prefixes[prefix] = ""  # declared; its IRI, the next token, is recorded when read
         return Token("pname", raw)
-    if prefix not in prefixes and prefix not in WELL_KNOWN_PREFIXES:
+    if prefix not in prefixes:
+        # no engine's implicit prefixes (Virtuoso's rdfs:, bif: ...): the text names every IRI
         raise QuerySyntaxError(f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)")
     if "\\" not in local:
         return Token("pname", raw)
-    namespace = prefixes.get(prefix) or WELL_KNOWN_PREFIXES.get(prefix, "")
+    namespace = prefixes[prefix]
     iri = namespace + re.sub(r"\\(.)", r"\1", local)
     if not namespace or not re.fullmatch(r"[^<>\"{}|^`\\\x00-\x20]*", iri):
         raise QuerySyntaxError(f"SPARQL does not parse: cannot write {raw} as an IRI")
     return Token("iri", f"<{iri}>")
-
-
-def _declare_well_known(tokens: list[Token], prefixes: dict[str, str]) -> list[Token]:
-    """Record declared IRIs, and declare the well-known prefixes used but not declared."""
-    used: dict[str, None] = {}
-    for i, token in enumerate(tokens):
-        if token.kind != "pname":
-            continue
-        prefix = token.text.partition(":")[0]
-        if i >= 1 and tokens[i - 1].keyword == "PREFIX":
-            continue
-        if prefix not in prefixes:
-            used[prefix] = None
-    head: list[Token] = []
-    for prefix in used:
-        head += [Token("word", "PREFIX"), Token("pname", f"{prefix}:"), Token("iri", f"<{WELL_KNOWN_PREFIXES[prefix]}>")]
-    return head + tokens
 
 
 def _string_value(raw: str) -> str:

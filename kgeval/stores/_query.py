@@ -23,6 +23,9 @@ from typing import Literal
 
 import tree_sitter
 import tree_sitter_sparql
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.parser import parseQuery
+from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
 from kgeval.stores._lexer import Token, byte_spans, canonical_text, canonical_tokens
@@ -246,3 +249,24 @@ def _integer(clause: tree_sitter.Node) -> int:
 
 def _var_name(node: tree_sitter.Node) -> str:
     return (node.text or b"?").decode("utf-8")[1:]
+
+
+# rdflib's SPARQL algebra, for the judges' rules that read a query's algebra (kgeval.judges).
+# Its grammar (pyparsing) keeps parse state in shared objects: two threads parsing at once
+# corrupt each other, so parses are serialized; each distinct text is parsed once.
+_PARSE_LOCK = threading.Lock()
+
+
+def query_algebra(text: str) -> CompValue:
+    """The SPARQL algebra of a query that parses (rdflib), under the parse lock that every
+    parse in a run shares; raises QuerySyntaxError when it does not parse."""
+    with _PARSE_LOCK:
+        return _algebra(text)
+
+
+@lru_cache(maxsize=1024)
+def _algebra(text: str) -> CompValue:
+    try:
+        return translateQuery(parseQuery(text)).algebra
+    except Exception as exc:  # noqa: BLE001 - rdflib raises bare Exceptions (unknown prefix, RecursionError ...)
+        raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None

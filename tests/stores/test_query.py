@@ -104,8 +104,8 @@ PROJECTION_FINE = [
 
 @pytest.mark.parametrize("query", PROJECTION_ERRORS)
 def test_projection_rules_are_the_queries_error_not_the_stores(query, tmp_path):
-    """Oxigraph refuses these when it runs them (a StoreError, which excuses the model): the
-    guard names them as syntax errors first."""
+    """Engines reject these only when they run them (Oxigraph's SyntaxError, an endpoint's
+    HTTP 400): the guard names them as the query's syntax errors before any store sees them."""
     from kgeval.stores import EmbeddedStore
 
     with pytest.raises(QuerySyntaxError, match="grouped nor aggregated|already bound|GROUP BY"):
