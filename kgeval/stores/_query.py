@@ -65,7 +65,7 @@ class QueryShape:
 
 def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> QueryShape:
     """Analyse `text` and refuse anything that is not a read-only SELECT or ASK."""
-    size = len(text.encode("utf-8"))
+    size = len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate is refused by the lexer
     if size > max_bytes:
         raise QueryRefused(f"query is {size} bytes, over the {max_bytes}-byte limit")
     return _analyse(text)
@@ -242,8 +242,8 @@ def _child(node: tree_sitter.Node | None, kind: str) -> tree_sitter.Node | None:
 
 def _integer(clause: tree_sitter.Node) -> int:
     number = _child(clause, "integer")
-    if number is None or number.text is None:
-        raise QuerySyntaxError("SPARQL does not parse: LIMIT and OFFSET take an integer")
+    if number is None or number.text is None or not number.text.isdigit():
+        raise QuerySyntaxError("SPARQL does not parse: LIMIT and OFFSET take a whole number without a sign")
     return int(number.text.decode())
 
 

@@ -149,7 +149,8 @@ def test_every_failure_is_a_named_error_never_a_crash():
     """Odd input of every kind ends as QuerySyntaxError or QueryRefused, never another exception."""
     odd = ["", " ", "#", "{", "}" * 100, "SELECT", "SELECT * WHERE {", "<", "<<<<", '"', "'''", "?", "\\", "\\u",
            "\\u12", "PREFIX", "PREFIX : <", "SELECT (", "ASK {} }", "SELECT * WHERE { ?s ?p ?o } ORDER BY", "\x00",
-           "\ufeff", "\ufeff\ufeff", "SELECT * WHERE { ?s ?p ?o " + "OPTIONAL { ?s ?p ?o " * 70 + "}" * 71]
+           "\ufeff", "\ufeff\ufeff", "SELECT * WHERE { ?s ?p '\ud800' }", "SELECT * WHERE {} LIMIT -1",
+           "SELECT * WHERE {} OFFSET +2", "SELECT * WHERE {} LIMIT 1.5", "SELECT * WHERE { ?s ?p ?o " + "OPTIONAL { ?s ?p ?o " * 70 + "}" * 71]
     for text in odd:
         with pytest.raises((errors.QuerySyntaxError, errors.QueryRefused)):
             guard_query(text)
