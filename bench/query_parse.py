@@ -15,6 +15,7 @@ corpora (mixed case, comments, hostile tricks), in one process:
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -90,6 +91,7 @@ def best_ms(work: Callable[[], None], repeat: int, before: Callable[[], None] = 
 
 
 def main() -> int:
+    logging.getLogger("rdflib").setLevel(logging.ERROR)  # its IRI warnings on the trick texts
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
