@@ -1,6 +1,6 @@
 """Judges: deterministic decisions on whether an answer is right, with their reasons."""
 
-from kgeval.judges._execution import ExecutionJudge
+from kgeval.judges._execution import ExecutionJudge, align_columns, project, table_of_items, table_of_result
 from kgeval.judges._factory import judge_from_config, judges_from_config
 from kgeval.judges._model import Candidate, Judge, Verdict
 from kgeval.judges._normalize import Normalizer, iri_tail, normalize_item, normalize_term, normalize_value
@@ -13,10 +13,14 @@ __all__ = [
     "Normalizer",
     "SeedJudge",
     "Verdict",
+    "align_columns",
     "iri_tail",
     "judge_from_config",
     "judges_from_config",
     "normalize_item",
     "normalize_term",
     "normalize_value",
+    "project",
+    "table_of_items",
+    "table_of_result",
 ]

@@ -1,0 +1,36 @@
+"""Samples: one attempt of a run shown whole (question, gold and its flags, the candidate's
+SPARQL, its executed rows beside the gold rows with columns aligned and rows marked, every
+judge's verdict, the attempt's terminal state, tries, latency and tokens), and the run page's
+list of samples. The terminal, the HTML report and the service page all render this model."""
+
+from kgeval.samples._build import SampleSource, build_sample, run_config, sample_index
+from kgeval.samples._model import (
+    AuditView,
+    ExecutionSource,
+    ExecutionView,
+    GoldView,
+    RowMark,
+    Sample,
+    SampleRow,
+    SampleSummary,
+    SampleTable,
+)
+from kgeval.samples._tables import cell_text, marked_tables
+
+__all__ = [
+    "AuditView",
+    "ExecutionSource",
+    "ExecutionView",
+    "GoldView",
+    "RowMark",
+    "Sample",
+    "SampleRow",
+    "SampleSource",
+    "SampleSummary",
+    "SampleTable",
+    "build_sample",
+    "cell_text",
+    "marked_tables",
+    "run_config",
+    "sample_index",
+]
