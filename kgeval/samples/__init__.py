@@ -3,7 +3,7 @@ SPARQL, its executed rows beside the gold rows with columns aligned and rows mar
 judge's verdict, the attempt's terminal state, tries, latency and tokens), and the run page's
 list of samples. The terminal, the HTML report and the service page all render this model."""
 
-from kgeval.samples._build import SampleSource, build_sample, run_config, sample_index
+from kgeval.samples._build import SampleSource, build_sample, run_config, sample_index, store_opener
 from kgeval.samples._model import (
     AuditView,
     ExecutionSource,
@@ -16,6 +16,7 @@ from kgeval.samples._model import (
     SampleTable,
 )
 from kgeval.samples._tables import cell_text, marked_tables
+from kgeval.samples._terminal import sample_renderable
 
 __all__ = [
     "AuditView",
@@ -33,4 +34,6 @@ __all__ = [
     "marked_tables",
     "run_config",
     "sample_index",
+    "sample_renderable",
+    "store_opener",
 ]

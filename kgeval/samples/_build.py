@@ -28,7 +28,7 @@ from kgeval.review import ReviewLog, question_content_sha256, review_states
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
 from kgeval.samples._model import AuditView, ExecutionView, GoldView, Sample, SampleSummary
 from kgeval.samples._tables import marked_tables
-from kgeval.stores import QueryResult, Store
+from kgeval.stores import QueryResult, Store, open_store
 
 
 @dataclass
@@ -217,3 +217,20 @@ def _summary(q: RunQuestion, a: Attempt, verdicts: list[Verdict], primary: str, 
         disagreement=len(set(decided.values())) > 1, gold_flags=list(entry.flags) if entry else [],
         audit_state=audit.get((q.question_id, a.seed)), latency_ms=a.latency_ms, tries=len(a.tries),
     )
+
+
+def store_opener(config: KgevalConfig, holdout: Holdout) -> Callable[[str], Store]:
+    """A read-only store per KG id, opened on first use and kept (the embedded store loads the
+    KG's files once)."""
+    opened: dict[str, Store] = {}
+
+    def store_for(kg: str) -> Store:
+        if kg not in opened:
+            try:
+                files = holdout.kg(kg).files
+            except KeyError:
+                raise InputError(f"{holdout.root}: no KG {kg!r} in the holdout") from None
+            opened[kg] = open_store(config.store, files, kg)
+        return opened[kg]
+
+    return store_for
