@@ -26,8 +26,8 @@ from kgeval.holdout import Holdout
 from kgeval.judges import ExecutionJudge, Verdict
 from kgeval.review import ReviewLog, question_content_sha256, review_states
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
-from kgeval.samples._model import AuditView, ExecutionView, GoldView, Sample, SampleSummary
-from kgeval.samples._tables import marked_tables
+from kgeval.samples._model import AuditView, ExecutionView, GoldView, Sample, SampleSummary, SampleTable
+from kgeval.samples._tables import gold_table, marked_tables
 from kgeval.stores import QueryResult, Store, open_store
 
 
@@ -151,6 +151,14 @@ def _gold_view(source: SampleSource, question_id: str, entry: GoldEntry | None) 
         nondeterministic=entry.nondeterministic, engine_dependent=entry.engine_dependent, tie_check_error=entry.tie_check_error,
         review_state=_review_state(source, question_id, entry), result_sha256=entry.result_sha256,
     )
+
+
+def gold_for_review(source: SampleSource, question_id: str) -> tuple[GoldView | None, SampleTable | None]:
+    """A question's gold as a reviewer sees it: its flags and review state, and its rows."""
+    entry = source.gold.get(question_id)
+    if entry is None:
+        return None, None
+    return _gold_view(source, question_id, entry), gold_table(entry.result)
 
 
 def _ties_text(entry: GoldEntry) -> str | None:

@@ -28,7 +28,8 @@ class SampleRow(BaseModel):
 
     cells: list[str | None]
     """Each cell as text (an IRI, or a literal with `@lang` / `^^datatype`); None when unbound."""
-    mark: RowMark
+    mark: RowMark | None = None
+    """None when the table is shown alone (a gold under review)."""
 
 
 class SampleTable(BaseModel):

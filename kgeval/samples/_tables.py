@@ -3,11 +3,11 @@ judge sees them: the same normalization, the same column alignment, the same set
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kgeval.judges import ExecutionJudge, align_columns, project, table_of_items, table_of_result
 from kgeval.samples._model import RowMark, SampleRow, SampleTable
+from kgeval.samples._text import item_text
 from kgeval.stores import QueryResult, Term
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -33,10 +33,6 @@ def _result_cells(result: QueryResult) -> tuple[list[str], list[list[str | None]
     return list(result.vars), [[cell_text(c) for c in row] for row in result.rows]
 
 
-def _item_text(item: Any) -> str:
-    return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-
-
 def _mapping_from_hint(hint: object, gold_vars: tuple[str, ...], answer_vars: tuple[str, ...]) -> tuple[int, ...] | None:
     """The judge's own alignment as stored in its verdict (`details.columns`), when usable."""
     if not isinstance(hint, dict) or set(hint) != set(gold_vars):
@@ -46,12 +42,19 @@ def _mapping_from_hint(hint: object, gold_vars: tuple[str, ...], answer_vars: tu
     return tuple(answer_vars.index(hint[g]) if hint[g] is not None else -1 for g in gold_vars)
 
 
-def _table(columns: list[str], aligned: list[str | None], cells: list[list[str | None]], marks: list[RowMark], total: int, truncated: bool) -> SampleTable:
+def _table(columns: list[str], aligned: list[str | None], cells: list[list[str | None]], marks: list[RowMark | None], total: int, truncated: bool) -> SampleTable:
     counts: dict[RowMark, int] = {}
     for mark in marks:
-        counts[mark] = counts.get(mark, 0) + 1
+        if mark is not None:
+            counts[mark] = counts.get(mark, 0) + 1
     rows = [SampleRow(cells=c, mark=m) for c, m in zip(cells, marks)]
     return SampleTable(columns=columns, aligned_to=aligned, rows=rows, total=total, truncated=truncated, counts=counts)
+
+
+def gold_table(gold: QueryResult) -> SampleTable:
+    """The gold alone, rows unmarked (nothing to compare it with)."""
+    columns, cells = _result_cells(gold)
+    return _table(columns, list(columns), cells, [None] * len(cells), gold.total, gold.truncated)
 
 
 def marked_tables(
@@ -61,8 +64,7 @@ def marked_tables(
     order of the gold columns they align to, extra columns after; None without an answer."""
     gold_columns, gold_cells = _result_cells(gold)
     if answer is None and items is None:
-        marks: list[RowMark] = ["missing"] * len(gold_cells)
-        return _table(gold_columns, list(gold_columns), gold_cells, marks, gold.total, gold.truncated), None, []
+        return gold_table(gold), None, []
     normalizer = judge.typed if answer is not None else judge.untyped
     g = table_of_result(gold, normalizer)
     if answer is not None:
@@ -71,7 +73,7 @@ def marked_tables(
         answer_total, answer_truncated = answer.total, answer.truncated
     else:
         a = table_of_items(items or [], normalizer)
-        answer_columns, answer_cells = ["item"], [[_item_text(i)] for i in items or []]
+        answer_columns, answer_cells = ["item"], [[item_text(i)] for i in items or []]
         answer_total, answer_truncated = len(answer_cells), False
     mapping = _mapping_from_hint(columns_hint, g.vars, a.vars) or align_columns(g, a, judge.config.max_column_mappings).mapping
     projected = project(a, mapping)
@@ -82,8 +84,8 @@ def marked_tables(
     aligned = {k: gold_columns[j] for j, k in enumerate(mapping) if k >= 0}
     shown = [[row[k] for k in order] for row in answer_cells]
     answer_table = _table([answer_columns[k] for k in order], [aligned.get(k) for k in order], shown, answer_marks, answer_total, answer_truncated)
-    gold_table = _table(gold_columns, list(gold_columns), gold_cells, gold_marks, gold.total, gold.truncated)
-    return gold_table, answer_table, _column_notes(gold_columns, answer_columns, mapping)
+    shown_gold = _table(gold_columns, list(gold_columns), gold_cells, gold_marks, gold.total, gold.truncated)
+    return shown_gold, answer_table, _column_notes(gold_columns, answer_columns, mapping)
 
 
 def _column_notes(gold_columns: list[str], answer_columns: list[str], mapping: tuple[int, ...]) -> list[str]:

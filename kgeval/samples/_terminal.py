@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kgeval.samples._model import Sample, SampleTable
-from kgeval.samples._text import MARK_SYMBOL, counts_text, detail_items, figures_text, page_bounds, state_text, usage_text
+from kgeval.samples._text import MARK_SYMBOL, attempt_facts, counts_text, detail_items, execution_text, figures_text, page_bounds, state_text
 
 _MARK_STYLE = {"matched": "green", "missing": "bold red", "extra": "bold yellow"}
 
@@ -53,20 +53,11 @@ def _gold(s: Sample) -> RenderableType:
 
 
 def _attempt(s: Sample) -> RenderableType:
-    a = s.attempt
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim")
-    grid.add_column()
-    grid.add_row("terminal state", Text(state_text(a), style="red" if a.state == "error" else ""))
-    if a.error:
-        grid.add_row("error", a.error)
-    grid.add_row("stop reason", f"{a.stop_reason}" + (f" (provider: {a.finish_reason})" if a.finish_reason else ""))
-    grid.add_row("latency", f"{a.latency_ms:,.0f} ms over {len(a.tries)} tries")
-    grid.add_row("tokens", usage_text(a))
-    if a.served_version:
-        grid.add_row("served version", a.served_version)
-    for t in a.tries:
-        grid.add_row(f"try {t.n}", f"{t.outcome} · {t.latency_ms:,.0f} ms" + (f" · HTTP {t.http_status}" if t.http_status else "") + (f" · {t.error}" if t.error else ""))
+    grid.add_column(overflow="fold")
+    for label, value in attempt_facts(s):
+        grid.add_row(label, Text(value, style="red" if label == "terminal state" and s.attempt.state == "error" else ""))
     return Panel(grid, title="attempt", title_align="left")
 
 
@@ -78,18 +69,14 @@ def _rows_table(title: str, table: SampleTable, page: int, page_size: int) -> Ta
     for name, aligned in zip(table.columns, table.aligned_to or table.columns):
         out.add_column(f"?{name}" + ("" if aligned in (None, name) else f" → ?{aligned}") + (" (extra)" if aligned is None else ""), overflow="fold")
     for row in table.rows[start:end]:
-        style = _MARK_STYLE[row.mark]
-        out.add_row(Text(MARK_SYMBOL[row.mark], style=style), *(Text("" if c is None else c, style=style if row.mark != "matched" else "") for c in row.cells))
+        style = _MARK_STYLE.get(row.mark or "", "")
+        symbol = MARK_SYMBOL[row.mark] if row.mark else ""
+        out.add_row(Text(symbol, style=style), *(Text("" if c is None else c, style=style if row.mark != "matched" else "") for c in row.cells))
     return out
 
 
 def _tables(s: Sample, page: int, page_size: int) -> RenderableType:
-    ex = s.execution
-    source = {"re-executed": f"executed again read-only on {ex.engine}", "answer-list": "the system's answer list", "none": "no rows to show"}[ex.source]
-    if ex.error:
-        source += f" — failed: {ex.error}"
-    if ex.run_total is not None:
-        source += f" (the run's execution: {ex.run_total} rows)"
+    source = execution_text(s)
     grid = Table.grid(padding=(0, 3))
     answer = _rows_table("answer", s.answer_table, page, page_size) if s.answer_table else Text("no answer rows")
     gold = _rows_table("gold", s.gold_table, page, page_size) if s.gold_table else Text("no gold rows")

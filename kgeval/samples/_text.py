@@ -7,7 +7,7 @@ from typing import Any
 
 from kgeval.judges import Verdict
 from kgeval.runs import Attempt
-from kgeval.samples._model import SampleTable
+from kgeval.samples._model import Sample, SampleTable
 
 MARK_SYMBOL = {"matched": "=", "missing": "-", "extra": "+"}
 """The mark of a row in plain text: = matched, - missing (gold only), + extra (answer only)."""
@@ -51,8 +51,8 @@ def state_text(attempt: Attempt) -> str:
 
 def counts_text(table: SampleTable) -> str:
     counts = ", ".join(f"{n} {mark}" for mark, n in sorted(table.counts.items()))
-    more = f"; {table.total} in all, {len(table.rows)} kept" if table.truncated else ""
-    return f"{table.total} rows ({counts or 'none'}){more}"
+    more = f"; {len(table.rows)} kept" if table.truncated else ""
+    return f"{table.total} rows" + (f" ({counts})" if counts else "") + more
 
 
 def page_bounds(rows: int, page: int, page_size: int) -> tuple[int, int, int]:
@@ -65,3 +65,25 @@ def page_bounds(rows: int, page: int, page_size: int) -> tuple[int, int, int]:
 
 def item_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def attempt_facts(s: Sample) -> list[tuple[str, str]]:
+    """The attempt as (label, value) lines: state, error, stop reason, tries, latency, tokens."""
+    a = s.attempt
+    facts = [("terminal state", state_text(a))]
+    facts += [("error", a.error)] if a.error else []
+    facts.append(("stop reason", a.stop_reason + (f" (provider: {a.finish_reason})" if a.finish_reason else "")))
+    facts.append(("tries", "; ".join(f"{t.n}: {t.outcome}, {t.latency_ms:,.0f} ms" + (f", HTTP {t.http_status}" if t.http_status else "") for t in a.tries) or "0"))
+    facts += [("latency", f"{a.latency_ms:,.0f} ms"), ("tokens", usage_text(a))]
+    facts += [("served version", a.served_version)] if a.served_version else []
+    return facts
+
+
+def execution_text(s: Sample) -> str:
+    ex = s.execution
+    text = {"re-executed": f"executed again read-only on {ex.engine}", "answer-list": "the system's answer list", "none": "none to show"}[ex.source]
+    if ex.error:
+        text += f"; failed: {ex.error}"
+    if ex.run_total is not None:
+        text += f" (the run's execution returned {ex.run_total} rows)"
+    return text
