@@ -52,7 +52,7 @@ def state_text(attempt: Attempt) -> str:
 def counts_text(table: SampleTable) -> str:
     counts = ", ".join(f"{n} {mark}" for mark, n in sorted(table.counts.items()))
     more = f"; {len(table.rows)} kept" if table.truncated else ""
-    return f"{table.total} rows" + (f" ({counts})" if counts else "") + more
+    return f"{table.total} row{'' if table.total == 1 else 's'}" + (f" ({counts})" if counts else "") + more
 
 
 def page_bounds(rows: int, page: int, page_size: int) -> tuple[int, int, int]:
