@@ -18,7 +18,8 @@ from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
 from kgeval.review import ReviewLog
 from kgeval.runs import ResultsDB
-from kgeval.samples import SampleSource, build_sample, run_config, sample_renderable, store_opener
+from kgeval.reports import RunReport
+from kgeval.samples import Sample, SampleSource, build_sample, run_config, sample_renderable, store_opener
 
 
 class ShowFormat(StrEnum):
@@ -58,6 +59,20 @@ def opened_source(db: Path, run_id: str, gold: Path | None, holdout: Path | None
             store_for=store_opener(cfg, loaded) if loaded else None, audits=audits, reviews=reviews,
             display_items=cfg.gold.display_items,
         ), notes
+
+
+def report_samples(source: SampleSource, report: RunReport) -> list[Sample]:
+    """The samples an HTML report shows whole: each wrong answer at its first wrong seed, then
+    each question the judges disagree on (first seed), once each."""
+    keys = [(w.question_id, w.seeds_wrong[0] if w.seeds_wrong else None) for w in report.wrong]
+    keys += [(item.question_id, None) for d in report.disagreements for item in d.questions]
+    seen: set[str] = set()
+    shown = []
+    for question_id, seed in keys:
+        if question_id not in seen:
+            seen.add(question_id)
+            shown.append(build_sample(source, report.metadata.run_id, question_id, seed))
+    return shown
 
 
 @user_errors
