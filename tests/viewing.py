@@ -51,3 +51,11 @@ def replay_run(holdout: Path, gold: Path, db_path: Path, replay: Path, seeds: in
     with ResultsDB(db_path) as db:
         checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
         return execute_run(load_holdout(holdout), gold, ReplaySystem(replay), cfg, db, checklist=checklist, replay=replay).run_id
+
+
+def two_runs(holdout: Path, gold: Path, db_path: Path, tmp: Path) -> tuple[str, str]:
+    """(oracle run, replay run) in one results file; the replay is the newer."""
+    from tests.oversight import run_system
+
+    oracle = run_system(holdout, gold, db_path, "oracle", seeds=2)
+    return oracle, replay_run(holdout, gold, db_path, write_replay(tmp / "replay.jsonl"))

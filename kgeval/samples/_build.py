@@ -72,6 +72,8 @@ def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int 
     notes: list[str] = []
     entry = source.gold.get(question_id)
     execution, result = _execution(source, attempt, run_config(metadata), notes)
+    if entry is None:
+        notes.append(f"no gold entry for {question_id} in the gold read: the answer cannot be set beside it")
     sample = Sample(
         run_id=run_id, kg=question.kg, question_id=question_id, seed=seed, seeds=sorted(attempts), question=question.question,
         domain=question.domain, qtype=question.qtype, honeypot=question.honeypot, reference_sparql=_reference(source, question_id),
@@ -79,12 +81,13 @@ def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int 
         verdicts=verdicts, audit=_audit_view(source, run_id, attempt, verdicts, metadata.primary_judge), notes=notes,
     )
     if entry is None:
-        notes.append(f"no gold entry for {question_id} in the gold read: the answer cannot be set beside it")
         return sample
-    return _with_tables(sample, entry, result, verdicts, run_config(metadata), notes)
+    return _with_tables(sample, entry, result, verdicts, run_config(metadata))
 
 
-def _with_tables(sample: Sample, entry: GoldEntry, result: QueryResult | None, verdicts: list[Verdict], cfg: KgevalConfig, notes: list[str]) -> Sample:
+def _with_tables(sample: Sample, entry: GoldEntry, result: QueryResult | None, verdicts: list[Verdict], cfg: KgevalConfig) -> Sample:
+    """The sample with its gold and answer tables, compared as the judges compared them."""
+    notes = list(sample.notes)
     gold = entry.result
     if entry.ties is not None and entry.ties.tied and result is not None:
         gold = entry.ties.resolve(entry.result, result.rows)
@@ -93,7 +96,7 @@ def _with_tables(sample: Sample, entry: GoldEntry, result: QueryResult | None, v
     items = sample.attempt.answer if result is None else None
     hint = next((v.details.get("columns") for v in verdicts if v.judge == "execution"), None)
     gold_table, answer_table, column_notes = marked_tables(gold, result, items, ExecutionJudge(cfg.judges.execution), hint)
-    return sample.model_copy(update={"gold_table": gold_table, "answer_table": answer_table, "column_notes": column_notes})
+    return sample.model_copy(update={"gold_table": gold_table, "answer_table": answer_table, "column_notes": column_notes, "notes": notes})
 
 
 def _run_question(db: ResultsDB, run_id: str, question_id: str) -> RunQuestion:

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.oversight import TOKENS, run_system, write_access
+from tests.oversight import TOKENS, write_access
 from tests.service.conftest import Served
-from tests.viewing import replay_run, write_replay
+from tests.viewing import two_runs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -27,8 +27,7 @@ DRIVER = shutil.which("chromedriver")
 def served(mini_holdout, mini_gold, tmp_path) -> Served:
     """An oracle run, then (newest) the replay run the page must open on."""
     db = tmp_path / "r.duckdb"
-    run_system(mini_holdout, mini_gold, db, "oracle", seeds=2)
-    run_id = replay_run(mini_holdout, mini_gold, db, write_replay(tmp_path / "replay.jsonl"))
+    _, run_id = two_runs(mini_holdout, mini_gold, db, tmp_path)
     return Served(mini_holdout, mini_gold, db, write_access(tmp_path / "access.yaml"), run_id)
 
 
