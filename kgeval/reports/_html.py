@@ -54,8 +54,10 @@ def markdown_to_html(markdown: str) -> str:
             in_table = _table_row(out, line, in_table)
         elif line.strip():
             out.append(f"<p>{_inline(line)}</p>")
-    out.append(_close_lists(depth))
-    out.append("</table>" if in_table else "")
+    if depth:
+        out.append(_close_lists(depth))
+    if in_table:
+        out.append("</table>")
     return "\n".join(out)
 
 
