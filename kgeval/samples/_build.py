@@ -24,7 +24,7 @@ from kgeval.errors import InputError, KgevalError, QueryError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout
 from kgeval.judges import ExecutionJudge, Verdict
-from kgeval.review import ReviewLog, question_content_sha256, review_states
+from kgeval.review import ReviewLog, ReviewState, question_content_sha256, review_states
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
 from kgeval.samples._model import AuditView, ExecutionView, GoldView, Sample, SampleSummary, SampleTable
 from kgeval.samples._tables import gold_table, marked_tables
@@ -172,7 +172,7 @@ def _ties_text(entry: GoldEntry) -> str | None:
     return f"{len(ties.certain)} rows certain, then {groups}"
 
 
-def _review_state(source: SampleSource, question_id: str, entry: GoldEntry):  # noqa: ANN202 - a ReviewState or None
+def _review_state(source: SampleSource, question_id: str, entry: GoldEntry) -> ReviewState | None:
     if source.reviews is None or source.holdout is None:
         return None
     question = next((q for q in source.holdout.questions() if q.id == question_id), None)
@@ -217,7 +217,7 @@ def _audit_states(source: SampleSource, run_id: str) -> dict[tuple[str, int], st
     return dict(audit_states(items, source.audits.records(run_id)))
 
 
-def _summary(q: RunQuestion, a: Attempt, verdicts: list[Verdict], primary: str, source: SampleSource, audit: dict) -> SampleSummary:
+def _summary(q: RunQuestion, a: Attempt, verdicts: list[Verdict], primary: str, source: SampleSource, audit: dict[tuple[str, int], str]) -> SampleSummary:
     decided = {v.judge: v.correct for v in verdicts}
     main = next((v for v in verdicts if v.judge == primary), None)
     outcome = "error" if main is None else ("correct" if main.correct else "wrong")

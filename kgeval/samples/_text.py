@@ -85,5 +85,5 @@ def execution_text(s: Sample) -> str:
     if ex.error:
         text += f"; failed: {ex.error}"
     if ex.run_total is not None:
-        text += f" (the run's execution returned {ex.run_total} rows)"
+        text += f" (the run's execution returned {ex.run_total} row{'' if ex.run_total == 1 else 's'})"
     return text
