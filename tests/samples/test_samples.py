@@ -140,3 +140,33 @@ def test_the_index_has_one_line_per_attempt_with_outcome_disagreement_and_flags(
 def test_messy_sparql_is_kept_verbatim(source, replayed):
     sample = build_sample(source, replayed[3], "mini-02")
     assert sample.attempt.sparql.startswith(P) and "# only the young ones" in sample.attempt.sparql
+
+
+def test_a_tied_gold_is_shown_as_the_acceptable_answer_the_judges_compared(tmp_path):
+    """ORDER BY ?d LIMIT 2 cuts through the sales group (Alice, Bob): either is right. A candidate
+    that keeps Bob where the gold kept Alice is compared with the acceptable answer holding Bob."""
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import PREFIX, write_holdout
+
+    question = {"id": "tie-01", "question": "Name two people by department.", "domain": "hr", "tags": ["list"],
+                "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:worksIn ?d } ORDER BY ?d LIMIT 2"}
+    holdout_dir = write_holdout(tmp_path / "holdout", [question])
+    holdout = load_holdout(holdout_dir)
+    rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold")
+    gold = load_gold(tmp_path / "gold")
+    assert "tied" in gold["tie-01"].flags
+    kept = {row[0].value.rsplit("/", 1)[1] for row in gold["tie-01"].result.rows}
+    other = ({"alice", "bob"} - kept).pop()
+    candidate = P + f"SELECT ?p WHERE {{ VALUES ?p {{ e:carol e:{other} }} }}"
+    replay = tmp_path / "tie.jsonl"
+    replay.write_text(json.dumps({"kg": "mini", "question_id": "tie-01", "seed": 0, "sparql": candidate}) + "\n")
+    run_id = replay_run(holdout_dir, tmp_path / "gold", tmp_path / "r.duckdb", replay, seeds=1)
+    with ResultsDB(tmp_path / "r.duckdb", read_only=True) as results:
+        sample = build_sample(SampleSource(results, gold, holdout, store_opener(KgevalConfig(), holdout)), run_id, "tie-01")
+    assert sample.gold.flags == ["tied"] and "any 1 of 2 rows" in sample.gold.ties
+    assert {v.judge: v.correct for v in sample.verdicts}["execution"] is True
+    assert sorted(c[0] for c in _cells(sample.gold_table, "matched")) == sorted([E + "carol", E + other])
+    assert sample.gold_table.counts == {"matched": 2} and sample.answer_table.counts == {"matched": 2}
+    assert any("the gold is tied" in n for n in sample.notes)
