@@ -75,8 +75,7 @@ def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int 
     if entry is None:
         notes.append(f"no gold entry for {question_id} in the gold read: the answer cannot be set beside it")
     sample = Sample(
-        run_id=run_id, kg=question.kg, question_id=question_id, seed=seed, seeds=sorted(attempts), question=question.question,
-        domain=question.domain, qtype=question.qtype, honeypot=question.honeypot, reference_sparql=_reference(source, question_id),
+        **question.model_dump(), run_id=run_id, seed=seed, seeds=sorted(attempts), reference_sparql=_reference(source, question_id),
         gold=_gold_view(source, question_id, entry), attempt=attempt, execution=execution, primary_judge=metadata.primary_judge,
         verdicts=verdicts, audit=_audit_view(source, run_id, attempt, verdicts, metadata.primary_judge), notes=notes,
     )
@@ -223,8 +222,7 @@ def _summary(q: RunQuestion, a: Attempt, verdicts: list[Verdict], primary: str, 
     outcome = "error" if main is None else ("correct" if main.correct else "wrong")
     entry = source.gold.get(q.question_id)
     return SampleSummary(
-        kg=q.kg, question_id=q.question_id, seed=a.seed, question=q.question, domain=q.domain, qtype=q.qtype, honeypot=q.honeypot,
-        state=a.state, error_kind=a.error_kind, outcome=outcome, path=main.path if main else None, verdicts=decided,
+        **q.model_dump(), seed=a.seed, state=a.state, error_kind=a.error_kind, outcome=outcome, path=main.path if main else None, verdicts=decided,
         disagreement=len(set(decided.values())) > 1, gold_flags=list(entry.flags) if entry else [],
         audit_state=audit.get((q.question_id, a.seed)), latency_ms=a.latency_ms, tries=len(a.tries),
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from kgeval.audit import AuditState
 from kgeval.judges import Verdict
 from kgeval.review import ReviewState
-from kgeval.runs import Attempt, AttemptState
+from kgeval.runs import Attempt, AttemptState, RunQuestion
 from kgeval.systems import ErrorKind
 
 RowMark = Literal["matched", "missing", "extra"]
@@ -91,19 +91,14 @@ class AuditView(BaseModel):
     state: AuditState
 
 
-class Sample(BaseModel):
-    """One (question, seed) attempt of a run, with everything needed to check its verdict."""
+class Sample(RunQuestion):
+    """One (question, seed) attempt of a run, with everything needed to check its verdict; the
+    question as the run saw it (KG, id, text, domain, type, honeypot) and:"""
 
     run_id: str
-    kg: str
-    question_id: str
     seed: int
     seeds: list[int]
     """Every seed of the question with an attempt in the run (to move between them)."""
-    question: str
-    domain: str
-    qtype: str
-    honeypot: bool
     reference_sparql: str | None = None
     """The holdout's reference query; None when the holdout was not available."""
     gold: GoldView | None = None
@@ -123,16 +118,11 @@ class Sample(BaseModel):
     """What the view could not show, and why (no gold, no store, a changed store, ties)."""
 
 
-class SampleSummary(BaseModel):
-    """One line of the run page: enough to filter, sort and open the sample."""
+class SampleSummary(RunQuestion):
+    """One line of the run page (the question as the run saw it, and the attempt's outcome):
+    enough to filter, sort and open the sample."""
 
-    kg: str
-    question_id: str
     seed: int
-    question: str
-    domain: str
-    qtype: str
-    honeypot: bool
     state: AttemptState
     error_kind: ErrorKind | None = None
     outcome: Literal["correct", "wrong", "error"]
