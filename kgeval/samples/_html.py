@@ -62,10 +62,9 @@ def sample_html(sample: Sample, page_size: int = 50) -> str:
     s, a = sample, sample.attempt
     parts = [
         f'<section class="sample" id="sample-{_e(s.question_id)}-{s.seed}">',
-        f"<h4>{_e(s.kg)}/{_e(s.question_id)} · seed {s.seed}{' · honeypot' if s.honeypot else ''}</h4>",
+        f"<h4>{_e(s.kg)}/{_e(s.question_id)} · seed {s.seed} · {_outcome_html(s)}{' · honeypot' if s.honeypot else ''}</h4>",
         f"<p><strong>{_e(s.question)}</strong> <small>(domain {_e(s.domain)}, type {_e(s.qtype)})</small></p>",
         _gold_html(s),
-        '<dl class="attempt">' + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in attempt_facts(s)) + "</dl>",
     ]
     if a.sparql:
         parts.append("<h5>candidate SPARQL</h5>" + highlight_sparql(a.sparql))
@@ -75,10 +74,18 @@ def sample_html(sample: Sample, page_size: int = 50) -> str:
         gold = table_html("gold", s.gold_table, page_size) if s.gold_table else "<div><h5>gold: not available</h5></div>"
         parts.append(f'<div class="side">{answer}{gold}</div>')
     parts.append(_verdicts_html(s))
+    parts.append('<h5>attempt</h5><dl class="attempt">' + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in attempt_facts(s)) + "</dl>")
     if s.reference_sparql:
         parts.append("<details><summary>reference SPARQL</summary>" + highlight_sparql(s.reference_sparql) + "</details>")
     parts += [f'<p class="note">{_e(n)}</p>' for n in (*s.column_notes, *s.notes)]
     return "\n".join([*parts, "</section>"])
+
+
+def _outcome_html(s: Sample) -> str:
+    primary = next((v for v in s.verdicts if v.judge == s.primary_judge), None)
+    if primary is None:
+        return f'<span class="wrong">{_e(state_text(s.attempt))}</span>'
+    return '<span class="correct">correct</span>' if primary.correct else '<span class="wrong">wrong</span>'
 
 
 def _gold_html(s: Sample) -> str:

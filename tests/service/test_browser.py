@@ -132,6 +132,14 @@ def test_auditor_filters_wrong_answers_sees_the_missing_row_and_records_a_decisi
     browser.find_element(By.TAG_NAME, "body").send_keys("j")
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#sample-detail .sample[data-key="mini-06/0"]'))
     assert "29 matched" in browser.find_element(By.CSS_SELECTOR, "#sample-detail .side").text
+    # 30 gold rows: pages of 25, the missing row found by paging
+    gold_box = browser.find_elements(By.CSS_SELECTOR, "#sample-detail .side .rows-box")[1]
+    assert len(gold_box.find_elements(By.CSS_SELECTOR, "tr.row")) == 25 and "rows 1–25 of 30" in gold_box.text
+    missing_on_page = lambda: gold_box.find_elements(By.CSS_SELECTOR, "tr.mark-missing")  # noqa: E731
+    if not missing_on_page():
+        gold_box.find_element(By.XPATH, ".//button[contains(., 'next')]").click()
+        assert len(gold_box.find_elements(By.CSS_SELECTOR, "tr.row")) == 5 and "rows 26–30 of 30" in gold_box.text
+    assert [r.text.split()[-1] for r in missing_on_page()] == ["http://example.org/mini/entities/item7"]
     _select(browser, "#f-judges", "")
     _select(browser, "#f-outcome", "correct")
     browser.find_element(By.TAG_NAME, "body").send_keys("j")
@@ -149,6 +157,33 @@ def test_auditor_filters_wrong_answers_sees_the_missing_row_and_records_a_decisi
     assert report["audit"]["counts"]["audited"] == 1 and report["audit"]["counts"]["disagree"] == 1
     records = httpx.get(f"{server}/runs/{served.run_id}/samples", headers={"Authorization": f"Bearer {TOKENS['admin']['token']}"}).json()
     assert [r["audit_state"] for r in records if r["question_id"] == question and r["seed"] == int(seed)] == ["disagree"]
+
+
+def test_auditor_sees_the_rows_beside_the_gold_before_agreeing_in_the_audit_tab(browser, server, served, shots):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    wait = _sign_in(browser, server, "ann")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "audit-summary"), "audited: 0 of 7 accepts"))
+    browser.find_element(By.ID, "tab-audit").click()
+    accepts = browser.find_element(By.ID, "accepts")
+    accepts.clear()
+    accepts.send_keys("3")
+    browser.find_element(By.ID, "draw").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sample tr.item")) == 3)
+    # the first item opens at once: executed rows beside the gold, then the decision
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#audit-detail .side table.rows"))
+    first = browser.find_element(By.CSS_SELECTOR, "#audit-detail .sample").get_attribute("data-key")
+    assert first == browser.find_elements(By.CSS_SELECTOR, "#sample tr.item")[0].get_attribute("data-key")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#audit-detail .side table.rows")) == 2
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    second = browser.find_elements(By.CSS_SELECTOR, "#sample tr.item")[1].get_attribute("data-key")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#audit-detail .sample[data-key="{second}"]'))
+    browser.find_element(By.TAG_NAME, "body").send_keys("a")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "message"), f"recorded: agree on {second.split('/')[0]}"))
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, f'#sample tr.item[data-key="{second}"] td.state'), "agree"))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "audit-counts"), "audited: 1 of 7 accepts"))
+    _shot(browser, shots / "6-audit-tab.png")
 
 
 def test_compare_view_highlights_flips_and_opens_both_samples(browser, server, served, shots):
