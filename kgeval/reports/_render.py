@@ -211,6 +211,9 @@ def render_html(report: RunReport, samples: list[Sample] | None = None) -> str:
     if not rest:
         return html_page(title, markdown_to_html(md) + _samples_html(samples))
     body = markdown_to_html(head) + "\n" + "\n".join(charts) + "\n" + markdown_to_html("## " + rest)
+    for s in samples or []:  # each wrong answer links to its sample below
+        name = f"<li><strong>{html.escape(s.kg)}/{html.escape(s.question_id)}</strong>"
+        body = body.replace(name, f'<li><a href="#sample-{html.escape(s.question_id)}-{s.seed}"><strong>{html.escape(s.kg)}/{html.escape(s.question_id)}</strong></a>', 1)
     return html_page(title, body + _samples_html(samples))
 
 

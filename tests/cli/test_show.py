@@ -76,4 +76,9 @@ def test_report_html_shows_each_wrong_answer_whole(cli_run):
     assert all(f'id="sample-mini-{n}-0"' in html for n in ("02", "05", "06", "08"))
     assert html.count('class="mark-missing"') >= 2  # Bob (mini-02), item7 (mini-06)
     # each wrong answer's reason is a list nested in its item, not a sibling of it
-    assert re.search(r"<li><strong>mini/mini-02</strong>[^\n]*\n<ul>\n<li>exact set match", html)
+    assert re.search(r'<li><a href="#sample-mini-02-0"><strong>mini/mini-02</strong></a>[^\n]*\n<ul>\n<li>exact set match', html)
+
+
+def test_show_has_help():
+    result = kgeval("show", "--help")
+    assert result.returncode == 0 and "Usage" in result.stdout and "--seed" in result.stdout

@@ -153,6 +153,11 @@ def test_auditor_filters_wrong_answers_sees_the_missing_row_and_records_a_decisi
     assert browser.find_element(By.CSS_SELECTOR, "#sample-detail .audit-state").text == "disagree"
     _shot(browser, shots / "3-audit-recorded.png")
     question, seed = key.split("/")
+    # the address names the sample: opened again from it, the same sample comes back
+    assert browser.current_url.endswith(f"#run={served.run_id}&q={question}&seed={seed}")
+    browser.refresh()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#sample-detail .sample[data-key="{key}"]'))
+    assert browser.find_element(By.CSS_SELECTOR, f'#samples tr.line.current[data-question="{question}"][data-seed="{seed}"]')
     report = httpx.get(f"{server}/runs/{served.run_id}/report", headers={"Authorization": f"Bearer {TOKENS['admin']['token']}"}).json()
     assert report["audit"]["counts"]["audited"] == 1 and report["audit"]["counts"]["disagree"] == 1
     records = httpx.get(f"{server}/runs/{served.run_id}/samples", headers={"Authorization": f"Bearer {TOKENS['admin']['token']}"}).json()
