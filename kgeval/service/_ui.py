@@ -3,6 +3,7 @@ review, and the comparison of two runs with each flip's samples. All read-only."
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -23,10 +24,32 @@ def _state(request: Request) -> ServiceState:
 State = Annotated[ServiceState, Depends(_state)]
 
 
+class _Locked:
+    """Every method call on `target` under the service's lock (one DuckDB connection is used by
+    one thread at a time), so that a sample's SPARQL runs on the store outside the lock and a
+    slow candidate query does not hold up every other request."""
+
+    def __init__(self, target: object, lock: threading.RLock) -> None:
+        self._target, self._lock = target, lock
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return value(*args, **kwargs)
+
+        return locked
+
+
 def _source(state: ServiceState) -> SampleSource:
+    lock = state.lock
     return SampleSource(
-        db=state.results, gold=state.gold, holdout=state.holdout, store_for=state.store, audits=state.audits,
-        reviews=state.reviews, display_items=state.settings.config.gold.display_items,
+        db=_Locked(state.results, lock), gold=state.gold, holdout=state.holdout, store_for=state.store,  # type: ignore[arg-type]
+        audits=_Locked(state.audits, lock), reviews=_Locked(state.reviews, lock),  # type: ignore[arg-type]
+        display_items=state.settings.config.gold.display_items,
     )
 
 
@@ -48,12 +71,12 @@ def sample(run_id: str, question_id: str, state: State, seed: int | None = None)
     """One attempt whole: the sample model, and its SPARQL highlighted as HTML."""
     with state.lock:
         _known(state, run_id)
-        try:
-            built = build_sample(_source(state), run_id, question_id, seed)
-        except InputError as exc:
-            raise HTTPException(404, str(exc)) from None
-        except KgevalError as exc:
-            raise HTTPException(400, str(exc)) from None
+    try:
+        built = build_sample(_source(state), run_id, question_id, seed)
+    except InputError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except KgevalError as exc:
+        raise HTTPException(400, str(exc)) from None
     return {
         "sample": built.model_dump(mode="json"),
         "sparql_html": highlight_sparql(built.attempt.sparql) if built.attempt.sparql else None,

@@ -80,3 +80,38 @@ def test_the_sign_in_page_is_styled_and_says_when_a_token_is_unknown(client):
     assert page.status_code == 401 and "<style>" in page.text and 'id="token"' in page.text
     refused = client.post("/session", content="token=wrong", headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert refused.status_code == 401 and 'class="error">Unknown token.' in refused.text
+
+
+def test_a_slow_candidate_query_does_not_hold_up_other_requests(client, served):
+    """The sample's SPARQL runs outside the service's lock: while one runs, the run page's other
+    requests are answered (with the lock held, the second request would wait for the first)."""
+    import threading
+
+    state = client.app.state.kgeval
+    started, release, ran = threading.Event(), threading.Event(), threading.Event()
+    real_store = state.store
+
+    class SlowStore:
+        def __init__(self, store):  # noqa: ANN001
+            self._store = store
+            self.name, self.version = store.name, store.version
+
+        def execute(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            started.set()
+            release.wait(15)
+            ran.set()
+            return self._store.execute(*args, **kwargs)
+
+    state.store = lambda kg: SlowStore(real_store(kg))
+    slow: dict = {}
+    worker = threading.Thread(target=lambda: slow.update(r=client.get(f"/runs/{served.run_id}/samples/mini-02", headers=auth("ann"))))
+    worker.start()
+    try:
+        assert started.wait(20)
+        lines = client.get(f"/runs/{served.run_id}/samples", headers=auth("ann"))
+        answered_while_slow = not ran.is_set()  # the slow request is still inside its query
+    finally:
+        release.set()
+        worker.join(30)
+    assert lines.status_code == 200 and answered_while_slow
+    assert slow["r"].status_code == 200 and slow["r"].json()["sample"]["gold_table"]["counts"] == {"matched": 1, "missing": 1}
