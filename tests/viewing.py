@@ -1,7 +1,9 @@
 """A replay run on the mini holdout with answers of every kind a viewer must show: right with an
 extra label column, a missing row, an extra row, a strict subset the seed judge accepts (a judge
-disagreement), a wrong ASK, a count under another name, an empty gold, and SPARQL that does not
-parse. The SPARQL is written as people write it: mixed-case keywords, comments, sub-selects."""
+disagreement), a wrong ASK, a count under another name, an empty gold, SPARQL that does not
+parse (the model's failure: judged wrong), and an attempt with no record (the harness's: an
+error, not judged). The SPARQL is written as people write it: mixed-case keywords, comments,
+sub-selects."""
 
 from __future__ import annotations
 
@@ -35,12 +37,15 @@ ANSWERS = {
     "mini-08": P + "SELECT ?l WHERE { e:sales rdfs:label ?l }",
 }
 BROKEN = {("mini-01", 1): "SELECT ?d WHERE { e:alice ex:worksIn ?d "}  # seed 1 forgets the closing brace
+UNRECORDED = {("mini-04", 1)}  # the replay has no record: a harness error ("missing")
 
 
 def write_replay(path: Path, seeds: int = 2) -> Path:
     lines = []
     for qid, sparql in ANSWERS.items():
         for seed in range(seeds):
+            if (qid, seed) in UNRECORDED:
+                continue
             lines.append({"kg": "mini", "question_id": qid, "seed": seed, "sparql": BROKEN.get((qid, seed), sparql)})
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path

@@ -71,9 +71,10 @@ def test_report_html_shows_each_wrong_answer_whole(cli_run):
     page = kgeval("report", run_id, "--db", str(db), "--format", "html", cwd=cwd)
     assert page.returncode == 0, page.stderr
     html = page.stdout
-    # wrong under the primary (seed) judge: mini-02, -05, -08; the judges disagree on mini-06
-    assert html.count('<section class="sample"') == 4
-    assert all(f'id="sample-mini-{n}-0"' in html for n in ("02", "05", "06", "08"))
+    # wrong under the primary (seed) judge: mini-01 (seed 1's SPARQL is broken), -02, -05, -08;
+    # the judges disagree on mini-06
+    assert html.count('<section class="sample"') == 5
+    assert 'id="sample-mini-01-1"' in html and all(f'id="sample-mini-{n}-0"' in html for n in ("02", "05", "06", "08"))
     assert html.count('class="mark-missing"') >= 2  # Bob (mini-02), item7 (mini-06)
     # each wrong answer's reason is a list nested in its item, not a sibling of it
     assert re.search(r'<li><a href="#sample-mini-02-0"><strong>mini/mini-02</strong></a>[^\n]*\n<ul>\n<li>exact set match', html)

@@ -73,12 +73,19 @@ def test_extra_rows_subsets_and_ask_answers(source, replayed):
     assert count.answer_table.columns == ["total"] and count.answer_table.rows[0].cells == ["3^^xsd:integer"]
 
 
-def test_broken_sparql_shows_the_error_and_the_gold_alone(source, replayed):
+def test_broken_sparql_is_judged_wrong_and_shows_the_error_and_the_gold_alone(source, replayed):
     sample = build_sample(source, replayed[3], "mini-01", seed=1)
-    assert sample.attempt.state == "error" and sample.attempt.error_kind == "invalid_sparql"
+    assert sample.attempt.state == "answered"  # the model's failure: scored wrong, never excused
+    assert {(v.judge, v.path, v.correct) for v in sample.verdicts} >= {("execution", "invalid_sparql", False)}
     assert sample.execution.error.startswith("QuerySyntaxError")
     assert sample.answer_table is None and [r.mark for r in sample.gold_table.rows] == [None]
-    assert sample.verdicts == [] and sample.seeds == [0, 1]
+    assert sample.seeds == [0, 1]
+
+
+def test_a_harness_error_is_shown_unjudged(source, replayed):
+    sample = build_sample(source, replayed[3], "mini-04", seed=1)
+    assert sample.attempt.state == "error" and sample.attempt.error_kind == "missing" and sample.verdicts == []
+    assert sample.execution.source == "none" and sample.answer_table is None
 
 
 def test_an_empty_gold_is_flagged(source, replayed):
@@ -129,12 +136,14 @@ def test_unknown_questions_and_seeds_are_named(source, replayed):
 
 def test_the_index_has_one_line_per_attempt_with_outcome_disagreement_and_flags(source, replayed):
     lines = {(s.question_id, s.seed): s for s in sample_index(source, replayed[3])}
-    assert len(lines) == 16
-    assert lines[("mini-01", 1)].outcome == "error" and lines[("mini-01", 1)].error_kind == "invalid_sparql"
+    assert len(lines) == 16  # the unrecorded attempt is an attempt too
+    assert lines[("mini-01", 1)].outcome == "wrong" and lines[("mini-01", 1)].path == "invalid_sparql"
+    assert lines[("mini-04", 1)].outcome == "error" and lines[("mini-04", 1)].error_kind == "missing"
     assert lines[("mini-06", 0)].disagreement and lines[("mini-06", 0)].outcome == "wrong"
     assert not lines[("mini-02", 0)].disagreement and lines[("mini-02", 0)].path == "set"
     assert lines[("mini-07", 0)].gold_flags == ["empty"] and lines[("mini-07", 0)].outcome == "correct"
     assert sorted(q for (q, s), line in lines.items() if s == 0 and line.outcome == "wrong") == ["mini-02", "mini-05", "mini-06", "mini-08"]
+    assert sorted(q for (q, s), line in lines.items() if s == 1 and line.outcome == "wrong") == ["mini-01", "mini-02", "mini-05", "mini-06", "mini-08"]
 
 
 def test_messy_sparql_is_kept_verbatim(source, replayed):

@@ -23,7 +23,8 @@ def test_the_samples_of_a_run_one_line_per_attempt(client, served):
     lines = client.get(f"/runs/{served.run_id}/samples", headers=auth("ann")).json()
     assert len(lines) == 16
     wrong = sorted({line["question_id"] for line in lines if line["outcome"] == "wrong"})
-    assert wrong == ["mini-02", "mini-05", "mini-06", "mini-08"]
+    assert wrong == ["mini-01", "mini-02", "mini-05", "mini-06", "mini-08"]
+    assert [(line["question_id"], line["error_kind"]) for line in lines if line["outcome"] == "error"] == [("mini-04", "missing")]
     assert [line["disagreement"] for line in lines if line["question_id"] == "mini-06"] == [True, True]
     assert {line["audit_state"] for line in lines if line["outcome"] == "correct"} == {"unaudited"}
 
@@ -61,10 +62,12 @@ def test_unknown_runs_questions_and_seeds_are_404_and_builders_may_not_read(clie
 def test_compare_pairs_every_question_and_marks_the_flips(client, served):
     body = client.get("/compare", params={"a": served.oracle, "b": served.run_id}, headers=auth("admin")).json()
     flips = sorted(p["question_id"] for p in body["questions"] if p["flip"])
-    assert flips == ["mini-02", "mini-05", "mini-06", "mini-08"]
-    assert body["comparison"]["a_only"] == 4 and body["comparison"]["b_only"] == 0
+    # mini-01: one seed right, one broken (wrong): a tie, not correct; mini-04: its judged seed is right
+    assert flips == ["mini-01", "mini-02", "mini-05", "mini-06", "mini-08"]
     first = next(p for p in body["questions"] if p["question_id"] == "mini-01")
-    assert first["a"]["outcomes"] == ["correct", "correct"] and first["b"]["outcomes"] == ["correct", "error"]
+    assert first["a"]["outcomes"] == ["correct", "correct"] and first["b"]["outcomes"] == ["correct", "wrong"]
+    fourth = next(p for p in body["questions"] if p["question_id"] == "mini-04")
+    assert fourth["b"]["outcomes"] == ["correct", "error"] and not fourth["flip"]
 
 
 def test_a_reviewer_gets_the_gold_with_its_flags_and_rows(client, served):
