@@ -96,7 +96,7 @@ def _gold_html(s: Sample) -> str:
     extra = [f"tied: {g.ties}"] if g.ties else []
     extra += [f"nondeterministic: {w}" for w in g.nondeterministic] + [f"engine-dependent: {w}" for w in g.engine_dependent]
     review = g.review_state or "not read"
-    return f'<p class="flags">gold flags: {flags} · review: {_e(review)} · {g.total} rows · built on {_e(g.engine)}</p>' + "".join(
+    return f'<p class="flags">gold flags: {flags} · review: {_e(review)} · {g.total} row{"" if g.total == 1 else "s"} · built on {_e(g.engine)}</p>' + "".join(
         f'<p class="note">{_e(x)}</p>' for x in extra
     )
 

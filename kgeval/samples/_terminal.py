@@ -16,13 +16,14 @@ _MARK_STYLE = {"matched": "green", "missing": "bold red", "extra": "bold yellow"
 
 def sample_renderable(sample: Sample, page: int = 1, page_size: int = 20) -> RenderableType:
     """Everything about one attempt, top to bottom; tables show rows of `page` only."""
-    parts: list[RenderableType] = [_header(sample), _gold(sample), _attempt(sample)]
+    parts: list[RenderableType] = [_header(sample), _gold(sample)]
     if sample.attempt.sparql:
         parts.append(Panel(Syntax(sample.attempt.sparql, "sparql", word_wrap=True), title="candidate SPARQL", title_align="left"))
     elif sample.attempt.answer is not None:
         parts.append(Text(f"answer list ({len(sample.attempt.answer)} items), no SPARQL"))
     parts.append(_tables(sample, page, page_size))
     parts.append(_verdicts(sample))
+    parts.append(_attempt(sample))
     if sample.reference_sparql:
         parts.append(Panel(Syntax(sample.reference_sparql, "sparql", word_wrap=True), title="reference SPARQL", title_align="left"))
     notes = [*sample.column_notes, *sample.notes]
@@ -34,7 +35,9 @@ def sample_renderable(sample: Sample, page: int = 1, page_size: int = 20) -> Ren
 def _header(s: Sample) -> RenderableType:
     seeds = " ".join(f"[{x}]" if x == s.seed else str(x) for x in s.seeds)
     honeypot = "  HONEYPOT" if s.honeypot else ""
-    text = Text.assemble((f"{s.kg}/{s.question_id}", "bold"), f"  seed {s.seed} (seeds {seeds})  run {s.run_id}{honeypot}\n")
+    primary = next((v for v in s.verdicts if v.judge == s.primary_judge), None)
+    outcome = (state_text(s.attempt), "yellow") if primary is None else (("correct", "green") if primary.correct else ("wrong", "red"))
+    text = Text.assemble((f"{s.kg}/{s.question_id}", "bold"), "  ", (outcome[0], f"bold {outcome[1]}"), f"  seed {s.seed} (seeds {seeds})  run {s.run_id}{honeypot}\n")
     text.append(s.question, style="bold cyan")
     text.append(f"\ndomain {s.domain} · type {s.qtype}")
     return Panel(text, title="sample", title_align="left")
@@ -45,7 +48,7 @@ def _gold(s: Sample) -> RenderableType:
     if g is None:
         return Text("gold: not available", style="yellow")
     flags = ", ".join(g.flags) or "none"
-    lines = [f"gold flags: {flags}", f"review: {g.review_state or 'not read'}", f"{g.total} rows · built on {g.engine}"]
+    lines = [f"gold flags: {flags}", f"review: {g.review_state or 'not read'}", f"{g.total} row{'' if g.total == 1 else 's'} · built on {g.engine}"]
     lines += [f"tied: {g.ties}"] if g.ties else []
     lines += [f"nondeterministic: {w}" for w in g.nondeterministic] + [f"engine-dependent: {w}" for w in g.engine_dependent]
     lines += [f"tie check could not run: {g.tie_check_error}"] if g.tie_check_error else []
@@ -61,10 +64,10 @@ def _attempt(s: Sample) -> RenderableType:
     return Panel(grid, title="attempt", title_align="left")
 
 
-def _rows_table(title: str, table: SampleTable, page: int, page_size: int) -> Table:
+def _rows_table(title: str, table: SampleTable, page: int, page_size: int) -> RenderableType:
     start, end, pages = page_bounds(len(table.rows), page, page_size)
     caption = f"rows {start + 1}–{end} of {len(table.rows)} (page {min(max(page, 1), pages)} of {pages})" if pages > 1 else None
-    out = Table(title=f"{title}: {counts_text(table)}", caption=caption, title_justify="left", show_lines=False)
+    out = Table(caption=caption, show_lines=False)
     out.add_column("", width=1)
     for name, aligned in zip(table.columns, table.aligned_to or table.columns):
         out.add_column(f"?{name}" + ("" if aligned in (None, name) else f" → ?{aligned}") + (" (extra)" if aligned is None else ""), overflow="fold")
@@ -72,7 +75,7 @@ def _rows_table(title: str, table: SampleTable, page: int, page_size: int) -> Ta
         style = _MARK_STYLE.get(row.mark or "", "")
         symbol = MARK_SYMBOL[row.mark] if row.mark else ""
         out.add_row(Text(symbol, style=style), *(Text("" if c is None else c, style=style if row.mark != "matched" else "") for c in row.cells))
-    return out
+    return Group(Text(f"{title}: {counts_text(table)}", style="bold"), out)
 
 
 def _tables(s: Sample, page: int, page_size: int) -> RenderableType:
