@@ -345,6 +345,27 @@ class ReviewConfig(_Strict):
     approved at the current content hash; the report shows coverage against it."""
 
 
+class ServiceConfig(_Strict):
+    """`kgeval serve`: limits that keep the service answering under abuse, and its sessions."""
+
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024)
+    """Largest request body accepted (2 MiB): a longer one is refused with 413 before it is
+    read, or as soon as a chunked body passes the limit."""
+    max_texts: int = Field(1000, ge=1)
+    """Texts accepted by one contamination request."""
+    request_timeout_s: float = Field(30.0, gt=0)
+    """Longest a heavy request (contamination check, judging, a report, an audit sample) may
+    work; after it the caller gets 503 and the work stops at its next check."""
+    heavy_workers: int = Field(2, ge=1)
+    """Heavy requests worked on at once (threads); more wait their turn within their time limit,
+    so /health and light routes keep answering."""
+    db_wait_s: float = Field(2.0, ge=0)
+    """Longest a request waits for another process (a running `kgeval run`) to release the
+    results database; then 503 with Retry-After."""
+    session_hours: float = Field(8.0, gt=0)
+    """Lifetime of a page sign-in session."""
+
+
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
@@ -354,6 +375,7 @@ class KgevalConfig(_Strict):
     guards: GuardsConfig = GuardsConfig()
     audit: AuditConfig = AuditConfig()
     review: ReviewConfig = ReviewConfig()
+    service: ServiceConfig = ServiceConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

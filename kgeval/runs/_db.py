@@ -3,7 +3,8 @@ every try) and verdicts.
 
 Each attempt, its tries and its verdicts are written in one transaction as the attempt
 completes, so a killed run loses at most the attempts in flight; `kgeval run --resume` sends
-exactly those again. One connection, used by one thread.
+exactly those again. One connection, used by one thread; opened through `connect_duckdb`
+(which waits while another process holds the file), and held only while needed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction
 from kgeval.errors import InputError
 from kgeval.judges import Verdict
@@ -69,10 +71,7 @@ class ResultsDB:
         """Other tables in the same file (audits, reviews) must be opened in the same mode."""
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
-        try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise InputError(f"{self.path}: cannot open results database: {exc}") from None
+        self._con = connect_duckdb(self.path, read_only=read_only)
         if not read_only:
             self._con.execute(_SCHEMA)
             self._con.execute(_MIGRATIONS)
