@@ -181,8 +181,9 @@ class RunConfig(_Strict):
     max_error_share: float = Field(0.10, ge=0, le=1)
     """When error attempts plus cut-off (incomplete) ones exceed this share of all attempts,
     the report publishes no accuracy, only a harness report naming the causes."""
-    checklist: Path = Path("checklists/pre_eval.yaml")
-    """The pre-eval checklist every run must pass before anything is sent to a system."""
+    checklist: Path | None = None
+    """The pre-eval checklist every run must pass before anything is sent to a system (None:
+    the one shipped in the package, `kgeval/checklists/defaults/pre_eval.yaml`)."""
 
 
 class PipelineConfig(_Strict):

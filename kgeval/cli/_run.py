@@ -10,7 +10,7 @@ import typer
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.cli._interop import export_run_qald
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
 from kgeval.holdout import load_holdout
 from kgeval.reports import build_report, export_lines, format_accuracy, render_html, render_json, render_markdown
@@ -58,7 +58,7 @@ def run(
     replay: Annotated[Path | None, typer.Option("--replay", help="JSONL of recorded answers (system replay).")] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Attempts per question (default from config: 3).")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Attempts in flight (default from config: 8).")] = None,
-    checklist: Annotated[Path | None, typer.Option("--checklist", help="Pre-eval checklist (default checklists/pre_eval.yaml).")] = None,
+    checklist: Annotated[Path | None, typer.Option("--checklist", help="Pre-eval checklist (default: run.checklist, else the one shipped in the package).")] = None,
     compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="A run this one must be comparable with (repeatable).")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue this stopped run: only attempts not yet persisted are sent.")] = None,
     db: DbOpt = Path("kgeval.duckdb"),
@@ -101,6 +101,26 @@ def report(
     renderers = {Format.md: render_markdown, Format.json: render_json, Format.html: render_html}
     text = renderers[format](built)
     out.print(text, markup=False, end="")
+
+
+@user_errors
+def runs(
+    db: DbOpt = Path("kgeval.duckdb"),
+    system: Annotated[str | None, typer.Option("--system", help="Only this system's runs.")] = None,
+) -> None:
+    """Every run in the database, oldest first, tab-separated: id, system, status, accuracy
+    (with its interval, or "withheld" when the harness failed too often) and start time."""
+    with ResultsDB(db, read_only=True) as results:
+        found = results.runs(system=system, status=None)
+        lines = [
+            [m.run_id, m.system, results.status(m.run_id), format_accuracy(build_report(results, m.run_id).overall), m.started_at[:19].replace("T", " ")]
+            for m in found
+        ]
+    if not lines:
+        err.print(f"{db}: no runs" + (f" of system {system}" if system else ""), markup=False)
+        return
+    for line in [["run", "system", "status", "accuracy", "started"], *lines]:
+        print("\t".join(line))
 
 
 class ExportFormat(StrEnum):

@@ -135,3 +135,15 @@ class JsonLogFormatter(logging.Formatter):
         if record.exc_info:
             data["error"] = self.formatException(record.exc_info)
         return json.dumps(data, ensure_ascii=False)
+
+
+def service_log_config(level: str) -> dict:
+    """uvicorn's logging configuration plus the `kgeval.service` logger: one JSON object per
+    request on stderr (uvicorn's access log stays on stdout, as uvicorn writes it)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = {key: dict(value) if isinstance(value, dict) else value for key, value in LOGGING_CONFIG.items()}
+    config["formatters"] = {**LOGGING_CONFIG["formatters"], "json": {"()": JsonLogFormatter}}
+    config["handlers"] = {**LOGGING_CONFIG["handlers"], "json": {"formatter": "json", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}}
+    config["loggers"] = {**LOGGING_CONFIG["loggers"], "kgeval": {"handlers": ["json"], "level": level.upper(), "propagate": False}}
+    return config
