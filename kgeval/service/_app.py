@@ -27,6 +27,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from kgeval import __version__
 from kgeval.audit import AuditSample, accepted_items, audit_states, draw_sample, record_decision
@@ -195,12 +196,13 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
-        max_body_size=settings.service.max_body_bytes,
     )
     state = ServiceState.open(settings)
     app.state.kgeval = state
+    # the last added is the outermost: log, then authenticate, then limit the body
+    app.add_middleware(RequestBodyLimitMiddleware, max_body_size=settings.service.max_body_bytes)
     app.add_middleware(AuthFirst, authenticate=state.authenticate)
-    app.add_middleware(RequestLog)  # outermost of ours: logs refusals too
+    app.add_middleware(RequestLog)
 
     @app.exception_handler(DatabaseBusy)
     async def busy(request: Request, exc: DatabaseBusy) -> JSONResponse:

@@ -3,8 +3,8 @@
 Authentication happens here, on the headers alone: an unauthenticated caller gets its 401
 before a byte of its body is read (FastAPI reads and parses a body before it runs a route's
 dependencies, so a dependency would read 100 MB to refuse it). The body limit itself is
-Starlette's (`FastAPI(max_body_size=...)`): it refuses a declared Content-Length over the
-limit before reading, and counts a chunked body's bytes as they arrive.
+Starlette's `RequestBodyLimitMiddleware`, inside this one: it refuses a declared Content-Length
+over the limit before reading, and counts a chunked body's bytes as they arrive.
 """
 
 from __future__ import annotations
@@ -43,14 +43,12 @@ def principal_from_headers(headers: Headers, method: str, authenticate: Authenti
     may change nothing without the page's header, which a cross-site form cannot send."""
     auth = headers.get("authorization", "")
     token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-    session_id = None
-    if token is None:
-        session_id = cookie_parser(headers.get("cookie", "")).get(SESSION_COOKIE)
-        if session_id and method not in ("GET", "HEAD") and headers.get(PAGE_HEADER) != "1":
-            raise AuthError(403, f"cookie-authenticated changes need the {PAGE_HEADER} header")
+    session_id = cookie_parser(headers.get("cookie", "")).get(SESSION_COOKIE) if token is None else None
     principal = authenticate(token, session_id)
     if principal is None:
         raise AuthError(401, "a valid token is required")
+    if session_id and method not in ("GET", "HEAD") and headers.get(PAGE_HEADER) != "1":
+        raise AuthError(403, f"cookie-authenticated changes need the {PAGE_HEADER} header")
     return principal
 
 

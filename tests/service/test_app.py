@@ -103,3 +103,18 @@ def test_cookie_session_needs_the_page_header_to_change_anything(client, served)
     assert client.delete("/session").status_code == 204  # sign out: the id stops working at once
     client.cookies.set("kgeval_session", session_id)
     assert client.get("/me").status_code == 401 and client.get("/ui").status_code == 401
+
+
+def test_swagger_ui_and_bearer_scheme_in_the_schema(client):
+    assert client.get("/docs").status_code == 401 and 'value="/docs"' in client.get("/docs").text  # sign in first, then back here
+    spec = client.get("/openapi.json", headers=auth("ann")).json()
+    assert spec["components"]["securitySchemes"]["HTTPBearer"] == {"type": "http", "scheme": "bearer", "description": spec["components"]["securitySchemes"]["HTTPBearer"]["description"]}
+    assert {"HTTPBearer": []} in spec["paths"]["/contamination/check"]["post"]["security"]
+    assert "security" not in spec["paths"]["/health"]["get"]
+    login = client.post("/session", data={"token": "auditor-token", "next": "/docs"}, follow_redirects=False)
+    assert login.headers["location"] == "/docs"
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger-ui" in docs.text and "/openapi.json" in docs.text
+    assert client.get("/openapi.json").status_code == 200  # Swagger UI's fetch carries the session
+    elsewhere = client.post("/session", data={"token": "auditor-token", "next": "https://evil.example/"}, follow_redirects=False)
+    assert elsewhere.headers["location"] == "/ui"  # no open redirect
