@@ -47,7 +47,7 @@ def system_from_name(
     if name == "replay":
         if replay is None:
             raise InputError("system 'replay' needs --replay FILE")
-        return ReplaySystem(replay)
+        return ReplaySystem(replay, holdout)
     if name == "http":
         return HttpSystem(config.systems.http, concurrency=config.run.concurrency)
     if name in ("gemini", "openai"):
