@@ -126,19 +126,27 @@ def runs(
 class ExportFormat(StrEnum):
     jsonl = "jsonl"
     qald = "qald"
+    parquet = "parquet"
 
 
 @user_errors
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
-    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts) or qald (one seed, QALD JSON).")] = ExportFormat.jsonl,
+    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts), qald (one seed, QALD JSON) or parquet (attempts.parquet and verdicts.parquet in --output DIR).")] = ExportFormat.jsonl,
     seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
     holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
     config: ConfigOpt = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout); parquet: directory (default: ./RUN).")] = None,
 ) -> None:
-    """Write one JSON line per attempt with its verdicts to stdout, or one seed as QALD JSON."""
+    """Write one JSON line per attempt with its verdicts to stdout, one seed as QALD JSON, or the
+    run's attempts and verdicts as two Parquet files (for pandas, Spark, DuckDB ...)."""
+    if format is ExportFormat.parquet:
+        with ResultsDB(db, read_only=True) as results:
+            written = results.export_parquet(run_id, output or Path(run_id))
+        for name, rows in written.items():
+            out.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
+        return
     if format is ExportFormat.qald:
         export_run_qald(run_id, db, seed, holdout, config, output)
         return
