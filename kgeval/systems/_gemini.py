@@ -14,14 +14,13 @@ from typing import Any
 
 import httpx
 
-from kgeval.config import GeminiSystemConfig, PipelineConfig
+from kgeval.config import GeminiSystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
-from kgeval.stores import Store
 from kgeval.systems._examples import FewShotBank
 from kgeval.systems._http import failure_from_exception, failure_from_status
 from kgeval.systems._model import StopReason, SystemOutput, Usage
-from kgeval.systems._prompt import INSTRUCTION, SchemaPrompt, output_from_text
+from kgeval.systems._prompt import INSTRUCTION, PromptedModel, output_from_text
 
 _FINISH: dict[str, StopReason] = {
     "STOP": "stop",
@@ -49,37 +48,22 @@ def _failure_from_httpx(exc: Exception) -> SystemOutput:
     return failure_from_exception("other", exc)
 
 
-class GeminiSystem:
+class GeminiSystem(PromptedModel):
     """Gemini as a system under test; thread-safe once the KG schemas are prepared."""
 
     name = "gemini"
-    kind = "model"
 
     def __init__(self, config: GeminiSystemConfig, *, bank: FewShotBank | None = None, client: Any = None) -> None:
-        self.config = config
-        self.version = config.model
-        self.bank = bank
-        self._prompt = SchemaPrompt(bank, config.few_shot_k, config.schema_classes, config.schema_predicates, "gemini")
-        self.pipeline = PipelineConfig(default=self._prompt.features)
-        self.reasoning: dict[str, Any] = {
+        reasoning = {
             "model": config.model,
             "thinking_budget": config.thinking_budget,
             "include_thoughts": config.include_thoughts,
             "max_output_tokens": config.max_output_tokens,
             "temperature": config.temperature,
         }
+        super().__init__(config, bank, reasoning)
+        self.config: GeminiSystemConfig = config
         self._client = client if client is not None else _make_client(config)
-
-    def prepare(self, kg: str, store: Store) -> None:
-        """Summarize the KG's schema from its store (once per KG, before its questions)."""
-        self._prompt.prepare(kg, store)
-
-    def guards(self) -> list[object]:
-        """The bank itself: its `status()` reports each of its guards."""
-        return self._prompt.guards()
-
-    def prompt(self, question: Question) -> str:
-        return self._prompt.text(question)
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         from google.genai import errors, types

@@ -15,53 +15,37 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kgeval.config import OpenAISystemConfig, PipelineConfig
+from kgeval.config import OpenAISystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
-from kgeval.stores import Store
 from kgeval.systems._examples import FewShotBank
 from kgeval.systems._http import failure_from_exception, failure_from_status
 from kgeval.systems._model import StopReason, SystemOutput, Usage
-from kgeval.systems._prompt import INSTRUCTION, SchemaPrompt, output_from_text
+from kgeval.systems._prompt import INSTRUCTION, PromptedModel, output_from_text
 
 _FINISH: dict[str, StopReason] = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
 _KEYLESS = "unused"
 """The key sent to an endpoint that takes none (the client insists on one)."""
 
 
-class OpenAISystem:
+class OpenAISystem(PromptedModel):
     """An OpenAI-compatible endpoint as a system under test; thread-safe once prepared."""
 
     name = "openai"
-    kind = "model"
 
     def __init__(self, config: OpenAISystemConfig, *, bank: FewShotBank | None = None, client: Any = None) -> None:
         if not config.model:
             raise InputError("system 'openai' needs systems.openai.model in the configuration (--config FILE)")
-        self.config = config
-        self.version = config.model
-        self.bank = bank
-        self._prompt = SchemaPrompt(bank, config.few_shot_k, config.schema_classes, config.schema_predicates, "openai")
-        self.pipeline = PipelineConfig(default=self._prompt.features)
-        self.reasoning: dict[str, Any] = {
+        reasoning = {
             "model": config.model,
             "base_url": config.base_url,
             "max_tokens": config.max_tokens,
             "temperature": config.temperature,
             "reasoning_effort": config.reasoning_effort,
         }
+        super().__init__(config, bank, reasoning)
+        self.config: OpenAISystemConfig = config
         self._client = client if client is not None else _make_client(config)
-
-    def prepare(self, kg: str, store: Store) -> None:
-        """Summarize the KG's schema from its store (once per KG, before its questions)."""
-        self._prompt.prepare(kg, store)
-
-    def guards(self) -> list[object]:
-        """The bank itself: its `status()` reports each of its guards."""
-        return self._prompt.guards()
-
-    def prompt(self, question: Question) -> str:
-        return self._prompt.text(question)
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         import openai

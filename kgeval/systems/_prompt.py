@@ -8,7 +8,9 @@ on a run saw the same input.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from kgeval.config import PipelineConfig, PromptConfig
 from kgeval.errors import InputError
 from kgeval.guards import Example
 from kgeval.holdout import Question
@@ -24,6 +26,34 @@ INSTRUCTION = (
 )
 _FENCE = re.compile(r"```(?:sparql)?\s*\n?(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
 _BARE = re.compile(r"^\s*(PREFIX|BASE|SELECT|ASK)\b", re.IGNORECASE)
+
+
+class PromptedModel:
+    """What every model system shares: the prompt (`prompt`, `prepare` per KG), its features as
+    the declared pipeline, the bank's guards. Subclasses set `name` and call the model."""
+
+    name: str
+    kind = "model"
+
+    def __init__(self, config: PromptConfig, bank: FewShotBank | None, reasoning: dict[str, Any]) -> None:
+        self.config = config
+        self.version = str(config.model)
+        self.bank = bank
+        self._prompt = SchemaPrompt(bank, config.few_shot_k, config.schema_classes, config.schema_predicates, self.name)
+        self.pipeline = PipelineConfig(default=self._prompt.features)
+        self.reasoning = reasoning
+        """Settings that change answers (model, token limits, temperature, thinking), recorded with the run."""
+
+    def prepare(self, kg: str, store: Store) -> None:
+        """Summarize the KG's schema from its store (once per KG, before its questions)."""
+        self._prompt.prepare(kg, store)
+
+    def guards(self) -> list[object]:
+        """The bank itself: its `status()` reports each of its guards."""
+        return self._prompt.guards()
+
+    def prompt(self, question: Question) -> str:
+        return self._prompt.text(question)
 
 
 class SchemaPrompt:
