@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -98,7 +99,7 @@ class HealthProbe:
         self._thread = threading.Thread(target=self._poll)
 
     def _poll(self) -> None:
-        with httpx.Client(base_url=self.base, timeout=30) as http:
+        with httpx.Client(base_url=self.base, timeout=10) as http:  # a starved /health counts as failed
             while not self._stop.is_set():
                 t0 = time.perf_counter()
                 try:
@@ -128,10 +129,12 @@ def large_bodies(base: str, token: str) -> list[str]:
     from urllib.parse import urlsplit
 
     lines, problems = [], []
-    near_limit = {"texts": [("employees of the sales department " * 60_000)[: 2 * 1024 * 1024 - 64]]}
+    rng = random.Random(0)
+    vocabulary = ["employees", "department", "sales", "revenue", "which", "how", "many", "customers", "order", "the", "of", "in"]
+    near_limit = {"texts": [" ".join(rng.choice(vocabulary) for _ in range(300_000))[: 2 * 1024 * 1024 - 64]]}
     over_limit = b'{"texts": ["' + b"x" * (10 * 1024 * 1024) + b'"]}'
     cases = [("2 MiB text, just under the limit", near_limit, None, 200), ("10 MB body, over the limit", None, over_limit, 413)]
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=90) as http:
         for label, as_json, raw, expected in cases:
             t0 = time.perf_counter()
             try:
@@ -139,6 +142,7 @@ def large_bodies(base: str, token: str) -> list[str]:
             except httpx.HTTPError as exc:  # the server may close before the client has sent it all
                 status = getattr(getattr(exc, "response", None), "status_code", type(exc).__name__)
             lines.append(f"{label}: HTTP {status} in {time.perf_counter() - t0:.2f} s")
+            print(f"  {lines[-1]}", flush=True)
             if status != expected and not (expected == 413 and status in ("WriteError", "RemoteProtocolError")):
                 problems.append(f"{label}: HTTP {status}, expected {expected}")
     url = urlsplit(base)
