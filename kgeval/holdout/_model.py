@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgeval._files import sha256_text
+from kgeval.holdout._exclusions import Exclusion
 
 
 class Tag(StrEnum):
@@ -53,6 +55,12 @@ class Question(BaseModel):
     """The text states a fact contrary to common knowledge; the reference follows the text."""
     order_sensitive: bool = False
     """The order of the answer matters (ORDER BY questions); otherwise answers are sets."""
+    answer_form: Literal["default", "unordered_pairs"] = "default"
+    """"unordered_pairs": the answer is a set of unordered pairs (A with B is B with A), so a
+    pair may come in either orientation, or in both (the execution judge's symmetric-pairs rule)."""
+    expect_empty: bool = False
+    """The reference answer is empty on purpose. An empty gold must be confirmed, by this or by a
+    domain reviewer's approval, before a run (pre-eval checklist item `empty_gold`)."""
     kg: str = ""
     """The KG id (its directory name); filled in by the loader."""
 
@@ -105,9 +113,16 @@ class Holdout(BaseModel):
 
     root: Path
     kgs: tuple[KnowledgeGraph, ...]
+    exclusions: dict[str, Exclusion] = {}
+    """Questions excluded from evaluation on record (EXCLUDED.yaml), by question id."""
 
     def questions(self) -> list[Question]:
+        """Every question, excluded ones included (the gold covers them all)."""
         return [q for kg in self.kgs for q in kg.questions]
+
+    def evaluated_questions(self) -> list[Question]:
+        """The questions a run asks: every question not excluded on record."""
+        return [q for kg in self.kgs for q in kg.questions if q.id not in self.exclusions]
 
     def kg(self, kg_id: str) -> KnowledgeGraph:
         for kg in self.kgs:
