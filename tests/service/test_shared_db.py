@@ -82,7 +82,7 @@ def _hold_write_lock(db: Path, seconds: float) -> subprocess.Popen:
 
 
 def test_a_lock_held_too_long_is_a_clear_error_and_a_short_one_is_waited_for(server, served):
-    holder = _hold_write_lock(served.db, 8)
+    holder = _hold_write_lock(served.db, 120)  # killed below; long enough for a slow CLI start
     try:
         t0 = time.monotonic()
         busy = httpx.get(f"{server}/runs", headers=auth("ann"), timeout=30)
