@@ -177,14 +177,15 @@ def serve(holdout: Path, gold: Path, workdir: Path, token: str) -> tuple[subproc
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgeval", "serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(workdir / "r.duckdb"),
-         "--holdout", str(holdout), "--gold", str(gold), "--access", str(access)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
+         "--holdout", str(holdout), "--gold", str(gold), "--access", str(access), "--log-level", "warning"],
+        # a log file, not a pipe: a pipe nobody reads fills up and stalls the server
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(workdir / "serve.log", "w"), env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"kgeval serve exited: {proc.stderr.read().decode()}")
+            raise RuntimeError(f"kgeval serve exited: {(workdir / 'serve.log').read_text()}")
         try:
             if httpx.get(f"{base}/health", timeout=1).status_code == 200:
                 return proc, base
