@@ -3,7 +3,6 @@ review, and the comparison of two runs with each flip's samples. All read-only."
 
 from __future__ import annotations
 
-import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -24,53 +23,49 @@ def _state(request: Request) -> ServiceState:
 State = Annotated[ServiceState, Depends(_state)]
 
 
-class _Locked:
-    """Every method call on `target` under the service's lock (one DuckDB connection is used by
-    one thread at a time), so that a sample's SPARQL runs on the store outside the lock and a
-    slow candidate query does not hold up every other request."""
+class _PerCall:
+    """One table of the results database (`results`, `audits` or `reviews`) whose every method
+    call opens the database for that call only (`ServiceState.database`), so that a sample's
+    SPARQL runs on the store with no database open and no lock held: a slow candidate query
+    holds up neither other requests nor other processes."""
 
-    def __init__(self, target: object, lock: threading.RLock) -> None:
-        self._target, self._lock = target, lock
+    def __init__(self, state: ServiceState, table: str) -> None:
+        self._state, self._table = state, table
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._target, name)
-        if not callable(value):
-            return value
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._state.database() as db:
+                return getattr(getattr(db, self._table), name)(*args, **kwargs)
 
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return value(*args, **kwargs)
-
-        return locked
+        return call
 
 
 def _source(state: ServiceState) -> SampleSource:
-    lock = state.lock
     return SampleSource(
-        db=_Locked(state.results, lock), gold=state.gold, holdout=state.holdout, store_for=state.store,  # type: ignore[arg-type]
-        audits=_Locked(state.audits, lock), reviews=_Locked(state.reviews, lock),  # type: ignore[arg-type]
+        db=_PerCall(state, "results"), gold=state.gold, holdout=state.holdout, store_for=state.store,  # type: ignore[arg-type]
+        audits=_PerCall(state, "audits"), reviews=_PerCall(state, "reviews"),  # type: ignore[arg-type]
         display_items=state.settings.config.gold.display_items,
     )
 
 
 def _known(state: ServiceState, run_id: str) -> None:
-    if run_id not in state.results.run_ids():
+    with state.database() as db:
+        known = run_id in db.results.run_ids()
+    if not known:
         raise HTTPException(404, f"no run {run_id!r} in {state.settings.db}")
 
 
 @router.get("/runs/{run_id}/samples")
 def samples(run_id: str, state: State) -> list[dict[str, Any]]:
     """Every attempt of the run as one line of the run page (filter, sort, open)."""
-    with state.lock:
-        _known(state, run_id)
-        return [s.model_dump(mode="json") for s in sample_index(_source(state), run_id)]
+    _known(state, run_id)
+    return [s.model_dump(mode="json") for s in sample_index(_source(state), run_id)]
 
 
 @router.get("/runs/{run_id}/samples/{question_id}")
 def sample(run_id: str, question_id: str, state: State, seed: int | None = None) -> dict[str, Any]:
     """One attempt whole: the sample model, and its SPARQL highlighted as HTML."""
-    with state.lock:
-        _known(state, run_id)
+    _known(state, run_id)
     try:
         built = build_sample(_source(state), run_id, question_id, seed)
     except InputError as exc:
@@ -90,8 +85,7 @@ def review_gold(question_id: str, state: State) -> dict[str, Any]:
     question = state.question(question_id)
     if question is None:
         raise HTTPException(404, f"no holdout question {question_id!r}")
-    with state.lock:
-        view, table = gold_for_review(_source(state), question_id)
+    view, table = gold_for_review(_source(state), question_id)
     return {
         "gold": view.model_dump(mode="json") if view else None,
         "table": table.model_dump(mode="json") if table else None,
@@ -103,13 +97,13 @@ def review_gold(question_id: str, state: State) -> dict[str, Any]:
 def compare(a: str, b: str, state: State) -> dict[str, Any]:
     """The paired comparison of runs A and B; every paired question with both outcomes, so the
     page can mark the flips and open both samples. Incomparable runs are compared, and flagged."""
-    with state.lock:
-        _known(state, a)
-        _known(state, b)
-        check = comparability_of(state.results.metadata(a), state.results.metadata(b))
-        comparison = compare_runs(state.results, a, b, check, forced=not check.comparable)
-        lines = {(s.question_id, s.seed): s for s in sample_index(_source(state), a)}
-        other = {(s.question_id, s.seed): s for s in sample_index(_source(state), b)}
+    _known(state, a)
+    _known(state, b)
+    with state.database() as db:
+        check = comparability_of(db.results.metadata(a), db.results.metadata(b))
+        comparison = compare_runs(db.results, a, b, check, forced=not check.comparable)
+    lines = {(s.question_id, s.seed): s for s in sample_index(_source(state), a)}
+    other = {(s.question_id, s.seed): s for s in sample_index(_source(state), b)}
     flips = {f.question_id for f in comparison.flips}
     questions = sorted({q for q, _ in lines} | {q for q, _ in other})
     paired = [_pair(q, lines, other, q in flips) for q in questions]

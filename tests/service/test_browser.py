@@ -150,6 +150,8 @@ def test_auditor_filters_wrong_answers_sees_the_missing_row_and_records_a_decisi
     wait.until(ec.text_to_be_present_in_element((By.ID, "message"), "recorded: disagree"))
     wait.until(ec.text_to_be_present_in_element((By.ID, "audit-summary"), "audited: 1"))
     assert "(1/1)" in browser.find_element(By.ID, "audit-summary").text
+    # the sample is opened again after the summary: wait for its new state, do not race it
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#sample-detail .audit-state"), "disagree"))
     assert browser.find_element(By.CSS_SELECTOR, "#sample-detail .audit-state").text == "disagree"
     _shot(browser, shots / "3-audit-recorded.png")
     question, seed = key.split("/")
