@@ -51,9 +51,9 @@ class AuditLog:
                     _SAMPLES.ensure(con)
                     _RECORDS.ensure(con)
             self._ready = not read_only or self._has_tables()
-        except duckdb.Error as exc:
+        except BaseException:
             self._con.close()
-            raise InputError(f"{self.path}: results database unreadable: {exc}") from None
+            raise
 
     def _has_tables(self) -> bool:
         rows = self._con.execute(

@@ -75,7 +75,7 @@ class ReviewLog:
         except ValidationError as exc:
             self.problem = f"{self.path}: review store holds an invalid record: {first_validation_error(exc)}"
             return []
-        except duckdb.Error as exc:
+        except (duckdb.Error, KgevalError) as exc:  # KgevalError: a damaged file (DamagedDatabase)
             self.problem = f"{self.path}: review store unreadable: {exc}"
             return []
         return sorted(records, key=lambda r: r.recorded_at)  # stable: ties stay in append order

@@ -71,17 +71,17 @@ assert [f.name for f in _ATTEMPTS_ARROW][1:] == _ATTEMPT_COLUMNS, "attempt colum
 assert [f.name for f in _VERDICTS_ARROW][3:] == _VERDICT_COLUMNS, "verdict columns and Arrow schema out of step"
 
 
-def _append_rows(con: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
+def _append_rows(con: GuardedConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
     """Append rows (tuples in `schema`'s column order, which is the table's: checked on open)
     with one vectorized insert through Arrow; a multi-row INSERT with bound parameters costs
     milliseconds per statement to bind."""
     if not rows:
         return
     batch = pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(zip(*rows), schema)], schema=schema)
-    con.from_arrow(batch).insert_into(table)
+    con.append_arrow(table, batch)
 
 
-def _check_column_order(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _check_column_order(con: GuardedConnection, path: Path) -> None:
     """Batches are appended by position: the tables must have the columns in the order the
     Arrow schemas give (true of every database this code or its predecessor created)."""
     for table, schema in (("attempts", _ATTEMPTS_ARROW), ("verdicts", _VERDICTS_ARROW)):
@@ -113,11 +113,73 @@ def verdict_row(run_id: str, question_id: str, seed: int, v: Verdict) -> tuple:
     )  # fmt: skip
 
 
-def connect_results(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+class DamagedDatabase(InputError):
+    """The results database file cannot be read or written as a database: truncated, overwritten,
+    or not a DuckDB file."""
+
+
+def _damaged(path: Path, exc: duckdb.Error) -> DamagedDatabase:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return DamagedDatabase(
+        f"{path}: results database is damaged or not a DuckDB database ({first}); "
+        "nothing was changed: restore it from a backup, or give --db a new file"
+    )
+
+
+class GuardedConnection:
+    """A DuckDB connection to a results file whose failures name the file and what is wrong
+    (DamagedDatabase, exit 2) instead of a raw DuckDB traceback. A missing table
+    (CatalogException) and a key conflict (ConstraintException) pass through: callers decide
+    what those mean."""
+
+    _PASS = (duckdb.CatalogException, duckdb.ConstraintException)
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self._con, self.path = con, path
+
+    def _call(self, method: str, *args: object):  # noqa: ANN202
+        try:
+            return getattr(self._con, method)(*args)
+        except self._PASS:
+            raise
+        except duckdb.Error as exc:
+            raise _damaged(self.path, exc) from None
+
+    def execute(self, query: str, parameters: object = None) -> GuardedConnection:
+        self._call("execute", query, parameters or [])
+        return self
+
+    def executemany(self, query: str, parameters: list) -> GuardedConnection:
+        self._call("executemany", query, parameters)
+        return self
+
+    def fetchone(self):  # noqa: ANN201
+        return self._call("fetchone")
+
+    def fetchall(self) -> list:
+        return self._call("fetchall")
+
+    @property
+    def description(self):  # noqa: ANN201
+        return self._con.description
+
+    def append_arrow(self, table: str, batch: pa.Table) -> None:
+        try:
+            self._con.from_arrow(batch).insert_into(table)
+        except self._PASS:
+            raise
+        except duckdb.Error as exc:
+            raise _damaged(self.path, exc) from None
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def connect_results(path: Path, *, read_only: bool) -> GuardedConnection:
     """The one place a results database file is opened (CLI, service, runs, audits, reviews):
     errors name the file and say what is wrong."""
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        return GuardedConnection(duckdb.connect(str(path), read_only=read_only), Path(path))
     except duckdb.Error as exc:
         raise InputError(f"{path}: cannot open results database: {exc}") from None
 
@@ -132,6 +194,9 @@ class ResultsDB:
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
         self._con = connect_results(self.path, read_only=read_only)
+        if read_only and not self._con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchone()[0]:
+            self._con.close()
+            raise InputError(f"{self.path}: not a kgeval results database (it has no runs table)")
         if not read_only:
             self._con.execute(_SCHEMA)
             self._con.execute(_MIGRATIONS)
@@ -167,7 +232,7 @@ class ResultsDB:
             self._insert_receipt(con, run_id, phase, receipt)
 
     @staticmethod
-    def _insert_receipt(con: duckdb.DuckDBPyConnection, run_id: str, phase: str, receipt: Receipt) -> None:
+    def _insert_receipt(con: GuardedConnection, run_id: str, phase: str, receipt: Receipt) -> None:
         if not receipt.items:
             return
         con.executemany(
