@@ -49,8 +49,26 @@ class QueryTimeout(QueryError):
     """The query ran longer than its timeout."""
 
 
+class QueryOverBudget(QueryError):
+    """The query exceeded a resource budget other than time (memory, rows produced) set for
+    untrusted candidate queries: the query's cost, not a fault of the store."""
+
+
 class StoreError(QueryError):
-    """The store failed while executing a query (engine or transport error)."""
+    """The store failed while executing a query (engine or transport error). A run counts it
+    as the harness's failure, unless it is a `QueryRejected` or the store, asked at once, runs
+    other queries (then the query is at fault: see kgeval.runs' candidate execution)."""
+
+    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        """The HTTP status a remote store answered with, when it answered."""
+
+
+class QueryRejected(StoreError):
+    """The engine itself rejected the query as written (its syntax, an unknown function, an
+    undeclared prefix): the store is up and answered, and the query is at fault. A run scores it
+    as the candidate's invalid SPARQL, never as a harness failure."""
 
 
 class LeakDetected(KgevalError):

@@ -6,7 +6,7 @@ Every query goes through the read-only guard (`guard_query`) before it reaches a
 from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
-from kgeval.stores._query import QueryShape, guard_query
+from kgeval.stores._query import QueryShape, guard_query, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, order_probe, query_determinism
 from kgeval.stores._results import QueryResult, Row, Term, collect_rows, row_key
 
@@ -23,6 +23,7 @@ __all__ = [
     "guard_query",
     "open_store",
     "order_probe",
+    "query_algebra",
     "query_determinism",
     "rdf_format",
     "row_key",

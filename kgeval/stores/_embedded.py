@@ -9,7 +9,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from kgeval._files import sha256_file, sha256_json
-from kgeval.errors import InputError, StoreError
+from kgeval.errors import InputError, QueryRejected, StoreError
 from kgeval.stores._base import Store, run_with_deadline
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 from kgeval.stores._query import QueryShape
@@ -99,7 +99,9 @@ class EmbeddedStore(Store):
         try:
             return self._store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
         except SyntaxError as exc:
-            raise StoreError(f"oxigraph rejected the query: {exc}") from None
-        except (OSError, RuntimeError) as exc:  # RuntimeError: e.g. an unsupported function
+            raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
+        except RuntimeError as exc:  # e.g. a function the engine lacks: the query's fault
+            raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
+        except OSError as exc:
             raise StoreError(f"oxigraph failed: {exc}") from None
 
