@@ -45,7 +45,7 @@ OrderOpt = Annotated[
 
 def _print_import(report: ImportReport) -> None:
     verb = "replaced" if report.replaced else "imported"
-    out.print(f"{verb} {report.kg_dir.name}: {report.questions} questions into {report.kg_dir}", markup=False)
+    out.print(f"{verb} {report.questions} questions into {report.kg_dir}", markup=False)
     for note in report.data:
         iri = report.files.get(note.written, "")
         out.print("  " + note.summary() + (f" (graph <{iri}>)" if iri else ""), markup=False)
