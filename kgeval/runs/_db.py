@@ -345,6 +345,13 @@ class ResultsDB:
         rows = self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
         return [r[0] for r in rows]
 
+    def served_versions(self, run_id: str) -> set[str]:
+        """Every version the system reported serving in the run's attempts."""
+        rows = self._con.execute(
+            "SELECT DISTINCT served_version FROM attempts WHERE run_id = ? AND served_version IS NOT NULL", [run_id]
+        ).fetchall()
+        return {r[0] for r in rows}
+
     def done_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(question id, seed) of every attempt already persisted."""
         rows = self._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run_id]).fetchall()

@@ -255,7 +255,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         close = getattr(plan.system, "close", None)
         if close is not None:
             close()
-    served |= {a.served_version for a in db.attempts(run_id) if a.served_version}
+    served |= db.served_versions(run_id)  # those of attempts persisted before a resume too
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata
