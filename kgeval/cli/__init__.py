@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from kgeval.cli import _guards, _run, _service
+from kgeval.cli import _guards, _run, _service, _show
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -31,6 +31,7 @@ app.command("compare")(_service.compare)
 app.add_typer(_service.audit_app, name="audit")
 app.add_typer(_service.review_app, name="review")
 app.command("serve")(_service.serve)
+app.command("show")(_show.show)
 
 
 def main() -> None:

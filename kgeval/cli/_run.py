@@ -10,6 +10,7 @@ import typer
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.cli._interop import export_run_qald
+from kgeval.cli._show import opened_source, report_samples
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
 from kgeval.holdout import load_holdout
@@ -101,8 +102,11 @@ def report(
     judges and their rules; audits of accepts; gold review coverage."""
     with ResultsDB(db, read_only=True) as results:
         built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config), judge=judge)
-    renderers = {Format.md: render_markdown, Format.json: render_json, Format.html: render_html}
-    text = renderers[format](built)
+    if format is Format.html:  # the page also shows each wrong answer and judge disagreement whole
+        with opened_source(db, run_id, gold if gold.is_dir() else None, holdout, config) as (source, _):
+            text = render_html(built, report_samples(source, built))
+    else:
+        text = {Format.md: render_markdown, Format.json: render_json}[format](built)
     out.print(text, markup=False, end="")
 
 

@@ -26,6 +26,7 @@ from kgeval.review import NotPermitted, current_hashes, record_review, review_st
 from kgeval.runs import judge_candidate
 from kgeval.service._access import Principal, Role
 from kgeval.service._state import ServiceSettings, ServiceState
+from kgeval.service._ui import router as ui_router
 
 COOKIE = "kgeval_token"
 PAGE_HEADER = "X-Kgeval-Page"
@@ -246,6 +247,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
             return PlainTextResponse(render_markdown(built), media_type="text/markdown")
         return Response(render_json(built), media_type="application/json")
 
+    app.include_router(ui_router, dependencies=[Depends(role("admin", "auditor", "reviewer"))])
     _audit_routes(app)
     _review_routes(app)
     _page_routes(app)
@@ -356,10 +358,8 @@ def _review_routes(app: FastAPI) -> None:
         return rec.model_dump()
 
 
-_LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kgeval: sign in</title></head>
-<body style="font-family:sans-serif;max-width:30rem;margin:3rem auto"><h1>kgeval</h1>
-<form method="post" action="/session"><label>Token <input id="token" name="token" type="password" autocomplete="off"></label>
-<button id="signin" type="submit">Sign in</button></form></body></html>"""
+_LOGIN = resources.files("kgeval.service").joinpath("static/login.html").read_text(encoding="utf-8")
+"""The styled sign-in page; an unknown token is shown above its form."""
 
 
 def _page_routes(app: FastAPI) -> None:
@@ -369,7 +369,7 @@ def _page_routes(app: FastAPI) -> None:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0]
         if _state(request).settings.access.authenticate(token) is None:
-            return HTMLResponse(_LOGIN.replace("<form", "<p>Unknown token.</p><form"), status_code=401)
+            return HTMLResponse(_LOGIN.replace("<form", '<p class="error">Unknown token.</p><form', 1), status_code=401)
         response = RedirectResponse("/ui", status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
         return response

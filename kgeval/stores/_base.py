@@ -40,6 +40,7 @@ class Store(ABC):
     def execute(self, query: str, *, timeout_s: float, row_cap: int) -> QueryResult:
         """Run `query` read-only; raise QueryRefused, QuerySyntaxError, QueryTimeout or StoreError."""
         shape = self._guard(query)
+        query = shape.text  # the engine runs the text the guard approved, never the original
         if shape.form == "ask":
             return QueryResult(form="ask", boolean=self._ask(query, timeout_s), total=1)
         variables, kept, total = self._select(query, shape, timeout_s, row_cap)
