@@ -1,16 +1,24 @@
 """The audit log in the results database: samples and append-only decisions.
 
 Nothing here updates or deletes: a changed mind is a new record, and the latest record at
-the item's current hash is the one that counts (DESIGN invariant 9).
+the item's current hash is the one that counts (DESIGN invariant 9). Both tables are hash
+chains (`kgeval._chain`): every read verifies its table's whole chain and raises BrokenLog
+("audit log broken at record N: ...") on any edit, deletion or forged row; a stored value that
+no longer validates is named, not a traceback.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kgeval._duckdb import connect_duckdb
+import duckdb
+from pydantic import ValidationError
+
+from kgeval._chain import ChainedTable
 from kgeval._files import transaction
 from kgeval.audit._model import AuditItem, AuditRecord, AuditSample
+from kgeval.errors import InputError, first_validation_error
+from kgeval.runs import connect_results
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_samples (
@@ -21,6 +29,12 @@ CREATE TABLE IF NOT EXISTS audit_records (
     item_sha256 VARCHAR NOT NULL, auditor VARCHAR NOT NULL, decision VARCHAR NOT NULL,
     note VARCHAR NOT NULL, recorded_at VARCHAR NOT NULL);
 """
+_SAMPLES = ChainedTable(
+    "audit sample", "audit_samples",
+    ("sample_id", "run_id", "accepts", "seed", "created_at", "position", "item", "item_sha256"),
+    legacy_order="created_at, sample_id, position",
+)  # fmt: skip
+_RECORDS = ChainedTable("audit", "audit_records", tuple(AuditRecord.model_fields), legacy_order="recorded_at, rowid")
 
 
 class AuditLog:
@@ -29,10 +43,17 @@ class AuditLog:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        self._con = connect_duckdb(self.path, read_only=read_only)
-        if not read_only:
-            self._con.execute(_SCHEMA)
-        self._ready = not read_only or self._has_tables()
+        self._con = connect_results(self.path, read_only=read_only)
+        try:
+            if not read_only:
+                with transaction(self._con) as con:
+                    con.execute(_SCHEMA)
+                    _SAMPLES.ensure(con)
+                    _RECORDS.ensure(con)
+            self._ready = not read_only or self._has_tables()
+        except BaseException:
+            self._con.close()
+            raise
 
     def _has_tables(self) -> bool:
         rows = self._con.execute(
@@ -54,48 +75,49 @@ class AuditLog:
         if self.sample(sample.sample_id) is not None:
             return
         rows = [
-            [sample.sample_id, sample.run_id, sample.accepts, sample.seed, sample.created_at, i, item.model_dump_json(), item.sha256()]
+            (sample.sample_id, sample.run_id, sample.accepts, sample.seed, sample.created_at, i, item.model_dump_json(), item.sha256())
             for i, item in enumerate(sample.items)
         ]
         with transaction(self._con) as con:
-            con.executemany("INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            _SAMPLES.append(con, rows)
 
     def sample(self, sample_id: str) -> AuditSample | None:
         if not self._ready:
             return None
-        rows = self._con.execute(
-            "SELECT run_id, accepts, seed, created_at, item FROM audit_samples WHERE sample_id = ? ORDER BY position",
-            [sample_id],
-        ).fetchall()
+        rows = self._read(_SAMPLES, "sample_id = ?", [sample_id])
         if not rows:
             return None
-        run_id, accepts, seed, created_at, _ = rows[0]
-        items = [AuditItem.model_validate_json(r[4]) for r in rows]
+        _, run_id, accepts, seed, created_at, *_ = rows[0]
+        items = [self._validated(AuditItem, _SAMPLES, r[6], f"sample {sample_id} item {r[5]}", json=True) for r in rows]
         return AuditSample(sample_id=sample_id, run_id=run_id, accepts=accepts, seed=seed, items=items, created_at=created_at)
 
     def sample_ids(self, run_id: str) -> list[str]:
         if not self._ready:
             return []
-        rows = self._con.execute(
-            "SELECT DISTINCT sample_id, created_at FROM audit_samples WHERE run_id = ? ORDER BY created_at, sample_id", [run_id]
-        ).fetchall()
-        return [r[0] for r in rows]
+        rows = self._read(_SAMPLES, "run_id = ?", [run_id])
+        return list(dict.fromkeys(r[0] for r in sorted(rows, key=lambda r: (r[4], r[0]))))
 
     def append(self, record: AuditRecord) -> None:
         r = record.model_dump()
-        self._con.execute(
-            "INSERT INTO audit_records VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [r["run_id"], r["question_id"], r["seed"], r["item_sha256"], r["auditor"], r["decision"], r["note"], r["recorded_at"]],
-        )
+        with transaction(self._con) as con:
+            _RECORDS.append(con, [tuple(r[c] for c in _RECORDS.columns)])
 
     def records(self, run_id: str) -> list[AuditRecord]:
-        """Every decision on the run, oldest first (ties kept in insertion order)."""
+        """Every decision on the run, oldest first (ties kept in append order)."""
         if not self._ready:
             return []
-        cur = self._con.execute(
-            "SELECT run_id, question_id, seed, item_sha256, auditor, decision, note, recorded_at "
-            "FROM audit_records WHERE run_id = ? ORDER BY recorded_at, rowid",
-            [run_id],
-        )
-        names = [d[0] for d in cur.description]
-        return [AuditRecord(**dict(zip(names, row))) for row in cur.fetchall()]
+        rows = self._read(_RECORDS, "run_id = ?", [run_id])
+        records = [self._validated(AuditRecord, _RECORDS, dict(zip(_RECORDS.columns, row)), f"decision on {row[1]} seed {row[2]}") for row in rows]
+        return sorted(records, key=lambda r: r.recorded_at)  # stable: ties stay in append order
+
+    def _read(self, table: ChainedTable, where: str, params: list) -> list[tuple]:
+        try:
+            return table.read(self._con, where, params)
+        except duckdb.Error as exc:
+            raise InputError(f"{self.path}: {table.log} log unreadable: {exc}") from None
+
+    def _validated(self, model, table: ChainedTable, data, what: str, *, json: bool = False):  # noqa: ANN001, ANN202
+        try:
+            return model.model_validate_json(data) if json else model.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(f"{self.path}: {table.log} log: {what}: invalid stored value: {first_validation_error(exc)}") from None

@@ -13,54 +13,106 @@ from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, user_er
 from kgeval.config import load_config
 from kgeval.gold import load_gold, verify_gold
 from kgeval.holdout import load_holdout, verify_holdout
-from kgeval.interop import ImportReport, gold_to_qald, import_qald, import_text2sparql, run_to_qald
+from kgeval.errors import InputError
+from kgeval.interop import (
+    ImportReport,
+    gold_to_qald,
+    import_qald,
+    import_qald_benchmark,
+    import_text2sparql,
+    import_text2sparql_datasets,
+    run_to_qald,
+)
+from kgeval.interop._write import kg_name
 from kgeval.runs import ResultsDB
 from kgeval.stores import open_store
 
 import_app = typer.Typer(help="Import a benchmark into the holdout format (then seal the holdout).", no_args_is_help=True)
 
-NameOpt = Annotated[str, typer.Option("--name", help="KG id: the directory created under --out.")]
-OutOpt = Annotated[Path, typer.Option("--out", help="Holdout directory to add the KG to (sealed afterwards).")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Holdout directory to add the KGs to (sealed afterwards).")]
 LangOpt = Annotated[str, typer.Option("--lang", help="Language of the question text to keep.")]
-DomainOpt = Annotated[str | None, typer.Option("--domain", help="Domain of every question (default: from the dataset id, else --name).")]
-PrefixOpt = Annotated[str | None, typer.Option("--id-prefix", help="Question ids become PREFIX-<source id> (default: the dataset prefix, else --name).")]
+ReplaceOpt = Annotated[
+    str | None, typer.Option("--replace", help="Re-import this KG only, over the one in the holdout, and reseal.")
+]
+OrderOpt = Annotated[
+    bool,
+    typer.Option(
+        "--order-by-sensitive/--no-order-by-sensitive",
+        help="Mark questions whose reference query has ORDER BY order-sensitive (their answer order is judged).",
+    ),
+]
 
 
 def _print_import(report: ImportReport) -> None:
-    out.print(f"imported {report.questions} questions into {report.kg_dir}; holdout sealed: manifest {report.manifest_sha256}")
-    for name, iri in report.files.items():
-        out.print(f"  data {name}" + (f" (graph <{iri}>)" if iri else ""), markup=False)
+    verb = "replaced" if report.replaced else "imported"
+    out.print(f"{verb} {report.questions} questions into {report.kg_dir}", markup=False)
+    for note in report.data:
+        iri = report.files.get(note.written, "")
+        out.print("  " + note.summary() + (f" (graph <{iri}>)" if iri else ""), markup=False)
     for name, why in report.excluded.items():
         out.print(f"  left out {name}: {why}", markup=False)
+
+
+def _print_imports(reports: list[ImportReport]) -> None:
+    for report in reports:
+        _print_import(report)
+    questions = sum(r.questions for r in reports)
+    out.print(f"{len(reports)} KG(s), {questions} questions; holdout sealed: manifest {reports[0].manifest_sha256}", markup=False)
 
 
 @import_app.command("text2sparql")
 @user_errors
 def import_text2sparql_cmd(
-    path: Annotated[Path, typer.Argument(help="TEXT2SPARQL dataset directory (questions.yml, graphs/).")],
-    name: NameOpt,
+    paths: Annotated[list[Path], typer.Argument(help="TEXT2SPARQL dataset directories (questions.yml, graphs/): one KG each.")],
+    name: Annotated[str | None, typer.Option("--name", help="KG id for a single dataset (default: its directory name).")] = None,
     out_dir: OutOpt = Path("holdout"),
     lang: LangOpt = "en",
-    domain: DomainOpt = None,
-    id_prefix: PrefixOpt = None,
+    domain: Annotated[str | None, typer.Option("--domain", help="Single dataset: domain of every question (default: the last segment of the dataset id, else the KG id).")] = None,
+    id_prefix: Annotated[str | None, typer.Option("--id-prefix", help="Single dataset: ids become PREFIX-<source id> (default: the dataset's prefix, else the KG id).")] = None,
+    replace: ReplaceOpt = None,
+    order_by_sensitive: OrderOpt = True,
 ) -> None:
-    """Import a TEXT2SPARQL dataset: questions.yml + graphs/*.ttl (with *.ttl.graph IRIs)."""
-    _print_import(import_text2sparql(path, name, out_dir, lang=lang, domain=domain, id_prefix=id_prefix))
+    """Import TEXT2SPARQL datasets (questions.yml + graphs/*.ttl with *.ttl.graph IRIs), one KG each."""
+    if len(paths) > 1 and (name or domain or id_prefix):
+        raise InputError("--name, --domain and --id-prefix apply to one dataset; several are named after their directories")
+    if len(paths) == 1:
+        kg = name or kg_name(paths[0].resolve().name)
+        if replace is not None and replace != kg:
+            raise InputError(f"--replace {replace}: this dataset imports as KG {kg!r}")
+        report = import_text2sparql(paths[0], kg, out_dir, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace is not None, order_by_sensitive=order_by_sensitive)
+        _print_imports([report])
+        return
+    _print_imports(import_text2sparql_datasets(paths, out_dir, lang=lang, replace=replace, order_by_sensitive=order_by_sensitive))
 
 
 @import_app.command("qald")
 @user_errors
 def import_qald_cmd(
     path: Annotated[Path, typer.Argument(help="QALD JSON file.")],
-    name: NameOpt,
-    kg: Annotated[list[Path], typer.Option("--kg", help="RDF file of the KG the questions are asked over (repeatable).")],
+    name: Annotated[str | None, typer.Option("--name", help="KG id, with --kg: the directory created under --out.")] = None,
+    kg: Annotated[list[Path] | None, typer.Option("--kg", help="RDF file of the one KG every question is asked over (repeatable).")] = None,
+    kg_dir: Annotated[Path | None, typer.Option("--kg-dir", help="Directory of KGs, one per file (NAME.ttl, ...) or per directory (NAME/); each question names its KG in --kg-field.")] = None,
+    kg_field: Annotated[str, typer.Option("--kg-field", help="With --kg-dir: the question field naming its KG.")] = "kg",
     out_dir: OutOpt = Path("holdout"),
     lang: LangOpt = "en",
-    domain: DomainOpt = None,
-    id_prefix: PrefixOpt = None,
+    domain: Annotated[str | None, typer.Option("--domain", help="Domain of every question (default: its KG id).")] = None,
+    id_prefix: Annotated[str | None, typer.Option("--id-prefix", help="Question ids become PREFIX-<source id> (default: its KG id).")] = None,
+    replace: ReplaceOpt = None,
+    order_by_sensitive: OrderOpt = True,
 ) -> None:
-    """Import a QALD JSON file (QALD-9-plus style) asked over the given KG files."""
-    _print_import(import_qald(path, name, out_dir, kg, lang=lang, domain=domain, id_prefix=id_prefix))
+    """Import a QALD JSON file (QALD-9-plus style): over one KG (--name, --kg), or over several
+    KGs at once (--kg-dir, each question naming its KG in --kg-field)."""
+    if (kg_dir is None) == (not kg):
+        raise InputError("give either --kg FILE... (one KG, with --name) or --kg-dir DIR (one KG per file or directory)")
+    if kg_dir is not None:
+        reports = import_qald_benchmark(path, out_dir, kg_dir, kg_field, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace, order_by_sensitive=order_by_sensitive)
+        _print_imports(reports)
+        return
+    if not name:
+        raise InputError("--kg needs --name: the KG id to create under --out")
+    if replace is not None and replace != name:
+        raise InputError(f"--replace {replace}: this import writes KG {name!r}")
+    _print_imports([import_qald(path, name, out_dir, kg, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace is not None, order_by_sensitive=order_by_sensitive)])
 
 
 class ExportFormat(StrEnum):

@@ -21,42 +21,119 @@ from kgeval._files import sha256_file
 from kgeval.errors import InputError, QueryError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
-from kgeval.interop._write import ImportReport, check_question, write_kg
+from kgeval.interop._write import ImportReport, KgImport, check_question, kg_name, write_kgs
 from kgeval.runs import ResultsDB
-from kgeval.stores import QueryResult, Store, Term
+from kgeval.stores import QueryResult, Store, Term, rdf_format
 
 
 def import_qald(
     path: Path, name: str, out: Path, kg_files: list[Path], *, lang: str = "en",
-    domain: str | None = None, id_prefix: str | None = None,
+    domain: str | None = None, id_prefix: str | None = None, replace: bool = False, order_by_sensitive: bool = True,
 ) -> ImportReport:
-    """Import the QALD JSON file at `path`, asked over `kg_files`, as KG `name` of `out`; seal."""
+    """Import the QALD JSON file at `path`, asked over `kg_files`, as KG `name` of `out`; seal.
+    Question ids are `<id_prefix or name>-<source id>`, the domain `domain or name`."""
+    doc = _read_qald(path)
+    if not kg_files:
+        raise InputError(f"{path}: QALD files carry no KG: give its data files with --kg (or a directory of KGs with --kg-dir)")
+    for kg_file in kg_files:
+        if not Path(kg_file).is_file():
+            raise InputError(f"{kg_file}: KG file does not exist")
+    kg = _kg_import(Path(path), doc, doc["questions"], name, [Path(f) for f in kg_files], lang, domain, id_prefix, order_by_sensitive)
+    return write_kgs(out, [kg], replace=name if replace else None)[0]
+
+
+def import_qald_benchmark(
+    path: Path, out: Path, kg_dir: Path, kg_field: str, *, lang: str = "en", domain: str | None = None,
+    id_prefix: str | None = None, replace: str | None = None, order_by_sensitive: bool = True,
+) -> list[ImportReport]:
+    """Import a QALD JSON file whose questions are asked over several KGs: each question names
+    its KG in the field `kg_field`; the KG's data is `kg_dir/<value>` (a directory of RDF
+    files) or `kg_dir/<value>.<ttl|nt|...>` (one file). One holdout KG per value, named after
+    it; question ids `<id_prefix or KG>-<source id>`, domain `domain or KG`. With `replace`,
+    only that KG is imported, over the one in the holdout. Sealed once, at the end."""
     path = Path(path)
+    doc = _read_qald(path)
+    groups: dict[str, list] = {}
+    for i, raw in enumerate(doc["questions"], 1):
+        value = raw.get(kg_field) if isinstance(raw, dict) else None
+        if not isinstance(value, str | int) or not str(value).strip():
+            where = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
+            raise InputError(f"{path}: question {where}: no {kg_field!r} field naming its KG (--kg-field)")
+        groups.setdefault(str(value).strip(), []).append(raw)
+    names = {value: _kg_name(path, value) for value in groups}
+    if replace is not None and replace not in names.values():
+        raise InputError(f"{path}: --replace {replace}: no question is asked over that KG (KGs: {', '.join(sorted(names.values()))})")
+    kgs = [
+        _kg_import(path, doc, raws, names[value], _kg_data_files(Path(kg_dir), value), lang, domain, id_prefix, order_by_sensitive,
+                   extra={"kg_field": kg_field, "kg_value": value})
+        for value, raws in sorted(groups.items())
+        if replace is None or names[value] == replace
+    ]  # fmt: skip
+    return write_kgs(out, kgs, replace=replace)
+
+
+def _read_qald(path: Path) -> dict:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"{path}: cannot read QALD JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
         raise InputError(f"{path}: expected an object with a 'questions' list")
-    if not kg_files:
-        raise InputError(f"{path}: QALD files carry no KG: give its data files with --kg")
-    for kg_file in kg_files:
-        if not Path(kg_file).is_file():
-            raise InputError(f"{kg_file}: KG file does not exist")
+    return doc
+
+
+def _kg_import(
+    path: Path, doc: dict, raws: list, name: str, files: list[Path], lang: str, domain: str | None,
+    id_prefix: str | None, order_by_sensitive: bool, extra: dict | None = None,
+) -> KgImport:
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
     prefix = id_prefix or name
-    questions = [_question(path, raw, i, prefix, lang, domain or name) for i, raw in enumerate(doc["questions"], 1)]
+    questions = [_question(path, raw, i, prefix, lang, domain or name, order_by_sensitive) for i, raw in enumerate(raws, 1)]
     provenance = {
         "format": "qald",
         "dataset": str(dataset.get("id", "")),
         "lang": lang,
         "sha256": sha256_file(path),
-        "ids": {q.id: str(raw["id"]) for q, raw in zip(questions, doc["questions"])},
+        **(extra or {}),
+        "ids": {q.id: str(raw["id"]) for q, raw in zip(questions, raws)},
     }
-    return write_kg(out, name, str(dataset.get("id") or name), questions, {Path(f): "" for f in kg_files}, provenance)
+    return KgImport(name, str(dataset.get("id") or name), questions, {f: "" for f in files}, provenance)
 
 
-def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str) -> Question:
+def _kg_name(path: Path, value: str) -> str:
+    """A KG directory name from the question's KG field: lower case, [a-z0-9_-] only."""
+    name = kg_name(Path(value).stem)
+    if not name:
+        raise InputError(f"{path}: KG {value!r} gives no usable directory name")
+    return name
+
+
+def _kg_data_files(kg_dir: Path, value: str) -> list[Path]:
+    """The RDF files of KG `value` under `kg_dir`: its directory, or the one file named so."""
+    if not kg_dir.is_dir():
+        raise InputError(f"{kg_dir}: --kg-dir is not a directory")
+    candidates = [kg_dir / value, kg_dir / Path(value).stem]
+    for directory in (c for c in candidates if c.is_dir()):
+        files = sorted(p for p in directory.iterdir() if _is_rdf(p))
+        if not files:
+            raise InputError(f"{directory}: KG {value!r} has no RDF file (.ttl, .nt, .nq, .trig, .rdf, .owl)")
+        return files
+    files = [p for p in sorted(kg_dir.iterdir()) if _is_rdf(p) and p.stem in (value, Path(value).stem)]
+    if len(files) == 1:
+        return files
+    if len(files) > 1:
+        raise InputError(f"{kg_dir}: KG {value!r} matches {', '.join(p.name for p in files)}: keep one, or put them in {kg_dir / value}/")
+    raise InputError(f"{kg_dir}: no data for KG {value!r} (a directory {value}/ or a file {value}.ttl, .nt, ...)")
+
+
+def _is_rdf(path: Path) -> bool:
+    try:
+        return path.is_file() and rdf_format(path) is not None
+    except InputError:
+        return False
+
+
+def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str, order_by_sensitive: bool) -> Question:
     if not isinstance(raw, dict) or "id" not in raw:
         raise InputError(f"{source}: question #{index}: expected an object with an 'id'")
     qid = raw["id"]
@@ -72,7 +149,8 @@ def _question(source: Path, raw: object, index: int, prefix: str, lang: str, dom
         tags.append(Tag.ASK.value)
     if raw.get("aggregation") in (True, "true"):
         tags.append(Tag.AGGREGATE.value)
-    return check_question(source, {"id": f"{prefix}-{qid}", "question": texts[lang].strip(), "sparql": sparql, "domain": domain, "tags": tags}, qid)
+    fields = {"id": f"{prefix}-{qid}", "question": texts[lang].strip(), "sparql": sparql, "domain": domain, "tags": tags}
+    return check_question(source, fields, qid, order_by_sensitive=order_by_sensitive)
 
 
 def term_binding(term: Term) -> dict[str, str]:

@@ -19,7 +19,8 @@ import pyoxigraph as ox
 from kgeval._files import read_yaml
 from kgeval.errors import InputError
 from kgeval.holdout import Question, Tag
-from kgeval.interop._write import ImportReport, check_question, write_kg
+from kgeval.interop._rdf import repaired_triples, strict_triples
+from kgeval.interop._write import ImportReport, KgImport, check_question, kg_name, write_kgs
 from kgeval.stores import rdf_format
 
 QUESTIONS = "questions.yml"
@@ -30,9 +31,38 @@ _FEATURE_TAGS = {"ASK": Tag.ASK, "COUNT": Tag.COUNT, "GROUP": Tag.AGGREGATE, "AV
 
 
 def import_text2sparql(
-    path: Path, name: str, out: Path, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None
+    path: Path, name: str, out: Path, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None,
+    replace: bool = False, order_by_sensitive: bool = True,
 ) -> ImportReport:
     """Import the TEXT2SPARQL dataset at `path` as KG `name` of the holdout at `out`, and seal."""
+    kg = read_text2sparql(path, name, lang=lang, domain=domain, id_prefix=id_prefix, order_by_sensitive=order_by_sensitive)
+    return write_kgs(out, [kg], replace=name if replace else None)[0]
+
+
+def import_text2sparql_datasets(
+    paths: list[Path], out: Path, *, lang: str = "en", replace: str | None = None, order_by_sensitive: bool = True
+) -> list[ImportReport]:
+    """Import several TEXT2SPARQL datasets at once, each as the KG named after its directory
+    (ids and domains from each dataset); sealed once. With `replace`, only that KG is
+    imported, over the one in the holdout."""
+    names = {Path(p): kg_name(Path(p).resolve().name) for p in paths}
+    if len(set(names.values())) != len(names):
+        raise InputError(f"datasets share a directory name: {', '.join(map(str, paths))}; import them one by one with --name")
+    if replace is not None and replace not in names.values():
+        raise InputError(f"--replace {replace}: none of the datasets is named so ({', '.join(sorted(names.values()))})")
+    kgs = [
+        read_text2sparql(p, n, lang=lang, order_by_sensitive=order_by_sensitive)
+        for p, n in names.items()
+        if replace is None or n == replace
+    ]
+    return write_kgs(out, kgs, replace=replace)
+
+
+def read_text2sparql(
+    path: Path, name: str, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None, order_by_sensitive: bool = True
+) -> KgImport:
+    """One TEXT2SPARQL dataset as a KG to write: its questions and data files, answer-key
+    graphs left out (module docstring)."""
     path = Path(path)
     source = path / QUESTIONS
     doc = _read_yaml(source)
@@ -41,7 +71,7 @@ def import_text2sparql(
         raise InputError(f"{source}: expected a mapping with 'dataset' and a 'questions' list")
     prefix = id_prefix or str(dataset.get("prefix") or name)
     domain = domain or _domain_from(dataset.get("id")) or name
-    questions = [_question(source, raw, i, prefix, lang, domain) for i, raw in enumerate(doc["questions"], 1)]
+    questions = [_question(source, raw, i, prefix, lang, domain, order_by_sensitive) for i, raw in enumerate(doc["questions"], 1)]
     references = {" ".join(q.sparql.split()) for q in questions}
     files, excluded = {}, {}
     for ttl, iri in _graph_files(path / GRAPHS):
@@ -58,10 +88,7 @@ def import_text2sparql(
         "ids": {q.id: str(raw.get("id")) for q, raw in zip(questions, doc["questions"])},
         "excluded_graphs": excluded,
     }
-    title = str(dataset.get("id") or name)
-    report = write_kg(out, name, title, questions, files, provenance)
-    report.excluded = excluded
-    return report
+    return KgImport(name, str(dataset.get("id") or name), questions, files, provenance, excluded)
 
 
 def _read_yaml(path: Path) -> dict:
@@ -79,7 +106,7 @@ def _domain_from(dataset_id: object) -> str | None:
     return segments[-1] if segments else None
 
 
-def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str) -> Question:
+def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str, order_by_sensitive: bool) -> Question:
     if not isinstance(raw, dict) or "id" not in raw:
         raise InputError(f"{source}: question #{index}: expected a mapping with an 'id'")
     qid = raw["id"]
@@ -99,7 +126,7 @@ def _question(source: Path, raw: object, index: int, prefix: str, lang: str, dom
         "domain": domain,
         "tags": _tags(features),
         "order_sensitive": "RESULT_ORDER_MATTERS" in features,
-    }, qid)
+    }, qid, order_by_sensitive=order_by_sensitive)
 
 
 def _tags(features: set[str]) -> list[str]:
@@ -129,10 +156,9 @@ def _graph_files(graphs: Path) -> list[tuple[Path, str]]:
 def _holds_any(path: Path, texts: set[str]) -> bool:
     """True when a literal of the file equals one of `texts` (whitespace-normalized)."""
     try:
-        for triple in ox.parse(path=str(path), format=rdf_format(path)):
-            obj = triple.object
-            if isinstance(obj, ox.Literal) and " ".join(obj.value.split()) in texts:
-                return True
-    except (SyntaxError, ValueError, OSError) as exc:
-        raise InputError(f"{path}: cannot parse: {exc}") from None
-    return False
+        triples = list(strict_triples(path))
+    except (SyntaxError, ValueError):  # a file the import will repair: read it as it will be
+        triples, _ = repaired_triples(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    return any(isinstance(t.object, ox.Literal) and " ".join(t.object.value.split()) in texts for t in triples)

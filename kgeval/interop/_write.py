@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,9 @@ import yaml
 from pydantic import ValidationError
 
 from kgeval.errors import InputError, QueryError
-from kgeval.holdout import MANIFEST, QUESTIONS_FILE, Question, holdout_problems, load_holdout, seal_holdout
+from kgeval.holdout import MANIFEST, QUESTIONS_FILE, Question, Tag, holdout_problems, load_holdout, seal_holdout
+from kgeval.interop._infer import has_order_by, inferred_tags
+from kgeval.interop._rdf import DataFileNote, import_data_file
 from kgeval.stores import guard_query
 
 
@@ -37,11 +40,35 @@ class ImportReport:
     excluded: dict[str, str] = field(default_factory=dict)
     """Source file -> why it was left out of the KG."""
     manifest_sha256: str = ""
+    data: list[DataFileNote] = field(default_factory=list)
+    """How each data file came in: copied, or repaired (with counts); one line each."""
+    replaced: bool = False
+    """The KG existed and was replaced (--replace)."""
 
 
-def check_question(source: Path, raw: dict, original_id: object) -> Question:
+@dataclass
+class KgImport:
+    """One KG an importer read, ready to write."""
+
+    name: str
+    title: str
+    questions: list[Question]
+    files: dict[Path, str]
+    """Source data file -> the named graph IRI it came from ("" for none)."""
+    source: dict
+    excluded: dict[str, str] = field(default_factory=dict)
+
+
+def kg_name(value: str) -> str:
+    """A KG directory name from a source's name for it: lower case, [a-z0-9_-] only ("" if none)."""
+    return re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-")
+
+
+def check_question(source: Path, raw: dict, original_id: object, *, order_by_sensitive: bool = True) -> Question:
     """Validate one imported question: the model, and that its reference SPARQL parses as a
-    read-only SELECT/ASK. Errors name the source file and the question's original id."""
+    read-only SELECT/ASK. Adds the type inferred from the query (kgeval.interop._infer) to the
+    source's tags, and marks a query with ORDER BY order-sensitive when `order_by_sensitive`.
+    Errors name the source file and the question's original id."""
     try:
         question = Question.model_validate(raw)
     except ValidationError as exc:
@@ -49,45 +76,93 @@ def check_question(source: Path, raw: dict, original_id: object) -> Question:
         raise InputError(f"{source}: question {original_id}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     try:
         guard_query(question.sparql)
+        tags = sorted({*(t.value for t in question.tags), *inferred_tags(question.sparql)})
+        ordered = question.order_sensitive or (order_by_sensitive and has_order_by(question.sparql))
     except QueryError as exc:
         raise InputError(f"{source}: question {original_id}: reference SPARQL: {exc}") from None
-    return question
+    return question.model_copy(update={"tags": tuple(Tag(t) for t in tags), "order_sensitive": ordered})
 
 
 def write_kg(
-    out: Path, name: str, title: str, questions: list[Question], files: dict[Path, str], source: dict
+    out: Path, name: str, title: str, questions: list[Question], files: dict[Path, str], source: dict, *, replace: bool = False
 ) -> ImportReport:
-    """Write `out/name/` (questions.yaml + the data files copied as they are) and seal `out`.
+    """Write `out/name/` (questions.yaml + the data files) and seal `out`: `write_kgs` for one."""
+    return write_kgs(out, [KgImport(name, title, questions, files, source)], replace=name if replace else None)[0]
 
-    Refuses to overwrite an existing KG, and to reseal a holdout that no longer matches its
-    manifest (sealing would bless whatever changed it).
+
+def write_kgs(out: Path, kgs: list[KgImport], *, replace: str | None = None) -> list[ImportReport]:
+    """Write each KG's directory under `out` (questions.yaml + its data files, repaired where a
+    store could not load them), check the holdout loads, and seal it once.
+
+    Refuses to overwrite an existing KG unless it is the one named by `replace` (which then
+    must exist), and to reseal a holdout that no longer matches its manifest (sealing would
+    bless whatever changed it). All or nothing: on any error every KG written is removed and a
+    replaced one put back.
     """
     out = Path(out)
-    kg_dir = out / name
-    if kg_dir.exists():
-        raise InputError(f"{kg_dir}: already exists; remove it or import under another --name")
+    _check_target(out, kgs, replace)
+    staged: list[tuple[Path, Path | None]] = []  # (kg dir written, old dir moved aside)
+    reports = []
+    try:
+        for kg in kgs:
+            report, old = _write_one(out, kg)
+            staged.append((report.kg_dir, old))
+            reports.append(report)
+        load_holdout(out)  # the written KGs must load (and their ids not clash with other KGs)
+    except BaseException:
+        for kg_dir, old in reversed(staged):
+            shutil.rmtree(kg_dir, ignore_errors=True)
+            if old is not None:
+                old.rename(kg_dir)
+        raise
+    for _, old in staged:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    digest = seal_holdout(out)
+    for report in reports:
+        report.manifest_sha256 = digest
+    return reports
+
+
+def _check_target(out: Path, kgs: list[KgImport], replace: str | None) -> None:
+    if replace is not None and not (out / replace).is_dir():
+        raise InputError(f"{out / replace}: --replace names a KG that is not in the holdout")
+    for kg in kgs:
+        if (out / kg.name).exists() and kg.name != replace:
+            raise InputError(f"{out / kg.name}: already exists; remove it, import under another --name, or re-import it with --replace {kg.name}")
     if (out / MANIFEST).is_file():
         problems = holdout_problems(out)
         if problems:
             raise InputError(f"{out}: does not match its {MANIFEST}, refusing to reseal it:\n  " + "\n  ".join(problems))
-    names = [p.name for p in files]
+
+
+def _write_one(out: Path, kg: KgImport) -> tuple[ImportReport, Path | None]:
+    """Write one KG directory (moving an existing one aside first); (report, the old dir)."""
+    names = [p.name for p in kg.files]
     if len(set(names)) != len(names) or QUESTIONS_FILE in names:
-        raise InputError(f"data file names collide: {', '.join(sorted(names))}")
+        raise InputError(f"{kg.name}: data file names collide: {', '.join(sorted(names))}")
+    kg_dir, old = out / kg.name, None
+    if kg_dir.exists():
+        old = out.parent / f".{out.name}.{kg.name}.replaced"  # outside the holdout: it must not load
+        shutil.rmtree(old, ignore_errors=True)
+        kg_dir.rename(old)
     kg_dir.mkdir(parents=True)
     try:
-        for path in files:
-            shutil.copyfile(path, kg_dir / path.name)
+        notes = [import_data_file(path, kg_dir) for path in kg.files]
+        graphs = {note.written: kg.files[note.source] for note in notes if kg.files[note.source]}
         doc = {
-            "kg": name,
-            "title": title,
-            "graphs": {p.name: iri for p, iri in files.items() if iri},
-            "source": source,
-            "questions": [q.model_dump(mode="json", exclude={"kg"}, exclude_defaults=True) for q in questions],
+            "kg": kg.name,
+            "title": kg.title,
+            "graphs": graphs,
+            "source": kg.source,
+            "questions": [q.model_dump(mode="json", exclude={"kg"}, exclude_defaults=True) for q in kg.questions],
         }
         (kg_dir / QUESTIONS_FILE).write_text(yaml.dump(doc, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
-        load_holdout(out)  # the written KG must load (and its ids not clash with other KGs)
     except BaseException:
         shutil.rmtree(kg_dir, ignore_errors=True)
+        if old is not None:
+            old.rename(kg_dir)
         raise
-    digest = seal_holdout(out)
-    return ImportReport(kg_dir=kg_dir, questions=len(questions), files={p.name: iri for p, iri in files.items()}, manifest_sha256=digest)
+    files = {note.written: kg.files[note.source] for note in notes}
+    report = ImportReport(kg_dir=kg_dir, questions=len(kg.questions), files=files, excluded=kg.excluded, data=notes, replaced=old is not None)
+    return report, old

@@ -1,8 +1,9 @@
-"""The review log in a DuckDB file: append-only decisions.
+"""The review log in a DuckDB file: append-only decisions, as a hash chain (`kgeval._chain`).
 
 A missing or corrupt store reads as empty and approves nothing (DESIGN invariant 9): any
-error opening or reading it, or any row that does not validate, and `records()` is empty
-with `problem` saying why. Writing to a corrupt store is refused, never repaired over.
+error opening or reading it, a broken chain (an edited, deleted or forged record: "review log
+broken at record N: ..."), or any row that does not validate, and `records()` is empty with
+`problem` saying why. Writing to a corrupt store is refused, never repaired over.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from pathlib import Path
 import duckdb
 from pydantic import ValidationError
 
-from kgeval._duckdb import connect_duckdb
-from kgeval.errors import InputError
+from kgeval._chain import BrokenLog, ChainedTable
+from kgeval._files import transaction
+from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.review._model import ReviewRecord
+from kgeval.runs import connect_results
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS gold_reviews (
@@ -22,7 +25,7 @@ CREATE TABLE IF NOT EXISTS gold_reviews (
     content_sha256 VARCHAR NOT NULL, reviewer VARCHAR NOT NULL, decision VARCHAR NOT NULL,
     note VARCHAR NOT NULL, recorded_at VARCHAR NOT NULL);
 """
-_COLUMNS = list(ReviewRecord.model_fields)
+_REVIEWS = ChainedTable("review", "gold_reviews", tuple(ReviewRecord.model_fields), legacy_order="recorded_at, rowid")
 
 
 class ReviewLog:
@@ -36,14 +39,15 @@ class ReviewLog:
             self.problem = f"{self.path}: review store does not exist"
             return
         try:
-            self._con = connect_duckdb(self.path, read_only=read_only)
+            self._con = connect_results(self.path, read_only=read_only)
             if not read_only:
-                self._con.execute(_SCHEMA)
-        except InputError as exc:
-            self.problem = f"review store unreadable: {exc}"
-            self._con = None
-        except duckdb.Error as exc:
+                with transaction(self._con) as con:
+                    con.execute(_SCHEMA)
+                    _REVIEWS.ensure(con)
+        except (duckdb.Error, KgevalError) as exc:
             self.problem = f"{self.path}: review store unreadable: {exc}"
+            if self._con is not None:
+                self._con.close()
             self._con = None
 
     def close(self) -> None:
@@ -61,21 +65,27 @@ class ReviewLog:
         if self._con is None:
             return []
         try:
-            rows = self._con.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM gold_reviews ORDER BY recorded_at, rowid"
-            ).fetchall()
-            return [ReviewRecord(**dict(zip(_COLUMNS, row))) for row in rows]
+            rows = _REVIEWS.read(self._con)
+            records = [ReviewRecord(**dict(zip(_REVIEWS.columns, row))) for row in rows]
         except duckdb.CatalogException:
             return []  # a results database nobody has reviewed in yet
-        except (duckdb.Error, ValidationError) as exc:
+        except BrokenLog as exc:
+            self.problem = f"{self.path}: {exc}"
+            return []
+        except ValidationError as exc:
+            self.problem = f"{self.path}: review store holds an invalid record: {first_validation_error(exc)}"
+            return []
+        except (duckdb.Error, KgevalError) as exc:  # KgevalError: a damaged file (DamagedDatabase)
             self.problem = f"{self.path}: review store unreadable: {exc}"
             return []
+        return sorted(records, key=lambda r: r.recorded_at)  # stable: ties stay in append order
 
     def append(self, record: ReviewRecord) -> None:
         if self._con is None:
             raise InputError(f"{self.problem}; not writing to it (move it aside to start a new store)")
         r = record.model_dump()
-        self._con.execute(
-            f"INSERT INTO gold_reviews ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-            [r[c] for c in _COLUMNS],
-        )
+        try:
+            with transaction(self._con) as con:
+                _REVIEWS.append(con, [tuple(r[c] for c in _REVIEWS.columns)])
+        except BrokenLog as exc:
+            raise InputError(f"{self.path}: {exc}; not writing to it") from None

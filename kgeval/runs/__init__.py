@@ -3,7 +3,7 @@ flight), persist and judge each attempt as it completes; resume; compare runs.""
 
 from kgeval.runs._attempt import call_with_retries, judge_candidate, run_attempt
 from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
-from kgeval.runs._db import ResultsDB
+from kgeval.runs._db import ResultsDB, connect_results
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import (
     Attempt,
@@ -49,6 +49,7 @@ __all__ = [
     "blocking",
     "call_with_retries",
     "comparability",
+    "connect_results",
     "dispatch",
     "execute_run",
     "git_commit",

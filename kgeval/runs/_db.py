@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction
@@ -54,13 +55,134 @@ _JSON_ATTEMPT_COLUMNS = ("answer", "extra", "usage", "tries")
 _ATTEMPT_COLUMNS = list(Attempt.model_fields)
 _VERDICT_COLUMNS = list(Verdict.model_fields)
 
+# Arrow types of the rows a batch appends (JSON columns travel as their text): DuckDB casts
+# each Arrow column to the table's type in one vectorized INSERT ... SELECT.
+_ATTEMPTS_ARROW = pa.schema(
+    [("run_id", pa.string()), ("kg", pa.string()), ("question_id", pa.string()), ("seed", pa.int32()),
+     ("state", pa.string()), ("error_kind", pa.string()), ("error", pa.string()), ("sparql", pa.string()),
+     ("answer", pa.string()), ("stop_reason", pa.string()), ("latency_ms", pa.float64()), ("result_total", pa.int64()),
+     ("extra", pa.string()), ("finish_reason", pa.string()), ("served_version", pa.string()), ("usage", pa.string()),
+     ("tries", pa.string())]
+)  # fmt: skip
+_VERDICTS_ARROW = pa.schema(
+    [("run_id", pa.string()), ("question_id", pa.string()), ("seed", pa.int32()), ("judge", pa.string()),
+     ("version", pa.string()), ("config_sha256", pa.string()), ("correct", pa.bool_()), ("path", pa.string()),
+     ("matched", pa.int32()), ("unmatched", pa.int32()), ("missing", pa.int32()), ("gold_total", pa.int64()),
+     ("reason", pa.string()), ("details", pa.string())]
+)  # fmt: skip
+assert [f.name for f in _ATTEMPTS_ARROW][1:] == _ATTEMPT_COLUMNS, "attempt columns and Arrow schema out of step"
+assert [f.name for f in _VERDICTS_ARROW][3:] == _VERDICT_COLUMNS, "verdict columns and Arrow schema out of step"
 
-def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: list[list]) -> None:
-    """One multi-row INSERT (DuckDB binds a statement in milliseconds; rows are cheap)."""
-    for start in range(0, len(rows), 200):
-        chunk = rows[start : start + 200]
-        values = ", ".join(["(" + ", ".join("?" * len(columns)) + ")"] * len(chunk))
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values}", [v for row in chunk for v in row])
+
+def _append_rows(con: GuardedConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
+    """Append rows (tuples in `schema`'s column order, which is the table's: checked on open)
+    with one vectorized insert through Arrow; a multi-row INSERT with bound parameters costs
+    milliseconds per statement to bind."""
+    if not rows:
+        return
+    batch = pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(zip(*rows), schema)], schema=schema)
+    con.append_arrow(table, batch)
+
+
+def _check_column_order(con: GuardedConnection, path: Path) -> None:
+    """Batches are appended by position: the tables must have the columns in the order the
+    Arrow schemas give (true of every database this code or its predecessor created)."""
+    for table, schema in (("attempts", _ATTEMPTS_ARROW), ("verdicts", _VERDICTS_ARROW)):
+        columns = [r[0] for r in con.execute(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index").fetchall()]
+        if columns != schema.names:
+            raise InputError(f"{path}: table {table} has columns {columns}, expected {schema.names}: not a kgeval results database?")
+
+
+def _json_or_none(value: object) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def attempt_row(run_id: str, attempt: Attempt) -> tuple:
+    """The attempt as a plain row in `_ATTEMPTS_ARROW` order (JSON columns as text)."""
+    a = attempt
+    tries = json.dumps([t.model_dump(mode="json") for t in a.tries]) if a.tries else None
+    usage = a.usage.model_dump_json() if a.usage is not None else None
+    return (
+        run_id, a.kg, a.question_id, a.seed, a.state, a.error_kind, a.error, a.sparql, _json_or_none(a.answer),
+        a.stop_reason, a.latency_ms, a.result_total, json.dumps(a.extra), a.finish_reason, a.served_version, usage, tries,
+    )  # fmt: skip
+
+
+def verdict_row(run_id: str, question_id: str, seed: int, v: Verdict) -> tuple:
+    """The verdict as a plain row in `_VERDICTS_ARROW` order."""
+    return (
+        run_id, question_id, seed, v.judge, v.version, v.config_sha256, v.correct, v.path, v.matched, v.unmatched,
+        v.missing, v.gold_total, v.reason, json.dumps(v.details),
+    )  # fmt: skip
+
+
+class DamagedDatabase(InputError):
+    """The results database file cannot be read or written as a database: truncated, overwritten,
+    or not a DuckDB file."""
+
+
+def _damaged(path: Path, exc: duckdb.Error) -> DamagedDatabase:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return DamagedDatabase(
+        f"{path}: results database is damaged or not a DuckDB database ({first}); "
+        "nothing was changed: restore it from a backup, or give --db a new file"
+    )
+
+
+class GuardedConnection:
+    """A DuckDB connection to a results file whose failures name the file and what is wrong
+    (DamagedDatabase, exit 2) instead of a raw DuckDB traceback. A missing table
+    (CatalogException) and a key conflict (ConstraintException) pass through: callers decide
+    what those mean."""
+
+    _PASS = (duckdb.CatalogException, duckdb.ConstraintException)
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self._con, self.path = con, path
+
+    def _call(self, method: str, *args: object):  # noqa: ANN202
+        try:
+            return getattr(self._con, method)(*args)
+        except self._PASS:
+            raise
+        except duckdb.Error as exc:
+            raise _damaged(self.path, exc) from None
+
+    def execute(self, query: str, parameters: object = None) -> GuardedConnection:
+        self._call("execute", query, parameters or [])
+        return self
+
+    def executemany(self, query: str, parameters: list) -> GuardedConnection:
+        self._call("executemany", query, parameters)
+        return self
+
+    def fetchone(self):  # noqa: ANN201
+        return self._call("fetchone")
+
+    def fetchall(self) -> list:
+        return self._call("fetchall")
+
+    @property
+    def description(self):  # noqa: ANN201
+        return self._con.description
+
+    def append_arrow(self, table: str, batch: pa.Table) -> None:
+        try:
+            self._con.from_arrow(batch).insert_into(table)
+        except self._PASS:
+            raise
+        except duckdb.Error as exc:
+            raise _damaged(self.path, exc) from None
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def connect_results(path: Path, *, read_only: bool, wait_s: float | None = None) -> GuardedConnection:
+    """The one place a results database file is opened (CLI, service, runs, audits, reviews):
+    waits a bounded time for another process's lock (`connect_duckdb`), and errors name the
+    file and say what is wrong."""
+    return GuardedConnection(connect_duckdb(path, read_only=read_only, wait_s=wait_s), Path(path))
 
 
 class ResultsDB:
@@ -72,10 +194,14 @@ class ResultsDB:
         """Other tables in the same file (audits, reviews) must be opened in the same mode."""
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
-        self._con = connect_duckdb(self.path, read_only=read_only)
+        self._con = connect_results(self.path, read_only=read_only)
+        if read_only and not self._con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchone()[0]:
+            self._con.close()
+            raise InputError(f"{self.path}: not a kgeval results database (it has no runs table)")
         if not read_only:
             self._con.execute(_SCHEMA)
             self._con.execute(_MIGRATIONS)
+            _check_column_order(self._con, self.path)
 
     def close(self) -> None:
         self._con.close()
@@ -107,7 +233,7 @@ class ResultsDB:
             self._insert_receipt(con, run_id, phase, receipt)
 
     @staticmethod
-    def _insert_receipt(con: duckdb.DuckDBPyConnection, run_id: str, phase: str, receipt: Receipt) -> None:
+    def _insert_receipt(con: GuardedConnection, run_id: str, phase: str, receipt: Receipt) -> None:
         if not receipt.items:
             return
         con.executemany(
@@ -147,19 +273,11 @@ class ResultsDB:
 
     def record_attempts(self, run_id: str, results: list[tuple[Attempt, list[Verdict]]]) -> None:
         """Persist attempts (each with its tries and verdicts) in one transaction: all or none."""
-        attempt_rows, verdict_rows = [], []
-        for attempt, verdicts in results:
-            a = attempt.model_dump(mode="json")
-            for column in _JSON_ATTEMPT_COLUMNS:
-                a[column] = json.dumps(a[column]) if a[column] is not None else None
-            attempt_rows.append([run_id, *(a[c] for c in _ATTEMPT_COLUMNS)])
-            for verdict in verdicts:
-                v = verdict.model_dump(mode="json")
-                v["details"] = json.dumps(v["details"])
-                verdict_rows.append([run_id, attempt.question_id, attempt.seed, *(v[c] for c in _VERDICT_COLUMNS)])
+        attempt_rows = [attempt_row(run_id, attempt) for attempt, _ in results]
+        verdict_rows = [verdict_row(run_id, a.question_id, a.seed, v) for a, verdicts in results for v in verdicts]
         with transaction(self._con) as con:
-            _insert_rows(con, "attempts", ["run_id", *_ATTEMPT_COLUMNS], attempt_rows)
-            _insert_rows(con, "verdicts", ["run_id", "question_id", "seed", *_VERDICT_COLUMNS], verdict_rows)
+            _append_rows(con, "attempts", _ATTEMPTS_ARROW, attempt_rows)
+            _append_rows(con, "verdicts", _VERDICTS_ARROW, verdict_rows)
 
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""
@@ -227,6 +345,13 @@ class ResultsDB:
         """Every run in the database, oldest first."""
         rows = self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
         return [r[0] for r in rows]
+
+    def served_versions(self, run_id: str) -> set[str]:
+        """Every version the system reported serving in the run's attempts."""
+        rows = self._con.execute(
+            "SELECT DISTINCT served_version FROM attempts WHERE run_id = ? AND served_version IS NOT NULL", [run_id]
+        ).fetchall()
+        return {r[0] for r in rows}
 
     def done_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(question id, seed) of every attempt already persisted."""

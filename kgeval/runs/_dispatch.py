@@ -3,9 +3,9 @@ calling thread (so database writes stay serialized).
 
 Results are handed back in groups. A DuckDB commit costs milliseconds of CPU and an fsync
 whatever it holds, so one transaction per attempt caps a run at a few dozen attempts a second.
-A group is handed back once it holds `batch` results, or its oldest result has waited
-`max_wait_s`, or nothing else is in flight: every attempt is still written atomically with its
-verdicts, within `max_wait_s` of completing (DESIGN invariant 11), while the throughput
+A group is handed back once it holds `batch` results, or `max_wait_s` has passed since the
+previous group, or nothing else is in flight: every attempt is still written atomically with
+its verdicts, within `max_wait_s` of completing (DESIGN invariant 11), while the throughput
 follows the system's."""
 
 from __future__ import annotations
@@ -90,26 +90,34 @@ _END = object()
 
 
 def _collect(results: queue.Queue, threads: list[threading.Thread], on_done, batch: int, max_wait_s: float) -> int:  # noqa: ANN001
-    """Take results as they come; hand back a group when it is big enough, old enough, or the
-    last. Everything already waiting joins the group, so a writer that falls behind writes
-    bigger groups instead of holding the workers up."""
-    done_count, group, oldest = 0, [], 0.0
-    while True:
-        timeout = max(0.0, oldest + max_wait_s - time.monotonic()) if group else 0.05
-        items = _drain(results, timeout)
-        for item in items:
-            if isinstance(item, _Failed):
-                raise item.error
-        if items and not group:
-            oldest = time.monotonic()
-        group += items
-        finished = results.empty() and not any(t.is_alive() for t in threads)
-        if group and (len(group) >= batch or finished or time.monotonic() - oldest >= max_wait_s):
+    """Take results as they come; hand back a group when it is big enough, or the last, or
+    max_wait_s has passed since the previous group was handed back. A result arriving after a
+    quiet spell is written at once; under a stream of results, one transaction per max_wait_s
+    takes everything waiting (each waited at most max_wait_s). A commit holds this thread for
+    milliseconds of DuckDB work and hands the interpreter lock back and forth with the
+    workers, so fewer, bigger groups leave the workers their time. When a worker fails or this
+    thread is interrupted, the results already completed are handed back before the error
+    propagates: nothing completed is lost to the grouping."""
+    done_count, group, last = 0, [], float("-inf")
+    try:
+        while True:
+            timeout = max(0.0, last + max_wait_s - time.monotonic()) if group else 0.05
+            items = _drain(results, timeout)
+            failed = next((item for item in items if isinstance(item, _Failed)), None)
+            group += [item for item in items if not isinstance(item, _Failed)]
+            if failed is not None:
+                raise failed.error
+            finished = results.empty() and not any(t.is_alive() for t in threads)
+            if group and (len(group) >= batch or finished or time.monotonic() - last >= max_wait_s):
+                handing, group = group, []
+                on_done(handing)
+                done_count, last = done_count + len(handing), time.monotonic()
+            if finished and results.empty():
+                return done_count
+    except BaseException:
+        if group:
             on_done(group)
-            done_count += len(group)
-            group = []
-        if finished and results.empty():
-            return done_count
+        raise
 
 
 def _drain(results: queue.Queue, timeout: float) -> list:

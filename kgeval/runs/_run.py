@@ -212,6 +212,10 @@ def _resume_differences(started: RunMetadata, now: RunMetadata) -> list[str]:
     ]
 
 
+_MAX_GROUP = 1000
+"""Most attempts written in one transaction."""
+
+
 def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
     run_id = plan.metadata.run_id
     gold = load_gold(plan.gold_dir)
@@ -244,14 +248,15 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
 
     try:
         run = plan.config.run
-        # a group of a quarter of the attempts in flight amortizes a commit; never wait longer
-        # than persist_within_s to write one
-        dispatch(jobs, work, record, concurrency=run.concurrency, batch=max(1, run.concurrency // 4), max_wait_s=run.persist_within_s)
+        # A commit costs milliseconds whatever it holds, so attempts are written in groups: every
+        # attempt completed within persist_within_s of the group's oldest shares its transaction
+        # (the group is capped so one transaction stays small).
+        dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
         close = getattr(plan.system, "close", None)
         if close is not None:
             close()
-    served |= {a.served_version for a in db.attempts(run_id) if a.served_version}
+    served |= db.served_versions(run_id)  # those of attempts persisted before a resume too
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata

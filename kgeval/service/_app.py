@@ -209,6 +209,13 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def busy(request: Request, exc: DatabaseBusy) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
 
+    @app.exception_handler(KgevalError)
+    async def named_error(request: Request, exc: KgevalError) -> JSONResponse:  # noqa: ARG001
+        """A store problem met outside a route's own handling (e.g. a broken audit log while
+        showing a sample) is its named status and message, never a 500."""
+        http = _http(exc)
+        return JSONResponse({"detail": http.detail}, status_code=http.status_code)
+
     _routes(app)
     return app
 

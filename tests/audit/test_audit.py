@@ -103,5 +103,10 @@ def test_report_shows_false_accept_rate_with_wilson_interval(tmp_path, mini_hold
 
 def test_audit_log_never_updates_or_deletes():
     source = (REPO / "kgeval/audit/_store.py").read_text().upper()
-    assert "INSERT INTO AUDIT_RECORDS" in source
+    assert "_RECORDS.APPEND(" in source and "_SAMPLES.APPEND(" in source
     assert not any(word in source for word in ("UPDATE ", "DELETE ", "DROP ", "TRUNCATE "))
+    # the chain itself only inserts rows; it moves its head pointer, and rewrites an unchained
+    # table only once, when it chains it (kgeval/_chain.py, ChainedTable.ensure)
+    chain = (REPO / "kgeval/_chain.py").read_text()
+    assert chain.count("DELETE FROM") == 1 and chain.index("DELETE FROM") < chain.index("def append(")
+    assert "DO UPDATE SET length" in chain and chain.upper().count("UPDATE ") == chain.count("DO UPDATE SET") == 1

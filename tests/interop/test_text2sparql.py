@@ -57,7 +57,8 @@ def test_import_keeps_graph_iris_leaves_out_the_answer_key_and_seals(tmp_path):
     q1, q2, q3 = kg.questions
     assert (q1.id, q1.question, q1.domain) == ("toy-1", "Worauf zeigt a?", "toys")
     assert [t.value for t in q2.tags] == ["ask"]
-    assert [t.value for t in q3.tags] == ["count", "order-limit"] and q3.order_sensitive
+    # COUNT from the features; aggregate read from the query (a COUNT per group)
+    assert [t.value for t in q3.tags] == ["aggregate", "count", "order-limit"] and q3.order_sensitive
 
 
 def test_import_into_an_existing_holdout_adds_a_kg_and_reseals(tmp_path, mini_holdout):

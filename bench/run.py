@@ -1,0 +1,302 @@
+"""A replay run's time as a ratio to the raw engine time of its candidate queries.
+
+Generates a multi-KG holdout (several KGs of a few thousand people, departments and projects,
+questions of every type with messy reference SPARQL: mixed-case keywords, comments, nested
+sub-selects, aggregates with AS, ORDER BY ... LIMIT), builds its gold, and writes a replay
+file of N predictions over questions x seeds: most seeds repeat the reference or a variant of
+it (seeds repeat texts, as real models do), some are wrong, reformatted, do not parse, give an
+answer list only, or are missing.
+
+Then, in this one process:
+- raw engine: pyoxigraph's own `Store.query` on every prediction's candidate SPARQL, every
+  solution and term read (what a bare loop over the replay file would cost), and the same for
+  the distinct texts only;
+- the run: `execute_run` with the replay system (guard, execution, judges, DuckDB writes),
+  a checklist that passes at once (the checklist's cost is not the run path's).
+
+Prints the run time as a ratio to the raw engine time (target: within 2x), then where one
+more run's time goes: store and gold loading, the guard's parsing, the engine, the rest of
+execution (worker threads, term conversion, capping), the judges, the DuckDB writes.
+
+    python bench/run.py [--predictions 1050] [--kgs 4] [--people 1500] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pyoxigraph as ox  # noqa: E402
+import yaml  # noqa: E402
+
+from kgeval.config import GoldConfig, KgevalConfig, RunConfig  # noqa: E402
+from kgeval.gold import rebuild_gold  # noqa: E402
+from kgeval.holdout import load_holdout, seal_holdout  # noqa: E402
+import kgeval.runs._attempt as attempt_module  # noqa: E402
+import kgeval.runs._run as run_module  # noqa: E402
+import kgeval.stores._base as base_module  # noqa: E402
+from kgeval.runs import ResultsDB, execute_run  # noqa: E402
+from kgeval.runs._model import Receipt  # noqa: E402
+from kgeval.stores import EmbeddedStore  # noqa: E402
+from kgeval.stores._query import _analyse  # noqa: E402
+from kgeval.systems import ReplaySystem  # noqa: E402
+
+DOMAINS = ("hr", "retail", "pharma", "energy", "logistics", "media", "banking", "travel")
+PREFIXES = "PREFIX ex: <{ns}vocab/>\nPREFIX e: <{ns}e/>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+
+
+def kg_turtle(ns: str, people: int, rng: random.Random) -> str:
+    """A company graph: people in departments and projects, with ages, salaries, labels."""
+    depts, projects = max(4, people // 60), max(6, people // 25)
+    lines = [f"@prefix ex: <{ns}vocab/> .", f"@prefix e: <{ns}e/> .",
+             "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .", "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> ."]  # fmt: skip
+    for d in range(depts):
+        lines.append(f'e:d{d} a ex:Dept ; rdfs:label "Dept {d}"@en, "Abteilung {d}"@de ; ex:budget "{rng.randint(1, 90) * 1000}"^^xsd:integer .')
+    for j in range(projects):
+        lines.append(f'e:j{j} a ex:Project ; rdfs:label "Project {j}"@en ; ex:ownedBy e:d{rng.randrange(depts)} .')
+    for p in range(people):
+        salary = f"{rng.randint(30, 180)}{rng.randint(0, 999):03d}.{rng.randint(0, 99):02d}"
+        members = " ; ".join(f"ex:memberOf e:j{rng.randrange(projects)}" for _ in range(rng.randint(0, 3)))
+        lines.append(
+            f'e:p{p} a ex:Person ; rdfs:label "Person {p}"@en ; ex:age "{rng.randint(20, 66)}"^^xsd:integer ; '
+            f'ex:salary "{salary}"^^xsd:decimal ; ex:worksIn e:d{rng.randrange(depts)}'
+            + (f" ; ex:manages e:p{rng.randrange(people)}" if rng.random() < 0.1 else "")
+            + (f" ; {members}" if members else "") + " ."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def question_templates(rng: random.Random, people: int) -> list[tuple[str, str, list[str]]]:
+    """(question, SPARQL body without prefixes, tags): one of each shape, messy on purpose."""
+    p, d, j, age = rng.randrange(people), rng.randrange(max(4, people // 60)), rng.randrange(max(6, people // 25)), rng.randint(25, 60)
+    return [
+        (f"Where does person {p} work?", f"select ?d where {{ e:p{p} ex:worksIn ?d }}", ["lookup"]),
+        (f"Who works in dept {d}?", f"SELECT DISTINCT ?p WHERE {{\n  ?p ex:worksIn e:d{d} . # staff\n}}", ["list"]),
+        (f"How many people are older than {age}?", f"Select (COUNT(?p) AS ?n) Where {{ ?p a ex:Person ; ex:age ?a . FILTER(?a > {age}) }}", ["count"]),
+        (f"Is person {p} in dept {d}?", f"ASK {{ e:p{p} ex:worksIn e:d{d} }}", ["ask"]),
+        (f"Average salary per department?", "select ?d (avg(?s) as ?avg) where { ?p ex:worksIn ?d ; ex:salary ?s } group by ?d", ["aggregate"]),
+        (f"Top 5 earners of dept {d}?", f"SELECT ?p ?s WHERE {{ ?p ex:worksIn e:d{d} ; ex:salary ?s }} ORDER BY DESC(?s) ?p LIMIT 5", ["order-limit"]),
+        ("Departments with more than 20 people?",
+         "SELECT ?d ?n WHERE {\n  { select ?d (count(?p) as ?n) where { ?p ex:worksIn ?d } GROUP BY ?d }\n  FILTER(?n > 20)\n}", ["aggregate"]),
+        (f"German name of dept {d}?", f'SELECT ?l WHERE {{ e:d{d} rdfs:label ?l FILTER(lang(?l) = "de") }}', ["lookup", "lang-literal"]),
+        (f"Who is on project {j} with its owner?",
+         f"SELECT ?p ?o WHERE {{ ?p ex:memberOf e:j{j} . e:j{j} ex:ownedBy ?o . }} # two hops", ["multi-hop", "list"]),
+        ("List every person.", "SELECT ?p WHERE { ?p a ex:Person }", ["large-list"]),
+    ]
+
+
+def candidate_for(reference: str, prefixes: str, seed_roll: float, rng: random.Random) -> dict:
+    """One prediction: the reference (most seeds), a reformatting, a wrong variant, a text that
+    does not parse, an answer list only."""
+    if seed_roll < 0.55:
+        return {"sparql": prefixes + reference}
+    if seed_roll < 0.65:
+        return {"sparql": "# reformatted by the model\n" + prefixes + reference.replace("{", "{ ").replace("}", " }\n")}
+    if seed_roll < 0.80:
+        return {"sparql": prefixes + reference.replace("ex:worksIn", "ex:memberOf").replace("LIMIT 5", "LIMIT 7")}
+    if seed_roll < 0.90:
+        return {"sparql": reference + " # prefixes forgotten"}  # undeclared prefix: does not parse
+    if seed_roll < 0.95:
+        return {"sparql": prefixes + reference.replace("}", "", 1)}
+    return {"answer": [f"e:p{rng.randrange(100)}"]}
+
+
+def write_bench_holdout(root: Path, predictions: int, kgs: int, people: int, seeds: int) -> tuple[Path, Path]:
+    """The holdout under root/holdout and the replay file root/replay.jsonl."""
+    rng = random.Random(13)
+    per_kg = -(-predictions // (kgs * seeds))
+    records = []
+    for k in range(kgs):
+        kg, ns = f"{DOMAINS[k % len(DOMAINS)]}{k}", f"http://example.org/bench{k}/"
+        prefixes = PREFIXES.format(ns=ns)
+        (root / "holdout" / kg).mkdir(parents=True)
+        (root / "holdout" / kg / "kg.ttl").write_text(kg_turtle(ns, people, rng), encoding="utf-8")
+        questions = []
+        while len(questions) < per_kg:
+            for text, body, tags in question_templates(rng, people):
+                qid = f"{kg}-{len(questions) + 1:04d}"
+                questions.append({"id": qid, "question": text, "sparql": prefixes + body, "domain": kg, "tags": tags})
+                for seed in range(seeds):
+                    rec = {"kg": kg, "question_id": qid, "seed": seed, **candidate_for(body, prefixes, rng.random(), rng)}
+                    if rng.random() > 0.02:  # a few records missing: a harness error, not scored
+                        records.append(rec)
+                if len(questions) == per_kg:
+                    break
+        doc = {"kg": kg, "title": f"bench KG {k}", "questions": questions}
+        (root / "holdout" / kg / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    seal_holdout(root / "holdout")
+    replay = root / "replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return root / "holdout", replay
+
+
+def raw_engine_seconds(holdout_root: Path, replay: Path, *, distinct: bool) -> tuple[float, int]:
+    """pyoxigraph alone on the replay's candidate queries: (seconds inside the engine, queries)."""
+    holdout = load_holdout(holdout_root)
+    stores = {}
+    for kg in holdout.kgs:
+        stores[kg.id] = ox.Store()
+        for path in kg.files:
+            stores[kg.id].bulk_load(path=str(path), format=ox.RdfFormat.TURTLE)
+    texts = [(r["kg"], r["sparql"]) for r in map(json.loads, replay.read_text().splitlines()) if r.get("sparql")]
+    if distinct:
+        texts = list(dict.fromkeys(texts))
+    started = time.perf_counter()
+    for kg, text in texts:
+        try:
+            result = stores[kg].query(text)
+        except (SyntaxError, OSError, RuntimeError):
+            continue
+        if isinstance(result, ox.QuerySolutions):
+            for solution in result:
+                for term in solution:
+                    term  # noqa: B018 - reading every term is part of the engine's work
+    return time.perf_counter() - started, len(texts)
+
+
+def _passing_checklist(plan, db):  # noqa: ANN001, ANN202, ARG001 - the bench measures the run path only
+    return Receipt(checklist_sha256="bench", items=[])
+
+
+class _Timers:
+    """Seconds spent inside named functions, summed over every thread, and their call counts."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def wrap(self, label: str, fn):  # noqa: ANN001, ANN201
+        def timed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - t0
+                    self.calls[label] = self.calls.get(label, 0) + 1
+
+        return timed
+
+
+class _TimedEngine:
+    """A pyoxigraph Store whose query calls and result iteration are timed (the engine alone)."""
+
+    def __init__(self, inner: ox.Store, timers: _Timers) -> None:
+        self._inner, self._timers = inner, timers
+
+    def query(self, query: str, **kwargs):  # noqa: ANN003, ANN201
+        result = self._timers.wrap("engine", self._inner.query)(query, **kwargs)
+        if isinstance(result, ox.QuerySolutions):
+            return _TimedSolutions(result, self._timers)
+        return result
+
+
+class _TimedSolutions:
+    def __init__(self, inner: ox.QuerySolutions, timers: _Timers) -> None:
+        self._next, self.variables = timers.wrap("engine", inner.__next__), inner.variables
+
+    def __iter__(self):  # noqa: ANN204
+        return self
+
+    def __next__(self):  # noqa: ANN204
+        return self._next()
+
+
+def timed_run(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: KgevalConfig) -> tuple[float, int]:
+    """(seconds of execute_run, attempts written)."""
+    _analyse.cache_clear()  # each run pays for parsing, as a fresh process would
+    holdout = load_holdout(holdout_root)
+    with ResultsDB(db_path) as db:
+        started = time.perf_counter()
+        meta = execute_run(holdout, gold, ReplaySystem(replay), cfg, db, checklist=_passing_checklist)
+        seconds = time.perf_counter() - started
+        attempts = len(db.attempts(meta.run_id))
+    return seconds, attempts
+
+
+def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: KgevalConfig) -> tuple[float, _Timers]:
+    """One more run with timers around each area of the run path (a little overhead each)."""
+    timers = _Timers()
+
+    def open_timed_store(config, files):  # noqa: ANN001, ANN202
+        store = original["open_store"](config, files)
+        if isinstance(store, EmbeddedStore):
+            store._store = _TimedEngine(store._store, timers)
+        return store
+
+    original = {"open_store": run_module.open_store, "guard_query": base_module.guard_query, "judge": attempt_module.judge_candidate,
+                "execute": EmbeddedStore.execute, "write": ResultsDB.record_attempts, "load_gold": run_module.load_gold}  # fmt: skip
+    run_module.open_store = timers.wrap("store loading", open_timed_store)
+    run_module.load_gold = timers.wrap("gold loading", original["load_gold"])
+    base_module.guard_query = timers.wrap("guard", original["guard_query"])
+    attempt_module.judge_candidate = timers.wrap("judges", original["judge"])
+    EmbeddedStore.execute = timers.wrap("execute", original["execute"])
+    ResultsDB.record_attempts = timers.wrap("DuckDB writes", original["write"])
+    try:
+        seconds, _ = timed_run(holdout_root, gold, replay, db_path, cfg)
+    finally:
+        run_module.open_store, base_module.guard_query = original["open_store"], original["guard_query"]
+        attempt_module.judge_candidate, EmbeddedStore.execute = original["judge"], original["execute"]
+        ResultsDB.record_attempts, run_module.load_gold = original["write"], original["load_gold"]
+    return seconds, timers
+
+
+def print_shares(seconds: float, timers: _Timers) -> None:
+    t = timers.seconds
+    rows = [
+        ("store loading (pyoxigraph bulk load; kgeval/stores)", t.get("store loading", 0.0)),
+        ("gold loading (kgeval/gold)", t.get("gold loading", 0.0)),
+        ("guard: query parsing (kgeval/stores/_query.py)", t.get("guard", 0.0)),
+        ("engine: pyoxigraph query + result iteration", t.get("engine", 0.0)),
+        ("execution besides guard and engine (threads, terms, capping)", t.get("execute", 0.0) - t.get("guard", 0.0) - t.get("engine", 0.0)),
+        ("judges (kgeval/judges)", t.get("judges", 0.0)),
+        (f"DuckDB writes (kgeval/runs/_db.py; {timers.calls.get('DuckDB writes', 0)} transactions)", t.get("DuckDB writes", 0.0)),
+    ]
+    print(f"where a run's time goes (one more run, one worker thread, {seconds:.3f} s; the writer thread overlaps the worker):")
+    for label, value in rows:
+        print(f"  {label:<72} {value:8.3f} s  {value / seconds:6.1%} of the run")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predictions", type=int, default=1050)
+    parser.add_argument("--kgs", type=int, default=4)
+    parser.add_argument("--people", type=int, default=1500)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--persist-within-s", type=float, default=RunConfig().persist_within_s, help="run.persist_within_s (default: the configuration's)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        holdout_root, replay = write_bench_holdout(tmp, args.predictions, args.kgs, args.people, args.seeds)
+        holdout = load_holdout(holdout_root)
+        report = rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp / "gold")
+        assert report.ok, report.failures
+        n_records = len(replay.read_text().splitlines())
+        print(f"holdout: {len(holdout.kgs)} KGs, {len(holdout.questions())} questions, {args.seeds} seeds; {n_records} predictions in the replay")
+        print(f"{'run':>4} {'raw all s':>10} {'raw distinct s':>15} {'run s':>8} {'attempts':>9} {'x raw all':>10} {'x raw distinct':>15}")
+        for i in range(args.repeat):
+            raw_all, n_all = raw_engine_seconds(holdout_root, replay, distinct=False)
+            raw_distinct, n_distinct = raw_engine_seconds(holdout_root, replay, distinct=True)
+            cfg = KgevalConfig(run=RunConfig(seeds=args.seeds, concurrency=args.concurrency, retry_backoff_s=0.0, persist_within_s=args.persist_within_s))
+            seconds, attempts = timed_run(holdout_root, tmp / "gold", replay, tmp / f"run-{i}.duckdb", cfg)
+            print(f"{i + 1:>4} {raw_all:>10.3f} {raw_distinct:>15.3f} {seconds:>8.3f} {attempts:>9} {seconds / raw_all:>9.2f}x {seconds / raw_distinct:>14.2f}x")
+        print(f"raw all = {n_all} candidate texts executed one by one; raw distinct = the {n_distinct} distinct (KG, text) pairs")
+        print("run = execute_run with the replay system: store loading, guard, execution, judges, DuckDB writes")
+        # one worker thread: with more, time waiting for a lock (rdflib's parser is serialized)
+        # would be counted once per waiting thread
+        cfg = KgevalConfig(run=RunConfig(seeds=args.seeds, concurrency=1, retry_backoff_s=0.0, persist_within_s=args.persist_within_s))
+        print_shares(*run_with_shares(holdout_root, tmp / "gold", replay, tmp / "shares.duckdb", cfg))
+
+if __name__ == "__main__":
+    main()

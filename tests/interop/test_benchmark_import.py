@@ -1,0 +1,231 @@
+"""Importing a whole benchmark at once: a QALD file over several KGs (--kg-dir, --kg-field),
+several TEXT2SPARQL datasets, --replace of one KG, question types read from the reference
+queries, ORDER BY marked order-sensitive, and RDF data Oxigraph refuses repaired with one
+summary line per file instead of a warning per IRI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from kgeval.cli import app
+from kgeval.config import GoldConfig
+from kgeval.gold import load_gold, rebuild_gold
+from kgeval.holdout import load_holdout, verify_holdout
+from kgeval.stores import EmbeddedStore
+
+NS = "http://bench.example/{kg}/"
+
+
+def _people_ttl(kg: str, n: int) -> str:
+    ns = NS.format(kg=kg)
+    lines = [f"@prefix ex: <{ns}> .", "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> ."]
+    for i in range(n):
+        lines.append(f'ex:p{i} a ex:Person ; ex:name "Person {i}"@en ; ex:age "{20 + i % 40}"^^xsd:integer ; ex:dept ex:d{i % 4} .')
+    return "\n".join(lines) + "\n"
+
+
+# messy on purpose: mixed-case keywords, comments, a nested sub-select, aggregates with AS,
+# ORDER BY with and without LIMIT, ASK, a lookup from a fixed subject
+TEMPLATES = [
+    ("select ?d where {{ ex:p{i} ex:dept ?d }}", ["lookup"], False),
+    ("SELECT DISTINCT ?p WHERE {{\n  ?p ex:dept ex:d{m} . # staff of one department\n}}", ["list"], False),
+    ("Select (COUNT(?p) AS ?n) Where {{ ?p a ex:Person ; ex:age ?a . FILTER(?a > {age}) }}", ["count"], False),
+    ("ASK {{ ex:p{i} ex:dept ex:d{m} }}", ["ask"], False),
+    ("select ?d (avg(?a) as ?avg) where {{ ?p ex:dept ?d ; ex:age ?a }} group by ?d", ["aggregate"], False),
+    ("SELECT ?p ?a WHERE {{ ?p ex:age ?a }} ORDER BY DESC(?a) ?p LIMIT 3", ["list", "order-limit"], True),
+    ("SELECT ?d ?n WHERE {{\n  {{ select ?d (count(?p) as ?n) where {{ ?p ex:dept ?d }} GROUP BY ?d }}\n  FILTER(?n > 1)\n}}", ["aggregate"], False),
+    ("SELECT ?name WHERE {{ ?p ex:name ?name }} order by ?name", ["list"], True),
+]
+
+
+def _qald_benchmark(root: Path, kgs: dict[str, str], per_kg: int) -> Path:
+    """A QALD file over `kgs` (name -> how its data is laid out), the KG in field "kg"."""
+    questions, n = [], 0
+    for kg in kgs:
+        prefix = f"PREFIX ex: <{NS.format(kg=kg)}>\n"
+        for j in range(per_kg):
+            body, _, _ = TEMPLATES[j % len(TEMPLATES)]
+            n += 1
+            questions.append({
+                "id": str(n), "kg": kgs[kg],
+                "question": [{"language": "en", "string": f"{kg} question {j}"}, {"language": "de", "string": f"{kg} Frage {j}"}],
+                "query": {"sparql": prefix + body.format(i=j, m=j % 4, age=25 + j)},
+                "answers": [],
+            })  # fmt: skip
+    path = root / "bench.json"
+    path.write_text(json.dumps({"dataset": {"id": "bench-qald"}, "questions": questions}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def benchmark(tmp_path: Path) -> tuple[Path, Path]:
+    """(QALD file, KG directory): hr as one file, retail as a directory of two files, pharma as
+    a Turtle file Oxigraph refuses (a \\# escape inside <...>, an IRI with a space)."""
+    kg_dir = tmp_path / "kgs"
+    (kg_dir / "retail").mkdir(parents=True)
+    (kg_dir / "hr.ttl").write_text(_people_ttl("hr", 12), encoding="utf-8")
+    people = _people_ttl("retail", 10).splitlines()
+    (kg_dir / "retail" / "a.ttl").write_text("\n".join(people[:7]) + "\n", encoding="utf-8")
+    (kg_dir / "retail" / "b.ttl").write_text("\n".join(people[:2] + people[7:]) + "\n", encoding="utf-8")
+    ns = NS.format(kg="pharma")
+    lines = [f'<{ns}p{i}> <{ns}dept> <{ns}d{i % 4}> .\n<{ns}p{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{ns}Person> .' for i in range(8)]
+    lines += [f'<{ns}p{i}> <{ns}age> "{30 + i}"^^<http://www.w3.org/2001/XMLSchema#integer> .' for i in range(8)]
+    lines += [f'<{ns}p{i}> <{ns}name> "Person {i}"@en .' for i in range(8)]
+    lines += [f"<{ns}d0> <{ns}see> <{ns}doc\\#section{i}> ." for i in range(30)]  # rdflib keeps the backslash
+    lines += [f"<{ns}d1> <{ns}see> <{ns}file {i}.pdf> ." for i in range(20)]  # "does not look like a valid URI"
+    (kg_dir / "pharma.ttl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return _qald_benchmark(tmp_path, {"hr": "hr", "retail": "retail", "pharma": "pharma.ttl"}, per_kg=16), kg_dir
+
+
+def _import(*args: str):
+    return CliRunner().invoke(app, ["holdout", "import", *args])
+
+
+def test_one_call_imports_every_kg_with_types_and_order(benchmark, tmp_path):
+    qald, kg_dir = benchmark
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--kg-field", "kg", "--out", str(tmp_path / "h"))
+    assert done.exit_code == 0, done.output
+    holdout = load_holdout(tmp_path / "h")
+    assert [kg.id for kg in holdout.kgs] == ["hr", "pharma", "retail"]
+    assert sorted(p.name for p in holdout.kg("retail").files) == ["a.ttl", "b.ttl"]
+    verify_holdout(tmp_path / "h")
+    for kg in holdout.kgs:
+        assert len(kg.questions) == 16 and {q.domain for q in kg.questions} == {kg.id}
+        for j, q in enumerate(kg.questions):
+            _, tags, ordered = TEMPLATES[j % len(TEMPLATES)]
+            assert [t.value for t in q.tags] == tags, (q.id, q.sparql)
+            assert q.order_sensitive == ordered, q.id
+    assert holdout.kg("hr").questions[0].id == "hr-1" and holdout.kg("retail").questions[0].id == "retail-17"
+    # per-type figures now mean something: every type is present
+    assert {q.qtype for q in holdout.questions()} == {"lookup", "list", "count", "ask", "aggregate", "order-limit"}
+
+
+def test_refused_rdf_is_repaired_and_summarized_in_one_line(benchmark, tmp_path):
+    qald, kg_dir = benchmark
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 0, done.output
+    assert "does not look like a valid URI" not in done.output.replace("rdflib warnings 'does not look like a valid URI'", "")
+    [line] = [ln for ln in done.output.splitlines() if "pharma" in ln and "data " in ln]
+    assert "(from pharma.ttl)" in line and "82 triples" in line
+    assert "30 IRIs with backslash escapes unescaped" in line and "20 IRIs with characters an IRI may not hold percent-encoded" in line
+    assert "50 rdflib warnings 'does not look like a valid URI'" in line  # one line, not 50
+    # the repaired KG loads in every store and the IRIs are what the escapes meant
+    holdout = load_holdout(tmp_path / "h")
+    store = EmbeddedStore(holdout.kg("pharma").files)
+    result = store.execute(f"SELECT ?o WHERE {{ <{NS.format(kg='pharma')}d0> <{NS.format(kg='pharma')}see> ?o }}", timeout_s=10, row_cap=100)
+    assert {row[0].value for row in result.rows} == {f"{NS.format(kg='pharma')}doc#section{i}" for i in range(30)}
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g").ok
+    assert len(load_gold(tmp_path / "g")) == 48
+
+
+def test_no_order_by_sensitive_keeps_the_sources_word(benchmark, tmp_path):
+    qald, kg_dir = benchmark
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(tmp_path / "h"), "--no-order-by-sensitive")
+    assert done.exit_code == 0, done.output
+    assert not any(q.order_sensitive for q in load_holdout(tmp_path / "h").questions())
+
+
+def test_replace_reimports_one_kg_and_reseals(benchmark, tmp_path):
+    qald, kg_dir = benchmark
+    out = tmp_path / "h"
+    assert _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out)).exit_code == 0
+    untouched = {p: p.read_bytes() for kg in ("pharma", "retail") for p in (out / kg).iterdir()}
+    again = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out))
+    assert again.exit_code == 2 and "--replace hr" in again.output
+    # the benchmark's hr KG gains people and loses a question
+    (kg_dir / "hr.ttl").write_text(_people_ttl("hr", 20), encoding="utf-8")
+    doc = json.loads(qald.read_text())
+    doc["questions"] = [q for q in doc["questions"] if q["id"] != "2"]
+    qald.write_text(json.dumps(doc))
+    replaced = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out), "--replace", "hr")
+    assert replaced.exit_code == 0, replaced.output
+    assert "replaced 15 questions" in replaced.output and "1 KG(s)" in replaced.output
+    holdout = load_holdout(out)
+    assert len(holdout.kg("hr").questions) == 15 and "p19" in (out / "hr" / "hr.ttl").read_text()
+    assert {p: p.read_bytes() for p in untouched} == untouched  # the other KGs as they were
+    verify_holdout(out)  # resealed
+    assert not list(tmp_path.glob(".h.*"))  # the old KG removed
+    missing = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out), "--replace", "finance")
+    assert missing.exit_code == 2 and "finance" in missing.output
+
+
+def test_a_failed_replace_leaves_the_old_kg(benchmark, tmp_path):
+    qald, kg_dir = benchmark
+    out = tmp_path / "h"
+    assert _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out)).exit_code == 0
+    before = (out / "hr" / "questions.yaml").read_text()
+    doc = json.loads(qald.read_text())
+    doc["questions"][0]["query"]["sparql"] = "SELECT ?x WHERE { ?x undeclared:p ?y }"
+    qald.write_text(json.dumps(doc))
+    failed = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out), "--replace", "hr")
+    assert failed.exit_code == 2 and "question 1: reference SPARQL" in failed.output
+    assert (out / "hr" / "questions.yaml").read_text() == before
+    verify_holdout(out)
+
+
+def test_bad_benchmark_input_is_named(benchmark, tmp_path):
+    qald, kg_dir = benchmark
+    doc = json.loads(qald.read_text())
+    del doc["questions"][3]["kg"]
+    qald.write_text(json.dumps(doc))
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 2 and "question 4: no 'kg' field naming its KG" in done.output
+    doc["questions"][3]["kg"] = "finance"
+    qald.write_text(json.dumps(doc))
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 2 and "no data for KG 'finance'" in done.output
+    both = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--kg", str(kg_dir / "hr.ttl"), "--out", str(tmp_path / "h"))
+    assert both.exit_code == 2 and "either --kg" in both.output
+    assert not (tmp_path / "h").exists() or not any((tmp_path / "h").iterdir())
+
+
+def _text2sparql_dataset(root: Path, kg: str, prefix: str) -> Path:
+    ns = NS.format(kg=kg)
+    (root / "graphs").mkdir(parents=True)
+    (root / "graphs" / "data.ttl").write_text(_people_ttl(kg, 9), encoding="utf-8")
+    (root / "graphs" / "data.ttl.graph").write_text(f"{ns}graph\n", encoding="utf-8")
+    questions = [
+        {"id": i + 1, "question": {"en": f"{kg} q{i}"}, "query": {"sparql": f"PREFIX ex: <{ns}>\n" + body.format(i=i, m=i % 4, age=30)}}
+        for i, (body, _, _) in enumerate(TEMPLATES)
+    ]
+    doc = {"dataset": {"id": f"https://text2sparql.example/{kg}/", "prefix": prefix}, "questions": questions}
+    (root / "questions.yml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def test_several_text2sparql_datasets_at_once(tmp_path):
+    a = _text2sparql_dataset(tmp_path / "corporate", "corporate", "corp")
+    b = _text2sparql_dataset(tmp_path / "dbpedia-mini", "dbpedia", "dbp")
+    done = _import("text2sparql", str(a), str(b), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 0, done.output
+    holdout = load_holdout(tmp_path / "h")
+    assert [kg.id for kg in holdout.kgs] == ["corporate", "dbpedia-mini"]
+    assert [q.id for q in holdout.kg("dbpedia-mini").questions][:2] == ["dbp-1", "dbp-2"]
+    assert {q.domain for q in holdout.kg("dbpedia-mini").questions} == {"dbpedia"}
+    assert [[t.value for t in q.tags] for q in holdout.kg("corporate").questions] == [tags for _, tags, _ in TEMPLATES]
+    assert "2 KG(s), 16 questions" in done.output
+    named = _import("text2sparql", str(a), str(b), "--name", "x", "--out", str(tmp_path / "h2"))
+    assert named.exit_code == 2 and "apply to one dataset" in named.output
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g").ok
+
+
+def test_help_names_each_importers_real_defaults():
+    qald = CliRunner().invoke(app, ["holdout", "import", "qald", "--help"], env={"COLUMNS": "200"}).output
+    t2s = CliRunner().invoke(app, ["holdout", "import", "text2sparql", "--help"], env={"COLUMNS": "200"}).output
+    assert "dataset prefix" not in qald and "dataset id" not in qald and "default: its KG id" in qald
+    assert "default: the dataset's prefix, else the KG id" in t2s
+
+
+def test_repaired_iri_semantics_match_turtle_escapes(tmp_path):
+    """A prefixed name's \\# is legal Turtle and means #: Oxigraph reads it so, and the repair
+    of an IRIREF's \\# gives the same IRI."""
+    ns = NS.format(kg="t")
+    (tmp_path / "legal.ttl").write_text(f"@prefix ex: <{ns}> .\nex:s ex:p ex:a\\#b .\n", encoding="utf-8")
+    [triple] = list(ox.parse(path=str(tmp_path / "legal.ttl"), format=ox.RdfFormat.TURTLE))
+    assert triple.object.value == f"{ns}a#b"
