@@ -36,6 +36,10 @@ class StaleGold(CheckFailed):
 class QueryError(KgevalError):
     """A SPARQL query could not be run: the subclasses say why."""
 
+    resources: object | None = None
+    """What a candidate query cost before it failed (a `kgeval.stores.QueryResources`), set by
+    `Store.execute_candidate`; None elsewhere."""
+
 
 class QuerySyntaxError(QueryError):
     """The query does not parse."""
@@ -49,8 +53,20 @@ class QueryTimeout(QueryError):
     """The query ran longer than its timeout."""
 
 
+class QueryOverBudget(QueryError):
+    """The query exceeded a resource budget other than time (memory, rows produced) set for
+    untrusted candidate queries: the query's cost, not a fault of the store."""
+
+
 class StoreError(QueryError):
-    """The store failed while executing a query (engine or transport error)."""
+    """The store failed while executing a query (engine or transport error). A run counts it
+    as the harness's failure, unless it is a `QueryRejected`."""
+
+
+class QueryRejected(StoreError):
+    """The engine itself rejected the query as written (its syntax, an unknown function, an
+    undeclared prefix): the store is up and answered, and the query is at fault. A run scores it
+    as the candidate's invalid SPARQL, never as a harness failure."""
 
 
 class LeakDetected(KgevalError):
