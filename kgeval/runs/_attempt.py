@@ -24,7 +24,7 @@ from kgeval.gold import TieInfo
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, Judge, Verdict
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import QueryResult, Store
+from kgeval.stores import QueryResources, QueryResult, Store
 from kgeval.systems import TRANSIENT_ERRORS, System, SystemOutput
 
 
@@ -124,16 +124,22 @@ def run_attempt(
         return Attempt(**base, state="error", error_kind=kind, error=error), []
     key = (question.kg, output.sparql or "")
     cached = cache.get(key) if cache is not None else None
-    result, sparql_error = cached if cached is not None else _execute_candidate(output, store, config)
+    resources: QueryResources | None = None
+    if cached is not None:
+        result, sparql_error = cached
+    else:
+        result, sparql_error, resources = _execute_candidate(output, store, config)
     if cache is not None and cached is None and not (sparql_error or "").startswith("QueryTimeout"):
         cache.put(key, (result, sparql_error))  # a timeout may not recur: never cached
+    if resources is not None:  # what executing the candidate cost (not when a cached result was reused)
+        base["extra"] = {"query_resources": resources.model_dump(mode="json")}
     cut_off = output.stop_reason == "length"
     if sparql_error and output.answer is None:
         kind = "truncated_empty" if cut_off else "invalid_sparql"
         return Attempt(**base, state="error", error_kind=kind, error=sparql_error), []
     candidate = Candidate(items=output.answer, result=result, sparql_error=sparql_error)
     verdicts, tie_resolved = judge_candidate(question, judges, gold, candidate, ties)
-    extra = {"sparql_error": sparql_error} if sparql_error else {}
+    extra = {**base.pop("extra", {}), **({"sparql_error": sparql_error} if sparql_error else {})}
     if tie_resolved:
         extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
     total = result.total if result is not None else None
@@ -168,11 +174,14 @@ def _refused(output: SystemOutput) -> tuple[str, str] | None:
     return None
 
 
-def _execute_candidate(output: SystemOutput, store: Store, config: KgevalConfig) -> tuple[QueryResult | None, str | None]:
+def _execute_candidate(
+    output: SystemOutput, store: Store, config: KgevalConfig
+) -> tuple[QueryResult | None, str | None, QueryResources | None]:
+    """The candidate's result or error, and what executing it cost (untrusted: bounded)."""
     if not output.sparql or not output.sparql.strip():
-        return None, None
+        return None, None, None
     try:
-        result = store.execute(output.sparql, timeout_s=config.run.query_timeout_s, row_cap=config.run.row_cap)
+        result, resources = store.execute_candidate(output.sparql, timeout_s=config.run.query_timeout_s, row_cap=config.run.row_cap)
     except QueryError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    return result, None
+        return None, f"{type(exc).__name__}: {exc}", exc.resources  # type: ignore[return-value]
+    return result, None, resources

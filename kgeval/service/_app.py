@@ -190,7 +190,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
         if body.sparql:
             try:
                 cfg = state.settings.config.run
-                result = state.store(question.kg).execute(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
+                result, _ = state.store(question.kg).execute_candidate(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
             except QueryError as exc:
                 sparql_error = f"{type(exc).__name__}: {exc}"
         if sparql_error and body.answer is None:

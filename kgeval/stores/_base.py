@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from kgeval.config import CandidateQueryConfig
-from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QueryTimeout
+from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
 from kgeval.stores._results import QueryResources, QueryResult, Row
 
@@ -63,6 +63,8 @@ class Store(ABC):
                 shape = self._guard(query)
             except RecursionError:  # a parser's recursion on deep nesting: never a crashed run
                 raise QueryRefused("the query nests too deeply to be analysed") from None
+            except UnicodeError:  # a lone surrogate: no engine can be sent this text
+                raise QuerySyntaxError("the query is not valid Unicode text (a lone surrogate)") from None
             return self._run_candidate(query, shape, timeout_s, row_cap)
         except QueryError as exc:
             if exc.resources is None:

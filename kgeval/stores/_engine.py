@@ -19,7 +19,7 @@ from typing import NamedTuple, Protocol
 
 import pyoxigraph as ox
 
-from kgeval.errors import InputError, QueryOverBudget, QueryRejected, StoreError
+from kgeval.errors import InputError, KgevalError, QueryOverBudget, QueryRejected
 from kgeval.stores._cells import Cell, CellRow, canonical_spelling, keep_rows, literal_cell
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 
@@ -81,22 +81,37 @@ def evaluate(
 ) -> Answer:
     """Run `query` (already approved by the guard) and keep its rows by the one rule of
     `keep_rows`. With `cancel`, stop reading rows once it is set (the answer is then discarded)."""
+    solutions = None
     try:
         solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
         if ask:
             return Answer((), [], 1, bool(solutions), 0)
         variables = tuple(v.value for v in solutions.variables)
         rows, total = _kept_rows(solutions if cancel is None else _until(solutions, cancel), ordered, row_cap, caps)
-    except SyntaxError as exc:
-        raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
-    except RuntimeError as exc:  # raised while iterating too: SERVICE ?var unbound, unsupported function ...
-        raise QueryRejected(f"oxigraph cannot evaluate the query: {exc}") from None
-    except OSError as exc:
-        raise StoreError(f"oxigraph failed: {exc}") from None
+    except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
+        error = _named(exc)
+    else:
+        error = None
+    if error is not None:
+        # raised here, with no traceback into the frames that held the engine's result
+        # iterator: pyoxigraph's iterators must be dropped on the thread that made them
+        solutions = None  # noqa: F841
+        raise error
     result_bytes = _result_bytes(rows)
     if caps is not None and result_bytes > caps.max_result_bytes:
         raise QueryOverBudget(f"the result holds {result_bytes:,} bytes, over the {caps.max_result_bytes:,}-byte limit")
     return Answer(variables, rows, total, None, result_bytes)
+
+
+def _named(exc: BaseException) -> KgevalError:
+    if isinstance(exc, KgevalError):
+        return exc.with_traceback(None)
+    if isinstance(exc, SyntaxError):
+        return QueryRejected(f"oxigraph rejected the query: {exc}")
+    if isinstance(exc, RuntimeError):  # raised while iterating too: SERVICE ?var unbound, unsupported function ...
+        return QueryRejected(f"oxigraph cannot evaluate the query: {exc}")
+    # an in-memory store reads nothing while querying: the query reached out (SERVICE)
+    return QueryRejected(f"oxigraph failed reaching outside the store (a SERVICE call?): {exc}")
 
 
 def _until(solutions: Iterable[ox.QuerySolution], cancel: Cancel) -> Iterator[ox.QuerySolution]:
@@ -164,7 +179,7 @@ _IRI, _LITERAL = ox.NamedNode, ox.Literal
 
 
 def cell_from_term(term: object) -> tuple[str, str, str | None, str | None]:
-    """A bound engine term as a plain cell; StoreError for a term SPARQL results cannot hold (a quoted triple)."""
+    """A bound engine term as a plain cell; QueryRejected for a term SPARQL results cannot hold (a quoted triple)."""
     kind = type(term)
     if kind is ox.NamedNode:
         return ("uri", term.value, None, None)  # type: ignore[attr-defined]
@@ -172,7 +187,7 @@ def cell_from_term(term: object) -> tuple[str, str, str | None, str | None]:
         return literal_cell(term.value, term.datatype.value, term.language)  # type: ignore[attr-defined,return-value]
     if kind is ox.BlankNode:
         return ("bnode", term.value, None, None)  # type: ignore[attr-defined]
-    raise StoreError(f"unsupported term in result: {term!r}")
+    raise QueryRejected(f"the result holds a term SPARQL 1.1 results cannot hold: {term!r}")
 
 
 def _utf8_len(text: str) -> int:

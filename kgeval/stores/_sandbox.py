@@ -131,6 +131,16 @@ class WorkerPool:
             raise StoreError(f"{self._label}: the KG files changed since the store loaded them; reopen the store")
 
 
+def _cause(stderr_tail: str) -> str:
+    """Why a worker died, from the last words the engine wrote."""
+    if "memory allocation of" in stderr_tail:
+        return "an allocation failed: the query needed more than the worker's memory budget (store.candidates.memory_mb)"
+    if "overflowed its stack" in stderr_tail:
+        return "the engine overflowed its stack (the query nests too deeply)"
+    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
+    return f"memory, stack or CPU exhausted; its last words: {lines[-1][:200]}" if lines else "memory, stack or CPU exhausted"
+
+
 class _Worker:
     """One worker process and its end of the socketpair."""
 
@@ -152,6 +162,7 @@ class _Worker:
                 [sys.executable, "-c", _worker.BOOTSTRAP, _STORES_DIR, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                 start_new_session=True,  # a Ctrl-C meant for the run must not kill a worker mid-query
+                env={**os.environ, "RUST_BACKTRACE": "0"},
             )
         except OSError as exc:
             ours.close()
@@ -205,15 +216,14 @@ class _Worker:
             what = f"signal {signal.Signals(-code).name}" if -code in signal.valid_signals() else f"signal {-code}"
         else:
             what = f"exit code {code}"
-        tail = self._stderr_tail()
-        return f"{what}: memory, stack or CPU exhausted" + (f"; engine said: {tail}" if tail else "")
+        return f"{what}: {_cause(self._stderr_tail())}"
 
     def _stderr_tail(self) -> str:
         try:
             self._stderr.seek(0, os.SEEK_END)
             size = self._stderr.tell()
             self._stderr.seek(max(0, size - _STDERR_TAIL))
-            return " ".join(self._stderr.read().decode("utf-8", "replace").split())
+            return self._stderr.read().decode("utf-8", "replace")
         except (OSError, ValueError):
             return ""
 

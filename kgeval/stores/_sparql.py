@@ -22,7 +22,7 @@ from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
 
-from kgeval.errors import QueryTimeout, StoreError
+from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import Row, Term, collect_rows
@@ -158,7 +158,7 @@ class SparqlEndpointStore(Store):
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 self._server_header = response.headers.get("Server", "") or self._server_header or ""
                 _refuse_server_truncation(response.headers, self.endpoint)
-                return _read_before(response, deadline, timeout_s, self.endpoint)
+                return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
             raise StoreError(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
@@ -172,10 +172,18 @@ class SparqlEndpointStore(Store):
             raise StoreError(f"{self.endpoint}: connection failed: {exc}") from None
 
 
-def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str) -> bytes:
+def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str, max_bytes: int) -> bytes:
+    """The body, read within the deadline and at most `max_bytes` long (a GROUP_CONCAT over a
+    cross product must not fill the judge's memory); QueryOverBudget beyond."""
     chunks: list[bytes] = []
+    size = 0
     while chunk := response.read(_CHUNK):
         chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise QueryOverBudget(
+                f"{endpoint}: the answer is over the {max_bytes:,}-byte limit (store.candidates.max_response_bytes)"
+            )
         if time.monotonic() > deadline:
             raise QueryTimeout(f"{endpoint}: query ran longer than {timeout_s:g} s (while reading the answer)")
     return b"".join(chunks)
