@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -34,6 +35,9 @@ from kgeval.stores import _worker
 from kgeval.stores._engine import Answer
 
 _STORES_DIR = str(Path(_worker.__file__).parent)
+# Workers die with the thread that started them (PR_SET_PDEATHSIG): one long-lived thread
+# starts them all, so a worker never dies because a run's or a request's thread ended.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgeval-sandbox-spawner")
 _STDERR_TAIL = 600
 _NAMED_ERRORS = {
     name: getattr(errors, name)
@@ -93,10 +97,16 @@ class WorkerPool:
 
     def _acquire(self) -> _Worker:
         with self._free:
-            while not self._idle and self._started >= self._config.workers:
-                self._free.wait()
-            if self._idle:
-                return self._idle.pop()
+            while True:
+                while not self._idle and self._started >= self._config.workers:
+                    self._free.wait()
+                if not self._idle:
+                    break
+                worker = self._idle.pop()
+                if worker.process.poll() is None:
+                    return worker
+                self._all.discard(worker)  # died while idle (killed from outside): never blamed on a query
+                self._started -= 1
             self._started += 1
         try:
             worker = _Worker.start(self._files, self._config, self._label)
@@ -158,12 +168,13 @@ class _Worker:
         ours, theirs = socket.socketpair()
         stderr = tempfile.TemporaryFile()
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _worker.BOOTSTRAP, _STORES_DIR, str(theirs.fileno())],
+            process = _SPAWNER.submit(
+                subprocess.Popen,
+                [sys.executable, "-c", _worker.BOOTSTRAP, _STORES_DIR, str(theirs.fileno()), str(os.getpid())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                 start_new_session=True,  # a Ctrl-C meant for the run must not kill a worker mid-query
                 env={**os.environ, "RUST_BACKTRACE": "0"},
-            )
+            ).result()
         except OSError as exc:
             ours.close()
             raise StoreError(f"{label}: cannot start a sandbox worker: {exc}") from None

@@ -10,8 +10,8 @@ Bounds set here, in the worker itself:
   Where the kernel refuses (no privilege, no user namespaces), the worker says so at start.
 - memory: RLIMIT_AS = the address space after loading the KG + the configured budget. An
   allocation past it aborts the engine (the worker dies: the pool reports it over budget).
-- CPU: RLIMIT_CPU = CPU used so far + a backstop per query, in case its parent is gone and
-  cannot kill it at the deadline.
+- lifetime: it is SIGKILLed when its parent dies (PR_SET_PDEATHSIG), even mid-query; as a
+  backstop, RLIMIT_CPU = CPU used so far + a bound per query.
 
 Protocol (multiprocessing.connection over a socketpair, pickled plain tuples):
 parent -> ("load", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import signal
 import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -35,13 +36,15 @@ BOOTSTRAP = (
     "package.__path__ = [sys.argv[1]]\n"
     "sys.modules['kgeval.stores'] = package\n"
     "from kgeval.stores._worker import main\n"
-    "main(int(sys.argv[2]))\n"
+    "main(int(sys.argv[2]), int(sys.argv[3]))\n"
 )
+_PR_SET_PDEATHSIG = 1
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 
 
-def main(fd: int) -> None:
+def main(fd: int, parent_pid: int) -> None:
+    die_with_parent(parent_pid)
     conn = Connection(fd)
     isolated = isolate_network()
     from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
@@ -82,6 +85,18 @@ def _serve(conn: Connection, store: object, engine: object) -> None:
             conn.send(("error", type(exc).__name__, str(exc)[:500], _peak_memory()))
             sys.exit(3)
         conn.send(("ok", tuple(answer), _peak_memory()))
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this worker when the thread that started it ends (the pool starts workers from
+    one thread that lives as long as its process), even in the middle of a query."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the CPU backstop and EOF still end it
+        pass
+    if os.getppid() != parent_pid:  # the parent died before the request was made
+        os._exit(0)
 
 
 def isolate_network() -> bool:
