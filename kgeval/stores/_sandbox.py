@@ -77,11 +77,17 @@ class WorkerPool:
         worker = self._acquire()
         healthy = False
         try:
-            reply = worker.exchange(request, timeout_s)
-            healthy = True
-            return reply
+            started = time.perf_counter()
+            message = worker.exchange(request, timeout_s)
+            healthy = not (message[0] == "error" and message[4])  # a retiring worker exits after its reply
         finally:
             self._release(worker, healthy)
+        if message[0] == "error":
+            _, name, text, _peak, _retiring = message
+            error = _NAMED_ERRORS.get(name, StoreError)
+            raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
+        _, answer, peak = message
+        return WorkerReply(Answer(*answer), (time.perf_counter() - started) * 1000, peak)
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (tests check a killed one is gone)."""
@@ -199,8 +205,9 @@ class _Worker:
         self.network_isolated = bool(message[1]["network_isolated"])
         self.file_sha256 = list(message[1]["file_sha256"])
 
-    def exchange(self, request: tuple[Any, ...], timeout_s: float) -> WorkerReply:
-        started = time.perf_counter()
+    def exchange(self, request: tuple[Any, ...], timeout_s: float) -> tuple[Any, ...]:
+        """The worker's reply to `request`; QueryTimeout (the worker is killed) or
+        QueryOverBudget (the query ended the worker) when there is none."""
         try:
             self.conn.send(request)
             if not self.conn.poll(timeout_s):
@@ -209,13 +216,7 @@ class _Worker:
             message = self.conn.recv()
         except (EOFError, OSError, ConnectionError):
             raise QueryOverBudget(f"the query ended its worker process ({self.exit_description()}); a fresh worker takes the next query") from None
-        wall_ms = (time.perf_counter() - started) * 1000
-        if message[0] == "error":
-            _, name, text, peak = message
-            error = _NAMED_ERRORS.get(name, StoreError)
-            raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
-        _, answer, peak = message
-        return WorkerReply(Answer(*answer), wall_ms, peak)
+        return message
 
     def exit_description(self) -> str:
         try:

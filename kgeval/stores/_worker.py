@@ -16,7 +16,8 @@ Bounds set here, in the worker itself:
 Protocol (multiprocessing.connection over a socketpair, pickled plain tuples):
 parent -> ("load", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
 parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s)
-worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes)
+worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
+retiring: the worker exits after this reply)
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def main(fd: int, parent_pid: int) -> None:
     try:
         store = _engine.load_kg([Path(f) for f in files])
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
-        conn.send(("error", type(exc).__name__, str(exc), 0))
+        conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return
     info = {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": [_sha256(f) for f in files]}
     _limit_memory(memory_bytes)
@@ -76,13 +77,13 @@ def _serve(conn: Connection, store: object, engine: object) -> None:
                 store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
             )
         except MemoryError:
-            conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory()))
+            conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(), True))
             sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker
         except Exception as exc:  # noqa: BLE001 - every failure goes back by its class name
-            conn.send(("error", type(exc).__name__, str(exc), _peak_memory()))
+            conn.send(("error", type(exc).__name__, str(exc), _peak_memory(), False))
             continue
         except BaseException as exc:  # pyo3's PanicException: the engine panicked on this query
-            conn.send(("error", type(exc).__name__, str(exc)[:500], _peak_memory()))
+            conn.send(("error", type(exc).__name__, str(exc)[:500], _peak_memory(), True))
             sys.exit(3)
         conn.send(("ok", tuple(answer), _peak_memory()))
 

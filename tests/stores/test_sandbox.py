@@ -109,12 +109,14 @@ def test_value_and_result_size_caps(tmp_path):
         big_value = 'SELECT ?v WHERE { BIND(CONCAT("' + "x" * 900 + '", "' + "y" * 200 + '") AS ?v) }'
         with pytest.raises(QueryOverBudget, match="1,100 bytes, over the 1,000-byte limit"):
             store.execute_candidate(big_value, timeout_s=30, row_cap=10)
+        [pid] = store.sandbox.worker_pids()  # a query the worker refused leaves the worker serving
         many = 'SELECT ?s ?v WHERE { ?s ?p ?o BIND("' + "z" * 100 + '" AS ?v) }'
         with pytest.raises(QueryOverBudget, match="over the 5,000-byte limit") as caught:
             store.execute_candidate(many, timeout_s=30, row_cap=2000)
         assert caught.value.resources.sandboxed
         result, resources = store.execute_candidate(many, timeout_s=30, row_cap=10)  # cut to 10 rows: fits
         assert len(result.rows) == 10 and 1000 < resources.result_bytes <= 5000
+        assert store.sandbox.worker_pids() == [pid]
         assert store.execute(big_value, timeout_s=30, row_cap=10).total == 1  # trusted queries are not capped
     finally:
         store.close()
