@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kgeval.config import CandidateQueryConfig
@@ -88,14 +88,7 @@ class Store(ABC):
         if shape.form == "ask":
             return QueryResult(form="ask", boolean=self._ask(query, timeout_s), total=1)
         variables, kept, total = self._select(query, shape, timeout_s, row_cap)
-        return QueryResult(
-            form="select",
-            vars=list(variables),
-            rows=kept,
-            total=total,
-            truncated=total > len(kept),
-            ordered=shape.ordered,
-        )
+        return select_result(variables, kept, total, shape)
 
     def _guard(self, query: str) -> QueryShape:
         """The read-only guard for this store's query language; runs before any request leaves."""
@@ -110,6 +103,13 @@ class Store(ABC):
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[list[str], list[Row], int]:
         """Evaluate a SELECT query: its variables, the rows kept by `collect_rows`, the total."""
+
+
+def select_result(variables: Sequence[str], kept: list[Row], total: int, shape: QueryShape) -> QueryResult:
+    """A SELECT result: the rows kept, the true total, `truncated` when they differ."""
+    return QueryResult(
+        form="select", vars=list(variables), rows=kept, total=total, truncated=total > len(kept), ordered=shape.ordered
+    )
 
 
 def checked_result_bytes(result: QueryResult, limits: CandidateQueryConfig) -> int:

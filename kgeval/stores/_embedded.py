@@ -19,7 +19,7 @@ import pyoxigraph as ox
 from kgeval._files import sha256_file, sha256_json
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryError
-from kgeval.stores._base import Store, run_with_deadline
+from kgeval.stores._base import Store, run_with_deadline, select_result
 from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
@@ -133,11 +133,4 @@ class EmbeddedStore(Store):
 def _query_result(answer: Answer, shape: QueryShape) -> QueryResult:
     if shape.form == "ask":
         return QueryResult(form="ask", boolean=answer.boolean, total=1)
-    return QueryResult(
-        form="select",
-        vars=list(answer.variables),
-        rows=rows_from_cells(answer.rows),
-        total=answer.total,
-        truncated=answer.total > len(answer.rows),
-        ordered=shape.ordered,
-    )
+    return select_result(answer.variables, rows_from_cells(answer.rows), answer.total, shape)
