@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kgeval._files import read_yaml
 from kgeval.errors import InputError
@@ -53,6 +53,38 @@ class CandidateQueryConfig(_Strict):
     """Embedded store: time a new worker may take to start and load the KG."""
 
 
+_CORE_PREFIXES = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+}
+PREDECLARED_PREFIXES: dict[str, dict[str, str]] = {
+    # Virtuoso 7.2 (Debian's virtuoso-opensource-7): checked against a fresh server by
+    # tests/stores/test_candidate_failures.py; it does NOT predeclare dcterms, schema or prov
+    "virtuoso": {
+        **_CORE_PREFIXES,
+        "foaf": "http://xmlns.com/foaf/0.1/",
+        "skos": "http://www.w3.org/2004/02/skos/core#",
+        "dc": "http://purl.org/dc/elements/1.1/",
+        "geo": "http://www.w3.org/2003/01/geo/wgs84_pos#",
+        "sioc": "http://rdfs.org/sioc/ns#",
+        "void": "http://rdfs.org/ns/void#",
+        "vcard": "http://www.w3.org/2001/vcard-rdf/3.0#",
+    },
+    # GraphDB: a new repository's default namespaces (from its documentation; not run here)
+    "graphdb": {**_CORE_PREFIXES, "wgs": "http://www.w3.org/2003/01/geo/wgs84_pos#", "fn": "http://www.w3.org/2005/xpath-functions#"},
+    # Blazegraph: the declarations it adds to every query (from its documentation; not run here)
+    "blazegraph": {
+        **_CORE_PREFIXES,
+        "foaf": "http://xmlns.com/foaf/0.1/",
+        "dc": "http://purl.org/dc/elements/1.1/",
+        "skos": "http://www.w3.org/2004/02/skos/core#",
+    },
+}
+"""Prefixes known engines declare for every query (`store.predeclared_prefixes: virtuoso`)."""
+
+
 class StoreConfig(_Strict):
     kind: Literal["embedded", "sparql", "neptune-sparql", "neptune-gremlin"] = "embedded"
     """Which graph store executes queries: "embedded" (pyoxigraph in process, loads the KG
@@ -82,11 +114,26 @@ class StoreConfig(_Strict):
     say (its Server header is used otherwise)."""
     product_version: str | None = None
     """Remote stores: the engine version recorded when the server does not say."""
+    predeclared_prefixes: dict[str, str] = Field(default_factory=dict)
+    """Prefixes the production endpoint declares for every query (name -> namespace IRI), or the
+    name of a known engine's list: "virtuoso", "graphdb", "blazegraph" (see PREDECLARED_PREFIXES).
+    A candidate query that fails only for lacking one of these PREFIX lines is run with them, as it
+    would run in production; its verdict records which it needed. Default: none (Oxigraph and
+    Fuseki predeclare none)."""
     allow_insecure_http: bool = False
     """Neptune: accept an http:// endpoint. For the loopback signature tests only; Neptune
     serves HTTPS."""
     candidates: CandidateQueryConfig = CandidateQueryConfig()
     """Bounds on executing candidate (untrusted) queries: sandbox, memory, value and result size."""
+
+    @field_validator("predeclared_prefixes", mode="before")
+    @classmethod
+    def _known_engine_prefixes(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value not in PREDECLARED_PREFIXES:
+                raise ValueError(f"unknown engine {value!r} for predeclared_prefixes; known: {', '.join(sorted(PREDECLARED_PREFIXES))}, or give a mapping")
+            return dict(PREDECLARED_PREFIXES[value])
+        return value
 
     @model_validator(mode="after")
     def _remote_needs_endpoint(self) -> StoreConfig:
@@ -160,6 +207,43 @@ class SeedJudgeConfig(_Strict):
     """Membership path: the answer must list at least this many items."""
     normalize: NormalizationConfig = SEED_NORMALIZATION
     """Normalization rules (see NormalizationConfig)."""
+    vacuous: bool = True
+    """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or
+    class the KG lacks (README: Judging rules)."""
+
+
+LABEL_PREDICATES: tuple[str, ...] = (
+    "http://www.w3.org/2000/01/rdf-schema#label",
+    "http://www.w3.org/2004/02/skos/core#prefLabel",
+    "http://schema.org/name",
+    "https://schema.org/name",
+    "http://xmlns.com/foaf/0.1/name",
+)
+"""Predicates whose literal names an entity, for the label rules of the execution judge."""
+
+
+class LabelRulesConfig(_Strict):
+    """The execution judge's label rules: an answer naming the same entities as the gold, one
+    by its IRI and the other by its name, where the KG itself links the two (README: Judging
+    rules). Labels are read from the store holding the gold, read-only, once per run and KG."""
+
+    entity_for_label: bool = True
+    """Accept the entity's IRI where the gold gives its name: the IRI's label (or IRI tail) equals
+    the gold's text."""
+    label_for_entity: bool = True
+    """Accept a name where the gold gives the entity's IRI: the name is that entity's label (or
+    IRI tail) and no other labelled entity of the KG bears it."""
+    predicates: tuple[str, ...] = LABEL_PREDICATES
+    """Label predicates read for every KG."""
+    kg_predicates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """KG id -> further label predicates of that KG (e.g. a domain vocabulary's own name)."""
+    iri_tail: bool = True
+    """An IRI's last path segment (percent-decoded) counts as one of its names."""
+    max_labels: int = Field(500_000, ge=1)
+    """Labels read per KG at most; beyond it ambiguity may be undercounted (and the verdict says so)."""
+
+    def predicates_for(self, kg: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.predicates, *self.kg_predicates.get(kg, ()))))
 
 
 class ExecutionJudgeConfig(_Strict):
@@ -176,6 +260,15 @@ class ExecutionJudgeConfig(_Strict):
     """Rules for comparing an executed result with the gold (typed terms)."""
     list_normalize: NormalizationConfig = ANSWER_LIST_NORMALIZATION
     """Rules for comparing an answer list (no SPARQL) with the gold (untyped values)."""
+    labels: LabelRulesConfig = LabelRulesConfig()
+    """The entity-for-label and label-for-entity rules."""
+    symmetric_pairs: Literal["off", "declared", "declared_or_detected"] = "declared_or_detected"
+    """Accept both orientations of unordered pairs (reason `symmetric pairs`): on questions that
+    declare `answer_form: unordered_pairs`, and ("declared_or_detected") on those whose reference
+    query lists each pair once by ordering its two projected variables (FILTER(STR(?a) < STR(?b)))."""
+    vacuous: bool = True
+    """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or class
+    the KG lacks."""
 
 
 class JudgesConfig(_Strict):
@@ -191,8 +284,13 @@ class JudgesConfig(_Strict):
 class RunConfig(_Strict):
     seeds: int = Field(3, ge=1)
     """Attempts per question (seeds 0..N-1)."""
-    query_timeout_s: float = Field(30.0, gt=0)
-    """Timeout for executing a candidate's SPARQL."""
+    candidate_timeout_s: float = Field(30.0, gt=0, validation_alias=AliasChoices("candidate_timeout_s", "query_timeout_s"))
+    """Timeout for executing a candidate's SPARQL (`query_timeout_s` is read as this name too)."""
+    candidate_timeout_counts_as: Literal["wrong", "error"] = "wrong"
+    """A candidate query that runs past `candidate_timeout_s`: "wrong" (a model failure, judged
+    wrong with path `candidate_timeout`: the query is too costly) or "error" (a harness failure,
+    excluded and counted: for a remote endpoint whose own load may be the cause). The report
+    states the rule in force."""
     row_cap: int = Field(2000, ge=1)
     """Row cap for executing a candidate's SPARQL (the same as the gold's by default)."""
     concurrency: int = Field(8, ge=1)
@@ -212,6 +310,11 @@ class RunConfig(_Strict):
     the report publishes no accuracy, only a harness report naming the causes."""
     checklist: Path = Path("checklists/pre_eval.yaml")
     """The pre-eval checklist every run must pass before anything is sent to a system."""
+
+    @property
+    def query_timeout_s(self) -> float:
+        """The former name of `candidate_timeout_s`."""
+        return self.candidate_timeout_s
 
 
 class PipelineConfig(_Strict):

@@ -60,7 +60,13 @@ class QueryOverBudget(QueryError):
 
 class StoreError(QueryError):
     """The store failed while executing a query (engine or transport error). A run counts it
-    as the harness's failure, unless it is a `QueryRejected`."""
+    as the harness's failure, unless it is a `QueryRejected` or the store, asked at once, runs
+    other queries (then the query is at fault: see kgeval.runs' candidate execution)."""
+
+    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        """The HTTP status a remote store answered with, when it answered."""
 
 
 class QueryRejected(StoreError):

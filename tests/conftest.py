@@ -39,7 +39,7 @@ MINI_QUESTIONS = [
     {"id": "mini-04", "question": "Is Carol in IT?", "sparql": PREFIX + "ASK { e:carol ex:worksIn e:it }", "domain": "hr", "tags": ["ask"]},
     {"id": "mini-05", "question": "Is Carol in sales?", "sparql": PREFIX + "ASK { e:carol ex:worksIn e:sales }", "domain": "hr", "tags": ["ask"]},
     {"id": "mini-06", "question": "List all items.", "sparql": PREFIX + "SELECT ?i WHERE { ?i a ex:Item }", "domain": "retail", "tags": ["list"]},
-    {"id": "mini-07", "question": "Who is older than 100?", "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:age ?a FILTER(?a > 100) }", "domain": "hr", "tags": ["empty"]},
+    {"id": "mini-07", "question": "Who is older than 100?", "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:age ?a FILTER(?a > 100) }", "domain": "hr", "tags": ["empty"], "expect_empty": True},
     {"id": "mini-08", "question": "What is the German name of the sales department?", "sparql": PREFIX + 'SELECT ?l WHERE { e:sales rdfs:label ?l FILTER(lang(?l) = "de") }', "domain": "hr", "tags": ["lookup", "lang-literal"]},
 ]
 

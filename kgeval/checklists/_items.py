@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kgeval.errors import KgevalError
-from kgeval.gold import gold_problems
+from kgeval.gold import gold_problems, load_gold
 from kgeval.holdout import holdout_problems
+from kgeval.review import ReviewLog, current_hashes, review_states
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
 from kgeval.checklists._model import PreEvalChecklist
 
@@ -143,3 +144,28 @@ def _compare_one(checklist: PreEvalChecklist, ours: RunMetadata, other: RunMetad
         detail = "; ".join(f"{f}: {getattr(ours, f)!r} here, {getattr(other, f)!r} there" for f in differing)
         return ChecklistItem(item=name, observed=f"differs from run {other.run_id} in {', '.join(differing)}", passed=False, detail=detail[:600])
     return ChecklistItem(item=name, observed=f"same {', '.join(fields)} as run {other.run_id}", passed=True)
+
+
+def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    """Every empty gold is confirmed: the question says `expect_empty: true`, or a domain
+    reviewer approved that gold at its current hash. An empty gold from a broken reference query
+    would accept any answer that finds nothing."""
+    try:
+        gold = load_gold(plan.gold_dir)
+    except KgevalError as exc:
+        return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
+    questions = [q for q in plan.holdout.questions() if q.id in gold]
+    empty = [q for q in questions if gold[q.id].result.form == "select" and gold[q.id].result.total == 0]
+    unconfirmed = [q for q in empty if not q.expect_empty]
+    if unconfirmed:
+        with ReviewLog(db.path, read_only=db.read_only) as log:
+            states = review_states(current_hashes(unconfirmed, gold), log.records())
+        unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
+    if unconfirmed:
+        ids = ", ".join(f"{q.kg}/{q.id}" for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
+        detail = (
+            f"unconfirmed empty golds: {ids}. Fix the reference query, or confirm the empty answer: "
+            "`expect_empty: true` in the holdout's questions.yaml (then `kgeval holdout seal`), or a domain reviewer's approval"
+        )
+        return [ChecklistItem(item="empty_gold", observed=f"{len(unconfirmed)} of {len(empty)} empty golds unconfirmed", passed=False, detail=detail)]
+    return [ChecklistItem(item="empty_gold", observed=f"{len(empty)} empty golds, all confirmed (expect_empty or reviewer approval)", passed=True)]

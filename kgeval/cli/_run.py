@@ -93,11 +93,14 @@ def report(
     gold: GoldOpt = Path("gold"),
     holdout: Annotated[Path | None, typer.Option("--holdout", help="Holdout for gold review coverage (default: the run's).")] = None,
     config: ConfigOpt = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Publish this enabled judge's figures (default: the pre-registered primary, which stays marked as such).")] = None,
 ) -> None:
-    """Accuracy with Wilson 95% intervals and a Clopper-Pearson bound; seed spread and consistency;
-    honeypots; error kinds; audits of accepts; gold review coverage; wrong answers."""
+    """Accuracy with Wilson 95% intervals and a Clopper-Pearson bound, the bound if excluded
+    attempts were wrong, and accuracy without empty-gold questions; wrong answers by cause and
+    macro precision/recall/F1 per KG; seed spread and consistency; honeypots; excluded attempts;
+    judges and their rules; audits of accepts; gold review coverage."""
     with ResultsDB(db, read_only=True) as results:
-        built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config))
+        built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config), judge=judge)
     renderers = {Format.md: render_markdown, Format.json: render_json, Format.html: render_html}
     text = renderers[format](built)
     out.print(text, markup=False, end="")

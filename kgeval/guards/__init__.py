@@ -3,7 +3,9 @@
 - schema-adjacency gate: `fingerprint_store`, `admit_kg` (a candidate holdout KG must not be
   near a training KG's schema);
 - contamination check: `check_contamination`, `assert_clean` (holdout material in fine-tuning
-  data);
+  data), its shard API for any engine (`plan_shards`, `ShardScanner`, `PartialReport`,
+  `merge_reports`) and its Spark adapter (`check_dataframe`, `check_files_spark`; the `spark`
+  extra);
 - example-bank guards: `ExampleBank`, `BankGuards` (few-shot retrieval never serves the holdout).
 """
 
@@ -11,9 +13,13 @@ from kgeval.guards._contamination import (
     ContaminationError,
     FileSummary,
     Hit,
+    PartialReport,
     Report,
+    ShardScanner,
     assert_clean,
     check_contamination,
+    merge_reports,
+    scan_shards,
 )
 from kgeval.guards._example_bank import BankGuards, Example, ExampleBank, ExampleRefused, GuardStatus
 from kgeval.guards._fingerprint import (
@@ -26,6 +32,8 @@ from kgeval.guards._fingerprint import (
 )
 from kgeval.guards._gate import GateScore, GateVerdict, admit_kg
 from kgeval.guards._index import HoldoutIndex, Match, build_index
+from kgeval.guards._records import Shard, plan_shards
+from kgeval.guards._spark import check_dataframe, check_files_spark
 from kgeval.guards._text import canonical_sparql, normalize_question, question_similarity
 from kgeval.guards._vocab import normalize_name
 
@@ -40,21 +48,29 @@ __all__ = [
     "GateScore",
     "GateVerdict",
     "GuardStatus",
-    "HoldoutIndex",
     "Hit",
+    "HoldoutIndex",
     "Match",
+    "PartialReport",
     "Report",
     "SchemaFingerprint",
+    "Shard",
+    "ShardScanner",
     "Signature",
     "admit_kg",
     "assert_clean",
     "build_index",
     "canonical_sparql",
     "check_contamination",
+    "check_dataframe",
+    "check_files_spark",
     "fingerprint_store",
     "load_fingerprints",
+    "merge_reports",
     "normalize_name",
     "normalize_question",
+    "plan_shards",
     "question_similarity",
     "save_fingerprint",
+    "scan_shards",
 ]

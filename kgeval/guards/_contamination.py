@@ -1,10 +1,20 @@
 """The contamination check: is any holdout material in a fine-tuning data set?
 
-Files are cut into units (JSONL byte ranges of `chunk_mb`, Parquet row groups) and the units
-scanned by a pool of worker processes, in order, so memory is bounded by the units in flight,
-not by the file size. In each unit the configured text fields go first through the prefilter
-(one RE2 expression run by Arrow over the whole column); only texts it hits meet the matchers
-(`HoldoutIndex.match_text`). Every record is parsed, so a truncated or malformed file is an
+It is a map over shards with an ordered reduce, and that is its public API (the shard API):
+
+- `build_index` once (the index is holdout material: its normalized questions, IRIs and
+  queries; ship it to workers, never publish it);
+- `ShardScanner(index, fields)`: picklable, sent once to each worker; `scan_shard(shard)`
+  scans one shard of `plan_shards(file, chunk_bytes)` (a JSONL byte range, Parquet row
+  groups), `scan_batch(batch, ...)` one Arrow record batch, each into a `PartialReport`;
+- `merge_reports(partials, scanner)`: the partial reports, in shard order, into the `Report`
+  the local check prints (record numbers offset by the records of the shards before).
+
+The local check is that API on a process pool (in shard order, so memory is bounded by the
+shards in flight, not by the file size); the Spark adapter (`kgeval.guards.check_dataframe`)
+is the same API in `mapInArrow`. In each shard the configured text fields go first through the
+prefilter (one RE2 expression run by Arrow over the whole column); only lines it keeps meet
+the Python matchers. Every record is parsed, so a truncated or malformed file is an
 InputError, never a pass.
 """
 
@@ -15,21 +25,20 @@ import multiprocessing as mp
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
-from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
-from kgeval.guards._records import FieldPath, Format, Unit, field_texts, file_format, plan_units, read_unit
+from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, re2_mask, unique_matches
+from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, is_url, open_binary, plan_shards, read_shard
 from kgeval.holdout import Holdout
 
 MAX_REPORTED_HITS = 1000
@@ -40,7 +49,8 @@ class Hit(BaseModel):
 
     file: str
     record: int
-    """0-based index of the record in its file (blank JSONL lines are not records)."""
+    """0-based index of the record in its file (blank JSONL lines are not records); in a
+    `PartialReport`, in its shard."""
     field: str
     """The configured field the text came from."""
     kind: MatchKind
@@ -108,88 +118,125 @@ class ContaminationError(LeakDetected):
         self.report = report
 
 
-@dataclass
-class _UnitResult:
+class PartialReport(BaseModel):
+    """What one shard (or one batch of records) held: `merge_reports` joins them in shard order."""
+
+    file: str
+    """The file the records came from (a path or URL as given; "<dataframe>" for a table)."""
+    format: Format = "jsonl"
+    file_bytes: int = 0
+    """Size of the whole file (0 when unknown)."""
     records: int = 0
-    hits: list[Hit] = field(default_factory=list)
-    with_text: int = 0
+    records_with_text: int = 0
+    """Records in which some configured field held text."""
+    hits: list[Hit] = Field(default_factory=list)
+    """The first `MAX_REPORTED_HITS` hits, record numbers counted from the shard's first record."""
+    hits_by_kind: dict[str, int] = Field(default_factory=dict)
+    """All hits by kind, including any not listed."""
     error: str | None = None
+    """Why the shard could not be read: the whole check fails (InputError), never passes."""
+
+    def followed_by(self, later: PartialReport) -> PartialReport:
+        """This partial and the next one of the same file, as one."""
+        if later.error or self.error:
+            return self.model_copy(update={"error": self.error or later.error})
+        moved = [h.model_copy(update={"record": h.record + self.records}) for h in later.hits]
+        kinds = Counter(self.hits_by_kind) + Counter(later.hits_by_kind)
+        return self.model_copy(update={
+            "records": self.records + later.records,
+            "records_with_text": self.records_with_text + later.records_with_text,
+            "hits": (self.hits + moved)[:MAX_REPORTED_HITS], "hits_by_kind": dict(kinds),
+            "file_bytes": max(self.file_bytes, later.file_bytes),
+        })
 
 
-_INDEX: HoldoutIndex | None = None
-_FIELDS: tuple[FieldPath, ...] = ()
-_FROZEN = False
+class ShardScanner:
+    """Scans shards and record batches for one holdout index and list of fields.
 
+    Picklable: send it once to each worker (a process pool's initializer, a Spark broadcast).
+    It holds the holdout index, which is holdout material: keep it off shared storage."""
 
-def _init_worker(index: HoldoutIndex, fields: tuple[FieldPath, ...]) -> None:
-    global _INDEX, _FIELDS, _FROZEN
-    _INDEX, _FIELDS, _FROZEN = index, fields, False
-    _line_matches.cache_clear()
-    _query_matches.cache_clear()
+    def __init__(self, index: HoldoutIndex, fields: Sequence[str]) -> None:
+        self.index = index
+        self.fields = tuple(FieldPath.parse(f) for f in fields)
+        self._caches()
 
+    def __getstate__(self) -> dict:
+        return {"index": self.index, "fields": self.fields}
 
-def _scan_unit(unit: Unit) -> _UnitResult:
-    assert _INDEX is not None
-    result = _UnitResult()
-    try:
-        for batch in read_unit(unit, _FIELDS):
-            _scan_batch(batch, unit.path, result)
-    except InputError as exc:
-        result.error = str(exc)
-    # Reference cycles left by a unit hold its Arrow buffers (tens of MB) until the cyclic GC
-    # runs, which few Python allocations trigger: collect per unit, so memory stays flat.
-    gc.collect()
-    global _FROZEN
-    if not _FROZEN:
-        # What survives the first unit is long-lived (the index, modules imported on first use,
-        # cached matches): freeze it so the per-unit collections no longer traverse it all.
-        gc.freeze()
-        _FROZEN = True
-    return result
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._caches()
 
+    def _caches(self) -> None:
+        # Cached because training data repeats lines and texts (system prompts, schema context).
+        self._line_matches = lru_cache(maxsize=65_536)(lambda line: tuple(self.index.match_line(line)))
+        self._query_matches = lru_cache(maxsize=4096)(lambda text: tuple(self.index.match_query(text, prefiltered=True)))
+        self._frozen = False
 
-def _scan_batch(batch, path: Path, result: _UnitResult) -> None:  # noqa: ANN001 - Arrow batch or table
-    """Prefilter every line of every configured field in Arrow (RE2); match the lines it keeps."""
-    base = result.records
-    seen = np.zeros(batch.num_rows, dtype=bool)
-    for f in _FIELDS:
-        rows, texts = field_texts(batch, f, path)
-        seen[rows] = True
-        if len(texts):
-            for t, found in _field_matches(texts):
-                result.hits += [Hit(file=str(path), record=base + int(rows[t]), field=f.text, **m.model_dump()) for m in found]
-    result.records += batch.num_rows
-    result.with_text += int(seen.sum())
+    def scan_shard(self, shard: Shard) -> PartialReport:
+        """Every record of one shard; a shard that cannot be read gives a partial with `error`."""
+        partial = PartialReport(file=shard.file, format=shard.format, file_bytes=shard.file_bytes)
+        try:
+            for batch in read_shard(shard, self.fields):
+                partial = partial.followed_by(self.scan_batch(batch, shard.file, shard.format, shard.file_bytes))
+        except InputError as exc:
+            partial.error = str(exc)
+        self._collect_garbage()
+        return partial
 
+    def scan_batch(self, batch: pa.RecordBatch | pa.Table, file: str, format: Format = "jsonl", file_bytes: int = 0) -> PartialReport:
+        """Every record of one Arrow batch (columns named like the fields' first segments)."""
+        hits: list[Hit] = []
+        seen = np.zeros(batch.num_rows, dtype=bool)
+        for f in self.fields:
+            rows, texts = field_texts(batch, f, file)
+            seen[rows] = True
+            if len(texts):
+                for t, found in self._field_matches(texts):
+                    hits += [Hit(file=file, record=int(rows[t]), field=f.text, **m.model_dump()) for m in found]
+        hits.sort(key=lambda h: h.record)  # field by field above; records in order, fields in config order
+        return PartialReport(
+            file=file, format=format, file_bytes=file_bytes, records=batch.num_rows, records_with_text=int(seen.sum()),
+            hits=hits[:MAX_REPORTED_HITS], hits_by_kind=dict(Counter(h.kind for h in hits)),
+        )
 
-def _field_matches(texts: pa.Array) -> Iterable[tuple[int, list[Match]]]:
-    """(text index, its matches) for each text of one field with any, in text order.
+    def _collect_garbage(self) -> None:
+        # Reference cycles left by a shard hold its Arrow buffers (tens of MB) until the cyclic
+        # GC runs, which few Python allocations trigger: collect per shard, so memory stays flat.
+        gc.collect()
+        if not self._frozen:
+            # What survives the first shard is long-lived (the index, modules imported on first
+            # use, cached matches): freeze it so later collections no longer traverse it all.
+            gc.freeze()
+            self._frozen = True
 
-    Training data repeats lines (system prompts, schema context), so the lines the prefilter
-    keeps are deduplicated in Arrow and each distinct line matched once; per-text Python work
-    is left only for texts that have a matching line or may hold a reference query."""
-    assert _INDEX is not None
-    lines = pc.split_pattern(texts, "\n")
-    flat = pc.list_flatten(lines)
-    keep = pc.fill_null(pc.match_substring_regex(flat, pattern=_INDEX.prefilter, ignore_case=True), False)
-    kept = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
-    if not len(kept):
-        return
-    owner = pc.list_parent_indices(lines).to_numpy()[kept]
-    distinct = flat.filter(keep).dictionary_encode()
-    per_line = [_line_matches(line) for line in distinct.dictionary.to_pylist()]
-    line_code = distinct.indices.to_numpy()
-    line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
-    # As before, a text is tried as a query only when one of its lines passed the prefilter.
-    candidates = np.unique(owner)
-    maybe_query = _mask(pc.match_substring_regex(texts.take(pa.array(candidates, pa.int64())), pattern=_INDEX.query_prefilter))
-    todo = np.union1d(owner[line_hit], candidates[maybe_query])
-    for t in todo.tolist():
-        found = [m for i in _span(owner, t) if line_hit[i] for m in per_line[line_code[i]]]
-        if maybe_query[np.searchsorted(candidates, t)]:
-            found += _query_matches(texts[t].as_py())
-        if unique := unique_matches(found):
-            yield t, unique
+    def _field_matches(self, texts: pa.Array) -> Iterable[tuple[int, list[Match]]]:
+        """(text index, its matches) for each text of one field with any, in text order.
+
+        Training data repeats lines (system prompts, schema context), so the lines the
+        prefilter keeps are deduplicated in Arrow and each distinct line matched once;
+        per-text Python work is left only for texts that have a matching line or may hold a
+        reference query."""
+        lines = pc.split_pattern(texts, "\n")
+        flat = pc.list_flatten(lines)
+        kept = np.flatnonzero(self.index.prefilter_mask(flat))
+        if not len(kept):
+            return
+        owner = pc.list_parent_indices(lines).to_numpy()[kept]
+        distinct = flat.take(pa.array(kept, pa.int64())).dictionary_encode()
+        per_line = [self._line_matches(line) for line in distinct.dictionary.to_pylist()]
+        line_code = distinct.indices.to_numpy()
+        line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
+        # As before, a text is tried as a query only when one of its lines passed the prefilter.
+        candidates = np.unique(owner)
+        maybe_query = re2_mask(texts.take(pa.array(candidates, pa.int64())), self.index.query_prefilter)
+        for t in np.union1d(owner[line_hit], candidates[maybe_query]).tolist():
+            found = [m for i in _span(owner, t) if line_hit[i] for m in per_line[line_code[i]]]
+            if maybe_query[np.searchsorted(candidates, t)]:
+                found += self._query_matches(texts[t].as_py())
+            if unique := unique_matches(found):
+                yield t, unique
 
 
 def _span(owner: np.ndarray, t: int) -> range:
@@ -197,118 +244,121 @@ def _span(owner: np.ndarray, t: int) -> range:
     return range(np.searchsorted(owner, t, "left"), np.searchsorted(owner, t, "right"))
 
 
-def _sample_lines(path: Path, size: int) -> list[str]:
+def merge_reports(
+    partials: Iterable[PartialReport], scanner: ShardScanner, *, workers: int = 1, seconds: float = 0.0
+) -> Report:
+    """Partial reports in shard order (a file's shards together, in file order) as one report;
+    InputError when any shard could not be read or a file had none of the fields."""
+    per_file: dict[str, PartialReport] = {}
+    for partial in partials:
+        if partial.error:
+            raise InputError(partial.error)
+        before = per_file.get(partial.file)
+        per_file[partial.file] = before.followed_by(partial) if before else partial.model_copy(update={"hits": list(partial.hits)})
+    files = [_file_summary(p, scanner.fields) for p in per_file.values()]
+    kinds = sum((Counter(p.hits_by_kind) for p in per_file.values()), Counter())
+    hits = [h for p in per_file.values() for h in p.hits][:MAX_REPORTED_HITS]
+    return Report(
+        files=files, hits=hits, hit_count=sum(kinds.values()), hits_by_kind=dict(kinds),
+        records=sum(f.records for f in files), bytes=sum(f.bytes for f in files),
+        seconds=seconds, workers=workers, holdout_kgs=list(scanner.index.kgs),
+        fields=[f.text for f in scanner.fields],
+    )
+
+
+def _file_summary(partial: PartialReport, fields: tuple[FieldPath, ...]) -> FileSummary:
+    if partial.records and not partial.records_with_text:
+        raise InputError(
+            f"{partial.file}: none of its {partial.records} records has any of the fields "
+            f"{', '.join(f.text for f in fields)}: nothing would be checked (set contamination.fields)"
+        )
+    return FileSummary(
+        file=partial.file, format=partial.format, records=partial.records, bytes=partial.file_bytes,
+        records_without_text=partial.records - partial.records_with_text, hits=sum(partial.hits_by_kind.values()),
+    )
+
+
+def _sample_lines(file: str, size: int) -> list[str]:
     """The first `size` bytes of a JSONL file as lines (raw: only word counts are taken from
     them); nothing for Parquet, whose anchors keep their default ranking."""
-    if file_format(path) == "parquet":
+    if file_format(file) == "parquet":
         return []
-    with open(path, "rb") as fh:
+    with open_binary(file) as fh:
         return fh.read(size).decode("utf-8", errors="replace").splitlines()
 
 
-def _mask(array: pa.Array) -> np.ndarray:
-    return pc.fill_null(array, False).to_numpy(zero_copy_only=False)
-
-
-# Cached because training data repeats lines and texts (system prompts, schema context).
-@lru_cache(maxsize=65_536)
-def _line_matches(line: str) -> tuple[Match, ...]:
-    assert _INDEX is not None
-    return tuple(_INDEX.match_line(line))
-
-
-@lru_cache(maxsize=4096)
-def _query_matches(text: str) -> tuple[Match, ...]:
-    assert _INDEX is not None
-    return tuple(_INDEX.match_query(text, prefiltered=True))
+Progress = Callable[[Shard, PartialReport], None]
+"""Called in the main process after each shard, in shard order."""
 
 
 def check_contamination(
-    paths: Sequence[Path],
+    paths: Sequence[Path | str],
     holdout: Holdout | HoldoutIndex,
     config: GuardsConfig | None = None,
     training: Sequence[SchemaFingerprint] = (),
+    progress: Progress | None = None,
 ) -> Report:
-    """Scan every record of every file for holdout material; raise InputError on a bad file."""
+    """Scan every record of every file (local paths or URLs) for holdout material; raise
+    InputError on a bad file."""
     config = config or GuardsConfig()
     cc = config.contamination
     index = holdout if isinstance(holdout, HoldoutIndex) else build_index(holdout, config, list(training))
-    fields = tuple(FieldPath.parse(f) for f in cc.fields)
     started = time.perf_counter()
-    plans = {Path(p): plan_units(Path(p), cc.chunk_mb << 20) for p in paths}
-    if cc.sample_mb and paths:
-        index = index.with_anchors_from(_sample_lines(Path(paths[0]), cc.sample_mb << 20))
-    units = [u for plan in plans.values() for u in plan]
-    workers = min(cc.workers or os.cpu_count() or 1, len(units)) or 1
-    report = _merge(plans, units, _run_units(units, index, fields, workers), index, fields, workers)
-    return report.model_copy(update={"seconds": time.perf_counter() - started})
+    files = [str(p) for p in paths]
+    shards = [s for f in dict.fromkeys(files) for s in plan_shards(f, cc.chunk_mb << 20)]
+    if cc.sample_mb and files:
+        index = index.with_anchors_from(_sample_lines(files[0], cc.sample_mb << 20))
+    scanner = ShardScanner(index, cc.fields)
+    workers = min(cc.workers or os.cpu_count() or 1, len(shards)) or 1
+    partials = _reported(shards, scan_shards(shards, scanner, workers), progress)
+    return merge_reports(partials, scanner, workers=workers, seconds=0.0).model_copy(
+        update={"seconds": time.perf_counter() - started}
+    )
 
 
-def _run_units(units: list[Unit], index: HoldoutIndex, fields: tuple[FieldPath, ...], workers: int) -> Iterable[_UnitResult]:
+def _reported(shards: list[Shard], partials: Iterable[PartialReport], progress: Progress | None) -> Iterable[PartialReport]:
+    for shard, partial in zip(shards, partials):
+        if progress:
+            progress(shard, partial)
+        yield partial
+
+
+def scan_shards(shards: Sequence[Shard], scanner: ShardScanner, workers: int) -> Iterable[PartialReport]:
+    """The shards' partial reports, in shard order: in this process, or on a pool of
+    `workers` processes that each receive the scanner once."""
     if workers <= 1:
-        _init_worker(index, fields)
-        return _in_process(units)
+        return _in_process(shards, scanner)
     ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-    pool = ctx.Pool(workers, initializer=_init_worker, initargs=(index, fields))
+    pool = ctx.Pool(workers, initializer=_install, initargs=(scanner,))
 
-    def ordered() -> Iterable[_UnitResult]:
+    def ordered() -> Iterable[PartialReport]:
         with pool:
-            yield from pool.imap(_scan_unit, units, chunksize=1)
+            yield from pool.imap(_scan_installed, shards, chunksize=1)
 
     return ordered()
 
 
-def _in_process(units: list[Unit]) -> Iterable[_UnitResult]:
-    """The units scanned in this process, which outlives the check: what `_scan_unit` froze
+_WORKER_SCANNER: ShardScanner | None = None
+"""A pool worker's scanner, installed once by the pool's initializer."""
+
+
+def _install(scanner: ShardScanner) -> None:
+    global _WORKER_SCANNER
+    _WORKER_SCANNER = scanner
+
+
+def _scan_installed(shard: Shard) -> PartialReport:
+    assert _WORKER_SCANNER is not None
+    return _WORKER_SCANNER.scan_shard(shard)
+
+
+def _in_process(shards: Sequence[Shard], scanner: ShardScanner) -> Iterable[PartialReport]:
+    """The shards scanned in this process, which outlives the check: what the scanner froze
     is unfrozen afterwards, so the caller's garbage is collected as before."""
     try:
-        yield from (_scan_unit(u) for u in units)
+        yield from (scanner.scan_shard(s) for s in shards)
     finally:
         gc.unfreeze()
-
-
-def _merge(
-    plans: dict[Path, list[Unit]],
-    units: list[Unit],
-    results: Iterable[_UnitResult],
-    index: HoldoutIndex,
-    fields: tuple[FieldPath, ...],
-    workers: int,
-) -> Report:
-    per_file = {p: {"records": 0, "with_text": 0, "hits": 0} for p in plans}
-    hits: list[Hit] = []
-    kinds: Counter[str] = Counter()
-    for unit, result in zip(units, results):
-        if result.error:
-            raise InputError(result.error)
-        tally = per_file[unit.path]
-        for hit in result.hits:
-            hit.record += tally["records"]
-            kinds[hit.kind] += 1
-            if len(hits) < MAX_REPORTED_HITS:
-                hits.append(hit)
-        tally["records"] += result.records
-        tally["with_text"] += result.with_text
-        tally["hits"] += len(result.hits)
-    files = [_file_summary(p, plan, per_file[p], fields) for p, plan in plans.items()]
-    return Report(
-        files=files, hits=hits, hit_count=sum(kinds.values()), hits_by_kind=dict(kinds),
-        records=sum(f.records for f in files), bytes=sum(f.bytes for f in files),
-        seconds=0.0, workers=workers, holdout_kgs=list(index.kgs),
-        fields=[f.text for f in fields],
-    )
-
-
-def _file_summary(path: Path, plan: list[Unit], tally: dict, fields: tuple[FieldPath, ...]) -> FileSummary:
-    if tally["records"] and not tally["with_text"]:
-        raise InputError(
-            f"{path}: none of its {tally['records']} records has any of the fields "
-            f"{', '.join(f.text for f in fields)}: nothing would be checked (set contamination.fields)"
-        )
-    return FileSummary(
-        file=str(path), format=plan[0].format, records=tally["records"], bytes=path.stat().st_size,
-        records_without_text=tally["records"] - tally["with_text"], hits=tally["hits"],
-    )
 
 
 def assert_clean(

@@ -1,26 +1,32 @@
-"""Reading training records in bounded pieces: JSONL byte ranges and Parquet row groups.
+"""Reading training records in bounded pieces (shards): JSONL byte ranges and Parquet row groups.
 
 Only the configured text fields are read; every record is still parsed in full, so a file
 that is truncated or malformed anywhere raises InputError naming the file and the line.
+
+A file is a local path or a URL (`s3://`, `gs://`, `hf://`, `memory://` ...) read through
+fsspec, whose protocol packages (s3fs, gcsfs, huggingface_hub) the user installs.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from pathlib import Path, PurePosixPath
+from typing import IO, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
+from pydantic import BaseModel
 
 from kgeval.errors import InputError
 
-Format = Literal["jsonl", "parquet"]
+Format = Literal["jsonl", "parquet", "dataframe"]
+"""A file's format; "dataframe": a Spark DataFrame given to `check_dataframe`."""
 _JSONL = (".jsonl", ".ndjson", ".json")
 _PARQUET = (".parquet", ".pq")
 
@@ -46,19 +52,73 @@ class FieldPath:
         return cls(text=text, steps=tuple(steps))
 
 
-@dataclass(frozen=True)
-class Unit:
-    """A piece of work: a byte range of a JSONL file, or row groups of a Parquet file."""
+class Shard(BaseModel, frozen=True):
+    """One piece of a training data set, scanned by one worker: a byte range of a JSONL file
+    (from a line start to a line start) or row groups of a Parquet file."""
 
-    path: Path
+    file: str
+    """A local path or a URL (`s3://bucket/train.jsonl`), as the user gave it."""
     format: Format
     start: int = 0
+    """JSONL: first byte (a line start); Parquet: 0."""
     end: int = 0
+    """JSONL: byte after the last (a line start or the end of the file); Parquet: 0."""
     row_groups: tuple[int, ...] = ()
+    """Parquet: the row groups, in file order."""
+    size: int = 0
+    """Bytes of the shard (Parquet: the row groups' uncompressed size); for progress only."""
+    file_bytes: int = 0
+    """Size of the whole file."""
 
 
-def file_format(path: Path) -> Format:
-    suffix = path.suffix.lower()
+def is_url(file: str | Path) -> bool:
+    return "://" in str(file)
+
+
+def _fsspec(file: str):  # noqa: ANN202 - (fsspec filesystem, path in it)
+    try:
+        import fsspec
+    except ImportError:
+        raise InputError(f"{file}: reading URLs needs fsspec (pip install fsspec, and s3fs / gcsfs / huggingface_hub for its protocol)") from None
+    try:
+        return fsspec.core.url_to_fs(file)
+    except (ImportError, ValueError) as exc:
+        raise InputError(f"{file}: cannot open this URL's file system ({exc}); install its fsspec package (s3fs, gcsfs, huggingface_hub ...)") from None
+
+
+@contextmanager
+def open_binary(file: str | Path) -> Iterator[IO[bytes]]:
+    """A local file or a URL, opened for reading bytes."""
+    if not is_url(file):
+        with open(file, "rb") as fh:
+            yield fh
+        return
+    fs, path = _fsspec(str(file))
+    try:
+        fh = fs.open(path, "rb")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{file}: cannot be opened: {exc}") from None
+    with fh:
+        yield fh
+
+
+def _size_of(file: str | Path) -> int:
+    """Bytes of a file; InputError when it is not there."""
+    if not is_url(file):
+        if not Path(file).is_file():
+            raise InputError(f"{file}: no such file")
+        return Path(file).stat().st_size
+    fs, path = _fsspec(str(file))
+    try:
+        if not fs.isfile(path):
+            raise InputError(f"{file}: no such file")
+        return int(fs.size(path))
+    except OSError as exc:
+        raise InputError(f"{file}: cannot be read: {exc}") from None
+
+
+def file_format(path: Path | str) -> Format:
+    suffix = PurePosixPath(str(path).split("?", 1)[0]).suffix.lower()
     if suffix in _JSONL:
         return "jsonl"
     if suffix in _PARQUET:
@@ -66,44 +126,50 @@ def file_format(path: Path) -> Format:
     raise InputError(f"{path}: unknown training file type (JSONL: {', '.join(_JSONL)}; Parquet: {', '.join(_PARQUET)})")
 
 
-def plan_units(path: Path, chunk_bytes: int) -> list[Unit]:
-    """Split a file into units of about `chunk_bytes`: JSONL at line ends, Parquet by row group."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    fmt = file_format(path)
+def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
+    """Split a file into shards of about `chunk_bytes`: JSONL at line ends, Parquet by row group."""
+    fmt = file_format(file)
+    size = _size_of(file)
     if fmt == "parquet":
-        return _parquet_units(path, chunk_bytes)
-    size = path.stat().st_size
+        return _parquet_shards(str(file), chunk_bytes, size)
     bounds = [0]
-    with open(path, "rb") as fh:
+    with open_binary(file) as fh:
         while bounds[-1] + chunk_bytes < size:
             fh.seek(bounds[-1] + chunk_bytes)
             fh.readline()
             bounds.append(fh.tell())
     if bounds[-1] < size or size == 0:
         bounds.append(size)
-    return [Unit(path, "jsonl", a, b) for a, b in zip(bounds, bounds[1:])]
+    return [Shard(file=str(file), format="jsonl", start=a, end=b, size=b - a, file_bytes=size) for a, b in zip(bounds, bounds[1:])]
 
 
-def _parquet_units(path: Path, chunk_bytes: int) -> list[Unit]:
-    meta = _parquet_file(path).metadata
-    units, group, size = [], [], 0
+def _parquet_shards(file: str, chunk_bytes: int, file_bytes: int) -> list[Shard]:
+    with _parquet_file(file) as pf:
+        meta = pf.metadata
+    shards, group, size = [], [], 0
+
+    def close() -> None:
+        shards.append(Shard(file=file, format="parquet", row_groups=tuple(group), size=size, file_bytes=file_bytes))
+
     for i in range(meta.num_row_groups):
         group.append(i)
         size += meta.row_group(i).total_byte_size
         if size >= chunk_bytes:
-            units.append(Unit(path, "parquet", row_groups=tuple(group)))
+            close()
             group, size = [], 0
-    if group or not units:
-        units.append(Unit(path, "parquet", row_groups=tuple(group)))
-    return units
+    if group or not shards:
+        close()
+    return shards
 
 
-def _parquet_file(path: Path) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file (truncated or corrupt?): {exc}") from None
+@contextmanager
+def _parquet_file(file: str) -> Iterator[pq.ParquetFile]:
+    with open_binary(file) as fh:
+        try:
+            pf = pq.ParquetFile(fh)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{file}: not a readable Parquet file (truncated or corrupt?): {exc}") from None
+        yield pf
 
 
 def json_schema(fields: tuple[FieldPath, ...]) -> pa.Schema:
@@ -124,14 +190,14 @@ def _arrow_type(sub: dict | None, is_list: bool) -> pa.DataType:
     return pa.list_(struct) if is_list else struct
 
 
-def read_unit(unit: Unit, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBatch | pa.Table]:
-    """The records of `unit`, in order, as Arrow batches holding the configured fields."""
-    if unit.format == "parquet":
-        yield from _read_parquet(unit, fields)
+def read_shard(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBatch | pa.Table]:
+    """The records of `shard`, in order, as Arrow batches holding the configured fields."""
+    if shard.format == "parquet":
+        yield from _read_parquet(shard, fields)
         return
-    with open(unit.path, "rb") as fh:
-        fh.seek(unit.start)
-        data = fh.read(unit.end - unit.start)
+    with open_binary(shard.file) as fh:
+        fh.seek(shard.start)
+        data = fh.read(shard.end - shard.start)
     if not data or data.isspace():  # isspace stops at the first byte that is not: no copy, unlike strip
         return
     options = pj.ParseOptions(explicit_schema=json_schema(fields), unexpected_field_behavior="ignore")
@@ -142,28 +208,28 @@ def read_unit(unit: Unit, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBa
             parse_options=options,
         )
     except pa.ArrowInvalid as exc:
-        raise InputError(_locate_json_error(unit, data, fields, exc)) from None
+        raise InputError(_locate_json_error(shard, data, fields, exc)) from None
 
 
-def _read_parquet(unit: Unit, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBatch]:
-    pf = _parquet_file(unit.path)
-    present = set(pf.schema_arrow.names)
-    columns = sorted({f.steps[0][0] for f in fields} & present)
-    if not columns:
-        raise InputError(f"{unit.path}: none of the configured fields ({', '.join(f.text for f in fields)}) is a column")
-    try:
-        yield from pf.iter_batches(batch_size=65_536, row_groups=list(unit.row_groups), columns=columns)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{unit.path}: row groups {list(unit.row_groups)}: cannot be read (truncated or corrupt?): {exc}") from None
+def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBatch]:
+    with _parquet_file(shard.file) as pf:
+        present = set(pf.schema_arrow.names)
+        columns = sorted({f.steps[0][0] for f in fields} & present)
+        if not columns:
+            raise InputError(f"{shard.file}: none of the configured fields ({', '.join(f.text for f in fields)}) is a column")
+        try:
+            yield from pf.iter_batches(batch_size=65_536, row_groups=list(shard.row_groups), columns=columns)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{shard.file}: row groups {list(shard.row_groups)}: cannot be read (truncated or corrupt?): {exc}") from None
 
 
-def _locate_json_error(unit: Unit, data: bytes, fields: tuple[FieldPath, ...], exc: Exception) -> str:
+def _locate_json_error(shard: Shard, data: bytes, fields: tuple[FieldPath, ...], exc: Exception) -> str:
     """Name the first bad line of a JSONL range (slow path: only when parsing failed)."""
-    line_base = _count_lines_before(unit.path, unit.start)
+    line_base = _count_lines_before(shard.file, shard.start)
     for offset, line in enumerate(data.split(b"\n")):
         if not line.strip():
             continue
-        where = f"{unit.path}: line {line_base + offset + 1}"
+        where = f"{shard.file}: line {line_base + offset + 1}"
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -173,12 +239,12 @@ def _locate_json_error(unit: Unit, data: bytes, fields: tuple[FieldPath, ...], e
         problem = _field_type_problem(record, fields)
         if problem:
             return f"{where}: {problem}"
-    return f"{unit.path}: bytes {unit.start}-{unit.end}: cannot be parsed: {exc}"
+    return f"{shard.file}: bytes {shard.start}-{shard.end}: cannot be parsed: {exc}"
 
 
-def _count_lines_before(path: Path, offset: int) -> int:
+def _count_lines_before(file: str, offset: int) -> int:
     count, done = 0, 0
-    with open(path, "rb") as fh:
+    with open_binary(file) as fh:
         while done < offset:
             block = fh.read(min(1 << 24, offset - done))
             count += block.count(b"\n")
@@ -206,7 +272,7 @@ def _field_type_problem(record: dict, fields: tuple[FieldPath, ...]) -> str | No
     return None
 
 
-def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: Path) -> tuple[np.ndarray, pa.Array]:
+def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tuple[np.ndarray, pa.Array]:
     """The non-null values of one field, with the index of the record each came from."""
     n = batch.num_rows
     name = f.steps[0][0]

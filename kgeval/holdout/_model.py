@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -53,6 +54,12 @@ class Question(BaseModel):
     """The text states a fact contrary to common knowledge; the reference follows the text."""
     order_sensitive: bool = False
     """The order of the answer matters (ORDER BY questions); otherwise answers are sets."""
+    answer_form: Literal["default", "unordered_pairs"] = "default"
+    """"unordered_pairs": the answer is a set of unordered pairs (A with B is B with A), so a
+    pair may come in either orientation, or in both (the execution judge's symmetric-pairs rule)."""
+    expect_empty: bool = False
+    """The reference answer is empty on purpose. An empty gold must be confirmed, by this or by a
+    domain reviewer's approval, before a run (pre-eval checklist item `empty_gold`)."""
     kg: str = ""
     """The KG id (its directory name); filled in by the loader."""
 

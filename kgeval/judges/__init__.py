@@ -2,12 +2,19 @@
 
 from kgeval.judges._execution import ExecutionJudge
 from kgeval.judges._factory import judge_from_config, judges_from_config
-from kgeval.judges._model import Candidate, Judge, Verdict
+from kgeval.judges._execution_rules import RULES
+from kgeval.judges._lookup import KgLookup, kg_lookup
+from kgeval.judges._model import FAILURE_WORDS, Candidate, FailureKind, Judge, Verdict
 from kgeval.judges._normalize import Normalizer, iri_tail, normalize_item, normalize_term, normalize_value
 from kgeval.judges._seed import SeedJudge
 
 __all__ = [
+    "FAILURE_WORDS",
+    "RULES",
     "Candidate",
+    "FailureKind",
+    "KgLookup",
+    "kg_lookup",
     "ExecutionJudge",
     "Judge",
     "Normalizer",

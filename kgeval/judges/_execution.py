@@ -18,7 +18,15 @@ cap and timeout as the gold, and hands the typed result over as `Candidate.resul
   `1` = `"1"^^xsd:integer`, `"-0.20"` = `-0.2`, `true` = `"true"`; a list where one value was
   asked is wrong (extra rows lower precision);
 - says `strict_subset: 12 of 400` when the full answer is a strict subset of the gold;
-- answers `invalid_sparql` when the candidate's SPARQL failed, whatever else it gave.
+- answers the model failure's kind (`invalid_sparql`, `refused`, `candidate_timeout`, ...)
+  when the candidate's SPARQL failed, whatever else it gave, and `vacuous` when its empty /
+  false / zero result comes from vocabulary the KG lacks (`_rules.py`);
+- then, on an answer the comparison rejects, tries its named rules (`_judge_rules.py`): the
+  entity for its label or the label for its entity, as the KG links them (`labels`), and
+  unordered pairs given in both orientations (`symmetric_pairs`). A rule that accepts says so
+  in the verdict (`details["rule"]`, and the reason starts with its name).
+
+Precision, recall and F1 are in every verdict's details (0 for a failure).
 
 An answer with no SPARQL but an answer list is judged the same way as a one-column answer of
 untyped values (`list_normalize` rules).
@@ -46,12 +54,18 @@ from kgeval._files import sha256_json
 from kgeval.config import ExecutionJudgeConfig
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
+from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict
 from kgeval.judges._normalize import Normalizer
+from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term
 
-LOGIC_VERSION = "1"
+LOGIC_VERSION = "2"
+"""2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
+predeclared prefixes recorded, precision/recall/F1 in every verdict."""
 
+_NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+"""The figures of a verdict with nothing to compare (a failure, no answer)."""
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 _ABSENT = "\x00absent"
 """The value of a gold column the answer lacks: equals no gold value."""
@@ -204,9 +218,23 @@ class ExecutionJudge:
         self._untyped_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.untyped))
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
+        verdict = self._judge(question, gold, candidate)
+        if candidate.predeclared_prefixes:
+            names = ", ".join(candidate.predeclared_prefixes)
+            details = {**verdict.details, "predeclared_prefixes": list(candidate.predeclared_prefixes)}
+            reason = f"{verdict.reason}; ran with the store's predeclared prefixes {names} (store.predeclared_prefixes)"
+            verdict = verdict.model_copy(update={"details": details, "reason": reason})
+        return verdict
+
+    def _judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         if candidate.sparql_error is not None:
             also = "; its answer list is not judged: the SPARQL is the answer" if candidate.items is not None else ""
-            return self._verdict(False, "invalid_sparql", gold, reason=f"the candidate's SPARQL failed: {candidate.sparql_error}{also}")
+            path = candidate.failure or "invalid_sparql"
+            return self._verdict(False, path, gold, reason=failure_reason(candidate) + also, details=dict(_NO_FIGURES))
+        missing = vacuous_iris(candidate) if self.config.vacuous else []
+        if missing:
+            details = {**_NO_FIGURES, "missing_vocabulary": missing}
+            return self._verdict(False, "vacuous", gold, reason=vacuous_reason(missing), details=details)
         if candidate.result is not None:
             answer, gold_table = table_of_result(candidate.result, self.typed), self._typed_golds.get(gold)
             compared = "executed result"
@@ -214,8 +242,15 @@ class ExecutionJudge:
             answer, gold_table = table_of_items(candidate.items, self.untyped), self._untyped_golds.get(gold)
             compared = "answer list"
         else:
-            return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL")
-        return _Comparison(self, question, gold, gold_table, answer, compared).verdict()
+            return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
+        verdict = _Comparison(self, question, gold, gold_table, answer, compared).verdict()
+        if verdict.correct or candidate.result is None:
+            return verdict
+        def recompare(gold_result: QueryResult, answer: QueryResult) -> Verdict:
+            table = self._typed_golds.get(gold) if gold_result is gold else table_of_result(gold_result, self.typed)
+            return _Comparison(self, question, gold, table, table_of_result(answer, self.typed), compared).verdict()
+
+        return try_rules(self.config, question, gold, candidate, verdict, recompare)
 
     def _verdict(self, correct: bool, path: str, gold: QueryResult, **fields: object) -> Verdict:
         return Verdict.model_construct(  # fields built here, typed: validation skipped on the hot path
@@ -342,4 +377,5 @@ class _Comparison:
                 "so equality cannot be concluded; raise gold.row_cap and run.row_cap to judge it"
             )
         self.details["kept_rows_matched"] = matched
+        self._figures(matched, len(answer_set), len(gold_set))  # on the kept rows: P/R/F1 in every verdict
         return self.judge._verdict(False, "truncated", self.gold, reason=f"truncated result: {why}", details=self.details, **counts)

@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kgeval.holdout import Question
 from kgeval.stores import QueryResult
 
 
+FailureKind = Literal["invalid_sparql", "refused", "candidate_timeout", "over_budget"]
+"""A model failure: the system answered, and its SPARQL is bad. Judged wrong by every judge
+(the verdict's path is the kind), kept in accuracy's denominator, never a harness error
+(DESIGN invariant 5). invalid_sparql: does not parse, an undeclared prefix, a function the engine
+lacks, or the engine rejected it; refused: the read-only guard refused it (update, LOAD,
+SERVICE, CONSTRUCT, size); candidate_timeout: it ran past `run.candidate_timeout_s` (when
+`run.candidate_timeout_counts_as` is "wrong", the default); over_budget: it exceeded another
+resource budget of candidate queries (memory, rows produced)."""
+
+FAILURE_WORDS: dict[str, str] = {
+    "invalid_sparql": "invalid SPARQL",
+    "refused": "refused by the read-only guard",
+    "candidate_timeout": "timed out",
+    "over_budget": "over the resource budget",
+    "vacuous": "vacuous (vocabulary the KG lacks)",
+}
+"""How a report names each failure path (and `vacuous`) among wrong answers."""
+
+
 class Candidate(BaseModel):
     """A system's answer as the judges see it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     items: list[Any] | None = None
     """The answer list the system gave (strings, numbers, booleans), when it gave one."""
@@ -20,6 +41,18 @@ class Candidate(BaseModel):
     sparql_error: str | None = None
     """Why the system's SPARQL failed to parse or execute, when it did; `result` is then None.
     The execution judge answers `invalid_sparql`, never "empty"."""
+    failure: FailureKind | None = None
+    """Which model failure `sparql_error` is (set with it): every judge's verdict path."""
+    sparql: str | None = None
+    """The SPARQL as executed (with predeclared prefixes added, when they were): the judges
+    read its vocabulary for the vacuous-answer check."""
+    predeclared_prefixes: list[str] = Field(default_factory=list)
+    """Prefixes the store predeclares (`store.predeclared_prefixes`) that the query needed to
+    run: it ran as it would on the production endpoint, and the verdict records it."""
+    lookup: Any = None
+    """A `kgeval.judges.KgLookup`: read-only facts about the KG holding the gold (labels,
+    vocabulary), cached per run; None when no store is at hand (the label and vacuous rules then
+    do not apply)."""
 
 
 class Verdict(BaseModel):
@@ -33,7 +66,8 @@ class Verdict(BaseModel):
     """sha256 of the judge's configuration."""
     correct: bool
     path: str
-    """Which rule decided: "exact", "membership", "ask", "no_answer", ..."""
+    """Which rule decided: "exact", "membership", "ask", "set", "value", "no_answer", a model
+    failure ("invalid_sparql", "refused", "candidate_timeout", "over_budget"), "vacuous", ..."""
     matched: int = 0
     """Answer items found in the gold."""
     unmatched: int = 0

@@ -37,9 +37,13 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._model import Candidate, Verdict
 from kgeval.judges._normalize import Normalizer
+from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "3"
+LOGIC_VERSION = "4"
+"""4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
+wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
+other decision is as in 3."""
 
 Item = frozenset[str]
 
@@ -245,6 +249,9 @@ class SeedJudge:
                 answer_items, matched, covered = list_counts(items, index, self.normalizer)
             full_answer = True
         else:
+            early = self._model_failure(gold, candidate)
+            if early is not None:
+                return early
             answer = candidate_items(candidate, self.normalizer)
             if answer is None:
                 return _new_verdict(self._fields(False, "no_answer", gold, reason="the system gave no answer and no SPARQL"))
@@ -261,6 +268,17 @@ class SeedJudge:
         fields = fields.copy()
         fields["details"] = fields["details"].copy()
         return _new_verdict(fields)
+
+    def _model_failure(self, gold: QueryResult, candidate: Candidate) -> Verdict | None:
+        """A failure verdict when the SPARQL failed (and no list was given) or its result is
+        vacuous; None when the answer is to be compared."""
+        if candidate.failure is not None or candidate.sparql_error is not None:
+            return _new_verdict(self._fields(False, candidate.failure or "invalid_sparql", gold, reason=failure_reason(candidate)))
+        missing = vacuous_iris(candidate) if self.config.vacuous else []
+        if missing:
+            details = {"missing_vocabulary": missing, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+            return _new_verdict(self._fields(False, "vacuous", gold, reason=vacuous_reason(missing), details=details))
+        return None
 
     def _decide(self, gold: QueryResult, gold_items: int, answer_items: int, matched: int, covered: int, full_answer: bool) -> dict:
         """A verdict's fields: a pure function of these figures (memoized by `judge`)."""

@@ -17,16 +17,26 @@ import math
 
 from pydantic import BaseModel
 
+from collections import Counter
+
+from kgeval.judges import Verdict
 from kgeval.reports._stats import wilson_interval
+from kgeval.reports._summary import CAUSE_ORDER, cause_of
 from kgeval.runs import ResultsDB, RunMetadata
 
 
 class Flip(BaseModel):
+    """A question whose outcome changed between the runs: right <-> wrong, or a wrong answer
+    whose cause changed to or from a model failure (wrong result -> invalid SPARQL)."""
+
     kg: str
     question_id: str
     question: str
     a_correct: bool
     b_correct: bool
+    a_outcome: str = ""
+    """"correct", or the wrong answer's cause ("wrong_result", "invalid_sparql", "refused", ...)."""
+    b_outcome: str = ""
 
 
 class Comparability(BaseModel):
@@ -65,18 +75,32 @@ class RunComparison(BaseModel):
     mcnemar_pvalue: float | None
     """Exact (binomial) McNemar test on the discordant questions; 1.0 when there are none."""
     flips: list[Flip]
-    """Questions that changed: A right & B wrong, and A wrong & B right."""
+    """Questions whose outcome changed: A right & B wrong, A wrong & B right, and wrong in both
+    for different causes (a wrong result in A, invalid SPARQL in B)."""
 
 
 def majority_by_question(db: ResultsDB, run_id: str) -> dict[str, bool]:
     """Each judged question's majority verdict under the run's primary judge."""
+    return {qid: outcome == "correct" for qid, outcome in outcome_by_question(db, run_id).items()}
+
+
+def outcome_by_question(db: ResultsDB, run_id: str) -> dict[str, str]:
+    """Each judged question's outcome under the primary judge: "correct" by majority of its
+    seeds, else the most common cause among its wrong seeds (see `cause_of`)."""
     metadata = db.metadata(run_id)
     version = metadata.judge_versions[metadata.primary_judge]
-    seeds: dict[str, list[bool]] = {}
+    seeds: dict[str, list[Verdict]] = {}
     for qid, _seed, verdict in db.verdicts(run_id):
         if verdict.judge == metadata.primary_judge and verdict.version == version:
-            seeds.setdefault(qid, []).append(verdict.correct)
-    return {qid: sum(v) * 2 > len(v) for qid, v in seeds.items()}
+            seeds.setdefault(qid, []).append(verdict)
+    outcomes = {}
+    for qid, verdicts in seeds.items():
+        if sum(v.correct for v in verdicts) * 2 > len(verdicts):
+            outcomes[qid] = "correct"
+            continue
+        causes = Counter(cause_of(v) for v in verdicts if not v.correct) or Counter(["wrong_result"])
+        outcomes[qid] = min(causes, key=lambda c: (-causes[c], CAUSE_ORDER.index(c)))
+    return outcomes
 
 
 def paired_difference_interval(both: int, a_only: int, b_only: int, neither: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -117,7 +141,9 @@ def mcnemar_exact_pvalue(a_only: int, b_only: int) -> float:
 def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparability, *, forced: bool = False) -> RunComparison:
     """The paired comparison of two runs in one results database."""
     meta_a, meta_b = db.metadata(run_a), db.metadata(run_b)
-    a, b = majority_by_question(db, run_a), majority_by_question(db, run_b)
+    outcome_a, outcome_b = outcome_by_question(db, run_a), outcome_by_question(db, run_b)
+    a = {q: o == "correct" for q, o in outcome_a.items()}
+    b = {q: o == "correct" for q, o in outcome_b.items()}
     paired = sorted(a.keys() & b.keys())
     cells = {(x, y): 0 for x in (True, False) for y in (True, False)}
     for qid in paired:
@@ -125,9 +151,9 @@ def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparabi
     both, a_only, b_only, neither = cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)]
     questions = {q.question_id: q for q in db.questions(run_a)}
     flips = [
-        Flip(kg=questions[q].kg, question_id=q, question=questions[q].question, a_correct=a[q], b_correct=b[q])
+        Flip(kg=questions[q].kg, question_id=q, question=questions[q].question, a_correct=a[q], b_correct=b[q], a_outcome=outcome_a[q], b_outcome=outcome_b[q])
         for q in paired
-        if a[q] != b[q]
+        if outcome_a[q] != outcome_b[q]  # right <-> wrong, or wrong for another cause (wrong result -> invalid SPARQL)
     ]
     n = len(paired)
     low, high = paired_difference_interval(both, a_only, b_only, neither) if n else (None, None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from kgeval.reports._compare import RunComparison
-from kgeval.reports._summary import Accuracy
+from kgeval.reports._summary import CAUSE_WORDS, Accuracy
 
 
 def forced_warning(c: RunComparison) -> str | None:
@@ -47,15 +47,23 @@ def render_comparison_markdown(c: RunComparison) -> str:
         "|---|---|---|---|",
     ]
     for f in c.flips:
-        direction = "A right → B wrong" if f.a_correct else "A wrong → B right"
-        lines.append(f"| {f.kg}/{f.question_id} | {_mark(f.a_correct)} | {_mark(f.b_correct)} | {direction} |")
+        lines.append(f"| {f.kg}/{f.question_id} | {_mark(f.a_outcome)} | {_mark(f.b_outcome)} | {_direction(f)} |")
     if warning:
         lines += ["", f"**{warning}**"]
     return "\n".join(lines) + "\n"
 
 
-def _mark(ok: bool) -> str:
-    return "correct" if ok else "wrong"
+def _direction(f) -> str:  # noqa: ANN001 - a Flip
+    if f.a_correct != f.b_correct:
+        return "A right → B wrong" if f.a_correct else "A wrong → B right"
+    return f"A {_mark(f.a_outcome)} → B {_mark(f.b_outcome)}"
+
+
+def _mark(outcome: str) -> str:
+    """"correct", "wrong", or "wrong (invalid SPARQL)" for a wrong answer of another cause."""
+    if outcome == "correct":
+        return "correct"
+    return "wrong" if outcome == "wrong_result" else f"wrong ({CAUSE_WORDS.get(outcome, outcome)})"
 
 
 def render_comparison_json(c: RunComparison) -> str:

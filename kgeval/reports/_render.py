@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kgeval.reports._oversight import Rate
-from kgeval.reports._summary import Accuracy, HarnessReport, RunReport
+from kgeval.reports._summary import CAUSE_WORDS, Accuracy, HarnessReport, RunReport
 
 
 def format_accuracy(acc: Accuracy | None) -> str:
@@ -42,7 +42,8 @@ def render_markdown(report: RunReport) -> str:
         f"- system: **{m.system}** (version {m.system_version}"
         + (f"; served {', '.join(m.served_versions)}" if m.served_versions else "")
         + f"); status: {report.status}",
-        f"- primary judge: `{m.primary_judge}` ({m.judge_versions[m.primary_judge]}); seeds: {len(m.seeds)}",
+        f"- primary judge (pre-registered): `{m.primary_judge}` ({m.judge_versions[m.primary_judge]}); seeds: {len(m.seeds)}",
+        *_judge_shown(report),
         f"- holdout manifest {m.holdout_manifest_sha256[:12]}, gold manifest {m.gold_manifest_sha256[:12]}, "
         f"kgeval {m.kgeval_version} ({(m.git_commit or 'no git')[:10]})",
         f"- attempts: {report.attempts}, judged: {report.judged_attempts} (incomplete, flagged: {report.incomplete}), errors: "
@@ -58,8 +59,11 @@ def render_markdown(report: RunReport) -> str:
         f"{format_at_least(report.overall)}.",
         "Unit: a question, judged by the majority of its seeds (Wilson 95% interval).",
         "",
+        *_bound_lines(report),
     ]
     lines += _honeypot_callout(report)
+    lines += _cause_lines(report)
+    lines += _prf_lines(report)
     lines += _table("By KG", report.by_kg)
     lines += _table("By domain", report.by_domain)
     lines += _table("By question type", report.by_qtype)
@@ -67,13 +71,65 @@ def render_markdown(report: RunReport) -> str:
     lines += _judge_lines(report)
     lines += _consistency_lines(report)
     lines += _error_lines(report)
+    lines += _excluded_lines(report)
     lines += oversight_markdown(report)
     lines += [f"## Wrong answers ({len(report.wrong)})", ""]
     for w in report.wrong:
-        lines.append(f"- **{w.kg}/{w.question_id}** ({len(w.seeds_wrong)}/{w.seeds_judged} seeds wrong): {w.question}")
+        cause = f" [{CAUSE_WORDS.get(w.cause, w.cause)}]" if w.cause != "wrong_result" else ""
+        lines.append(f"- **{w.kg}/{w.question_id}**{cause} ({len(w.seeds_wrong)}/{w.seeds_judged} seeds wrong): {w.question}")
         lines.append(f"  - {w.reason}")
     lines += ["", *_harness_lines(report.harness)]
     return "\n".join(lines) + "\n"
+
+
+def _judge_shown(report: RunReport) -> list[str]:
+    m = report.metadata
+    if not report.judge or report.judge == m.primary_judge:
+        return []
+    return [f"- **figures below are judge `{report.judge}`'s ({m.judge_versions[report.judge]}), NOT the pre-registered primary `{m.primary_judge}`**"]
+
+
+def _bound_lines(report: RunReport) -> list[str]:
+    lines = []
+    excluded = len(report.excluded)
+    if report.if_excluded_wrong is not None:
+        lines.append(
+            f"- accuracy if every excluded attempt were wrong: {format_accuracy(report.if_excluded_wrong)} "
+            f"({excluded} attempt{'s' if excluded != 1 else ''} excluded as harness errors)"
+        )
+    if report.without_empty_gold is not None:
+        lines.append(f"- without the {report.empty_gold_questions} empty-gold question(s): {format_accuracy(report.without_empty_gold)}")
+    lines += [f"- rule: {rule}" for rule in report.rules_in_force]
+    return lines + ([""] if lines else [])
+
+
+def _cause_lines(report: RunReport) -> list[str]:
+    if not report.wrong_causes:
+        return []
+    lines = ["### Wrong answers by cause", "", "| group | cause | questions | share of judged questions |", "|---|---|---|---|"]
+    for c in report.wrong_causes:
+        lines.append(f"| {c.group} | {CAUSE_WORDS.get(c.cause, c.cause)} | {c.questions} | {c.share:.1%} |")
+    return lines + [""]
+
+
+def _prf_lines(report: RunReport) -> list[str]:
+    if not report.macro_prf:
+        return []
+    lines = ["### Macro precision / recall / F1 (TEXT2SPARQL style)", "", "| group | questions | precision | recall | F1 |", "|---|---|---|---|---|"]
+    for m in report.macro_prf:
+        figures = " | ".join("n/a" if x is None else f"{x:.3f}" for x in (m.precision, m.recall, m.f1))
+        lines.append(f"| {m.group} | {m.n} | {figures} |")
+    return lines + [""]
+
+
+def _excluded_lines(report: RunReport) -> list[str]:
+    lines = [f"### Excluded attempts ({len(report.excluded)}: harness errors, not the model's)", ""]
+    if not report.excluded:
+        return lines + ["- none", ""]
+    lines += [f"- {e.kg}/{e.question_id} seed {e.seed}: {e.kind}: {e.error}" for e in report.excluded[:50]]
+    if len(report.excluded) > 50:
+        lines.append(f"- ... and {len(report.excluded) - 50} more (JSON report: `excluded`)")
+    return lines + [""]
 
 
 def _harness_lines(h: HarnessReport) -> list[str]:
@@ -179,6 +235,9 @@ def _judge_lines(report: RunReport) -> list[str]:
         return []
     lines = ["## Judges", "", f"Primary (pre-registered): `{report.metadata.primary_judge}`. Others, for comparison only:", ""]
     lines += [f"- {a.group}: {format_accuracy(a)}" for a in report.by_judge]
+    if report.rule_changes:
+        lines += ["", "### Verdicts decided by each rule in this run", ""]
+        lines += [f"- {c.judge}: {c.rule.replace('_', '-')}: {c.accepts} accepts, {c.rejects} rejects" for c in report.rule_changes]
     lines += ["", "### Judge disagreement", "", "| accepts | rejects | questions | question (recall) |", "|---|---|---|---|"]
     for d in report.disagreements:
         shown = ", ".join(_disagreement_cell(q) for q in d.questions) or "—"

@@ -2,10 +2,16 @@
 
 Accuracy unit: a question. Each question's verdict is the majority of its judged attempts
 across seeds under the primary judge (strictly more than half correct; a tie is not correct).
-Attempts that ended in an error state are never judged: they are counted and shown apart.
-Incomplete attempts (cut off, but judgeable) are judged and flagged. When errors plus cut-off
+The model's own failures (invalid SPARQL, a refused query, a candidate timeout) are judged
+wrong: they stay in the denominator, and the wrong answers are broken down by cause. Attempts
+that ended in a harness error state are never judged: they are excluded, listed, and counted,
+and the report gives the bound "accuracy if every excluded attempt were wrong". Incomplete
+attempts (cut off, but judgeable) are judged and flagged. When harness errors plus cut-off
 attempts exceed `run.max_error_share` of all attempts, no accuracy is published: the report is
 a harness report naming the causes (DESIGN invariant 5).
+
+`build_report(..., judge=NAME)` gives the figures of any enabled judge; the pre-registered
+primary judge stays named as such.
 """
 
 from __future__ import annotations
@@ -17,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kgeval.reports._stats import wilson_interval
-from kgeval.judges import Verdict
+from kgeval.errors import InputError
+from kgeval.judges import FAILURE_WORDS, RULES, Verdict
 from kgeval.config import KgevalConfig, RunConfig
 from kgeval.reports._oversight import AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
@@ -78,6 +84,11 @@ class Consistency(BaseModel):
     refused: str | None = None
 
 
+WrongCause = str
+"""Why a question is wrong: "wrong_result" (its query ran and its result is wrong), or a failure
+path: "invalid_sparql", "refused", "candidate_timeout", "over_budget", "vacuous"."""
+
+
 class WrongAnswer(BaseModel):
     kg: str
     question_id: str
@@ -85,7 +96,49 @@ class WrongAnswer(BaseModel):
     seeds_wrong: list[int]
     seeds_judged: int
     reason: str
-    """The primary judge's reason on the first wrong seed."""
+    """The judge's reason on the first wrong seed."""
+    cause: WrongCause = "wrong_result"
+    """The most common cause among the wrong seeds (ties: the first in `CAUSE_ORDER`)."""
+
+
+class CauseCount(BaseModel):
+    """Wrong questions of one cause within a group (overall or one KG)."""
+
+    group: str
+    cause: WrongCause
+    questions: int
+    share: float
+    """Of the group's judged questions."""
+
+
+class MacroPRF(BaseModel):
+    """Macro-averaged precision, recall and F1 (TEXT2SPARQL style): each question's figures
+    (mean over its judged seeds), then the mean over questions."""
+
+    group: str
+    n: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
+class Excluded(BaseModel):
+    """One attempt excluded from accuracy (a harness error), and why."""
+
+    kg: str
+    question_id: str
+    seed: int
+    kind: str
+    error: str
+
+
+class RuleChange(BaseModel):
+    """How many verdicts one rule decided in this run, by judge ("label_for_entity: 12 accepts")."""
+
+    judge: str
+    rule: str
+    accepts: int = 0
+    rejects: int = 0
 
 
 class DisagreementItem(BaseModel):
@@ -167,6 +220,25 @@ class RunReport(BaseModel):
     """Gold review coverage of the run's holdout against the configured target."""
     notes: list[str] = []
     """What the report could not include, and why."""
+    judge: str = ""
+    """The judge whose figures these are; the pre-registered primary is `metadata.primary_judge`."""
+    wrong_causes: list[CauseCount] = []
+    """Wrong questions by cause, overall and per KG, with counts and shares."""
+    excluded: list[Excluded] = []
+    """Every attempt excluded from accuracy (harness errors), with its kind and message."""
+    if_excluded_wrong: Accuracy | None = None
+    """The bound: accuracy if every excluded attempt were judged wrong (questions with only
+    excluded attempts enter the denominator as wrong)."""
+    without_empty_gold: Accuracy | None = None
+    """Accuracy over the questions whose gold is not empty."""
+    empty_gold_questions: int = 0
+    """Judged questions whose gold is empty."""
+    macro_prf: list[MacroPRF] = []
+    """Macro precision/recall/F1, overall and per KG."""
+    rule_changes: list[RuleChange] = []
+    """Per judge and rule, the verdicts the rule decided in this run."""
+    rules_in_force: list[str] = []
+    """The counting rules of this run, stated (candidate timeout, error share)."""
 
 
 def build_report(
@@ -176,10 +248,12 @@ def build_report(
     gold_dir: Path | None = None,
     holdout_dir: Path | None = None,
     config: KgevalConfig | None = None,
+    judge: str | None = None,
 ) -> RunReport:
-    """The run's report. With `gold_dir`, it includes audits (current item hashes) and gold
-    review coverage of the holdout (`holdout_dir`, by default the run's own)."""
-    report = _core_report(db, run_id)
+    """The run's report, with the figures of `judge` (default: the pre-registered primary). With
+    `gold_dir`, it includes audits (current item hashes) and gold review coverage of the holdout
+    (`holdout_dir`, by default the run's own)."""
+    report = _core_report(db, run_id, judge)
     cfg = config or KgevalConfig()
     notes: list[str] = []
     audit = audit_summary(db, run_id, gold_dir, cfg, notes)
@@ -187,12 +261,14 @@ def build_report(
     return report.model_copy(update={"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes})
 
 
-def _core_report(db: ResultsDB, run_id: str) -> RunReport:
+def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunReport:
     metadata = db.metadata(run_id)
     questions = {q.question_id: q for q in db.questions(run_id)}
     attempts = db.attempts(run_id)
     harness = build_harness_report(metadata, attempts, len(questions))
-    primary = metadata.primary_judge
+    primary = judge or metadata.primary_judge
+    if primary not in metadata.judge_versions:
+        raise InputError(f"judge {primary!r} was not enabled in run {run_id}; enabled: {', '.join(sorted(metadata.judge_versions))}")
     by_judge = _verdicts_by_judge(db, run_id, metadata)
     outcomes = {qid: {s: (v.correct, v.reason) for s, v in by_seed.items()} for qid, by_seed in by_judge[primary].items()}
     majority = {qid: _majority(by_seed) for qid, by_seed in outcomes.items()}
@@ -204,12 +280,25 @@ def _core_report(db: ResultsDB, run_id: str) -> RunReport:
         "errors": dict(Counter(a.error_kind or "other" for a in attempts if a.state == "error")),
         "incomplete": harness.incomplete,
         "harness": harness,
+        "judge": primary,
+        "excluded": [Excluded(kg=a.kg, question_id=a.question_id, seed=a.seed, kind=a.error_kind or "other", error=a.error or "") for a in attempts if a.state == "error"],
+        "rules_in_force": rules_in_force(metadata),
     }
     if harness.withheld:
         empty: dict = {"by_kg": [], "by_domain": [], "by_qtype": [], "seed_spread": None, "honeypots": [], "wrong": []}
         return RunReport(**common, overall=None, **empty, consistency=Consistency(refused="no accuracy published: harness report"))
+    verdicts = by_judge[primary]
+    wrong = _wrong_answers(outcomes, majority, questions, verdicts)
+    empty_gold = {qid for qid, by_seed in verdicts.items() if any(v.gold_total == 0 for v in by_seed.values())}
+    kept = {qid: ok for qid, ok in majority.items() if qid not in empty_gold}
     return RunReport(
         **common,
+        wrong_causes=_cause_counts(wrong, majority, questions),
+        if_excluded_wrong=_bound(majority, outcomes, attempts),
+        without_empty_gold=Accuracy.of(sum(kept.values()), len(kept), "without empty-gold questions"),
+        empty_gold_questions=len(empty_gold),
+        macro_prf=_macro_prf(verdicts, questions),
+        rule_changes=_rule_changes(by_judge),
         overall=Accuracy.of(sum(majority.values()), len(majority)),
         by_kg=_grouped(majority, questions, lambda q: q.kg),
         by_domain=_grouped(majority, questions, lambda q: q.domain),
@@ -217,7 +306,7 @@ def _core_report(db: ResultsDB, run_id: str) -> RunReport:
         seed_spread=_seed_spread(outcomes, metadata.seeds),
         consistency=_consistency(outcomes, questions, metadata.seeds),
         honeypots=[Accuracy.of(int(majority[q]), 1, q) for q in sorted(majority) if questions[q].honeypot],
-        wrong=_wrong_answers(outcomes, majority, questions),
+        wrong=wrong,
         by_judge=[_judge_accuracy(name, metadata.judge_versions[name], v) for name, v in by_judge.items()],
         disagreements=_disagreements(by_judge),
     )
@@ -341,12 +430,14 @@ def _consistency(outcomes, questions, seeds: list[int]) -> Consistency:  # noqa:
     return Consistency(questions=len(multi), consistent=Accuracy.of(agreed, len(multi), "consistent questions"), inconsistent=inconsistent)
 
 
-def _wrong_answers(outcomes, majority, questions) -> list[WrongAnswer]:  # noqa: ANN001
+def _wrong_answers(outcomes, majority, questions, verdicts: VerdictsBySeed) -> list[WrongAnswer]:  # noqa: ANN001
     wrong = []
     for qid in sorted(q for q, ok in majority.items() if not ok):
         by_seed = outcomes[qid]
         seeds_wrong = sorted(s for s, (ok, _) in by_seed.items() if not ok)
         q = questions[qid]
+        causes = Counter(cause_of(verdicts[qid][s]) for s in seeds_wrong)
+        cause = min(causes, key=lambda c: (-causes[c], CAUSE_ORDER.index(c))) if causes else "wrong_result"
         wrong.append(
             WrongAnswer(
                 kg=q.kg,
@@ -355,6 +446,98 @@ def _wrong_answers(outcomes, majority, questions) -> list[WrongAnswer]:  # noqa:
                 seeds_wrong=seeds_wrong,
                 seeds_judged=len(by_seed),
                 reason=by_seed[seeds_wrong[0]][1] if seeds_wrong else "tie across seeds",
+                cause=cause,
             )
         )
     return wrong
+
+
+CAUSE_ORDER: tuple[WrongCause, ...] = ("wrong_result", *FAILURE_WORDS)
+"""Causes of wrong answers, in the order reports list them."""
+CAUSE_WORDS = {"wrong_result": "wrong result", **FAILURE_WORDS}
+
+
+def cause_of(verdict: Verdict) -> WrongCause:
+    """A wrong verdict's cause: its failure path, or a wrong result."""
+    return verdict.path if verdict.path in FAILURE_WORDS else "wrong_result"
+
+
+def _cause_counts(wrong: list[WrongAnswer], majority: dict[str, bool], questions: dict[str, RunQuestion]) -> list[CauseCount]:
+    """Wrong questions by cause, overall then per KG; shares of each group's judged questions."""
+    sizes = Counter(questions[q].kg for q in majority)
+    groups = {"overall": len(majority), **{kg: sizes[kg] for kg in sorted(sizes)}}
+    counts: Counter[tuple[str, str]] = Counter()
+    for w in wrong:
+        counts[("overall", w.cause)] += 1
+        counts[(w.kg, w.cause)] += 1
+    return [
+        CauseCount(group=group, cause=cause, questions=counts[(group, cause)], share=counts[(group, cause)] / n)
+        for group, n in groups.items()
+        for cause in CAUSE_ORDER
+        if counts[(group, cause)] or (group == "overall" and cause == "wrong_result")
+    ]
+
+
+def _bound(majority: dict[str, bool], outcomes: dict, attempts: list[Attempt]) -> Accuracy:
+    """Accuracy if every excluded attempt were a wrong seed of its question."""
+    excluded = Counter(a.question_id for a in attempts if a.state == "error")
+    correct, n = 0, 0
+    for qid in majority.keys() | excluded.keys():
+        judged = outcomes.get(qid, {})
+        right = sum(1 for ok, _ in judged.values() if ok)
+        correct += right * 2 > len(judged) + excluded[qid]
+        n += 1
+    return Accuracy.of(correct, n, "if every excluded attempt were wrong")
+
+
+def _macro_prf(verdicts: VerdictsBySeed, questions: dict[str, RunQuestion]) -> list[MacroPRF]:
+    per_question: dict[str, tuple[float, float, float]] = {}
+    for qid, by_seed in verdicts.items():
+        figures = [(v.details["precision"], v.details["recall"], v.details["f1"]) for v in by_seed.values() if "f1" in v.details]
+        if figures:
+            per_question[qid] = tuple(statistics.fmean(f[i] for f in figures) for i in range(3))  # type: ignore[assignment]
+    groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for qid, prf in per_question.items():
+        groups["overall"].append(prf)
+        groups[questions[qid].kg].append(prf)
+    out = []
+    for group in ["overall", *sorted(g for g in groups if g != "overall")]:
+        rows = groups.get(group, [])
+        means = [statistics.fmean(r[i] for r in rows) if rows else None for i in range(3)]
+        out.append(MacroPRF(group=group, n=len(rows), precision=means[0], recall=means[1], f1=means[2]))
+    return out
+
+
+def _rule_changes(by_judge: dict[str, VerdictsBySeed]) -> list[RuleChange]:
+    """Per judge, the verdicts each named rule decided (accepts) and the vacuous rejects."""
+    changes = []
+    for judge, verdicts in by_judge.items():
+        counts: Counter[tuple[str, bool]] = Counter()
+        for by_seed in verdicts.values():
+            for v in by_seed.values():
+                if v.details.get("rule") in RULES:
+                    counts[(v.details["rule"], v.correct)] += 1
+                if v.path == "vacuous":
+                    counts[("vacuous", False)] += 1
+                if v.details.get("predeclared_prefixes"):
+                    counts[("predeclared_prefixes", v.correct)] += 1
+        for rule in (*RULES, "vacuous", "predeclared_prefixes"):
+            if counts[(rule, True)] or counts[(rule, False)]:
+                changes.append(RuleChange(judge=judge, rule=rule, accepts=counts[(rule, True)], rejects=counts[(rule, False)]))
+    return changes
+
+
+def rules_in_force(metadata: RunMetadata) -> list[str]:
+    """The counting rules the run used, stated in words."""
+    run = RunConfig.model_validate(metadata.config.get("run", {}))
+    timeout = (
+        f"a candidate query running past {run.candidate_timeout_s:g} s counts as "
+        + ("WRONG (a model failure, judged)" if run.candidate_timeout_counts_as == "wrong" else "a harness ERROR (excluded, counted)")
+        + f" (run.candidate_timeout_counts_as: {run.candidate_timeout_counts_as})"
+    )
+    return [
+        "model failures (invalid SPARQL, refused by the read-only guard, over the candidate budget) are judged wrong and stay in the denominator",
+        timeout,
+        f"harness failures (transport, rate limits, 5xx, the endpoint's timeout, empty or filtered output, missing replay records, "
+        f"store failures) are excluded and counted; above {run.max_error_share:.0%} of attempts no accuracy is published",
+    ]

@@ -2,34 +2,61 @@
 terminal state, execute the SPARQL read-only, judge what is judgeable.
 
 Terminal states (DESIGN invariant 5):
-- error: the system reported a failure (its kind), a filter withheld the output
-  (content_filter, safety), it stopped for another reason (other), it was cut off before
-  anything usable (truncated_empty), it gave nothing (empty), or its SPARQL does not run and
-  it gave no answer list (invalid_sparql). Never judged.
+- error, a harness failure: the system reported a failure (its kind), a filter withheld the
+  output (content_filter, safety), it stopped for another reason (other), it was cut off before
+  anything usable (truncated_empty), it gave nothing (empty), the store failed on its query
+  (store), or its query timed out under `run.candidate_timeout_counts_as: error`. Never judged,
+  excluded from accuracy, counted.
+- answered: judged. This includes the model's own failures (`Execution.failure`): SPARQL that
+  does not parse or that the engine rejects (invalid_sparql), that the read-only guard refuses
+  (refused), that runs past the candidate budget (candidate_timeout, over_budget). Every judge
+  rejects them with the failure as its path; they stay in accuracy's denominator.
 - incomplete: cut off at the output limit, yet with SPARQL that runs or an answer list:
   judged, and flagged.
-- answered: judged.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from datetime import UTC, datetime
 from typing import Protocol
 
 from kgeval.config import KgevalConfig
-from kgeval.errors import QueryError
+from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QueryRejected, QuerySyntaxError, QueryTimeout
 from kgeval.gold import TieInfo
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, Judge, Verdict
+from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import QueryResources, QueryResult, Store
-from kgeval.systems import TRANSIENT_ERRORS, System, SystemOutput
+from kgeval.stores import EmbeddedStore, QueryResources, QueryResult, Store, guard_query
+from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput
 
 
 class Limiter(Protocol):
     def acquire(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What executing a candidate's SPARQL gave: a result, a model failure, or a harness failure."""
+
+    result: QueryResult | None = None
+    error: str | None = None
+    """The store's message when it failed."""
+    failure: FailureKind | None = None
+    """A model failure (judged wrong); None for a result or a harness failure."""
+    harness: ErrorKind | None = None
+    """A harness failure (excluded, counted): the store failed on an acceptable query, or a
+    candidate timeout under `run.candidate_timeout_counts_as: error`."""
+    sparql: str | None = None
+    """The text executed (with predeclared prefixes added, when they were needed)."""
+    prefixes: tuple[str, ...] = ()
+    """Predeclared prefixes the query needed."""
+    resources: QueryResources | None = None
+    """What executing the query cost (the store counted it); None when nothing was executed,
+    or the execution was reused from the run's cache."""
 
 
 class ExecutionCache:
@@ -38,14 +65,14 @@ class ExecutionCache:
     that produce the same query are executed once. Thread-safe."""
 
     def __init__(self) -> None:
-        self._results: dict[tuple[str, str], tuple[QueryResult | None, str | None]] = {}
+        self._results: dict[tuple[str, str], Execution] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> tuple[QueryResult | None, str | None] | None:
+    def get(self, key: tuple[str, str]) -> Execution | None:
         with self._lock:
             return self._results.get(key)
 
-    def put(self, key: tuple[str, str], value: tuple[QueryResult | None, str | None]) -> None:
+    def put(self, key: tuple[str, str], value: Execution) -> None:
         with self._lock:
             self._results[key] = value
 
@@ -98,11 +125,13 @@ def run_attempt(
     limiter: Limiter | None = None,
     cache: ExecutionCache | None = None,
     ties: TieInfo | None = None,
+    lookup: KgLookup | None = None,
 ) -> tuple[Attempt, list[Verdict]]:
     """Ask the system (with retries), name the terminal state, judge what is judgeable.
 
     With `ties` (the gold's acceptable answers at an ORDER BY ... LIMIT cut), the judges compare
-    against the acceptable answer closest to the candidate's result."""
+    against the acceptable answer closest to the candidate's result. `lookup` (the KG's labels
+    and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
     started = time.perf_counter()
     output, tries = call_with_retries(system, question, seed, config, limiter)
     base = {
@@ -122,29 +151,51 @@ def run_attempt(
     if refused is not None:
         kind, error = refused
         return Attempt(**base, state="error", error_kind=kind, error=error), []
-    key = (question.kg, output.sparql or "")
-    cached = cache.get(key) if cache is not None else None
-    resources: QueryResources | None = None
-    if cached is not None:
-        result, sparql_error = cached
-    else:
-        result, sparql_error, resources = _execute_candidate(output, store, config)
-    if cache is not None and cached is None and not (sparql_error or "").startswith("QueryTimeout"):
-        cache.put(key, (result, sparql_error))  # a timeout may not recur: never cached
-    if resources is not None:  # what executing the candidate cost (not when a cached result was reused)
-        base["extra"] = {"query_resources": resources.model_dump(mode="json")}
+    execution = _cached_execution(question.kg, output, store, config, cache)
     cut_off = output.stop_reason == "length"
-    if sparql_error and output.answer is None:
-        kind = "truncated_empty" if cut_off else "invalid_sparql"
-        return Attempt(**base, state="error", error_kind=kind, error=sparql_error), []
-    candidate = Candidate(items=output.answer, result=result, sparql_error=sparql_error)
+    if execution.harness is not None:
+        return Attempt(**base, state="error", error_kind=execution.harness, error=execution.error), []
+    if execution.failure is not None and output.answer is None and cut_off:
+        return Attempt(**base, state="error", error_kind="truncated_empty", error=execution.error), []
+    candidate = Candidate(
+        items=output.answer, result=execution.result, sparql_error=execution.error, failure=execution.failure,
+        sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), lookup=lookup,
+    )
     verdicts, tie_resolved = judge_candidate(question, judges, gold, candidate, ties)
-    extra = {**base.pop("extra", {}), **({"sparql_error": sparql_error} if sparql_error else {})}
+    extra = _attempt_extra(execution, config)
     if tie_resolved:
         extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
-    total = result.total if result is not None else None
+    total = execution.result.total if execution.result is not None else None
     state = "incomplete" if cut_off else "answered"
     return Attempt(**base, state=state, result_total=total, extra=extra), verdicts
+
+
+def _attempt_extra(execution: Execution, config: KgevalConfig) -> dict:
+    """What an answered attempt records of its execution beside its verdicts."""
+    extra: dict = {}
+    if execution.error is not None:
+        extra["sparql_error"] = execution.error
+    if execution.failure is not None:
+        extra["failure"] = execution.failure
+        if execution.failure == "candidate_timeout":
+            extra["rule"] = f"run.candidate_timeout_counts_as: {config.run.candidate_timeout_counts_as}"
+    if execution.prefixes:
+        extra["predeclared_prefixes"] = list(execution.prefixes)
+    if execution.resources is not None:
+        extra["query_resources"] = execution.resources.model_dump(mode="json")
+    return extra
+
+
+def _cached_execution(kg: str, output: SystemOutput, store: Store, config: KgevalConfig, cache: ExecutionCache | None) -> Execution:
+    key = (kg, output.sparql or "")
+    cached = cache.get(key) if cache is not None else None
+    if cached is not None:
+        return replace(cached, resources=None)
+    execution = execute_candidate(output.sparql, store, config)
+    timed_out = execution.failure == "candidate_timeout" or execution.harness in ("candidate_timeout", "store")
+    if cache is not None and not timed_out:  # a timeout or a store fault may not recur: never cached
+        cache.put(key, execution)
+    return execution
 
 
 def judge_candidate(
@@ -174,14 +225,96 @@ def _refused(output: SystemOutput) -> tuple[str, str] | None:
     return None
 
 
-def _execute_candidate(
-    output: SystemOutput, store: Store, config: KgevalConfig
-) -> tuple[QueryResult | None, str | None, QueryResources | None]:
-    """The candidate's result or error, and what executing it cost (untrusted: bounded)."""
-    if not output.sparql or not output.sparql.strip():
-        return None, None, None
-    try:
-        result, resources = store.execute_candidate(output.sparql, timeout_s=config.run.query_timeout_s, row_cap=config.run.row_cap)
+def execute_candidate(sparql: str | None, store: Store, config: KgevalConfig) -> Execution:
+    """Execute the candidate's SPARQL read-only and name what happened (DESIGN invariant 5):
+    a query the guard refuses, that does not parse or that the engine rejects, or that runs past
+    the candidate budget is the model's failure; the store failing on it is the harness's."""
+    if not sparql or not sparql.strip():
+        return Execution()
+    first = _run_once(sparql, store, config)
+    prefixes = config.store.predeclared_prefixes
+    if first.failure != "invalid_sparql" or not prefixes:
+        return first
+    declared = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in prefixes.items()) + sparql
+    second = _run_once(declared, store, config)
+    if second.failure == "invalid_sparql":
+        return first  # the prefixes were not what it lacked: its own error stands
+    return replace(second, prefixes=_needed_prefixes(sparql, prefixes, store))
+
+
+def _run_once(sparql: str, store: Store, config: KgevalConfig) -> Execution:
+    run = config.run
+    try:  # untrusted: bounded and counted (an embedded store runs it in a sandbox worker)
+        result, resources = store.execute_candidate(sparql, timeout_s=run.candidate_timeout_s, row_cap=run.row_cap)
     except QueryError as exc:
-        return None, f"{type(exc).__name__}: {exc}", exc.resources  # type: ignore[return-value]
-    return result, None, resources
+        return replace(_failed_execution(exc, sparql, store, config), resources=exc.resources)  # type: ignore[arg-type]
+    return Execution(result=result, sparql=sparql, resources=resources)
+
+
+def _failed_execution(exc: QueryError, sparql: str, store: Store, config: KgevalConfig) -> Execution:
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, QueryTimeout) and config.run.candidate_timeout_counts_as == "error":
+        return Execution(error=message, harness="candidate_timeout", sparql=sparql)
+    failure = _model_failure(exc) or _failure_of_a_healthy_store(exc, store)
+    if failure is None:
+        return Execution(error=message, harness="store", sparql=sparql)
+    return Execution(error=message, failure=failure, sparql=sparql)
+
+
+_BUSY_STATUSES = frozenset({429, 502, 503, 504})
+"""HTTP statuses of a busy or unreachable server: the harness's, whatever the query."""
+
+
+def _failure_of_a_healthy_store(exc: QueryError, store: Store) -> FailureKind | None:
+    """An engine error answered over HTTP (Virtuoso and Oxigraph answer a function they lack with
+    a 500) is the query's when the store, asked at once, runs a trivial query: it is up, and
+    fails only on this query. A connection failure or a busy server stays the harness's."""
+    status = getattr(exc, "http_status", None)
+    if status is None or status in _BUSY_STATUSES:
+        return None
+    try:
+        store.execute("ASK {}", timeout_s=5.0, row_cap=1)
+    except QueryError:
+        return None
+    return "invalid_sparql"
+
+
+_MODEL_FAILURES: tuple[tuple[type[QueryError], FailureKind], ...] = (
+    (QueryRefused, "refused"),
+    (QuerySyntaxError, "invalid_sparql"),
+    (QueryRejected, "invalid_sparql"),
+    (QueryTimeout, "candidate_timeout"),
+    (QueryOverBudget, "over_budget"),
+)
+"""Store errors that are the candidate query's fault, by class (kgeval.errors). Any other
+StoreError (the store down, unreachable, a server fault) is the harness's."""
+
+
+def _model_failure(exc: QueryError) -> FailureKind | None:
+    for error_class, kind in _MODEL_FAILURES:
+        if isinstance(exc, error_class):
+            return kind
+    return None
+
+
+def _needed_prefixes(sparql: str, prefixes: dict[str, str], store: Store) -> tuple[str, ...]:
+    """The predeclared prefixes the query cannot do without (each left out in turn): those the
+    guard's parser (rdflib, which knows rdf, rdfs, xsd, owl by itself) or an SPARQL engine with
+    none predeclared (Oxigraph, on no data) cannot parse it without."""
+    needed = []
+    for name in prefixes:
+        others = "".join(f"PREFIX {n}: <{iri}>\n" for n, iri in prefixes.items() if n != name) + sparql
+        try:
+            guard_query(others, max_bytes=store.max_query_bytes)
+            _bare_engine().execute_candidate(others, timeout_s=5.0, row_cap=1)  # untrusted text: sandboxed
+        except (QuerySyntaxError, QueryRejected):
+            needed.append(name)
+        except QueryError:
+            pass  # it parses without the prefix; it fails otherwise on no data
+    return tuple(needed)
+
+
+@lru_cache(maxsize=1)
+def _bare_engine() -> Store:
+    """An empty embedded store: an engine that predeclares no prefix, to see what a query needs."""
+    return EmbeddedStore([])

@@ -21,7 +21,7 @@ from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import load_gold
 from kgeval.gold._store import MANIFEST as GOLD_MANIFEST
 from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
-from kgeval.judges import Judge, judges_from_config
+from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, run_attempt
 from kgeval.runs._db import ResultsDB
 from kgeval.runs._dispatch import RateLimiter, dispatch
@@ -222,6 +222,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
             prepare(kg_id, plan.stores[kg_id])
     limiter = RateLimiter(plan.config.run.rate_limit_per_s)
     cache = ExecutionCache()
+    lookups = kg_lookups(plan.stores, plan.config)
     served: set[str] = set()
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
@@ -229,7 +230,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         entry = gold[question.id]
         return run_attempt(
             question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
-            limiter=limiter, cache=cache, ties=entry.ties,
+            limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg),
         )
 
     def record(results: list[tuple[Attempt, list]]) -> None:
@@ -253,6 +254,14 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata
+
+
+def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:
+    """One lookup per KG on the store holding its gold (labels and vocabulary, cached for the
+    run); none for property graphs, which SPARQL cannot read."""
+    if config.store.kind == "neptune-gremlin":
+        return {}
+    return {kg: kg_lookup(store, kg, config.judges, config.run.candidate_timeout_s) for kg, store in stores.items()}
 
 
 def _run_question(q: Question) -> RunQuestion:

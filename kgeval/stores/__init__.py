@@ -9,7 +9,7 @@ in a sandbox worker process) and counted (`QueryResources`).
 from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
-from kgeval.stores._query import QueryShape, guard_query
+from kgeval.stores._query import QueryShape, guard_query, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, order_probe, query_determinism
 from kgeval.stores._results import QueryResources, QueryResult, Row, Term, collect_rows, row_key
 
@@ -27,6 +27,7 @@ __all__ = [
     "guard_query",
     "open_store",
     "order_probe",
+    "query_algebra",
     "query_determinism",
     "rdf_format",
     "row_key",

@@ -108,3 +108,18 @@ def _contains(node: Any, name: str) -> bool:
         elif hasattr(item, "asList") and not isinstance(item, str):
             stack.extend(list(item))
     return False
+
+
+def query_algebra(text: str) -> CompValue:
+    """The SPARQL algebra of a query that parses (rdflib), under the parse lock that every
+    parse in a run shares; raises QuerySyntaxError when it does not parse."""
+    with _PARSE_LOCK:
+        return _algebra(text)
+
+
+@lru_cache(maxsize=1024)
+def _algebra(text: str) -> CompValue:
+    try:
+        return translateQuery(parseQuery(text)).algebra
+    except Exception as exc:  # noqa: BLE001 - rdflib raises bare Exceptions (unknown prefix ...)
+        raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None

@@ -22,7 +22,7 @@ from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
 
-from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
+from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape
 from kgeval.stores._cells import Cell, CellRow, cells_key, keep_rows, literal_cell
@@ -163,7 +163,9 @@ class SparqlEndpointStore(Store):
                 return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
-            raise StoreError(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
+            # 400: the engine refused the query as written: the query's fault, not the store's
+            error = QueryRejected if exc.code == 400 else StoreError
+            raise error(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}", http_status=exc.code) from None
         except (TimeoutError, socket.timeout):
             raise QueryTimeout(f"{self.endpoint}: query ran longer than {timeout_s:g} s") from None
         except urllib.error.URLError as exc:

@@ -24,15 +24,25 @@ ErrorKind = Literal[
     "rate_limited",
     "invalid_sparql",
     "missing",
+    "store",
+    "candidate_timeout",
     "other",
 ]
-"""Why an attempt ended without a judgeable answer. Never judged, never in accuracy; counted.
+"""Why an attempt ended without a judgeable answer: a harness failure (the system could not
+answer through no fault of its own). Never judged, never in accuracy; counted, and above
+`run.max_error_share` no accuracy is published (DESIGN invariant 5).
 
 empty: the system answered nothing; truncated_empty: cut off before anything usable;
 content_filter / safety: withheld by a filter; timeout, transport (connection failures and
-5xx), rate_limited (429): the call failed; invalid_sparql: SPARQL that does not parse or run,
-with no answer list; missing: a replay file has no record for the attempt; other: anything
-else (malformed response, 4xx, ...), with the detail in the error text."""
+5xx), rate_limited (429): the call failed; missing: a replay file has no record for the
+attempt; store: the graph store failed on the candidate's query (down, unreachable, a server
+fault) though the query itself was acceptable; candidate_timeout: the candidate's query ran past
+`run.candidate_timeout_s` and `run.candidate_timeout_counts_as` is "error"; other: anything else
+(malformed response, 4xx, ...), with the detail in the error text.
+
+invalid_sparql is kept only to read runs recorded before model failures were judged: a
+model's own failures (SPARQL that does not parse or run, a refused query, a candidate timeout by
+default) are now judged wrong, see `kgeval.judges.FailureKind`."""
 
 TRANSIENT_ERRORS: frozenset[str] = frozenset({"timeout", "transport", "rate_limited"})
 """Error kinds worth another try: the same call may succeed a moment later."""

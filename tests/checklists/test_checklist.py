@@ -64,7 +64,7 @@ def test_controls_pass_the_shipped_checklist(mini_holdout, mini_gold, tmp_path):
     with ResultsDB(tmp_path / "r.duckdb") as db:
         receipt = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
     assert receipt.passed, receipt.failures()
-    assert [i.item for i in receipt.items][:3] == ["holdout_manifest", "gold", "pipeline_parity"]
+    assert [i.item for i in receipt.items][:4] == ["holdout_manifest", "gold", "empty_gold", "pipeline_parity"]
     assert {"caught:oracle_below_99", "caught:gold_engine_version", "caught:gold_row_cap", "caught:weak_above_60"} <= {i.item for i in receipt.items}
 
 
@@ -291,3 +291,37 @@ def test_cli_runs_the_production_endpoint_with_few_shot_retrieval(mini_holdout, 
         ran = kgeval("run", "--system", "http", "--config", str(config), *args)
         assert ran.returncode == 0, ran.stderr
         assert answers.count() > 0 and guards.count() == 2
+
+
+def test_an_unconfirmed_empty_gold_refuses_the_run_until_confirmed(tmp_path):
+    """Issue 12: an empty gold may come from a broken reference query; the run is refused until
+    the question says expect_empty: true or a domain reviewer approved that gold."""
+    from kgeval.config import GoldConfig, KgevalConfig, RunConfig
+    from kgeval.gold import load_gold, rebuild_gold
+    from kgeval.holdout import load_holdout
+    from kgeval.review import Reviewer, ReviewLog, question_content_sha256, record_review
+    from kgeval.runs import ResultsDB, execute_run
+    from kgeval.runs._run import ChecklistFailed
+    from kgeval.stores import EmbeddedStore
+    from kgeval.systems import OracleSystem
+    from tests.conftest import MINI_QUESTIONS, REPO, write_holdout
+
+    questions = [{k: v for k, v in q.items() if k != "expect_empty"} for q in MINI_QUESTIONS]
+    root = write_holdout(tmp_path / "holdout", questions)
+    holdout = load_holdout(root)
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    config = KgevalConfig(run=RunConfig(seeds=1))
+    db_path = tmp_path / "r.duckdb"
+    with ResultsDB(db_path) as db, pytest.raises(ChecklistFailed) as refused:
+        execute_run(holdout, tmp_path / "gold", OracleSystem(), config, db, checklist=checklist)
+    failed = {i.item: i for i in refused.value.receipt.failures()}
+    assert set(failed) == {"empty_gold"} and "mini/mini-07" in failed["empty_gold"].detail and "expect_empty" in failed["empty_gold"].detail
+    question = next(q for q in holdout.questions() if q.id == "mini-07")
+    entry = load_gold(tmp_path / "gold")["mini-07"]
+    with ReviewLog(db_path) as log:
+        record_review(log, question, entry, Reviewer(name="hana", domains=("hr",)), "approve", question_content_sha256(question, entry))
+    with ResultsDB(db_path) as db:
+        meta = execute_run(holdout, tmp_path / "gold", OracleSystem(), config, db, checklist=checklist)
+        receipt = {i.item: i for i in db.receipt(meta.run_id).items}
+    assert meta.finished_at and receipt["empty_gold"].passed and "all confirmed" in receipt["empty_gold"].observed

@@ -82,13 +82,15 @@ def test_mostly_missing_answers_publish_no_accuracy(mini_holdout, mini_gold, tmp
     assert json.loads(render_json(report))["overall"] is None
 
 
-def test_invalid_sparql_is_an_error_state_not_a_wrong_answer(mini_holdout, mini_gold, tmp_path):
+def test_invalid_sparql_is_judged_wrong_not_an_error_state(mini_holdout, mini_gold, tmp_path):
     records = [{"kg": "mini", "question_id": "mini-01", "sparql": "SELECT ?x WHERE {"}]
     with ResultsDB(tmp_path / "r.duckdb") as db:
         meta = execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db, checklist=CHECKLIST)
         attempts = {a.question_id: a for a in db.attempts(meta.run_id)}
-    assert attempts["mini-01"].state == "error" and attempts["mini-01"].error_kind == "invalid_sparql"
-    assert "does not parse" in attempts["mini-01"].error
+        verdicts = [v for qid, _, v in db.verdicts(meta.run_id) if qid == "mini-01"]
+    assert attempts["mini-01"].state == "answered" and attempts["mini-01"].extra["failure"] == "invalid_sparql"
+    assert "does not parse" in attempts["mini-01"].extra["sparql_error"]
+    assert sorted((v.judge, v.correct, v.path) for v in verdicts) == [("execution", False, "invalid_sparql"), ("seed", False, "invalid_sparql")]
 
 
 def test_run_refuses_unverified_gold(mini_holdout, mini_gold, tmp_path):

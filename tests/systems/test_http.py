@@ -29,7 +29,8 @@ FAULTS = {
     "truncated, no text": (lambda n: Reply(body={"stop_reason": "length"}), "error", "truncated_empty", 1),
     "content filter": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "content_filter"}), "error", "content_filter", 1),
     "safety": (lambda n: Reply(body={"stop_reason": "safety"}), "error", "safety", 1),
-    "invalid sparql": (lambda n: Reply(body={"sparql": "SELEKT nothing"}), "error", "invalid_sparql", 1),
+    # a model failure: judged wrong by every judge, never a harness error state (DESIGN invariant 5)
+    "invalid sparql": (lambda n: Reply(body={"sparql": "SELEKT nothing"}), "answered", None, 1),
     "unknown stop reason": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "recitation"}), "error", "other", 1),
     "503 then ok": (lambda n: Reply(status=503, body="busy") if n == 1 else Reply(body={"sparql": REFERENCE}), "answered", None, 2),
     "truncated but substantial": (lambda n: Reply(body={"sparql": REFERENCE, "stop_reason": "length"}), "incomplete", None, 1),
@@ -52,6 +53,8 @@ def test_each_fault_lands_in_its_terminal_state(mini, fault):
     if state == "error":
         assert verdicts == [], "an error state must never be judged"
         assert attempt.error
+    elif fault == "invalid sparql":
+        assert verdicts and all(not v.correct and v.path == "invalid_sparql" for v in verdicts), verdicts
     else:
         assert verdicts and verdicts[0].correct, verdicts[0].reason
     if kind in ("timeout", "transport", "rate_limited"):

@@ -1,0 +1,238 @@
+"""The contamination check on Spark: the shard API (`ShardScanner`, `merge_reports`) in `mapInArrow`.
+
+Files are read by Spark's own JSON and Parquet readers in FAILFAST mode (a malformed record
+fails the job, and so the check, with InputError: exit code 2), with the configured fields as
+the explicit schema. The scanner (holding the holdout index: holdout material) is broadcast
+once; each partition scans its Arrow batches with the same RE2 prefilter and matchers as the
+local check and returns one `PartialReport` per file split it read. The driver orders them by
+file and split start, so record numbers count from the start of each file as locally: the same
+hits, the same report.
+
+A table the builder already has (Delta, Parquet, a query) is checked with `check_dataframe`;
+records are then numbered in the DataFrame's partition order, under the file name "<dataframe>"
+(or per file when it carries `_metadata`, see `with_file_positions`).
+
+pyspark is imported inside the functions: it is the optional `spark` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kgeval.config import GuardsConfig
+from kgeval.errors import InputError
+from kgeval.guards._contamination import PartialReport, Report, ShardScanner, _sample_lines, merge_reports
+from kgeval.guards._index import HoldoutIndex
+from kgeval.guards._records import Format, file_format, json_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DATAFRAME = "<dataframe>"
+_FILE, _START, _SIZE = "__kgeval_file", "__kgeval_start", "__kgeval_size"
+_OUT = pa.schema([("file", pa.string()), ("start", pa.int64()), ("part", pa.int64()), ("partial", pa.large_string())])
+
+
+def spark_session(master: str | None = None) -> SparkSession:
+    """The active SparkSession, or a new one on `master` (default `local[*]`). A local
+    session's Python workers run this interpreter, so they import this kgeval."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError("--engine spark needs pyspark: pip install 'kgeval[spark]' (and Java 17 or 21)") from None
+    builder = SparkSession.builder.appName("kgeval contamination check")
+    if master:
+        builder = builder.master(master)
+    if (master or "local").startswith("local"):
+        builder = builder.config("spark.pyspark.python", sys.executable).config("spark.driver.host", "127.0.0.1")
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
+    return builder.getOrCreate()
+
+
+def check_files_spark(
+    paths: Sequence[str | Path], index: HoldoutIndex, config: GuardsConfig | None = None, spark: SparkSession | None = None
+) -> Report:
+    """`check_contamination` on Spark: JSONL and Parquet files (or directories of them, or any
+    URL Spark's file systems read: `s3a://`, `gs://`, `hdfs://`) read by Spark in FAILFAST mode."""
+    config = config or GuardsConfig()
+    spark = spark or spark_session()
+    started = time.perf_counter()
+    files = [str(p) for p in paths]
+    by_format: dict[Format, list[str]] = {}
+    for f in files:
+        by_format.setdefault(_format_of(f), []).append(f)
+    scanner = ShardScanner(_with_sample(index, files, config), config.contamination.fields)
+    partials: list[tuple[str, int, int, PartialReport]] = []
+    for fmt, group in by_format.items():
+        df = _read(spark, group, fmt, scanner)
+        partials += _scanned(df, scanner, fmt, spark)
+    report = merge_reports(_in_file_order(partials, files), scanner, workers=spark.sparkContext.defaultParallelism)
+    return report.model_copy(update={"seconds": time.perf_counter() - started})
+
+
+def check_dataframe(df: DataFrame, index: HoldoutIndex, config: GuardsConfig | None = None) -> Report:
+    """Scan a Spark DataFrame whose columns hold the configured fields (as in a JSONL record):
+    records are numbered in partition order under "<dataframe>", or per file when the frame
+    came from `with_file_positions`."""
+    config = config or GuardsConfig()
+    started = time.perf_counter()
+    scanner = ShardScanner(index, config.contamination.fields)
+    partials = _scanned(df, scanner, "dataframe", df.sparkSession)
+    ordered = [p for *_, p in sorted(partials, key=lambda row: row[:3])]
+    report = merge_reports(ordered, scanner, workers=df.sparkSession.sparkContext.defaultParallelism)
+    return report.model_copy(update={"seconds": time.perf_counter() - started})
+
+
+def with_file_positions(df: DataFrame) -> DataFrame:
+    """`df` (read from files) with each record's file, split start and file size from
+    Spark's `_metadata` column: hits then name the file and the record's place in it."""
+    return df.select("*", *_positions(df))
+
+
+def _positions(df: DataFrame) -> list:
+    meta = df.select("_metadata").schema["_metadata"].dataType
+    if "file_block_start" not in meta.names:
+        raise InputError("this Spark version's _metadata has no file_block_start: records cannot be located (Spark >= 3.5 needed)")
+    return [df["_metadata.file_path"].alias(_FILE), df["_metadata.file_block_start"].alias(_START), df["_metadata.file_size"].alias(_SIZE)]
+
+
+def _format_of(file: str) -> Format:
+    if not re.match(r"^\w+://", file) and Path(file).is_dir():
+        found = sorted({file_format(p) for p in Path(file).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))})
+        if len(found) != 1:
+            raise InputError(f"{file}: a directory must hold JSONL or Parquet files, not {found or 'nothing'}")
+        return found[0]
+    if not re.match(r"^\w+://", file) and not Path(file).is_file():
+        raise InputError(f"{file}: no such file")
+    return file_format(file)
+
+
+def _with_sample(index: HoldoutIndex, files: list[str], config: GuardsConfig) -> HoldoutIndex:
+    """The local check's anchor choice (a sound prefilter either way), from the first file when
+    it is a local JSONL file."""
+    cc = config.contamination
+    first = files[0] if files else ""
+    if not cc.sample_mb or re.match(r"^\w+://", first) or not Path(first).is_file() or file_format(first) != "jsonl":
+        return index
+    return index.with_anchors_from(_sample_lines(first, cc.sample_mb << 20))
+
+
+def _read(spark: SparkSession, files: list[str], fmt: Format, scanner: ShardScanner) -> DataFrame:
+    """Spark's reader for `fmt`: FAILFAST, corrupt files never skipped, only the fields read."""
+    reader = spark.read.option("ignoreCorruptFiles", "false").option("ignoreMissingFiles", "false")
+    if fmt == "jsonl":
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        schema = from_arrow_schema(json_schema(scanner.fields))
+        return with_file_positions(_failing_as_input(lambda: reader.schema(schema).option("mode", "FAILFAST").json(files), files))
+    df = _failing_as_input(lambda: reader.parquet(*files), files)
+    columns = sorted({f.steps[0][0] for f in scanner.fields} & set(df.columns))
+    if not columns:
+        raise InputError(f"{', '.join(files)}: none of the configured fields ({', '.join(f.text for f in scanner.fields)}) is a column")
+    return df.select(*columns, *_positions(df))
+
+
+def _scanned(df: DataFrame, scanner: ShardScanner, fmt: Format, spark: SparkSession) -> list[tuple[str, int, int, PartialReport]]:
+    """(file, split start, partition, partial report) of each split the job read."""
+    shared = spark.sparkContext.broadcast(scanner)
+    try:
+        rows = _failing_as_input(lambda: df.mapInArrow(_partition_scan(shared, fmt), _OUT).collect(), [DATAFRAME])
+    finally:
+        shared.unpersist()
+    return [(r.file, r.start, r.part, PartialReport.model_validate_json(r.partial)) for r in rows]
+
+
+def _partition_scan(shared: Any, fmt: Format):  # noqa: ANN202 - runs on executors
+    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        scanner: ShardScanner = shared.value
+        part = TaskContext.get().partitionId()
+        done: dict[tuple[str, int], PartialReport] = {}
+        try:
+            for batch in batches:
+                for file, start, size, piece in _splits(batch):
+                    partial = scanner.scan_batch(piece, file, fmt, size)
+                    done[(file, start)] = done[(file, start)].followed_by(partial) if (file, start) in done else partial
+        except InputError as exc:
+            done = {("", 0): PartialReport(file="", error=str(exc))}
+        rows = [{"file": f, "start": s, "part": part, "partial": p.model_dump_json()} for (f, s), p in done.items()]
+        yield pa.RecordBatch.from_pylist(rows, schema=_OUT)
+
+    return scan
+
+
+def _splits(batch: pa.RecordBatch) -> Iterator[tuple[str, int, int, pa.RecordBatch]]:
+    """Runs of rows from one file split: (file, split start, file size, rows)."""
+    if _FILE not in batch.schema.names:
+        yield DATAFRAME, 0, 0, batch
+        return
+    files, starts = batch.column(_FILE), batch.column(_START)
+    changed = pc.or_(pc.not_equal(files[1:], files[:-1]), pc.not_equal(starts[1:], starts[:-1]))
+    bounds = [0, *(np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1).tolist(), batch.num_rows]
+    for a, b in zip(bounds, bounds[1:]):
+        if b > a:
+            yield files[a].as_py(), starts[a].as_py(), batch.column(_SIZE)[a].as_py(), batch.slice(a, b - a)
+
+
+def _in_file_order(partials: list[tuple[str, int, int, PartialReport]], files: list[str]) -> list[PartialReport]:
+    """Partials ordered as the local check orders shards (files as given, then split start),
+    each named by the path the user gave; a given file Spark read no record of is listed empty."""
+    given = {_file_key(f): (i, f) for i, f in enumerate(files)}
+    ordered = []
+    for file, start, part, partial in partials:
+        rank, name = given.get(_file_key(file), (len(files), file))
+        if partial.error:
+            rank, name = -1, partial.file
+        ordered.append(((rank, file, start, part), partial.model_copy(update={"file": name, "hits": [h.model_copy(update={"file": name}) for h in partial.hits]})))
+    ordered.sort(key=lambda pair: pair[0])
+    seen = {p.file for _, p in ordered}
+    empty = [PartialReport(file=f, format=file_format(f), file_bytes=_local_size(f)) for f in files if f not in seen and _is_plain_file(f)]
+    return [p for _, p in ordered] + empty
+
+
+def _file_key(file: str) -> str:
+    """One spelling for a local path and Spark's `file:/...` URI of it (and `s3://` vs `s3a://`)."""
+    if m := re.match(r"^\w+:(.*)$", file):
+        return unquote(m.group(1)).lstrip("/")
+    return str(Path(file).resolve()).lstrip("/")
+
+
+def _is_plain_file(file: str) -> bool:
+    return not re.match(r"^\w+://", file) and Path(file).is_file()
+
+
+def _local_size(file: str) -> int:
+    return os.path.getsize(file)
+
+
+def _failing_as_input(action, files: list[str]):  # noqa: ANN001, ANN202
+    """Run a Spark action; a failed read (malformed record, corrupt or missing file) is
+    InputError naming the file and Spark's deepest cause: the check fails, never passes."""
+    try:
+        return action()
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Py4JJavaError and pyspark's captured errors: one rule
+        raise InputError(_spark_failure(str(exc), files)) from None
+
+
+def _spark_failure(text: str, files: list[str]) -> str:
+    if m := re.search(r"kgeval\.errors\.InputError: (.*)", text):
+        return m.group(1).strip()
+    where = re.search(r"error while reading file (\S+?)\.?\s", text)
+    file = where.group(1) if where else ", ".join(files)
+    causes = re.findall(r"^Caused by: (.*)$", text, re.MULTILINE)
+    reason = causes[-1] if causes else next((line for line in text.splitlines() if line.strip()), "Spark job failed")
+    return f"{file}: Spark could not read it (FAILFAST: truncated, malformed or not {'/'.join(('JSONL', 'Parquet'))}?): {reason.strip()[:500]}"

@@ -1,0 +1,165 @@
+"""The execution judge's named rules, tried on an answer its comparison rejects.
+
+Each rule rewrites the answer (or both results) into what a careful grader reads it as, and the
+judge compares again; the rule accepts only when that comparison accepts. Each is switchable in
+`judges.execution` and recorded in the verdict (`details["rule"]`, the reason's first words).
+
+- `symmetric_pairs`: the question asks for unordered pairs (it declares `answer_form:
+  unordered_pairs`, or its reference query lists each pair once by ordering its two projected
+  variables). Both results are read with each pair in one canonical orientation, so an answer
+  giving (A,B) and (B,A) for the gold's (A,B) is accepted; an answer missing a pair in both
+  orientations, or with a pair the gold lacks, is still rejected.
+- `entity_for_label` / `label_for_entity`: the answer gives an entity's IRI where the gold gives
+  its name, or the reverse. The answer gets, beside each IRI column, the gold name the IRI's KG
+  label (or IRI tail) equals, and beside each literal column, the gold entity that literal names
+  when no other labelled entity of the KG bears it. A name borne by several entities is not
+  enough alone to identify the entity: the verdict says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import Variable
+
+from kgeval.config import ExecutionJudgeConfig
+from kgeval.errors import QueryError
+from kgeval.holdout import Question
+from kgeval.judges._lookup import KgLookup, fold
+from kgeval.judges._model import Candidate, Verdict
+from kgeval.stores import QueryResult, Term, query_algebra
+
+Recompare = Callable[[QueryResult, QueryResult], Verdict]
+"""Compare an answer with a gold again (the execution judge's comparison, rules off)."""
+
+RULES = ("symmetric_pairs", "entity_for_label", "label_for_entity")
+"""Every rule's name, as verdicts and reports spell it."""
+
+
+def try_rules(config: ExecutionJudgeConfig, question: Question, gold: QueryResult, candidate: Candidate, rejected: Verdict, recompare: Recompare) -> Verdict:
+    """The first rule's accepting verdict, or `rejected` with what the rules found."""
+    answer = candidate.result
+    assert answer is not None
+    if pairs_rule_applies(config, question, gold, answer):
+        verdict = recompare(oriented(gold), oriented(answer))
+        if verdict.correct:
+            return _accepted(verdict, "symmetric_pairs", "symmetric pairs: each pair compared in one orientation (the question asks for unordered pairs)")
+    if candidate.lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
+        return rejected
+    widened, used, ambiguous = with_named_columns(config, gold, answer, candidate.lookup)
+    if used:
+        verdict = recompare(gold, widened)
+        if verdict.correct:
+            rule = "entity_for_label" if "entity_for_label" in used else "label_for_entity"
+            return _accepted(verdict, rule, f"{rule.replace('_', '-')}: {used[rule]}")
+    if ambiguous:
+        shown = "; ".join(f"{name!r} names {n} entities" for name, n in sorted(ambiguous.items())[:3])
+        note = f"; label-for-entity not applied: {shown} in the KG, not enough alone to identify the gold's entity"
+        return rejected.model_copy(update={"reason": rejected.reason + note, "details": {**rejected.details, "ambiguous_labels": dict(ambiguous)}})
+    return rejected
+
+
+def _accepted(verdict: Verdict, rule: str, why: str) -> Verdict:
+    return verdict.model_copy(update={"reason": f"{why}; {verdict.reason}", "details": {**verdict.details, "rule": rule}})
+
+
+def pairs_rule_applies(config: ExecutionJudgeConfig, question: Question, gold: QueryResult, answer: QueryResult) -> bool:
+    if config.symmetric_pairs == "off" or gold.form != "select" or len(gold.vars) != 2 or len(answer.vars) != 2:
+        return False
+    if question.answer_form == "unordered_pairs":
+        return True
+    return config.symmetric_pairs == "declared_or_detected" and lists_pairs_once(question.sparql)
+
+
+@lru_cache(maxsize=1024)
+def lists_pairs_once(sparql: str) -> bool:
+    """True when the reference query filters its two projected variables by order
+    (`FILTER(STR(?a) < STR(?b))`): the author listed each unordered pair once."""
+    try:
+        algebra = query_algebra(sparql)
+    except QueryError:
+        return False
+    projected = {str(v) for v in algebra.get("PV") or ()}
+    if len(projected) != 2:
+        return False
+    stack: list[object] = [algebra]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, CompValue):
+            if node.name == "RelationalExpression" and node.get("op") in ("<", ">", "<=", ">="):
+                if {_variable(node.get("expr")), _variable(node.get("other"))} == projected:
+                    return True
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
+
+
+def _variable(expr: object) -> str | None:
+    """The variable an order comparison reads: ?a itself, or STR(?a)."""
+    if isinstance(expr, Variable):
+        return str(expr)
+    if isinstance(expr, CompValue) and expr.name == "Builtin_STR":
+        return _variable(expr.get("arg"))
+    return None
+
+
+def oriented(result: QueryResult) -> QueryResult:
+    """A two-column result with each row's pair in one canonical orientation."""
+    rows = [sorted(row, key=lambda t: "" if t is None else t.canonical()) for row in result.rows]
+    return result.model_copy(update={"rows": rows, "ordered": False})
+
+
+def with_named_columns(
+    config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup
+) -> tuple[QueryResult, dict[str, str], dict[str, int]]:
+    """The answer with a derived column beside each column (see module docstring); what each
+    rule translated, in words; and the names found ambiguous (name -> entities bearing it)."""
+    gold_names = {fold(t.value): t for row in gold.rows for t in row if t is not None and t.type == "literal"}
+    gold_iris = {t.value for row in gold.rows for t in row if t is not None and t.type == "uri"}
+    columns, used, ambiguous = [], {}, {}
+    for k, var in enumerate(answer.vars):
+        cells = [row[k] for row in answer.rows]
+        kinds = {c.type for c in cells if c is not None}
+        if kinds == {"uri"} and gold_names and config.labels.entity_for_label:
+            derived, n = _names_for(cells, gold_names, lookup)
+            if n:
+                columns.append((f"{var}__name", derived))
+                used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
+        elif kinds == {"literal"} and gold_iris and config.labels.label_for_entity:
+            derived, n = _entities_for(cells, gold_iris, lookup, ambiguous)
+            if n:
+                columns.append((f"{var}__entity", derived))
+                used["label_for_entity"] = f"{n} answer name(s) of ?{var} taken as the gold's entities they label"
+    if not columns:
+        return answer, {}, ambiguous
+    rows = [list(row) + [derived[i] for _, derived in columns] for i, row in enumerate(answer.rows)]
+    widened = answer.model_copy(update={"vars": [*answer.vars, *(name for name, _ in columns)], "rows": rows})
+    return widened, used, ambiguous
+
+
+def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: KgLookup) -> tuple[list[Term | None], int]:
+    derived, n = [], 0
+    for cell in cells:
+        hits = sorted(lookup.names(cell.value) & gold_names.keys()) if cell is not None else []
+        derived.append(gold_names[hits[0]] if hits else cell)
+        n += bool(hits)
+    return derived, n
+
+
+def _entities_for(cells: list[Term | None], gold_iris: set[str], lookup: KgLookup, ambiguous: dict[str, int]) -> tuple[list[Term | None], int]:
+    derived, n = [], 0
+    for cell in cells:
+        target = None
+        if cell is not None:
+            bearers = lookup.bearers(cell.value) | {iri for iri in gold_iris if fold(cell.value) in lookup.names(iri)}
+            named = bearers & gold_iris
+            if len(named) == 1 and len(bearers) == 1:
+                target = Term.iri(next(iter(named)))
+            elif named:
+                ambiguous[cell.value] = len(bearers)
+        derived.append(target or cell)
+        n += target is not None
+    return derived, n

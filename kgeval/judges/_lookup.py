@@ -1,0 +1,111 @@
+"""Read-only facts about one KG that the judges' rules ask of the store holding the gold.
+
+- **Names** (label-for-entity rules): every label of the KG (rdfs:label, skos:prefLabel,
+  schema:name, foaf:name and the predicates the configuration adds for the KG), read once per
+  run with one SELECT, folded (case and whitespace) for comparison; an IRI's tail (its last path
+  segment, percent-decoded) is one of its names too when `iri_tail` is on.
+- **Vocabulary** (vacuous-answer rule): whether an IRI occurs anywhere in the KG (subject,
+  predicate or object), one ASK per IRI, cached.
+
+Everything goes through `Store.execute` (the read-only guard, a timeout, a row cap). A run
+shares one lookup per KG across its worker threads: the caches are locked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+from kgeval.config import JudgesConfig
+from kgeval.errors import QueryError
+from kgeval.judges._normalize import iri_tail
+from kgeval.stores import Store
+
+
+def fold(text: str) -> str:
+    """How the label rules compare names: case- and whitespace-insensitive."""
+    return " ".join(text.casefold().split())
+
+
+class KgLookup:
+    """Labels and vocabulary of one KG, asked of `store` (read-only) and cached."""
+
+    def __init__(
+        self, store: Store, label_predicates: tuple[str, ...], *, iri_tail: bool = True, timeout_s: float = 60.0, row_cap: int = 500_000
+    ) -> None:
+        self.store = store
+        self.label_predicates = label_predicates
+        self.iri_tail = iri_tail
+        self.timeout_s = timeout_s
+        self.row_cap = row_cap
+        self._lock = threading.Lock()
+        self._names: dict[str, frozenset[str]] | None = None
+        self._bearers: dict[str, frozenset[str]] = {}
+        self._complete = True
+        self._occurs: dict[str, bool] = {}
+
+    def names(self, iri: str) -> frozenset[str]:
+        """The folded names of `iri`: its labels, and its tail when `iri_tail` is on."""
+        labels = self._label_index().get(iri, frozenset())
+        return labels | {fold(iri_tail(iri))} if self.iri_tail else labels
+
+    def bearers(self, name: str) -> frozenset[str]:
+        """IRIs of the KG one of whose labels (or tails, among labelled IRIs) folds to `name`."""
+        self._label_index()
+        return self._bearers.get(fold(name), frozenset())
+
+    @property
+    def labels_complete(self) -> bool:
+        """False when the KG holds more labels than the row cap (ambiguity may be undercounted)."""
+        self._label_index()
+        return self._complete
+
+    def occurs(self, iri: str) -> bool:
+        """True when `iri` occurs in the KG as a subject, predicate or object. A store failure
+        counts as occurring: the vacuous rule rejects only on evidence."""
+        with self._lock:
+            known = self._occurs.get(iri)
+        if known is not None:
+            return known
+        query = f"ASK {{ {{ ?s <{iri}> ?o }} UNION {{ ?s ?p <{iri}> }} UNION {{ <{iri}> ?p ?o }} }}"
+        try:
+            found = bool(self.store.execute(query, timeout_s=self.timeout_s, row_cap=1).boolean)
+        except QueryError:
+            return True
+        with self._lock:
+            self._occurs[iri] = found
+        return found
+
+    def _label_index(self) -> dict[str, frozenset[str]]:
+        with self._lock:
+            if self._names is None:
+                self._names = self._read_labels()
+            return self._names
+
+    def _read_labels(self) -> dict[str, frozenset[str]]:
+        if not self.label_predicates:
+            return {}
+        values = " ".join(f"<{p}>" for p in self.label_predicates)
+        query = f"SELECT ?s ?l WHERE {{ VALUES ?p {{ {values} }} ?s ?p ?l . FILTER(isIRI(?s) && isLiteral(?l)) }}"
+        try:
+            result = self.store.execute(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
+        except QueryError:
+            self._complete = False
+            return {}
+        self._complete = not result.truncated
+        names: dict[str, set[str]] = defaultdict(set)
+        for subject, label in result.rows:
+            if subject is not None and label is not None:
+                names[subject.value].add(fold(label.value))
+        bearers: dict[str, set[str]] = defaultdict(set)
+        for subject, labels in names.items():
+            for name in labels | ({fold(iri_tail(subject))} if self.iri_tail else set()):
+                bearers[name].add(subject)
+        self._bearers = {name: frozenset(s) for name, s in bearers.items()}
+        return {subject: frozenset(labels) for subject, labels in names.items()}
+
+
+def kg_lookup(store: Store, kg: str, config: JudgesConfig, timeout_s: float) -> KgLookup:
+    """The lookup the judges use for KG `kg`, as the execution judge's label rules configure it."""
+    labels = config.execution.labels
+    return KgLookup(store, labels.predicates_for(kg), iri_tail=labels.iri_tail, timeout_s=timeout_s, row_cap=labels.max_labels)

@@ -1,0 +1,122 @@
+"""Rules every judge applies before comparing: model failures and vacuous answers.
+
+**Model failures** (`Candidate.failure`): the system answered with SPARQL that does not parse or
+run, that the read-only guard refused, or that ran past the candidate budget. Every judge says
+`correct: false` with the failure kind as its path (DESIGN invariant 5): the attempt stays in
+accuracy's denominator. An answer list given beside failing SPARQL is judged as before: the
+seed judge compares the list, the execution judge says the SPARQL is the answer and rejects it.
+
+**Vacuous answers**: an empty result, a false ASK or a count of zero cannot tell a right query
+from a wrong one. When such a result comes from vocabulary the KG lacks (a predicate or class
+IRI of a pattern every solution needs, occurring nowhere in the KG), the answer is wrong with
+path `vacuous`, whatever the gold (an empty gold included). Patterns that cannot empty the result
+alone (OPTIONAL, MINUS, one branch of a UNION, FILTER expressions, zero-or-more paths) are not
+read. The same query on a KG that has the vocabulary is judged as usual.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from rdflib.paths import InvPath, OneOrMore, MulPath, SequencePath
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import URIRef
+
+from kgeval.errors import QueryError
+from kgeval.judges._model import FAILURE_WORDS, Candidate
+from kgeval.stores import QueryResult, query_algebra
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+_PASS_THROUGH = {
+    "SelectQuery", "AskQuery", "Project", "Distinct", "Reduced", "Slice", "OrderBy", "Filter", "Extend",
+    "Group", "AggregateJoin", "ToMultiSet", "Graph",
+}  # fmt: skip
+"""Algebra nodes whose result is empty when their (first) input is."""
+
+
+def failure_reason(candidate: Candidate) -> str:
+    """The sentence a failure verdict gives: the kind in words and the store's message."""
+    kind = candidate.failure or "invalid_sparql"
+    return f"{FAILURE_WORDS[kind]}: the candidate's SPARQL failed: {candidate.sparql_error}"
+
+
+def vacuous_iris(candidate: Candidate) -> list[str]:
+    """IRIs the KG lacks that alone make the candidate's empty / false / zero result; empty
+    when the result says something or the KG has all the vocabulary the query needs."""
+    if candidate.lookup is None or not candidate.sparql or candidate.result is None:
+        return []
+    if not is_uninformative(candidate.result):
+        return []
+    try:
+        algebra = query_algebra(candidate.sparql)
+    except QueryError:
+        return []
+    return sorted(_forced_empty(algebra, candidate.lookup) or [])
+
+
+def vacuous_reason(iris: list[str]) -> str:
+    shown = ", ".join(f"<{iri}>" for iri in iris[:5]) + (" ..." if len(iris) > 5 else "")
+    return (
+        f"vacuous: the candidate's empty / false / zero result comes from vocabulary the KG lacks ({shown} "
+        "occurs nowhere in the KG); such a result cannot tell a right query from a wrong one"
+    )
+
+
+def is_uninformative(result: QueryResult) -> bool:
+    """An empty result, a false ASK, or one row of zeros / unbound cells (a COUNT of 0)."""
+    if result.form == "ask":
+        return not result.boolean
+    if result.total == 0:
+        return True
+    if result.total != 1 or not result.rows:
+        return False
+    return all(cell is None or _is_zero(cell.value) for cell in result.rows[0]) and any(c is not None for c in result.rows[0])
+
+
+def _is_zero(text: str) -> bool:
+    try:
+        return Decimal(text.strip()) == 0
+    except (InvalidOperation, ValueError):
+        return False
+
+
+def _forced_empty(node: object, lookup) -> list[str] | None:  # noqa: ANN001 - a KgLookup
+    """IRIs the KG lacks that force `node`'s solutions to be empty; None when none do."""
+    if not isinstance(node, CompValue):
+        return None
+    if node.name == "BGP":
+        missing = [iri for iri in _pattern_iris(node.triples) if not lookup.occurs(iri)]
+        return missing or None
+    if node.name == "Join":
+        found = [m for m in (_forced_empty(node.p1, lookup), _forced_empty(node.p2, lookup)) if m]
+        return [iri for m in found for iri in m] or None
+    if node.name in ("LeftJoin", "Minus"):
+        return _forced_empty(node.p1, lookup)
+    if node.name == "Union":
+        left, right = _forced_empty(node.p1, lookup), _forced_empty(node.p2, lookup)
+        return left + right if left and right else None
+    if node.name in _PASS_THROUGH:
+        return _forced_empty(node.get("p"), lookup)
+    return None
+
+
+def _pattern_iris(triples: list) -> list[str]:
+    """Predicate IRIs (and IRIs of required property paths) and rdf:type classes of a BGP."""
+    iris: list[str] = []
+    for _s, p, o in triples:
+        iris += _path_iris(p)
+        if isinstance(p, URIRef) and str(p) == RDF_TYPE and isinstance(o, URIRef):
+            iris.append(str(o))
+    return list(dict.fromkeys(iris))
+
+
+def _path_iris(path: object) -> list[str]:
+    if isinstance(path, URIRef):
+        return [str(path)]
+    if isinstance(path, InvPath):
+        return _path_iris(path.arg)
+    if isinstance(path, SequencePath):
+        return [iri for step in path.args for iri in _path_iris(step)]
+    if isinstance(path, MulPath) and path.mod == OneOrMore:
+        return _path_iris(path.path)
+    return []  # alternatives, zero-or-more/one and negated paths can match without the IRI

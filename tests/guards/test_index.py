@@ -1,0 +1,82 @@
+"""The holdout index's matchers on hostile texts: linear-time prefilter, windows that are not cubic."""
+
+from __future__ import annotations
+
+import random
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgeval.config import GuardsConfig
+from kgeval.guards import build_index
+from kgeval.guards._index import _best_window
+from kgeval.guards._text import STOPWORDS, feature, jaccard, tokens
+from kgeval.holdout import load_holdout
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def index():
+    return build_index(load_holdout(REPO / "holdout"), GuardsConfig())
+
+
+TEN_MB_SCRIPT = """
+import random, string, sys
+from pathlib import Path
+from kgeval.config import GuardsConfig
+from kgeval.guards import build_index
+from kgeval.holdout import load_holdout
+index = build_index(load_holdout(Path(sys.argv[1])), GuardsConfig())
+rng = random.Random(5)
+noise = "".join(rng.choice(string.ascii_lowercase + "     ") for _ in range(1_000_000))
+text = noise * 5 + " Which department does Karen Novak work in? " + noise * 5
+print(len(text), sorted((m.kind, m.holdout_item) for m in index.match_text(text)))
+"""
+
+
+def test_a_ten_megabyte_text_without_line_breaks_is_matched_in_linear_time():
+    """Regression: the prefilter ran in Python's `re`, which tries each of its hundreds of
+    alternatives at every position: about 20 s per MB of text without a line break, so this
+    10 MB text took minutes (the service's `/contamination/check` with one big text). In RE2
+    it takes seconds; the 120 s limit only tells 'linear' from 'stuck', it is no benchmark."""
+    done = subprocess.run(
+        [sys.executable, "-c", TEN_MB_SCRIPT, str(REPO / "holdout")], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    size, found = done.stdout.split(" ", 1)
+    assert int(size) > 10_000_000
+    assert "('question-exact', 'hr/hr-01')" in found
+
+
+def _brute_best_window(words, feats, hits, q):
+    """The definition: every window starting and ending on a question feature, within span."""
+    best, best_window = 0.0, ""
+    for a, start in enumerate(hits):
+        for end in hits[a:]:
+            if end - start >= q.length + 3:
+                break
+            score = jaccard(q.features, frozenset(f for f in feats[start : end + 1] if f))
+            if score > best:
+                best, best_window = score, " ".join(words[start : end + 1])
+    return best, best_window
+
+
+def test_incremental_best_window_equals_the_definition(index):
+    rng = random.Random(11)
+    for q in index.questions:
+        vocabulary = sorted(q.features) + ["zebra", "quartz", "the", "of", "lamp"]
+        for _ in range(20):
+            words = tokens(" ".join(rng.choice(vocabulary) for _ in range(rng.randrange(1, 60))))
+            feats = [None if w in STOPWORDS else feature(w) for w in words]
+            hits = [i for i, f in enumerate(feats) if f in q.features]
+            assert _best_window(words, feats, hits, q) == _brute_best_window(words, feats, hits, q), (q.id, words)
+
+
+def test_prefilter_mask_agrees_with_may_match(index):
+    texts = ["nothing here", "see trials-03 please", "http://example.org/hr/entities/Employee/E1015", "", "KAREN NOVAK"]
+    mask = index.prefilter_mask(texts)
+    assert list(mask) == [index.may_match(t) for t in texts]
+    assert not mask[0] and mask[1] and mask[2]

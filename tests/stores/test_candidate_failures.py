@@ -1,0 +1,55 @@
+"""Whose failure is it, on real SPARQL servers (issue 12): an engine rejecting the candidate's
+query is the model's; a store that is down or busy is the harness's. And the documented list of
+prefixes Virtuoso predeclares is checked against a real Virtuoso."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import urllib.request
+
+from kgeval.config import PREDECLARED_PREFIXES, KgevalConfig, StoreConfig
+from kgeval.runs._attempt import execute_candidate
+from kgeval.stores import open_store
+from tests.conftest import PREFIX
+
+CONFIG = KgevalConfig()
+
+
+def test_a_function_the_engine_lacks_is_the_models_failure(sparql_server):
+    """Both servers answer an unknown function with HTTP 500; they are up (a trivial query runs),
+    so the failure is the query's."""
+    store = open_store(sparql_server.config("mini"), [], "mini")
+    query = PREFIX + "SELECT ?x WHERE { ?p ex:age ?a . BIND(<http://example.org/fn/guess>(?a) AS ?x) }"
+    execution = execute_candidate(query, store, CONFIG)
+    assert (execution.failure, execution.harness) == ("invalid_sparql", None), execution.error
+    # the reference-like query on the same store runs: the store is healthy
+    assert execute_candidate(PREFIX + "SELECT ?p WHERE { ?p ex:age ?a }", store, CONFIG).result.total == 3
+
+
+def test_a_store_that_is_down_is_the_harness_failure(sparql_server):
+    down = open_store(StoreConfig(kind="sparql", endpoint="http://127.0.0.1:9/query", data_version="x"), [])
+    execution = execute_candidate(PREFIX + "SELECT ?p WHERE { ?p ex:age ?a }", down, CONFIG)
+    assert (execution.failure, execution.harness) == (None, "store")
+
+
+def test_virtuoso_predeclares_the_documented_prefixes(virtuoso_server):
+    """Every prefix of the "virtuoso" list expands as documented on a fresh Virtuoso (sent raw:
+    kgeval's own guard would refuse an undeclared prefix before any request leaves)."""
+    for name, iri in PREDECLARED_PREFIXES["virtuoso"].items():
+        query = f"SELECT (STR({name}:x) AS ?i) WHERE {{}}"
+        url = virtuoso_server.endpoint + "?" + urllib.parse.urlencode({"query": query})
+        request = urllib.request.Request(url, headers={"Accept": "application/sparql-results+json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            doc = json.loads(response.read())
+        assert doc["results"]["bindings"][0]["i"]["value"] == iri + "x", name
+
+
+def test_a_query_missing_predeclared_prefixes_runs_as_in_production(virtuoso_server):
+    config = KgevalConfig(store=StoreConfig(kind="sparql", endpoint=virtuoso_server.endpoint, data_version="x", predeclared_prefixes="virtuoso"))
+    store = open_store(virtuoso_server.config("mini"), [], "mini")
+    # no PREFIX lines: rdfs (which the guard's parser, rdflib, knows by itself) and sioc (which it does not)
+    query = "SELECT ?name WHERE { ?d rdfs:label ?name . FILTER(lang(?name) = 'de') OPTIONAL { ?d sioc:name ?f } }"
+    assert execute_candidate(query, store, KgevalConfig()).failure == "invalid_sparql"  # default: none predeclared
+    execution = execute_candidate(query, store, config)
+    assert execution.failure is None and execution.prefixes == ("rdfs", "sioc") and [r[0].value for r in execution.result.rows] == ["Vertrieb"]
