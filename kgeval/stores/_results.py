@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from kgeval._files import sha256_text
-from kgeval.stores._cells import RDF_LANGSTRING, XSD, XSD_STRING, Cell, canonical_spelling, keep_rows
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, canonical_spelling, keep_rows
 
 
 
