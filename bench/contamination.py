@@ -1,14 +1,27 @@
-"""Contamination check throughput and recall on a >= 1 GB training file with planted leaks.
+"""Contamination check throughput and recall on a generated training file with planted leaks.
 
 Generates, in a temporary directory deleted afterwards, a JSONL file of text-to-SPARQL
-training records (CK25 questions and queries with varied entities, schema context; half in
-prompt/completion form, half as chat messages) with leaks of every kind planted at random
-records: a holdout question with case, spacing and punctuation changed; a light paraphrase;
-a reference query with variables and prefixes renamed and its layout changed; a distinctive
-holdout IRI; a holdout question id. Then runs the check and prints MB/s, records/s, peak
-memory (RSS of the whole process tree, sampled) and planted-leak recall (must be 100%).
+training records (half in prompt/completion form, half as chat messages) with leaks of every
+kind planted at random records: a holdout question with case, spacing and punctuation
+changed; a light paraphrase; a reference query with variables and prefixes renamed and its
+layout changed; a distinctive holdout IRI; a holdout question id.
 
-    python bench/contamination.py [--gb 1.0] [--workers 1 2] [--holdout holdout]
+`--corpus unique` (default): no record and no line repeats (random prose over a 30,000-word
+vocabulary with CK25 and holdout words mixed in, CK25 questions with varied names, queries
+with varied entity IRIs), so no cache helps. `--corpus repeating`: a pool of 20,000 records
+drawn again and again (system prompts repeat in real data; the line cache then helps).
+
+Prints the check's MB/s per core, records/s, peak memory (RSS of the whole process tree) and
+planted-leak recall (must be 100%), and, measured in the same run on the same file, single-
+core baselines that read and search without matching: `rg -F -i` over the prefilter's
+literals (when ripgrep is installed), DuckDB `read_json` + `regexp_matches` with the
+prefilter, and pyarrow alone (`read_json` + RE2 prefilter): ratios, not absolute speeds, are
+what carry over from this noisy machine. `--engine spark` also runs the check on Spark
+(`--spark-master`, default local[2]) and prints its MB/s, per core, its ratio to the local
+check and what a 10 TB corpus would cost in executor-core-hours at that rate.
+
+    python bench/contamination.py [--gb 0.2] [--corpus unique|repeating] [--workers 1 2]
+                                  [--engine local|spark] [--spark-master local[2]]
 """
 
 from __future__ import annotations
@@ -19,18 +32,22 @@ import os
 import random
 import re
 import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgeval.config import ContaminationConfig, GuardsConfig  # noqa: E402
 from kgeval.guards import build_index, check_contamination, load_fingerprints  # noqa: E402
+from kgeval.guards._text import STOPWORDS  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,6 +88,39 @@ def clean_pool(size: int, rng: random.Random) -> list[str]:
     return lines
 
 
+SYLLABLES = "ka lo mi ne ra su ti vo be da fe gu hi jo ku la me ni or pa qu re si to un ve wa xe yo ze an el in on ar er ir st tr pl gr ch sh th".split()
+
+
+class UniqueRecords:
+    """Records in which no line repeats: prose drawn word by word from a vocabulary of
+    30,000 made-up words plus the CK25 and holdout questions' words and function words."""
+
+    def __init__(self, holdout, rng: random.Random) -> None:  # noqa: ANN001
+        doc = yaml.safe_load((CK25 / "questions.yml").read_text(encoding="utf-8"))
+        self.pairs = [(q["question"]["en"], q["query"]["sparql"]) for q in doc["questions"]]
+        made_up: set[str] = set()
+        while len(made_up) < 30_000:
+            made_up.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randrange(2, 5))))
+        real = {w for q, _ in self.pairs for w in re.findall(r"[A-Za-z]+", q)}
+        real |= {w for q in holdout.questions() for w in re.findall(r"[A-Za-z]+", q.question)}
+        self.vocab = np.array(sorted(made_up) + sorted(real) * 2 + sorted(STOPWORDS) * 20)
+        self.np = np.random.default_rng(rng.randrange(2**32))
+        self.rng = rng
+
+    def prose(self, words: int) -> str:
+        return " ".join(self.vocab[self.np.integers(0, len(self.vocab), words)].tolist())
+
+    def record(self, i: int) -> str:
+        question, sparql = self.rng.choice(self.pairs)
+        question = question.replace("Ms. Brant", f"{self.prose(1).title()} {self.prose(1).title()}") + f" ({self.prose(3)})"
+        sparql = re.sub(r"empl-[\w.%]+", f"empl-{self.prose(1)}.{i}", sparql).replace("?result", f"?r{i % 997}")
+        context = f"{self.prose(60)}.\n{self.prose(40)}.\n"
+        if i % 2:
+            return json.dumps({"prompt": context + "\nQuestion: " + question, "completion": sparql, "meta": {"source": "gen", "n": i}})
+        return json.dumps({"messages": [{"role": "system", "content": context}, {"role": "user", "content": question},
+                                        {"role": "assistant", "content": sparql}]})
+
+
 def rename_query(sparql: str, rng: random.Random) -> str:
     """Variables and prefixes renamed, keywords lower-cased, whitespace folded."""
     out = sparql
@@ -104,9 +154,10 @@ def planted_leaks(index, holdout, rng: random.Random, per_kind: int) -> list[tup
     return leaks
 
 
-def write_file(path: Path, target_bytes: int, pool: list[str], leaks, rng: random.Random) -> dict[int, tuple[str, str]]:
-    """Write clean lines up to `target_bytes` with the leaks at random records; return them by record."""
-    avg = sum(map(len, pool[:1000])) / 1000 + 1
+def write_file(path: Path, target_bytes: int, make, leaks, rng: random.Random) -> dict[int, tuple[str, str]]:  # noqa: ANN001
+    """Write clean records (`make(i)` -> JSON line) up to `target_bytes` with the leaks at
+    random records; return them by record."""
+    avg = sum(len(make(i)) for i in range(1000)) / 1000 + 1
     n_records = int(target_bytes / avg) + 1
     positions = sorted(rng.sample(range(n_records), len(leaks)))
     planted = {pos: (kind, item) for pos, (kind, item, _) in zip(positions, leaks)}
@@ -114,7 +165,7 @@ def write_file(path: Path, target_bytes: int, pool: list[str], leaks, rng: rando
     with open(path, "w", encoding="utf-8") as fh:
         block: list[str] = []
         for i in range(n_records):
-            block.append(at.get(i) or pool[rng.randrange(len(pool))])
+            block.append(at.get(i) or make(i))
             if len(block) == 20_000:
                 fh.write("\n".join(block) + "\n")
                 block = []
@@ -191,8 +242,12 @@ def _rss(pid: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gb", type=float, default=1.0, help="size of the generated file (default 1.0)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run (default 1 2)")
+    parser.add_argument("--gb", type=float, default=0.2, help="size of the generated file (default 0.2; the issue's figure: 1.0)")
+    parser.add_argument("--corpus", choices=["unique", "repeating"], default="unique", help="records that never repeat (default) or a repeated pool")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1], help="worker counts of the local check (default 1)")
+    parser.add_argument("--engine", choices=["local", "spark"], default="local", help="spark: also run the check on Spark")
+    parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument("--no-baselines", action="store_true", help="skip rg / DuckDB / pyarrow-only")
     parser.add_argument("--per-kind", type=int, default=20, help="planted leaks of each kind (default 20)")
     parser.add_argument("--holdout", type=Path, default=REPO / "holdout")
     parser.add_argument("--seed", type=int, default=7)
@@ -205,46 +260,147 @@ def main() -> None:
     print(f"index: {len(index.questions)} questions, {len(index.iris)} distinctive IRIs, "
           f"{len(index.namespaces)} namespaces, prefilter {len(index.prefilter)} chars; built in {time.perf_counter() - t0:.1f} s")
     leaks = planted_leaks(index, holdout, rng, args.per_kind)
+    if args.corpus == "unique":
+        make = UniqueRecords(holdout, rng).record
+    else:
+        pool = clean_pool(20_000, rng)
+        make = lambda i: pool[rng.randrange(len(pool))]  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="kgeval-bench-") as tmp:
         path = Path(tmp) / "train.jsonl"
         t0 = time.perf_counter()
-        planted = write_file(path, int(args.gb * 1e9), clean_pool(20_000, rng), leaks, rng)
+        planted = write_file(path, int(args.gb * 1e9), make, leaks, rng)
         size = path.stat().st_size
-        print(f"generated {size / 1e9:.2f} GB, {len(planted)} planted leaks in {time.perf_counter() - t0:.0f} s; "
+        print(f"generated {size / 1e9:.2f} GB ({args.corpus} records), {len(planted)} planted leaks in {time.perf_counter() - t0:.0f} s; "
               f"bench process RSS before the check {_rss(os.getpid()) / 1e6:.0f} MB")
-        missed = [run(path, size, index, planted, workers) for workers in args.workers]
+        results = [run(path, size, index, planted, workers) for workers in args.workers]
+        missed = sum(m for m, _ in results)
+        per_core = results[0][1]
+        if not args.no_baselines:
+            baselines(path, size, index, per_core)
+        if args.engine == "spark":
+            missed += run_spark(path, size, index, planted, args.spark_master, per_core)
     print("bench process maxrss (getrusage)", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "MB")
-    if any(missed):
+    if missed:
         sys.exit("recall below 100%: planted leaks were missed")
 
 
-def run(path: Path, size: int, index, planted: dict[int, tuple[str, str]], workers: int) -> int:  # noqa: ANN001
-    """Check the file with `workers` workers, print the figures; return the planted leaks missed."""
+def recall(report, planted: dict[int, tuple[str, str]]) -> tuple[str, int]:  # noqa: ANN001
+    """The recall line and the number of planted leaks missed."""
+    found = {(h.record, h.kind, h.holdout_item) for h in report.hits}
+    missed = [(rec, kind, item) for rec, (kind, item) in planted.items() if (rec, kind, item) not in found]
+    caught = len(planted) - len(missed)
+    by_kind: dict[str, list[int]] = {}
+    for rec, (kind, item) in planted.items():
+        by_kind.setdefault(kind, [0, 0])[1] += 1
+        by_kind[kind][0] += (rec, kind, item) in found
+    false_hits = {h.record for h in report.hits} - set(planted)
+    line = (f"recall {caught}/{len(planted)} = {100 * caught / len(planted):.1f}% "
+            f"({', '.join(f'{k} {a}/{b}' for k, (a, b) in sorted(by_kind.items()))}); "
+            f"records flagged that were not planted: {len(false_hits)}")
+    if missed:
+        line += f"\n  MISSED: {missed[:10]}"
+    return line, len(missed)
+
+
+def run(path: Path, size: int, index, planted: dict[int, tuple[str, str]], workers: int) -> tuple[int, float]:  # noqa: ANN001
+    """Check the file with `workers` workers, print the figures; (leaks missed, MB per CPU-second)."""
     config = GuardsConfig(contamination=ContaminationConfig(workers=workers))
     with PeakRss() as rss:
         t0 = time.perf_counter()
         report = check_contamination([path], index, config)
         seconds = time.perf_counter() - t0
-    found = {(h.record, h.kind, h.holdout_item) for h in report.hits}
-    missed = [(rec, kind, item) for rec, (kind, item) in planted.items() if (rec, kind, item) not in found]
-    caught = len(planted) - len(missed)
-    false_hits = {h.record for h in report.hits} - set(planted)
-    by_kind: dict[str, list[int]] = {}
-    for rec, (kind, item) in planted.items():
-        by_kind.setdefault(kind, [0, 0])[1] += 1
-        by_kind[kind][0] += (rec, kind, item) in found
     mbs = size / 1e6 / seconds
+    per_core = size / 1e6 / max(rss.cpu_seconds, 1e-9)
+    line, missed = recall(report, planted)
     print(
-        f"workers={workers}: {mbs:.1f} MB/s wall ({mbs / workers:.1f} per worker; {size / 1e6 / rss.cpu_seconds:.1f} MB per CPU-second, "
+        f"kgeval local, workers={workers}: {mbs:.1f} MB/s wall ({mbs / workers:.1f} per worker; {per_core:.1f} MB per CPU-second, "
         f"{rss.cpu_seconds:.0f} CPU-s), {report.records / seconds:,.0f} records/s, "
-        f"{report.records:,} records in {seconds:.1f} s; peak RSS {rss.peak / 1e6:.0f} MB (process tree); "
-        f"recall {caught}/{len(planted)} = {100 * caught / len(planted):.1f}% "
-        f"({', '.join(f'{k} {a}/{b}' for k, (a, b) in sorted(by_kind.items()))}); "
-        f"records flagged that were not planted: {len(false_hits)}"
+        f"{report.records:,} records in {seconds:.1f} s; peak RSS {rss.peak / 1e6:.0f} MB (process tree); {line}"
     )
-    if missed:
-        print(f"  MISSED: {missed[:10]}")
-    return len(missed)
+    return missed, per_core
+
+
+def needles(index) -> list[str]:  # noqa: ANN001
+    """The prefilter's alternatives as plain strings (for `rg -F`)."""
+    return sorted({re.sub(r"\\(.)", r"\1", part.replace("(?:\\b|_)", "")) for part in index.prefilter.split("|")} - {""})
+
+
+def baselines(path: Path, size: int, index, kgeval_per_core: float) -> None:  # noqa: ANN001
+    """Single-core readers of the same file, in this run: MB per CPU-second and kgeval's ratio."""
+    rates: dict[str, float] = {}
+    if shutil.which("rg"):
+        pattern_file = path.with_suffix(".needles")
+        pattern_file.write_text("\n".join(needles(index)) + "\n", encoding="utf-8")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(["rg", "-F", "-i", "-c", "-j1", "-f", str(pattern_file), str(path)], capture_output=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rates["rg -F -i (needles, raw bytes)"] = size / 1e6 / (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    else:
+        print("rg not installed (apt-get install ripgrep): no rg baseline")
+    rates["DuckDB read_json + regexp_matches (1 thread)"] = _timed_cpu(lambda: _duckdb_scan(path, index), size)
+    rates["pyarrow only: read_json + RE2 prefilter"] = _timed_cpu(lambda: _pyarrow_scan(path, index), size)
+    for name, rate in rates.items():
+        print(f"baseline {name}: {rate:.1f} MB per CPU-second; kgeval local / it = {kgeval_per_core / rate:.2f}")
+
+
+def _timed_cpu(action, size: int) -> float:  # noqa: ANN001
+    t0 = time.process_time()
+    action()
+    return size / 1e6 / (time.process_time() - t0)
+
+
+def _duckdb_scan(path: Path, index) -> int:  # noqa: ANN001
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads = 1")
+    text = "concat_ws(chr(10), prompt, completion, array_to_string(list_transform(messages, lambda m: m.content), chr(10)))"
+    sql = (f"SELECT count(*) FROM read_json(?, format='newline_delimited', "
+           f"columns={{prompt: 'VARCHAR', completion: 'VARCHAR', messages: 'STRUCT(content VARCHAR)[]'}}) "
+           f"WHERE regexp_matches({text}, ?)")
+    return con.execute(sql, [str(path), "(?i)" + index.prefilter]).fetchone()[0]
+
+
+def _pyarrow_scan(path: Path, index) -> int:  # noqa: ANN001
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    from kgeval.guards._records import FieldPath, field_texts, json_schema
+
+    fields = tuple(FieldPath.parse(f) for f in ContaminationConfig().fields)
+    options = pj.ParseOptions(explicit_schema=json_schema(fields), unexpected_field_behavior="ignore")
+    table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False, block_size=32 << 20), parse_options=options)
+    kept = 0
+    for f in fields:
+        _, texts = field_texts(table, f, str(path))
+        kept += pc.sum(pc.match_substring_regex(texts, pattern=index.prefilter, ignore_case=True)).as_py() or 0
+    del table, pa
+    return kept
+
+
+def run_spark(path: Path, size: int, index, planted: dict[int, tuple[str, str]], master: str, local_per_core: float) -> int:  # noqa: ANN001
+    """The check on Spark; MB/s, per core, ratio to the local check, 10 TB in executor-core-hours."""
+    from kgeval.guards import check_files_spark, spark_session
+
+    spark = spark_session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    cores = spark.sparkContext.defaultParallelism
+    check_files_spark([path], index, GuardsConfig(), spark)  # warm: JVM, Python workers, broadcast
+    t0 = time.perf_counter()
+    report = check_files_spark([path], index, GuardsConfig(), spark)
+    seconds = time.perf_counter() - t0
+    mbs = size / 1e6 / seconds
+    line, missed = recall(report, planted)
+    core_hours = 10e12 / (mbs / cores * 1e6) / 3600
+    print(
+        f"kgeval on Spark {master} ({cores} cores): {mbs:.1f} MB/s wall, {mbs / cores:.1f} MB/s per core "
+        f"(per core / local check's MB per CPU-second = {mbs / cores / local_per_core:.2f}); {line}\n"
+        f"  10 TB at {mbs / cores:.1f} MB/s per executor core: {core_hours:,.0f} executor-core-hours "
+        f"(e.g. {core_hours / 100:.1f} h on 100 cores)"
+    )
+    spark.stop()
+    return missed
 
 
 if __name__ == "__main__":

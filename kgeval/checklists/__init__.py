@@ -1,7 +1,7 @@
 """The pre-eval checklist: `kgeval run` sends nothing unless every item passes.
 
 Items (checklists/pre_eval.yaml): the holdout manifest verifies; the gold verifies and was built
-from this holdout; every empty gold is confirmed (`expect_empty: true` or a reviewer's approval); pipeline parity with the production profile; anti-cheat guards active;
+from this holdout; no reference query failed at rebuild unless its question is excluded on record; every empty gold is confirmed (`expect_empty: true` or a reviewer's approval); pipeline parity with the production profile; anti-cheat guards active;
 apples-to-apples with the runs compared; and every automated check of the caught-failures table
 (checklists/caught.yaml). The receipt is stored with the run.
 
@@ -21,6 +21,7 @@ from kgeval.checklists._items import (
     apples_to_apples,
     empty_gold,
     gold,
+    gold_failures,
     guard_states,
     guards_active,
     holdout_manifest,
@@ -32,6 +33,7 @@ from kgeval.runs import Checklist, ChecklistItem, Receipt, ResultsDB, RunPlan
 _ITEMS = {
     "holdout_manifest": holdout_manifest,
     "gold": gold,
+    "gold_failures": gold_failures,
     "empty_gold": empty_gold,
     "pipeline_parity": pipeline_parity,
     "guards": guards_active,

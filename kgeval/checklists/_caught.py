@@ -3,12 +3,11 @@ runs as part of the pre-eval checklist, so a failure caught once is caught befor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 
 from kgeval.checklists._model import CaughtEntry
-from kgeval.gold._store import MANIFEST as GOLD_MANIFEST
+from kgeval.errors import KgevalError
+from kgeval.gold import GoldReader
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
 
 Check = Callable[[CaughtEntry, RunPlan, ResultsDB], tuple[bool, str]]
@@ -44,8 +43,8 @@ def _control_accuracy(control: str) -> Check:
 
 def _gold_manifest(plan: RunPlan) -> dict:
     try:
-        return json.loads((Path(plan.gold_dir) / GOLD_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        return GoldReader(plan.gold_dir).manifest.model_dump(mode="json")
+    except KgevalError as exc:
         return {"error": str(exc)}
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kgeval.errors import KgevalError
-from kgeval.gold import gold_problems, load_gold
+from kgeval.gold import gold_problems, load_gold, read_gold
 from kgeval.holdout import holdout_problems
 from kgeval.review import ReviewLog, current_hashes, review_states
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
@@ -78,6 +78,25 @@ def gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequ
         return [ChecklistItem(item="gold", observed=f"{len(problems)} problems", passed=False, detail="; ".join(problems[:5]))]
     observed = f"gold manifest {plan.metadata.gold_manifest_sha256[:12]} verified, built from holdout manifest {plan.metadata.holdout_manifest_sha256[:12]}"
     return [ChecklistItem(item="gold", observed=observed, passed=True)]
+
+
+def gold_failures(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    """Refuses while a reference query failed at rebuild (no gold) and its question is not
+    excluded on record; names every exclusion either way."""
+    item = "gold_failures"
+    try:
+        failures = read_gold(plan.gold_dir).failures
+    except KgevalError as exc:
+        return [ChecklistItem(item=item, observed="gold unreadable", passed=False, detail=str(exc)[:600])]
+    excluded = plan.holdout.exclusions
+    open_ = sorted(qid for qid in failures if qid not in excluded)
+    if open_:
+        detail = "; ".join(f"{failures[q].kg}/{q}: {failures[q].error}" for q in open_[:5])
+        hint = " — fix the queries and `kgeval gold rebuild`, or `kgeval holdout exclude QID... --why TEXT`"
+        return [ChecklistItem(item=item, observed=f"{len(open_)} reference queries failed and are not excluded: {', '.join(open_)}", passed=False, detail=(detail + hint)[:600])]
+    on_record = ", ".join(f"{q} ({e.why})" for q, e in sorted(excluded.items()))
+    observed = f"no failed reference queries outside the {len(excluded)} excluded on record" + (f": {on_record}" if on_record else "")
+    return [ChecklistItem(item=item, observed=observed[:600], passed=True)]
 
 
 def pipeline_parity(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:

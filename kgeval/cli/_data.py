@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed
-from kgeval.gold import rebuild_gold, verify_gold
-from kgeval.holdout import load_holdout, seal_holdout, verify_holdout
+from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
+from kgeval.holdout import exclude_questions, include_questions, load_holdout, seal_holdout, verify_holdout
 from kgeval.stores import open_store
 
 holdout_app = typer.Typer(help="Inspect, seal and verify the holdout.", no_args_is_help=True)
@@ -36,27 +40,62 @@ def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
     out.print(f"sealed {holdout}: manifest {digest}")
 
 
+@contextmanager
+def rebuild_progress(total: int) -> Iterator[Callable[[str, Outcome], None]]:
+    """A rich progress bar on stderr counting questions built, reused (unchanged) and failed."""
+    counts = {"built": 0, "reused": 0, "failed": 0}
+    columns = [
+        TextColumn("[bold]gold rebuild"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("built {task.fields[built]}  unchanged {task.fields[reused]}  [red]failed {task.fields[failed]}[/]  {task.fields[item]}"),
+    ]
+    with Progress(*columns, console=err, transient=not sys.stderr.isatty()) as progress:
+        task = progress.add_task("gold rebuild", total=total, item="", **counts)
+
+        def advance(question_id: str, outcome: Outcome) -> None:
+            counts[outcome] += 1
+            progress.update(task, advance=1, item=question_id, **counts)
+
+        yield advance
+
+
 @gold_app.command("rebuild")
 @user_errors
 def gold_rebuild(
-    holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold"), config: ConfigOpt = None
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    config: ConfigOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Execute every reference query, even those whose gold is unchanged.")] = False,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Seconds each reference query may run in this rebuild (default: gold.timeout_s).")] = None,
 ) -> None:
-    """Execute every reference query and write the gold (nothing is written if any query fails)."""
+    """Execute the reference queries whose gold is missing or out of date and switch the new gold
+    in atomically. A question is reused when its query, the KG data, the engine and its version,
+    the row cap and the build settings are unchanged. A failing query is recorded with its error
+    and the rest is written; exit 1 names the failures not excluded on record."""
     cfg = load_config(config)
+    gold_cfg = cfg.gold if timeout is None else cfg.gold.model_copy(update={"timeout_s": timeout})
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
-    with progress_bar("gold rebuild", len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id), cfg.gold, gold, advance)
-    for failure in report.failures:
-        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: {failure.error}", markup=False)
-    if not report.ok:
-        err.print(f"gold rebuild failed: {len(report.failures)} reference queries did not run; {gold} left unchanged")
-        raise typer.Exit(CheckFailed.exit_code)
+    with rebuild_progress(len(loaded.questions())) as advance:
+        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id), gold_cfg, gold, advance, force=force)
+    if report.reuse_note:
+        err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
-        f"gold rebuilt in {gold}: {len(report.entries)} questions, {cfg.gold.executions} executions each, "
-        f"{report.total_seconds:.2f} s ({report.store_seconds:.2f} s in store queries)"
+        f"gold rebuilt in {gold} ({report.version.name if report.version else '-'}): {len(loaded.questions())} questions: {len(report.built)} executed, "
+        f"{len(report.reused)} unchanged, {len(report.failures)} failed; {report.total_seconds:.2f} s "
+        f"({report.store_seconds:.2f} s building entries)", markup=False,
     )
     print_flagged(report.flagged)
+    for failure in report.failures:
+        excluded = " (excluded on record)" if failure.question_id in report.excluded else ""
+        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}{excluded}: {failure.error}", markup=False)
+    if not report.ok:
+        ids = ", ".join(f.question_id for f in report.unexcluded_failures)
+        err.print(
+            f"gold rebuild: {len(report.unexcluded_failures)} reference queries failed: {ids}; every other question's gold "
+            "was written. Fix them and rebuild (only they are executed again), or exclude them on record: "
+            "`kgeval holdout exclude QID... --why TEXT`", markup=False,
+        )
+        raise typer.Exit(CheckFailed.exit_code)
 
 
 def print_flagged(flagged: dict[str, list[str]]) -> None:
@@ -72,12 +111,52 @@ def gold_verify(
     gold: GoldOpt = Path("gold"),
     config: ConfigOpt = None,
     store_check: Annotated[bool, typer.Option("--store-check/--no-store-check", help="Also compare engine, version and data hash with the configured store (opens it).")] = True,
+    reexecute: Annotated[bool, typer.Option("--reexecute", help="Also run every reference query again on the configured store and compare with the stored gold.")] = False,
 ) -> None:
-    """Check gold hashes (corrupt: exit 1), and that the gold was built from this holdout, its
-    queries, and the engine and data the configured store serves now (STALE: exit 1)."""
+    """Check the gold (integrity tag when a key is configured, file and result hashes: corrupt,
+    exit 1), that it was built from this holdout, its queries, and the engine and data the
+    configured store serves now (STALE: exit 1), and that no reference query failed outside
+    the exclusions on record (exit 1). With --reexecute, every query is run again (exit 1
+    naming each question whose result differs)."""
     cfg = load_config(config)
     verify_holdout(holdout)
-    store_for = (lambda kg: open_store(cfg.store, kg.files)) if store_check else None
-    digest = verify_gold(gold, load_holdout(holdout), store_for)
-    checked = "and the configured store " if store_check else ""
+    loaded = load_holdout(holdout)
+    store_for = (lambda kg: open_store(cfg.store, kg.files, kg.id)) if store_check or reexecute else None
+    digest = verify_gold(gold, loaded, store_for)
+    checked = "and the configured store " if store_for else ""
     out.print(f"gold {gold}: verified against holdout {holdout} {checked}(gold manifest {digest[:12]})")
+    if loaded.exclusions:
+        out.print(f"  excluded on record: {', '.join(f'{q} ({e.why})' for q, e in sorted(loaded.exclusions.items()))}", markup=False)
+    if reexecute:
+        entries = load_gold(gold)
+        with progress_bar("re-executing", len(entries)) as advance:
+            differences = reexecution_differences(entries, loaded, store_for, cfg.gold, advance)
+        if differences:
+            raise CheckFailed(f"{gold}: {len(differences)} questions answer differently when re-executed:\n  " + "\n  ".join(differences))
+        out.print(f"  re-executed {len(entries)} reference queries: every result matches the stored gold", markup=False)
+
+
+@holdout_app.command("exclude")
+@user_errors
+def holdout_exclude(
+    question_ids: Annotated[list[str], typer.Argument(help="Question ids to exclude from evaluation.")],
+    why: Annotated[str, typer.Option("--why", help="Why they are excluded (kept on record, shown in every report).")],
+    holdout: HoldoutOpt = Path("holdout"),
+) -> None:
+    """Exclude questions from evaluation on record (EXCLUDED.yaml: who, when, why) and reseal
+    the holdout. Runs then skip them and say so; the gold still covers them."""
+    added, digest = exclude_questions(holdout, question_ids, why)
+    for e in added:
+        out.print(f"excluded {e.question_id}: {e.why}", markup=False)
+    out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
+
+
+@holdout_app.command("include")
+@user_errors
+def holdout_include(
+    question_ids: Annotated[list[str], typer.Argument(help="Excluded question ids to evaluate again.")],
+    holdout: HoldoutOpt = Path("holdout"),
+) -> None:
+    """Take questions off the exclusion record and reseal the holdout."""
+    removed, digest = include_questions(holdout, question_ids)
+    out.print(f"included again: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)

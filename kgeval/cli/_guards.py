@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -127,24 +130,47 @@ def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int
     return cc.model_copy(update=update)
 
 
+@contextmanager
+def _scan_progress() -> Iterator[Callable]:
+    """Bytes and records scanned, on stderr (transient when stderr is not a terminal)."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    columns = [TextColumn("[bold]scanning"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+               TextColumn("{task.fields[records]:,} records, {task.fields[hits]} hits")]
+    with Progress(*columns, console=err, transient=not sys.stderr.isatty()) as bar:
+        task = bar.add_task("scan", total=None, records=0, hits=0)
+        yield lambda s: bar.update(task, completed=s.bytes_done, total=s.bytes_total, records=s.records, hits=s.hits)
+
+
+Engine = Literal["local", "spark"]
+
+
 @contamination_app.command("check")
 @user_errors
 def contamination_check(
-    files: Annotated[list[Path], typer.Argument(help="Training files: JSONL (.jsonl/.ndjson/.json) or Parquet.")],
+    files: Annotated[list[str], typer.Argument(help="Training files: JSONL (.jsonl/.ndjson/.json) or Parquet; paths or URLs (s3://, gs://, hf:// via fsspec).")],
     holdout: HoldoutOpt = Path("holdout"),
     gate_dir: GateDirOpt = Path("schema_gate"),
     field: Annotated[list[str] | None, typer.Option("--field", help="Text field to check (repeatable; default from config).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=0, help="Worker processes (0: one per core).")] = None,
     report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the full report as JSON.")] = None,
+    engine: Annotated[Engine, typer.Option("--engine", help="local: this machine's process pool; spark: a Spark job (the spark extra).")] = "local",
+    spark_master: Annotated[str | None, typer.Option("--spark-master", help="Spark master URL (default: the session's, else local[*]).")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad file."""
-    from kgeval.guards import build_index, check_contamination, load_fingerprints
+    from kgeval.guards import build_index, check_contamination, check_files_spark, load_fingerprints, spark_session
 
+    if spark_master and engine != "spark":
+        raise InputError("--spark-master needs --engine spark")
     guards = load_config(config).guards
     guards = guards.model_copy(update={"contamination": with_options(guards.contamination, field, workers)})
     index = build_index(load_holdout(holdout), guards, load_fingerprints(gate_dir))
-    report = check_contamination(files, index, guards)
+    if engine == "spark":
+        report = check_files_spark(files, index, guards, spark_session(spark_master))
+    else:
+        with _scan_progress() as progress:
+            report = check_contamination(files, index, guards, progress=progress)
     if report_json:
         report_json.write_text(json.dumps(report.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
     for hit in report.hits[:SHOWN_HITS]:

@@ -1,9 +1,16 @@
-"""`kgeval gold rebuild`: execute every reference query and store the full typed result.
+"""`kgeval gold rebuild`: execute the reference queries that changed and store the full typed
+result of every question.
 
 Each query runs `gold.executions` times (differing results flag it nondeterministic), is
 scanned for volatile and engine-dependent constructs, and, when it has a cut (LIMIT/OFFSET,
 or an ordered result cut by the row cap), is probed for ties at the cut (DESIGN invariant 2:
 an undetermined answer is flagged with its acceptable answers, never silently frozen).
+
+Incremental: a question's previous entry is reused when its query hash, the KG's data hash,
+the engine and its version, the row cap and the build settings are unchanged (`force`
+executes everything). A query that fails is recorded as a failed entry with its error and the
+rest of the gold is still written. Each KG's gold is written as soon as that KG is done, and
+the new version is switched in with one rename at the end (`_write`, `_layout`).
 """
 
 from __future__ import annotations
@@ -12,44 +19,71 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 from kgeval.config import GoldConfig
-from kgeval.errors import QueryError
-from kgeval.gold._model import GoldEntry, GoldFailure, GoldFlag, display_text
-from kgeval.gold._store import write_gold
+from kgeval.errors import CheckFailed, KgevalError, QueryError
+from kgeval.gold._layout import has_gold, writer_lock
+from kgeval.gold._model import GoldEntry, GoldFailure, GoldFlag
+from kgeval.gold._store import GoldReader, StoreIdentity, entry_identity, load_gold, store_identity
 from kgeval.gold._ties import find_ties, needs_tie_check
+from kgeval.gold._write import GoldWriter, build_settings, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
 from kgeval.stores import Store, guard_query, query_determinism
 
 StoreFactory = Callable[[KnowledgeGraph], Store]
-Progress = Callable[[str], None]
+Outcome = Literal["built", "reused", "failed"]
+"""What a rebuild did with one question: executed it, reused its unchanged entry, or recorded
+its failure."""
+Progress = Callable[[str, Outcome], None]
 
 
 @dataclass
 class RebuildReport:
-    """What a rebuild did, for the CLI and the benchmark."""
+    """What a rebuild did, for the CLI and the benchmark. It holds no entries while writing
+    (memory follows one KG); `entries` reads them back from the gold written."""
 
-    entries: list[GoldEntry] = field(default_factory=list)
+    built: list[str] = field(default_factory=list)
+    """Question ids whose reference query was executed and gave a new entry."""
+    reused: list[str] = field(default_factory=list)
+    """Question ids whose unchanged entry was kept without executing anything."""
     failures: list[GoldFailure] = field(default_factory=list)
+    """Every failed reference query in the gold: failed now, or an excluded question's failure
+    kept unchanged. built + reused + failures cover every question once."""
+    excluded: set[str] = field(default_factory=set)
+    """The holdout's excluded question ids."""
+    flagged: dict[GoldFlag, list[str]] = field(default_factory=lambda: {flag: [] for flag in get_args(GoldFlag)})
+    """For every flag, the questions ("kg/question_id") whose gold carries it."""
+    reuse_note: str | None = None
+    """Why nothing was reused although a gold existed (it did not verify), if so."""
+    version: Path | None = None
+    """The gold version switched in, or None when nothing was written."""
     store_seconds: float = 0.0
-    """Time spent inside the stores' query calls (every execution and tie probe)."""
+    """Time spent building entries (executions, tie probes, checks) of the questions built."""
     load_seconds: float = 0.0
     """Time spent building the stores (loading KG files)."""
     total_seconds: float = 0.0
+    _kept: list[GoldEntry] | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        """True unless a reference query failed that is not excluded on record."""
+        return not self.unexcluded_failures
 
     @property
-    def flagged(self) -> dict[GoldFlag, list[str]]:
-        """For every flag, the questions ("kg/question_id") whose gold carries it."""
-        table: dict[GoldFlag, list[str]] = {flag: [] for flag in get_args(GoldFlag)}
-        for entry in self.entries:
-            for flag in entry.flags:
-                table[flag].append(f"{entry.kg}/{entry.question_id}")
-        return table
+    def unexcluded_failures(self) -> list[GoldFailure]:
+        return [f for f in self.failures if f.question_id not in self.excluded]
+
+    @property
+    def entries(self) -> list[GoldEntry]:
+        """Every entry of the gold: read back (verified) from the version written."""
+        if self._kept is not None:
+            return self._kept
+        return list(load_gold(self.version).values()) if self.version is not None else []
+
+    def note(self, kg: str, entry: GoldEntry) -> None:
+        for flag in entry.flags:
+            self.flagged[flag].append(f"{kg}/{entry.question_id}")
 
 
 def rebuild_gold(
@@ -58,33 +92,131 @@ def rebuild_gold(
     config: GoldConfig,
     out_dir: Path | None,
     progress: Progress | None = None,
+    *,
+    force: bool = False,
 ) -> RebuildReport:
-    """Execute every reference query; write the gold to `out_dir` only if all succeeded.
-
-    A failed query is reported by KG and question id and never yields an (empty) gold; the
-    previous gold, if any, is left untouched.
-    """
+    """Build the gold of every question, reusing unchanged entries of the gold at `out_dir`
+    (unless `force`), and switch the new version in. With `out_dir` None nothing is read or
+    written and the entries are kept in the report."""
     started = time.perf_counter()
-    report = RebuildReport()
-    for kg in holdout.kgs:
-        t0 = time.perf_counter()
-        store = store_for(kg)
-        report.load_seconds += time.perf_counter() - t0
-        for question in kg.questions:
-            t0 = time.perf_counter()
-            try:
-                report.entries.append(build_entry(kg.id, question, store, config))
-            except QueryError as exc:
-                report.failures.append(GoldFailure(kg=kg.id, question_id=question.id, error=str(exc)))
-            finally:
-                report.store_seconds += time.perf_counter() - t0
-                if progress:
-                    progress(question.id)
-    if report.ok and out_dir is not None:
-        displays = {e.question_id: display_text(e.result, config.display_items) for e in report.entries}
-        write_gold(out_dir, report.entries, displays, read_manifest(holdout.root)["sha256"])
+    report = RebuildReport(excluded=set(holdout.exclusions))
+    if out_dir is None:
+        report._kept = []
+        for kg in holdout.kgs:
+            report._kept += _rebuild_kg(kg, store_for, config, _Previous(), report, progress)[0]
+    else:
+        with writer_lock(out_dir):
+            _rebuild_into(holdout, store_for, config, Path(out_dir), report, progress, force)
     report.total_seconds = time.perf_counter() - started
     return report
+
+
+def _rebuild_into(
+    holdout: Holdout, store_for: StoreFactory, config: GoldConfig, out_dir: Path, report: RebuildReport, progress: Progress | None, force: bool
+) -> None:
+    sources = [] if force else _previous_golds(out_dir, config, report)
+    # On any interruption (Ctrl-C, an error, a kill) the gold in force stays as it was and the
+    # staging directory keeps the KGs finished so far for the next rebuild to reuse; it is
+    # removed once a rebuild switches its version in.
+    writer = GoldWriter(out_dir, read_manifest(holdout.root)["sha256"], config)
+    for kg in holdout.kgs:
+        previous = _previous_kg(sources, kg.id, report)
+        entries, failures = _rebuild_kg(kg, store_for, config, previous, report, progress)
+        writer.add_kg(kg.id, entries, failures)
+    report.version = writer.commit()
+
+
+def _previous_golds(out_dir: Path, config: GoldConfig, report: RebuildReport) -> list[GoldReader]:
+    """The golds whose entries may be reused: a killed rebuild's finished KGs first, then the
+    gold in force. Only golds that verify and were built with the same settings count."""
+    sources = []
+    for where in (latest_staging(out_dir), out_dir):
+        if where is None or not has_gold(where):
+            continue
+        try:
+            reader = GoldReader(where)
+        except KgevalError as exc:
+            report.reuse_note = f"the previous gold does not verify, every query is executed: {exc}"
+            continue
+        if reader.manifest.build == build_settings(config) and reader.manifest.row_cap == config.row_cap:
+            sources.append(reader)
+    return sources
+
+
+@dataclass
+class _Previous:
+    """One KG's entries and failures in the previous gold, by question id."""
+
+    entries: dict[str, GoldEntry] = field(default_factory=dict)
+    failures: dict[str, GoldFailure] = field(default_factory=dict)
+
+
+def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> _Previous:
+    """The previous entries and failures of one KG (earlier sources win), each file verified."""
+    previous = _Previous()
+    for reader in reversed(sources):
+        if f"{kg}.json" not in reader.manifest.files:
+            continue
+        try:
+            read = reader.read_kg(f"{kg}.json")
+        except CheckFailed as exc:  # an altered file is never reused: its questions are executed again
+            report.reuse_note = f"the previous gold does not verify, KG {kg} is executed again: {exc}"
+            continue
+        previous.entries.update((e.question_id, e) for e in read.entries)
+        previous.failures.update((f.question_id, f) for f in read.failures)
+    return previous
+
+
+def _rebuild_kg(
+    kg: KnowledgeGraph, store_for: StoreFactory, config: GoldConfig, previous: _Previous, report: RebuildReport, progress: Progress | None
+) -> tuple[list[GoldEntry], list[GoldFailure]]:
+    t0 = time.perf_counter()
+    store = store_for(kg)
+    report.load_seconds += time.perf_counter() - t0
+    identity = store_identity(store)
+    entries: list[GoldEntry] = []
+    failures: list[GoldFailure] = []
+    for question in kg.questions:
+        reused = _reuse(question, identity, config, previous, report)
+        result = reused if reused is not None else _build(kg.id, question, store, config, report)
+        if isinstance(result, GoldEntry):
+            entries.append(result)
+            report.note(kg.id, result)
+        else:
+            failures.append(result)
+            report.failures.append(result)
+        if progress:
+            outcome: Outcome = "failed" if isinstance(result, GoldFailure) else "reused" if reused is not None else "built"
+            progress(question.id, outcome)
+    return entries, failures
+
+
+def _reuse(
+    question: Question, identity: StoreIdentity, config: GoldConfig, previous: _Previous, report: RebuildReport
+) -> GoldEntry | GoldFailure | None:
+    """The previous entry when nothing that shapes it changed; the previous failure of an
+    excluded question whose query is unchanged (excluded on record: not tried again until
+    `--force`); else None (execute)."""
+    old = previous.entries.get(question.id)
+    if old is not None and old.query_sha256 == question.sparql_sha256 and old.row_cap == config.row_cap and entry_identity(old) == identity:
+        report.reused.append(question.id)
+        return old
+    failed = previous.failures.get(question.id)
+    if failed is not None and question.id in report.excluded and failed.query_sha256 == question.sparql_sha256:
+        return failed
+    return None
+
+
+def _build(kg_id: str, question: Question, store: Store, config: GoldConfig, report: RebuildReport) -> GoldEntry | GoldFailure:
+    t0 = time.perf_counter()
+    try:
+        entry = build_entry(kg_id, question, store, config)
+    except QueryError as exc:
+        return GoldFailure(kg=kg_id, question_id=question.id, error=str(exc), query_sha256=question.sparql_sha256)
+    finally:
+        report.store_seconds += time.perf_counter() - t0
+    report.built.append(question.id)
+    return entry
 
 
 def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig) -> GoldEntry:
@@ -117,7 +249,7 @@ def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig
         engine_version=store.version,
         row_cap=config.row_cap,
         result=result,
-        result_sha256=result.sha256(),
+        result_sha256=hashes[0],
         execution_sha256s=hashes,
         nondeterministic=nondeterministic,
         engine_dependent=list(engine_dependent),

@@ -73,11 +73,18 @@ class GoldEntry(BaseModel):
 
 
 class GoldFailure(BaseModel):
-    """A reference query that could not be executed: no gold is written for it."""
+    """A reference query that could not be executed: recorded in the gold in place of an
+    entry, so the rest of the gold is written and the pre-eval checklist can refuse a run
+    until the question is fixed or excluded on record (`kgeval holdout exclude`)."""
 
     kg: str
+    """KG id."""
     question_id: str
+    """Question id."""
     error: str
+    """Why the query did not run (timeout, syntax, store error), as the store reported it."""
+    query_sha256: str = ""
+    """sha256 of the reference query that failed (a changed query is tried again)."""
 
 
 def display_text(result: QueryResult, items: int) -> str:

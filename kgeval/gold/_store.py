@@ -1,173 +1,267 @@
-"""The gold directory: one JSON file per KG, display files apart, a manifest of hashes.
+"""Reading a gold: the ONE verified loader every command goes through.
 
-Layout:
-    gold/MANIFEST.json        holdout manifest hash, engines, sha256 of every file below
-    gold/<kg>.json            {"kg": ..., "entries": [GoldEntry, ...]}
-    gold/display/<kg>.json    {question_id: "first 10 ... (N total)"}; no judge reads it
+Layout of one version (see `_layout` for how versions are switched):
+    MANIFEST.json        holdout manifest hash, engines, build settings, sha256 of every file
+                         below, and with an integrity key configured an HMAC tag over all that
+    <kg>.json            {"kg": ..., "entries": [GoldEntry, ...], "failures": [GoldFailure, ...]}
+    display/<kg>.json    {question_id: "first 10 ... (N total)"}; no judge reads it
+
+Every read checks, before anything is used: the manifest's tag (when a key is configured: an
+edit that recomputed the plain hashes is caught), each file's sha256 against the manifest, and
+each entry's result against its `result_sha256`. A gold that fails is refused (CheckFailed,
+exit 1), never read past.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kgeval._files import sha256_file, write_atomic, write_json_atomic
-from kgeval.errors import CheckFailed, InputError, StaleGold
-from kgeval.gold._model import GoldEntry
+from kgeval._files import canonical_json, sha256_bytes
+from kgeval.errors import CheckFailed, StaleGold
+from kgeval.gold._layout import DISPLAY_DIR, MANIFEST, version_dir
+from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
+from kgeval.integrity import check_tag, integrity_key
 from kgeval.stores import Store
-
-MANIFEST = "MANIFEST.json"
-DISPLAY_DIR = "display"
-
-
-def write_gold(out_dir: Path, entries: list[GoldEntry], displays: dict[str, str], holdout_sha: str) -> None:
-    """Write every gold file atomically, then the manifest last (a crash leaves it stale, never
-    pointing at half-written files: verify would fail, not pass)."""
-    out_dir = Path(out_dir)
-    by_kg: dict[str, list[GoldEntry]] = defaultdict(list)
-    for entry in entries:
-        by_kg[entry.kg].append(entry)
-    files: dict[str, str] = {}
-    for kg, kg_entries in sorted(by_kg.items()):
-        gold_path = out_dir / f"{kg}.json"
-        payload = {"kg": kg, "entries": [e.model_dump(mode="json") for e in kg_entries]}
-        write_atomic(gold_path, json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n")
-        files[gold_path.name] = sha256_file(gold_path)
-        display_path = out_dir / DISPLAY_DIR / f"{kg}.json"
-        write_json_atomic(display_path, {e.question_id: displays[e.question_id] for e in kg_entries})
-        files[f"{DISPLAY_DIR}/{kg}.json"] = sha256_file(display_path)
-    engines = sorted({(e.engine, e.engine_version) for e in entries})
-    manifest = {
-        "holdout_manifest_sha256": holdout_sha,
-        "engines": [{"name": n, "version": v} for n, v in engines],
-        "stores": {kg: _identity(kg_entries[0]).model_dump() for kg, kg_entries in sorted(by_kg.items())},
-        "row_cap": entries[0].row_cap if entries else None,
-        "files": files,
-    }
-    write_json_atomic(out_dir / MANIFEST, manifest)
 
 
 class StoreIdentity(BaseModel, frozen=True):
     """Which engine served which data: what a gold was built on, or what would run now."""
 
     engine: str
+    """Store name, e.g. "oxigraph-embedded"."""
     engine_version: str
+    """The store's version."""
     data_sha256: str
+    """Hash of the data it serves (files, or the declared data version of a remote store)."""
 
     def describe(self) -> str:
         return f"{self.engine} {self.engine_version} over data {self.data_sha256[:12]}"
+
+
+class BuildSettings(BaseModel, frozen=True):
+    """The gold settings besides the row cap that shape an entry: an entry is reused only when
+    they are unchanged."""
+
+    executions: int
+    """`gold.executions` of the rebuild."""
+    tie_probe_rows: int
+    """`gold.tie_probe_rows` of the rebuild."""
+
+
+class GoldManifest(BaseModel):
+    """MANIFEST.json of one gold version."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = 1
+    """1: the layout before failed entries and build settings; 2: this one."""
+    holdout_manifest_sha256: str
+    """The sealed holdout manifest the gold was built from."""
+    engines: list[dict[str, str]] = Field(default_factory=list)
+    """Every (name, version) of the engines that executed the entries."""
+    stores: dict[str, StoreIdentity] = Field(default_factory=dict)
+    """Per KG: the engine and data it was built on."""
+    row_cap: int | None = None
+    """Rows kept per entry."""
+    build: BuildSettings | None = None
+    """Settings of the rebuild (None in format 1)."""
+    files: dict[str, str]
+    """sha256 of every file of the version, by path relative to it."""
+    partial: bool = False
+    """True only in the staging directory of a rebuild still running (or killed): the KGs
+    finished so far, which the next rebuild reuses. Never true in a version switched in."""
+    tag: str | None = None
+    """HMAC-SHA256 of the manifest without this field, under the integrity key
+    (`kgeval.integrity`); absent when the gold was written without a key."""
+
+    def signed_payload(self) -> str:
+        return canonical_json(self.model_dump(mode="json", exclude={"tag"}))
 
 
 def store_identity(store: Store) -> StoreIdentity:
     return StoreIdentity(engine=store.name, engine_version=store.version, data_sha256=store.data_sha256)
 
 
-def _identity(entry: GoldEntry) -> StoreIdentity:
+def entry_identity(entry: GoldEntry) -> StoreIdentity:
     return StoreIdentity(engine=entry.engine, engine_version=entry.engine_version, data_sha256=entry.kg_sha256)
+
+
+@dataclass
+class KgGold:
+    """One KG file of a gold, verified."""
+
+    kg: str
+    entries: list[GoldEntry]
+    failures: list[GoldFailure]
+
+
+class GoldReader:
+    """A gold version opened for reading: its manifest is parsed and its tag checked; each KG
+    file is verified when read (one KG in memory at a time, for the rebuild's reuse)."""
+
+    def __init__(self, gold_dir: Path) -> None:
+        self.gold_dir = Path(gold_dir)
+        self.version = version_dir(self.gold_dir)
+        path = self.version / MANIFEST
+        raw = _read_bytes(path)
+        self.manifest_sha256 = sha256_bytes(raw)
+        try:
+            self.manifest = GoldManifest.model_validate_json(raw)
+        except ValidationError as exc:
+            raise CheckFailed(f"{path}: not a gold manifest: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+        key = integrity_key()
+        if key is not None:
+            check_tag(self.manifest.signed_payload(), self.manifest.tag, key, str(path))
+
+    @property
+    def kg_files(self) -> list[str]:
+        return [name for name in self.manifest.files if not name.startswith(f"{DISPLAY_DIR}/")]
+
+    def read_kg(self, name: str) -> KgGold:
+        """One KG file (`<kg>.json`), its hash and every entry's result hash checked."""
+        path = self.version / name
+        raw = _read_bytes(path)
+        if sha256_bytes(raw) != self.manifest.files.get(name):
+            raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+        try:
+            payload = json.loads(raw)
+            kg = KgGold(
+                kg=payload["kg"],
+                entries=[GoldEntry.model_validate(e) for e in payload["entries"]],
+                failures=[GoldFailure.model_validate(f) for f in payload.get("failures", [])],
+            )
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise CheckFailed(f"{path}: not a gold file: {exc}") from None
+        for entry in kg.entries:
+            if entry.result.sha256() != entry.result_sha256:
+                raise CheckFailed(f"{entry.kg}/{entry.question_id}: result does not match its result_sha256 ({path})")
+        return kg
+
+    def check_file(self, name: str) -> None:
+        """A file that is not read here (a display file): its hash only."""
+        path = self.version / name
+        if sha256_bytes(_read_bytes(path)) != self.manifest.files[name]:
+            raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise CheckFailed(f"{path}: missing; build it with `kgeval gold rebuild`") from None
+    except OSError as exc:
+        raise CheckFailed(f"{path}: unreadable: {exc}") from None
+
+
+@dataclass
+class Gold:
+    """A whole verified gold version."""
+
+    version: Path
+    """The version directory read (resolved once from `current`)."""
+    manifest: GoldManifest
+    manifest_sha256: str
+    """sha256 of the version's MANIFEST.json: what runs record as `gold_manifest_sha256`."""
+    entries: dict[str, GoldEntry]
+    """Every entry by question id."""
+    failures: dict[str, GoldFailure]
+    """Every recorded failure by question id."""
+
+
+def read_gold(gold_dir: Path) -> Gold:
+    """The gold in force, verified file by file (CheckFailed names the first problem)."""
+    reader = GoldReader(gold_dir)
+    entries: dict[str, GoldEntry] = {}
+    failures: dict[str, GoldFailure] = {}
+    for name in reader.manifest.files:
+        if name.startswith(f"{DISPLAY_DIR}/"):
+            reader.check_file(name)
+            continue
+        kg = reader.read_kg(name)
+        entries.update((e.question_id, e) for e in kg.entries)
+        failures.update((f.question_id, f) for f in kg.failures)
+    return Gold(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
+
+
+def load_gold(gold_dir: Path) -> dict[str, GoldEntry]:
+    """Every gold entry by question id, after the same checks as `gold verify` makes on the
+    files (tag, hashes, result hashes). Display files are checked, not returned."""
+    return read_gold(gold_dir).entries
+
+
+def gold_manifest_sha256(gold_dir: Path) -> str:
+    """sha256 of the manifest of the gold in force (its identity for runs and comparisons)."""
+    return GoldReader(gold_dir).manifest_sha256
 
 
 @dataclass
 class GoldStatus:
     """Why a gold cannot be trusted: corrupt (altered, missing, unreadable) or stale (intact,
-    but built for another holdout, query, engine, engine version or data version)."""
+    but built for another holdout, query, engine, engine version or data version); and which
+    reference queries failed (`failed`: not excluded; `excluded`: excluded on record)."""
 
     corrupt: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    failed: dict[str, GoldFailure] = field(default_factory=dict)
+    excluded: dict[str, GoldFailure] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.corrupt and not self.stale
 
 
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckFailed(f"{path}: missing; build it with `kgeval gold rebuild`") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckFailed(f"{path}: unreadable: {exc}") from None
+StoreFactory = Callable[[KnowledgeGraph], Store]
 
 
-def _read_manifest(gold_dir: Path) -> dict:
-    manifest = _read_json(gold_dir / MANIFEST)
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise CheckFailed(f"{gold_dir / MANIFEST}: not a gold manifest (no 'files' table)")
-    return manifest
-
-
-def load_gold(gold_dir: Path) -> dict[str, GoldEntry]:
-    """Every gold entry by question id. Display files are not read."""
-    gold_dir = Path(gold_dir)
-    manifest = _read_manifest(gold_dir)
-    gold: dict[str, GoldEntry] = {}
-    for name in manifest["files"]:
-        if name.startswith(f"{DISPLAY_DIR}/"):
-            continue
-        payload = _read_json(gold_dir / name)
-        try:
-            for raw in payload["entries"]:  # type: ignore[index]
-                entry = GoldEntry.model_validate(raw)
-                gold[entry.question_id] = entry
-        except (KeyError, TypeError, ValidationError) as exc:
-            raise InputError(f"{gold_dir / name}: not a gold file: {exc}") from None
-    return gold
-
-
-def gold_status(
-    gold_dir: Path, holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store] | None = None
-) -> GoldStatus:
+def gold_status(gold_dir: Path, holdout: Holdout, store_for: StoreFactory | None = None) -> GoldStatus:
     """Check the gold against its manifest and the holdout; with `store_for` (the factory the
     rebuild or the run would use now), also against the engine and data it would run on."""
-    gold_dir = Path(gold_dir)
-    manifest = _read_manifest(gold_dir)
     status = GoldStatus()
-    for name, expected in manifest["files"].items():
-        path = gold_dir / name
-        if not path.is_file():
-            status.corrupt.append(f"{name}: missing")
-        elif sha256_file(path) != expected:
-            status.corrupt.append(f"{name}: sha256 differs from {MANIFEST}")
+    try:
+        gold = read_gold(gold_dir)
+    except CheckFailed as exc:
+        status.corrupt.append(str(exc))
+        return status  # files are missing or altered: their entries cannot be trusted to load
     holdout_sha = read_manifest(holdout.root)["sha256"]
-    built_from = str(manifest.get("holdout_manifest_sha256"))
+    built_from = gold.manifest.holdout_manifest_sha256
     if built_from != holdout_sha:
         status.stale.append(f"{MANIFEST}: built from a different holdout (holdout manifest {holdout_sha[:12]}, gold says {built_from[:12]})")
-    if status.corrupt:
-        return status  # files are missing or altered: their entries cannot be trusted to load
-    gold = load_gold(gold_dir)
     _check_entries(gold, holdout, status)
     if store_for is not None:
-        _check_stores(gold, holdout, store_for, status)
+        _check_stores(gold.entries, holdout, store_for, status)
     return status
 
 
-def gold_problems(gold_dir: Path, holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store] | None = None) -> list[str]:
-    """Every reason the gold cannot be trusted for this holdout (corrupt, then stale)."""
+def gold_problems(gold_dir: Path, holdout: Holdout, store_for: StoreFactory | None = None) -> list[str]:
+    """Every reason the gold cannot be trusted for this holdout (corrupt, then stale). Failed
+    reference queries are not among them: `gold_status(...).failed` lists those."""
     status = gold_status(gold_dir, holdout, store_for)
     return status.corrupt + status.stale
 
 
-def _check_entries(gold: dict[str, GoldEntry], holdout: Holdout, status: GoldStatus) -> None:
+def _check_entries(gold: Gold, holdout: Holdout, status: GoldStatus) -> None:
     for question in holdout.questions():
-        entry = gold.get(question.id)
-        if entry is None:
+        entry, failure = gold.entries.get(question.id), gold.failures.get(question.id)
+        if failure is not None:
+            table = status.excluded if question.id in holdout.exclusions else status.failed
+            table[question.id] = failure
+            if failure.query_sha256 and failure.query_sha256 != question.sparql_sha256:
+                status.stale.append(f"{question.kg}/{question.id}: reference query changed since it failed")
+        elif entry is None:
             status.corrupt.append(f"{question.kg}/{question.id}: no gold entry")
-        elif entry.result.sha256() != entry.result_sha256:
-            status.corrupt.append(f"{question.kg}/{question.id}: result does not match its result_sha256")
         elif entry.query_sha256 != question.sparql_sha256:
             status.stale.append(f"{question.kg}/{question.id}: reference SPARQL changed since the gold was built")
 
 
-def _check_stores(
-    gold: dict[str, GoldEntry], holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store], status: GoldStatus
-) -> None:
+def _check_stores(gold: dict[str, GoldEntry], holdout: Holdout, store_for: StoreFactory, status: GoldStatus) -> None:
     for kg in holdout.kgs:
-        built = {_identity(gold[q.id]) for q in kg.questions if q.id in gold}
+        built = {entry_identity(gold[q.id]) for q in kg.questions if q.id in gold}
         if not built:
             continue
         now = store_identity(store_for(kg))
@@ -180,13 +274,20 @@ def _check_stores(
             status.stale.append(f"{kg.id}: STALE: another {' and '.join(what)}: gold built on {identity.describe()}, the store now is {now.describe()}")
 
 
-def verify_gold(gold_dir: Path, holdout: Holdout, store_for: Callable[[KnowledgeGraph], Store] | None = None) -> str:
-    """Raise CheckFailed listing every problem (StaleGold when the gold is intact but stale);
-    return the gold manifest's sha256."""
+def verify_gold(gold_dir: Path, holdout: Holdout, store_for: StoreFactory | None = None) -> str:
+    """Raise CheckFailed listing every problem (StaleGold when the gold is intact but stale;
+    CheckFailed naming each failed reference query not excluded on record); return the gold
+    manifest's sha256."""
     status = gold_status(gold_dir, holdout, store_for)
     if status.corrupt:
         lines = [f"corrupt: {p}" for p in status.corrupt] + [f"stale: {p}" for p in status.stale]
         raise CheckFailed(f"{gold_dir}: gold does not verify:\n  " + "\n  ".join(lines))
     if status.stale:
         raise StaleGold(f"{gold_dir}: gold is STALE (intact, but built for something else); rebuild it with `kgeval gold rebuild`:\n  " + "\n  ".join(status.stale))
-    return sha256_file(Path(gold_dir) / MANIFEST)
+    if status.failed:
+        lines = [f"{f.kg}/{qid}: {f.error}" for qid, f in status.failed.items()]
+        raise CheckFailed(
+            f"{gold_dir}: {len(lines)} reference queries failed and are not excluded; fix them and rebuild, "
+            "or exclude them on record (`kgeval holdout exclude QID... --why TEXT`):\n  " + "\n  ".join(lines)
+        )
+    return gold_manifest_sha256(gold_dir)

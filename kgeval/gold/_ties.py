@@ -124,9 +124,14 @@ def find_ties(
     keys = [window[0][1], window[-1][1]] if window else []
     groups: list[TieGroup] = []
     cut_keys = set()
-    for key in dict.fromkeys(keys):
-        members = [i for i, (_, k, _) in enumerate(seq) if k == key]
-        inside = sum(1 for i in members if start <= i < end)
+    wanted = dict.fromkeys(keys)
+    positions: dict[tuple, list[int]] = {key: [] for key in wanted}
+    for i, (_, k, _) in enumerate(seq):  # one pass for both cut keys (probes run to 10,000 rows)
+        if k in positions:
+            positions[k].append(i)
+    for key in wanted:
+        members = positions[key]
+        inside = sum(start <= i < end for i in members)
         open_end = probed.truncated and members[-1] == len(seq) - 1
         if len(members) > inside or open_end:
             cut_keys.add(key)
@@ -153,5 +158,5 @@ def _sequence(probed: QueryResult, variables: list[str], probe: OrderProbe) -> l
                 continue
             seen.add(rk)
         terms = [row[column[v]] for v in probe.key_vars]
-        seq.append((projected, tuple(_key_value(t) for t in terms), terms))
+        seq.append((projected, tuple([_key_value(t) for t in terms]), terms))
     return seq

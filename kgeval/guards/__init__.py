@@ -15,6 +15,7 @@ from kgeval.guards._contamination import (
     Hit,
     PartialReport,
     Report,
+    ScanProgress,
     ShardScanner,
     assert_clean,
     check_contamination,
@@ -33,7 +34,7 @@ from kgeval.guards._fingerprint import (
 from kgeval.guards._gate import GateScore, GateVerdict, admit_kg
 from kgeval.guards._index import HoldoutIndex, Match, build_index
 from kgeval.guards._records import Shard, plan_shards
-from kgeval.guards._spark import check_dataframe, check_files_spark
+from kgeval.guards._spark import check_dataframe, check_files_spark, spark_session, with_file_positions
 from kgeval.guards._text import canonical_sparql, normalize_question, question_similarity
 from kgeval.guards._vocab import normalize_name
 
@@ -53,6 +54,7 @@ __all__ = [
     "Match",
     "PartialReport",
     "Report",
+    "ScanProgress",
     "SchemaFingerprint",
     "Shard",
     "ShardScanner",
@@ -72,5 +74,7 @@ __all__ = [
     "plan_shards",
     "question_similarity",
     "save_fingerprint",
+    "spark_session",
+    "with_file_positions",
     "scan_shards",
 ]

@@ -38,7 +38,7 @@ from kgeval.config import GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, re2_mask, unique_matches
-from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, is_url, open_binary, plan_shards, read_shard
+from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
 from kgeval.holdout import Holdout
 
 MAX_REPORTED_HITS = 1000
@@ -225,7 +225,13 @@ class ShardScanner:
             return
         owner = pc.list_parent_indices(lines).to_numpy()[kept]
         distinct = flat.take(pa.array(kept, pa.int64())).dictionary_encode()
-        per_line = [self._line_matches(line) for line in distinct.dictionary.to_pylist()]
+        words = distinct.dictionary
+        # Only the distinct lines some matcher may fire on meet Python (most lines that pass the
+        # prefilter for one question word hold too few of its words to match it).
+        worth = np.flatnonzero(self.index.line_mask(words))
+        per_line: list[tuple[Match, ...]] = [()] * len(words)
+        for i, line in zip(worth.tolist(), words.take(pa.array(worth, pa.int64())).to_pylist()):
+            per_line[i] = self._line_matches(line)
         line_code = distinct.indices.to_numpy()
         line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
         # As before, a text is tried as a query only when one of its lines passed the prefilter.
@@ -287,8 +293,21 @@ def _sample_lines(file: str, size: int) -> list[str]:
         return fh.read(size).decode("utf-8", errors="replace").splitlines()
 
 
-Progress = Callable[[Shard, PartialReport], None]
-"""Called in the main process after each shard, in shard order."""
+class ScanProgress(BaseModel):
+    """How far a check has come, after each shard (in shard order)."""
+
+    shards_done: int
+    shards: int
+    bytes_done: int
+    """Bytes of the shards scanned (Parquet: their row groups' uncompressed size)."""
+    bytes_total: int
+    records: int
+    """Records scanned so far."""
+    hits: int
+
+
+Progress = Callable[[ScanProgress], None]
+"""Called in the calling process after each shard."""
 
 
 def check_contamination(
@@ -317,9 +336,14 @@ def check_contamination(
 
 
 def _reported(shards: list[Shard], partials: Iterable[PartialReport], progress: Progress | None) -> Iterable[PartialReport]:
+    state = ScanProgress(shards_done=0, shards=len(shards), bytes_done=0, bytes_total=sum(s.size for s in shards), records=0, hits=0)
     for shard, partial in zip(shards, partials):
+        state.shards_done += 1
+        state.bytes_done += shard.size
+        state.records += partial.records
+        state.hits += sum(partial.hits_by_kind.values())
         if progress:
-            progress(shard, partial)
+            progress(state)
         yield partial
 
 

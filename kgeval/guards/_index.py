@@ -129,6 +129,8 @@ class HoldoutIndex:
     def __post_init__(self) -> None:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
         self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
+        self._literal_prefilter = _prefilter(set(self.literals), set())
+        self._words = _QuestionWords(self.questions)
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -147,12 +149,21 @@ class HoldoutIndex:
         position: 20 s for one megabyte of text without a line break.)"""
         return re2_mask(texts, self.prefilter, ignore_case=True)
 
+    def line_mask(self, lines: pa.Array) -> np.ndarray:
+        """Of lines that passed the prefilter: those `match_line` may find something in. A
+        line holds a literal (IRI, namespace, identifier), or for some question as many of
+        its features as an exact or near match needs (counted in Arrow, not in Python)."""
+        if not len(lines):
+            return np.zeros(0, dtype=bool)
+        return re2_mask(lines, self._literal_prefilter, ignore_case=True) | self._words.line_mask(lines)
+
     def match_text(self, text: str) -> list[Match]:
         """Every holdout match in `text`: each line, then the text as a query."""
-        lines = text.split("\n")
-        hit_lines = [lines[i] for i in np.flatnonzero(self.prefilter_mask(lines))]
-        if not hit_lines:
+        lines = pa.array(text.split("\n"), pa.large_string())
+        kept = lines.filter(pa.array(self.prefilter_mask(lines)))
+        if not len(kept):
             return []
+        hit_lines = kept.filter(pa.array(self.line_mask(kept))).to_pylist()
         return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
 
     def match_line(self, line: str) -> list[Match]:
@@ -238,6 +249,54 @@ class HoldoutIndex:
     def question_matches(self, text: str) -> list[Match]:
         """Exact and near-duplicate holdout questions in `text` (no prefilter: for short texts)."""
         return self._match_questions(text)
+
+
+class _QuestionWords:
+    """Counts, per line and question, the question's distinct features in the line, in Arrow
+    and numpy: a line with fewer than a match needs (near: ceil(t x |F|), exact: all) cannot
+    hold the question. Tokens are lower-cased and split as `tokens` does; lines with
+    non-ASCII characters (where NFKC and case folding may differ) are always kept."""
+
+    def __init__(self, questions: list[HeldQuestion]) -> None:
+        feats = sorted({f for q in questions for f in (q.features or {q.normalized.split(" ")[0]})})
+        fid = {f: i for i, f in enumerate(feats)}
+        # Every token whose feature is f: f, f+"s", f+"ing" (a superset is sound: it only keeps more lines).
+        spellings = {t: fid[f] for f in feats for t in (f, f + "s", f + "ing") if t == f or feature(t) == f}
+        self.vocab = pa.array(sorted(spellings), pa.large_string())
+        self.vocab_feature = np.array([spellings[t] for t in sorted(spellings)], dtype=np.int64)
+        by_feature: list[list[int]] = [[] for _ in feats]
+        for qi, q in enumerate(questions):
+            for f in q.features or {q.normalized.split(" ")[0]}:
+                by_feature[fid[f]].append(qi)
+        self.indptr = np.cumsum([0] + [len(b) for b in by_feature])
+        self.question_of = np.array([qi for b in by_feature for qi in b], dtype=np.int64)
+        self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
+        self.n_features, self.n_questions = len(feats), len(questions)
+
+    def line_mask(self, lines: pa.Array) -> np.ndarray:
+        keep = ~pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False)
+        if not self.n_questions:
+            return keep
+        words = pc.split_pattern_regex(pc.utf8_lower(lines), r"[^\p{L}\p{N}]+")
+        at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
+        valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
+        line = pc.list_parent_indices(words).to_numpy()[valid]
+        feat = self.vocab_feature[pc.drop_null(at).to_numpy()]
+        pairs = np.unique(line * self.n_features + feat)  # distinct features per line
+        line, feat = np.divmod(pairs, self.n_features)
+        starts, counts = self.indptr[feat], np.diff(self.indptr)[feat]
+        offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
+        enough = key[have >= self.need[key % self.n_questions]] // self.n_questions
+        keep[enough] = True
+        return keep
+
+
+def _needed(q: HeldQuestion) -> int:
+    """Distinct features a line must hold to match `q` at all (exact needs every one)."""
+    if not q.features:
+        return 1
+    return math.ceil(q.threshold * len(q.features)) if q.near else len(q.features)
 
 
 def re2_mask(texts: list[str] | pa.Array, pattern: str, *, ignore_case: bool = False) -> np.ndarray:

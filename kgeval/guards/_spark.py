@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 DATAFRAME = "<dataframe>"
 _FILE, _START, _SIZE = "__kgeval_file", "__kgeval_start", "__kgeval_size"
-_OUT = pa.schema([("file", pa.string()), ("start", pa.int64()), ("part", pa.int64()), ("partial", pa.large_string())])
+_OUT = pa.schema([("file", pa.string()), ("start", pa.int64()), ("part", pa.int64()), ("partial", pa.string())])
+_OUT_DDL = "file string, start long, part long, partial string"
 
 
 def spark_session(master: str | None = None) -> SparkSession:
@@ -55,6 +56,7 @@ def spark_session(master: str | None = None) -> SparkSession:
     if master:
         builder = builder.master(master)
     if (master or "local").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.config("spark.pyspark.python", sys.executable).config("spark.driver.host", "127.0.0.1")
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
     return builder.getOrCreate()
@@ -147,7 +149,7 @@ def _scanned(df: DataFrame, scanner: ShardScanner, fmt: Format, spark: SparkSess
     """(file, split start, partition, partial report) of each split the job read."""
     shared = spark.sparkContext.broadcast(scanner)
     try:
-        rows = _failing_as_input(lambda: df.mapInArrow(_partition_scan(shared, fmt), _OUT).collect(), [DATAFRAME])
+        rows = _failing_as_input(lambda: df.mapInArrow(_partition_scan(shared, fmt), _OUT_DDL).collect(), [DATAFRAME])
     finally:
         shared.unpersist()
     return [(r.file, r.start, r.part, PartialReport.model_validate_json(r.partial)) for r in rows]
@@ -220,17 +222,22 @@ def _local_size(file: str) -> int:
 def _failing_as_input(action, files: list[str]):  # noqa: ANN001, ANN202
     """Run a Spark action; a failed read (malformed record, corrupt or missing file) is
     InputError naming the file and Spark's deepest cause: the check fails, never passes."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
     try:
         return action()
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - Py4JJavaError and pyspark's captured errors: one rule
+    except (Py4JJavaError, PySparkException) as exc:
         raise InputError(_spark_failure(str(exc), files)) from None
 
 
 def _spark_failure(text: str, files: list[str]) -> str:
     if m := re.search(r"kgeval\.errors\.InputError: (.*)", text):
         return m.group(1).strip()
+    if "thrown from the Python worker" in text:
+        errors = re.findall(r"^(\w+(?:Error|Exception): .*)$", text, re.MULTILINE)
+        return (f"the Spark job failed in a Python worker (is kgeval, with pyarrow, installed on every executor?): "
+                f"{errors[-1] if errors else text.strip().splitlines()[0]}")
     where = re.search(r"error while reading file (\S+?)\.?\s", text)
     file = where.group(1) if where else ", ".join(files)
     causes = re.findall(r"^Caused by: (.*)$", text, re.MULTILINE)

@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kgeval.errors import InputError, first_validation_error
+from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
 
 QUESTIONS_FILE = "questions.yaml"
@@ -37,7 +38,11 @@ def load_holdout(root: Path) -> Holdout:
             if q.id in seen:
                 raise InputError(f"{root}/{kg.id}/{QUESTIONS_FILE}: question id {q.id!r} is also used in KG {seen[q.id]!r}")
             seen[q.id] = kg.id
-    return Holdout(root=root, kgs=tuple(kgs))
+    exclusions = load_exclusions(root)
+    unknown = sorted(set(exclusions) - set(seen))
+    if unknown:
+        raise InputError(f"{root / EXCLUSIONS_FILE}: excludes {', '.join(unknown)}, not a question of this holdout")
+    return Holdout(root=root, kgs=tuple(kgs), exclusions=exclusions)
 
 
 def _load_kg(kg_dir: Path) -> KnowledgeGraph:

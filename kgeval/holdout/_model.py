@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgeval._files import sha256_text
+from kgeval.holdout._exclusions import Exclusion
 
 
 class Tag(StrEnum):
@@ -112,9 +113,16 @@ class Holdout(BaseModel):
 
     root: Path
     kgs: tuple[KnowledgeGraph, ...]
+    exclusions: dict[str, Exclusion] = {}
+    """Questions excluded from evaluation on record (EXCLUDED.yaml), by question id."""
 
     def questions(self) -> list[Question]:
+        """Every question, excluded ones included (the gold covers them all)."""
         return [q for kg in self.kgs for q in kg.questions]
+
+    def evaluated_questions(self) -> list[Question]:
+        """The questions a run asks: every question not excluded on record."""
+        return [q for kg in self.kgs for q in kg.questions if q.id not in self.exclusions]
 
     def kg(self, kg_id: str) -> KnowledgeGraph:
         for kg in self.kgs:

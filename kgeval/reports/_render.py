@@ -48,8 +48,10 @@ def render_markdown(report: RunReport) -> str:
         f"kgeval {m.kgeval_version} ({(m.git_commit or 'no git')[:10]})",
         f"- attempts: {report.attempts}, judged: {report.judged_attempts} (incomplete, flagged: {report.incomplete}), errors: "
         + (", ".join(f"{k} {v}" for k, v in sorted(report.errors.items())) or "none"),
-        "",
     ]
+    if m.excluded:
+        lines.append(f"- excluded on record ({len(m.excluded)}, not asked): " + "; ".join(f"{q}: {why}" for q, why in m.excluded.items()))
+    lines.append("")
     if report.overall is None:
         lines += _harness_lines(report.harness) + _error_lines(report) + oversight_markdown(report)
         return "\n".join(lines) + "\n"
@@ -231,13 +233,14 @@ def render_json(report: RunReport) -> str:
 
 def _judge_lines(report: RunReport) -> list[str]:
     """Every enabled judge's accuracy, and where two judges disagree (with recall)."""
+    rules = ["### Verdicts decided by each rule in this run", ""]
+    rules += [f"- {c.judge}: {c.rule.replace('_', '-')}: {c.accepts} accepts, {c.rejects} rejects" for c in report.rule_changes]
     if len(report.by_judge) < 2:
-        return []
+        return rules + [""] if report.rule_changes else []
     lines = ["## Judges", "", f"Primary (pre-registered): `{report.metadata.primary_judge}`. Others, for comparison only:", ""]
     lines += [f"- {a.group}: {format_accuracy(a)}" for a in report.by_judge]
     if report.rule_changes:
-        lines += ["", "### Verdicts decided by each rule in this run", ""]
-        lines += [f"- {c.judge}: {c.rule.replace('_', '-')}: {c.accepts} accepts, {c.rejects} rejects" for c in report.rule_changes]
+        lines += ["", *rules]
     lines += ["", "### Judge disagreement", "", "| accepts | rejects | questions | question (recall) |", "|---|---|---|---|"]
     for d in report.disagreements:
         shown = ", ".join(_disagreement_cell(q) for q in d.questions) or "—"

@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
-from kgeval.config import KgevalConfig, RunConfig
 from kgeval.reports._oversight import AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage

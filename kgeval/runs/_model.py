@@ -42,6 +42,8 @@ class RunMetadata(BaseModel):
     gold_manifest_sha256: str
     question_set_sha256: str = ""
     """sha256 over every (KG, question id, question text, reference-query hash) of the run."""
+    excluded: dict[str, str] = Field(default_factory=dict)
+    """Questions excluded from the run on record (holdout EXCLUDED.yaml): question id -> why."""
     store_engine: str = ""
     """Engine and version that executed candidate SPARQL, e.g. "oxigraph-embedded 0.5.2"."""
     seeds: list[int]

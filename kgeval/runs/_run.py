@@ -15,11 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import kgeval
-from kgeval._files import sha256_file, sha256_json
+from kgeval._files import sha256_json
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import load_gold
-from kgeval.gold._store import MANIFEST as GOLD_MANIFEST
+from kgeval.gold import gold_manifest_sha256, load_gold
 from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, run_attempt
@@ -90,7 +89,8 @@ def new_run_id(system: str) -> str:
 
 
 def question_set_sha256(holdout: Holdout) -> str:
-    return sha256_json([[q.kg, q.id, q.question, q.sparql_sha256] for q in holdout.questions()])
+    """Over the questions the run asks (those excluded on record are not asked)."""
+    return sha256_json([[q.kg, q.id, q.question, q.sparql_sha256] for q in holdout.evaluated_questions()])
 
 
 def _manifest_sha(read: Callable[[], str]) -> str:
@@ -125,8 +125,9 @@ def plan_run(
         gold=str(gold_dir),
         replay=str(replay) if replay is not None else None,
         holdout_manifest_sha256=_manifest_sha(lambda: read_manifest(holdout.root)["sha256"]),
-        gold_manifest_sha256=_manifest_sha(lambda: sha256_file(Path(gold_dir) / GOLD_MANIFEST)),
+        gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(gold_dir)),
         question_set_sha256=question_set_sha256(holdout),
+        excluded={qid: e.why for qid, e in sorted(holdout.exclusions.items())},
         store_engine=f"{first.name} {first.version}",
         seeds=list(range(config.run.seeds)),
         primary_judge=config.judges.primary,
@@ -156,7 +157,7 @@ def execute_run(
     seed; return the finished run's metadata."""
     plan = plan_run(holdout, gold_dir, system, config, replay=replay, compare_with=compare_with)
     receipt = checklist(plan, db)
-    questions = [_run_question(q) for q in holdout.questions()]
+    questions = [_run_question(q) for q in holdout.evaluated_questions()]
     if not receipt.passed:
         db.create_run(plan.metadata, questions, receipt, status="refused")
         raise ChecklistFailed(receipt, plan.metadata.run_id)
@@ -215,7 +216,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     run_id = plan.metadata.run_id
     gold = load_gold(plan.gold_dir)
     done = db.done_keys(run_id)
-    jobs = [(q, s) for q in plan.holdout.questions() for s in plan.metadata.seeds if (q.id, s) not in done]
+    jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
         for kg_id in sorted({q.kg for q, _ in jobs}):

@@ -64,7 +64,7 @@ def test_controls_pass_the_shipped_checklist(mini_holdout, mini_gold, tmp_path):
     with ResultsDB(tmp_path / "r.duckdb") as db:
         receipt = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
     assert receipt.passed, receipt.failures()
-    assert [i.item for i in receipt.items][:4] == ["holdout_manifest", "gold", "empty_gold", "pipeline_parity"]
+    assert [i.item for i in receipt.items][:5] == ["holdout_manifest", "gold", "gold_failures", "empty_gold", "pipeline_parity"]
     assert {"caught:oracle_below_99", "caught:gold_engine_version", "caught:gold_row_cap", "caught:weak_above_60"} <= {i.item for i in receipt.items}
 
 
@@ -72,7 +72,7 @@ def test_tampered_holdout_and_gold_fail_their_items(mini_holdout, mini_gold, tmp
     path = mini_gold / "mini.json"
     path.write_text(path.read_text().replace("alice", "alicia", 1))
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        assert _failed(_receipt(mini_holdout, mini_gold, OracleSystem(), db)) == {"gold"}
+        assert _failed(_receipt(mini_holdout, mini_gold, OracleSystem(), db)) == {"gold", "gold_failures", "empty_gold"}  # an unreadable gold vouches for nothing
         (mini_holdout / "mini" / "kg.ttl").write_text("# tampered\n", encoding="utf-8")
         failed = _receipt(mini_holdout, mini_gold, OracleSystem(), db)
     assert "holdout_manifest" in _failed(failed)

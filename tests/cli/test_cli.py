@@ -54,16 +54,32 @@ def test_user_errors_are_messages_with_exit_codes(mini_holdout, tmp_path):
     assert no_run.returncode == 2 and "does not exist" in no_run.stderr
 
 
-def test_rebuild_failure_names_kg_and_question(tmp_path):
+def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
+    """Issue 13's done-means: the failing query is recorded and everything else built; the run
+    is refused until the question is excluded; after exclusion the report lists it."""
     from tests.conftest import write_holdout
 
     questions = [dict(q) for q in MINI_QUESTIONS]
     questions[4]["sparql"] = "SELECT ?x WHERE { ?x ?y }"
-    holdout = write_holdout(tmp_path / "h", questions)
-    result = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(tmp_path / "gold"))
+    holdout, gold, db = write_holdout(tmp_path / "h", questions), tmp_path / "gold", tmp_path / "r.duckdb"
+    result = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold))
     assert result.returncode == 1
     assert "mini: question mini-05:" in result.stderr and "does not parse" in result.stderr
-    assert not (tmp_path / "gold" / "MANIFEST.json").exists()
+    assert "1 reference queries failed: mini-05" in " ".join(result.stderr.split())
+    assert "7 executed, 0 unchanged, 1 failed" in result.stdout
+    refused = kgeval("run", "--holdout", str(holdout), "--gold", str(gold), "--system", "oracle", "--seeds", "1", "--db", str(db))
+    assert refused.returncode == 1 and "gold_failures: 1 reference queries failed and are not excluded: mini-05" in refused.stderr
+    excluded = kgeval("holdout", "exclude", "mini-05", "--why", "query invalid; ticket 42", "--holdout", str(holdout))
+    assert excluded.returncode == 0, excluded.stderr
+    assert kgeval("holdout", "verify", "--holdout", str(holdout)).returncode == 0
+    again = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold))
+    assert again.returncode == 0, again.stderr  # the failure is kept, on record, not run again
+    assert "0 executed, 7 unchanged, 1 failed" in again.stdout
+    ran = kgeval("run", "--holdout", str(holdout), "--gold", str(gold), "--system", "oracle", "--seeds", "1", "--db", str(db))
+    assert ran.returncode == 0, ran.stderr
+    md = kgeval("report", ran.stdout.strip().splitlines()[-1], "--db", str(db)).stdout
+    assert "excluded on record (1, not asked): mini-05: query invalid; ticket 42" in md
+    assert "(7/7)" in md
 
 
 def test_quickstart_runs_both_controls_through_the_checklist(mini_holdout, tmp_path):
@@ -80,3 +96,16 @@ def test_quickstart_runs_both_controls_through_the_checklist(mini_holdout, tmp_p
         items = {i.item: i for i in results.receipt(weak.run_id).items}
     assert items["apples_to_apples:oracle"].passed and oracle.run_id in items["apples_to_apples:oracle"].observed
     assert items["caught:oracle_below_99"].passed and "100.0%" in items["caught:oracle_below_99"].observed
+
+
+def test_rebuild_timeout_records_the_slow_query_and_writes_the_rest(tmp_path):
+    from tests.conftest import PREFIX, write_holdout
+
+    questions = [dict(q) for q in MINI_QUESTIONS]
+    questions[5]["sparql"] = PREFIX + "SELECT (COUNT(*) AS ?n) WHERE { ?a a ex:Item . ?b a ex:Item . ?c a ex:Item . ?d a ex:Item . ?e a ex:Item }"
+    holdout = write_holdout(tmp_path / "h", questions)
+    result = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(tmp_path / "gold"), "--timeout", "0.05")
+    assert result.returncode == 1, result.stdout
+    assert "question mini-06: query ran longer than 0.05 s" in " ".join(result.stderr.split())
+    assert "1 reference queries failed: mini-06" in " ".join(result.stderr.split())
+    assert f"{len(MINI_QUESTIONS) - 1} executed" in result.stdout

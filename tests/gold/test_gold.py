@@ -5,7 +5,7 @@ import pytest
 
 from kgeval.config import GoldConfig
 from kgeval.errors import CheckFailed
-from kgeval.gold import GoldEntry, gold_problems, load_gold, rebuild_gold, verify_gold
+from kgeval.gold import GoldEntry, gold_problems, gold_status, load_gold, read_gold, rebuild_gold, verify_gold
 from kgeval.holdout import load_holdout, seal_holdout
 from kgeval.stores import EmbeddedStore
 from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
@@ -74,8 +74,7 @@ def test_gold_from_another_holdout_or_changed_query_fails(mini_holdout, mini_gol
     assert "mini/mini-01: reference SPARQL changed since the gold was built" in problems
 
 
-def test_syntax_error_fails_rebuild_by_id_and_keeps_old_gold(mini_holdout, mini_gold):
-    before = (mini_gold / "mini.json").read_bytes()
+def test_syntax_error_is_recorded_by_id_and_the_rest_is_written(mini_holdout, mini_gold):
     questions = [dict(q) for q in MINI_QUESTIONS]
     questions[2]["sparql"] = "SELECT ?x WHERE { ?x ?p "
     write_holdout(mini_holdout, questions)
@@ -83,8 +82,13 @@ def test_syntax_error_fails_rebuild_by_id_and_keeps_old_gold(mini_holdout, mini_
     assert not report.ok
     assert [(f.kg, f.question_id) for f in report.failures] == [("mini", "mini-03")]
     assert "does not parse" in report.failures[0].error
-    assert (mini_gold / "mini.json").read_bytes() == before
-    assert "mini-03" not in {e.question_id for e in report.entries}
+    gold = read_gold(mini_gold)
+    assert set(gold.entries) == {q["id"] for q in MINI_QUESTIONS} - {"mini-03"}
+    assert gold.failures["mini-03"].error == report.failures[0].error
+    status = gold_status(mini_gold, load_holdout(mini_holdout))
+    assert status.ok and list(status.failed) == ["mini-03"]
+    with pytest.raises(CheckFailed, match=r"(?s)1 reference queries failed and are not excluded.*mini/mini-03"):
+        verify_gold(mini_gold, load_holdout(mini_holdout))
 
 
 def test_rebuild_is_byte_identical(mini_holdout, tmp_path):

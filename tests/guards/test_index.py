@@ -80,3 +80,25 @@ def test_prefilter_mask_agrees_with_may_match(index):
     mask = index.prefilter_mask(texts)
     assert list(mask) == [index.may_match(t) for t in texts]
     assert not mask[0] and mask[1] and mask[2]
+
+
+def test_line_mask_keeps_every_line_a_question_matches_in(index):
+    """The Arrow word count in front of the Python matchers is sound: every random line in
+    which `match_line` finds a question (exact or near) is kept; most lines with a single
+    question word are not (that is what it is for)."""
+    rng = random.Random(4)
+    lines, found = [], []
+    for q in index.questions:
+        vocabulary = sorted(q.features) + [w + "s" for w in sorted(q.features)] + ["zebra", "the", "Of", "lamp", "ING"]
+        for _ in range(30):
+            line = " ".join(rng.choice(vocabulary) for _ in range(rng.randrange(1, 25)))
+            lines.append(line.upper() if rng.random() < 0.2 else line)
+    lines += ["In which department does Karen Novak work?", "karen", "departments, only", "Caf\u00e9 Novak Karen department"]
+    import pyarrow as pa
+
+    mask = index.line_mask(pa.array(lines))
+    for line, kept in zip(lines, mask):
+        matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
+        found.append(bool(matched))
+        assert kept or not matched, (line, matched)
+    assert sum(found) > 100 and not mask[-3] and not mask[-2] and mask[-1] and mask[-4]

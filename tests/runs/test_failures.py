@@ -253,3 +253,34 @@ def test_predeclared_prefixes_let_the_query_run_and_the_verdict_says_so(tmp_path
             assert execution.correct and execution.details["predeclared_prefixes"] == ["rdfs"]
             assert "predeclared prefixes rdfs" in execution.reason and attempt.extra["predeclared_prefixes"] == ["rdfs"]
     assert MINI_QUESTIONS
+
+
+def test_every_query_error_class_lands_on_its_side(fifty):
+    """Classification is keyed on kgeval.errors' classes: the model's failures, then the
+    harness's (a store error from a store that cannot run a trivial query either)."""
+    from kgeval.errors import QueryOverBudget, QueryRefused, QueryRejected, QuerySyntaxError, QueryTimeout
+    from kgeval.runs._attempt import execute_candidate
+    from kgeval.stores import EmbeddedStore
+
+    holdout, _ = fifty
+
+    def raising(exc):
+        class Failing(EmbeddedStore):
+            def execute(self, query, *, timeout_s, row_cap):
+                raise exc
+
+        return Failing(holdout.kgs[0].files)
+
+    expected = {
+        QuerySyntaxError("does not parse"): ("invalid_sparql", None),
+        QueryRejected("engine rejected it", http_status=400): ("invalid_sparql", None),
+        QueryRefused("updates are refused"): ("refused", None),
+        QueryTimeout("ran longer than 30 s"): ("candidate_timeout", None),
+        QueryOverBudget("over the memory budget"): ("over_budget", None),
+        StoreError("connection refused"): (None, "store"),
+        StoreError("HTTP 503 busy", http_status=503): (None, "store"),
+        StoreError("HTTP 500 engine fault", http_status=500): (None, "store"),  # the health query fails too
+    }
+    for exc, sides in expected.items():
+        execution = execute_candidate("SELECT ?s WHERE { ?s ?p ?o }", raising(exc), KgevalConfig())
+        assert (execution.failure, execution.harness) == sides, exc
