@@ -265,8 +265,11 @@ def test_every_query_error_class_lands_on_its_side(fifty):
     holdout, _ = fifty
 
     def raising(exc):
-        class Failing(EmbeddedStore):
+        class Failing(EmbeddedStore):  # candidates and the store's health query both fail
             def execute(self, query, *, timeout_s, row_cap):
+                raise exc
+
+            def execute_candidate(self, query, *, timeout_s, row_cap):
                 raise exc
 
         return Failing(holdout.kgs[0].files)
