@@ -1,16 +1,22 @@
 """Load test of the contamination endpoint: concurrent clients on loopback against a real
-`kgeval serve` (uvicorn) process; prints requests/s, latency percentiles and failures.
+`kgeval serve` (uvicorn) process; prints requests/s, latency percentiles and failures, and
+/health's latency while the load runs as a ratio to /health's latency at idle (same process,
+same run: the machine is noisy).
 
     python bench/service.py [--clients 16] [--requests 2000] [--texts 20] [--holdout holdout --gold gold]
 
 Bounded: a fixed number of requests split across the clients; each request checks `--texts`
-texts (half of them holdout questions, so the matcher finds hits). Exit 1 on any failed request.
+texts (half of them holdout questions, so the matcher finds hits). Then the large-body case:
+a body just under the limit (service.max_body_bytes, 2 MiB), one over it (10 MB: refused with
+413 before it is read), and an unauthenticated 100 MB declaration (401 before any byte), each
+timed with /health polled meanwhile. Exit 1 on any failed request or wrong refusal.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -84,6 +90,72 @@ def run_load(base: str, token: str, texts: list[str], clients: int, requests: in
     return LoadResult(requests=len(latencies), failures=len(errors), seconds=seconds, latencies_ms=latencies, errors=errors[:5])
 
 
+class HealthProbe:
+    """Polls /health every 20 ms on its own connection while work runs; collects latencies."""
+
+    def __init__(self, base: str) -> None:
+        self.base, self.latencies_ms, self.failures = base, [], 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll)
+
+    def _poll(self) -> None:
+        with httpx.Client(base_url=self.base, timeout=10) as http:  # a starved /health counts as failed
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                try:
+                    ok = http.get("/health").status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                self.latencies_ms.append((time.perf_counter() - t0) * 1000)
+                self.failures += not ok
+                time.sleep(0.02)
+
+    def __enter__(self) -> HealthProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def percentile(self, q: float) -> float:
+        lat = sorted(self.latencies_ms) or [0.0]
+        return lat[min(len(lat) - 1, int(q * len(lat)))]
+
+
+def large_bodies(base: str, token: str) -> list[str]:
+    """The large-body case: (label, status, expected, seconds) lines, and problems."""
+    import socket
+    from urllib.parse import urlsplit
+
+    lines, problems = [], []
+    rng = random.Random(0)
+    vocabulary = ["employees", "department", "sales", "revenue", "which", "how", "many", "customers", "order", "the", "of", "in"]
+    near_limit = {"texts": [" ".join(rng.choice(vocabulary) for _ in range(300_000))[: 2 * 1024 * 1024 - 64]]}
+    over_limit = b'{"texts": ["' + b"x" * (10 * 1024 * 1024) + b'"]}'
+    cases = [("2 MiB text, just under the limit", near_limit, None, 200), ("10 MB body, over the limit", None, over_limit, 413)]
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=90) as http:
+        for label, as_json, raw, expected in cases:
+            t0 = time.perf_counter()
+            try:
+                status = http.post("/contamination/check", json=as_json, content=raw, headers={"Content-Type": "application/json"}).status_code
+            except httpx.HTTPError as exc:  # the server may close before the client has sent it all
+                status = getattr(getattr(exc, "response", None), "status_code", type(exc).__name__)
+            lines.append(f"{label}: HTTP {status} in {time.perf_counter() - t0:.2f} s")
+            print(f"  {lines[-1]}", flush=True)
+            if status != expected and not (expected == 413 and status in ("WriteError", "RemoteProtocolError")):
+                problems.append(f"{label}: HTTP {status}, expected {expected}")
+    url = urlsplit(base)
+    t0 = time.perf_counter()
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(f"POST /contamination/check HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Length: {100 * 1024 * 1024}\r\n\r\n".encode())
+        status = int(sock.recv(4096).split(b" ", 2)[1])
+    lines.append(f"unauthenticated 100 MB declared, nothing sent: HTTP {status} in {time.perf_counter() - t0:.3f} s")
+    if status != 401:
+        problems.append(f"unauthenticated 100 MB: HTTP {status}, expected 401")
+    return lines + [f"PROBLEM: {p}" for p in problems]
+
+
 def sample_texts(holdout: Path, count: int) -> list[str]:
     from kgeval.holdout import load_holdout
 
@@ -105,14 +177,15 @@ def serve(holdout: Path, gold: Path, workdir: Path, token: str) -> tuple[subproc
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgeval", "serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(workdir / "r.duckdb"),
-         "--holdout", str(holdout), "--gold", str(gold), "--access", str(access)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
+         "--holdout", str(holdout), "--gold", str(gold), "--access", str(access), "--log-level", "warning"],
+        # a log file, not a pipe: a pipe nobody reads fills up and stalls the server
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(workdir / "serve.log", "w"), env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"kgeval serve exited: {proc.stderr.read().decode()}")
+            raise RuntimeError(f"kgeval serve exited: {(workdir / 'serve.log').read_text()}")
         try:
             if httpx.get(f"{base}/health", timeout=1).status_code == 200:
                 return proc, base
@@ -135,7 +208,12 @@ def main() -> int:
         try:
             texts = sample_texts(args.holdout, args.texts)
             run_load(base, "bench-token", texts, min(4, args.clients), 50)  # warm-up
-            result = run_load(base, "bench-token", texts, args.clients, args.requests)
+            with HealthProbe(base) as idle:
+                time.sleep(2)
+            with HealthProbe(base) as busy:
+                result = run_load(base, "bench-token", texts, args.clients, args.requests)
+            with HealthProbe(base) as during_large:
+                large = large_bodies(base, "bench-token")
         finally:
             proc.terminate()
             proc.wait(timeout=10)
@@ -143,8 +221,22 @@ def main() -> int:
     print(result.summary())
     for e in result.errors:
         print(f"  failure: {e}")
-    return 1 if result.failures else 0
+    print(_health_line("under load", idle, busy))
+    print("large bodies:")
+    for line in large:
+        print(f"  {line}")
+    print(_health_line("during the large bodies", idle, during_large))
+    failed = result.failures or busy.failures or during_large.failures or any(line.startswith("PROBLEM") for line in large)
+    return 1 if failed else 0
 
+
+def _health_line(when: str, idle: HealthProbe, probe: HealthProbe) -> str:
+    base = idle.percentile(0.99) or 1e-9
+    return (
+        f"/health {when}: p50 {probe.percentile(0.5):.1f} ms, p99 {probe.percentile(0.99):.1f} ms "
+        f"({probe.percentile(0.99) / base:.1f}x its idle p99 of {idle.percentile(0.99):.1f} ms); "
+        f"{len(probe.latencies_ms)} probes, failed: {probe.failures}"
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

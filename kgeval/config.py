@@ -304,12 +304,16 @@ class RunConfig(_Strict):
     """Tries per attempt when the call fails transiently (timeout, transport, 429); every try
     is recorded with the attempt."""
     retry_backoff_s: float = Field(1.0, ge=0)
-    """Wait before the second try; doubled before each further one."""
+    """Wait before the second try; doubled before each further one, each wait jittered (half to
+    all of it) so that threads retrying together do not retry in step."""
+    max_retry_after_s: float = Field(60.0, ge=0)
+    """A system's Retry-After is honoured (the wait is at least it) up to this long."""
     max_error_share: float = Field(0.10, ge=0, le=1)
     """When error attempts plus cut-off (incomplete) ones exceed this share of all attempts,
     the report publishes no accuracy, only a harness report naming the causes."""
-    checklist: Path = Path("checklists/pre_eval.yaml")
-    """The pre-eval checklist every run must pass before anything is sent to a system."""
+    checklist: Path | None = None
+    """The pre-eval checklist every run must pass before anything is sent to a system (None:
+    the one shipped in the package, `kgeval/checklists/defaults/pre_eval.yaml`)."""
 
     @property
     def query_timeout_s(self) -> float:
@@ -353,7 +357,20 @@ class HttpSystemConfig(_Strict):
     pre-eval checklist; required when the pipeline turns few-shot retrieval on."""
 
 
-class GeminiSystemConfig(_Strict):
+class PromptConfig(_Strict):
+    """The schema-summary + few-shot prompt every model system sends (kgeval/systems/_prompt.py)."""
+
+    few_shot_k: int = Field(5, ge=0)
+    """Examples retrieved from the example bank per question (0: no retrieval)."""
+    examples: Path | None = None
+    """JSONL example bank ({"kg", "question", "sparql"} per line) for the in-memory bank."""
+    schema_classes: int = Field(40, ge=1)
+    """Classes listed in the prompt's schema summary (most instances first)."""
+    schema_predicates: int = Field(60, ge=1)
+    """Predicates listed in the prompt's schema summary (most used first)."""
+
+
+class GeminiSystemConfig(PromptConfig):
     """Gemini through google-genai: SPARQL from the question, the KG schema and retrieved examples."""
 
     model: str = "gemini-2.5-flash"
@@ -368,20 +385,33 @@ class GeminiSystemConfig(_Strict):
     """Thinking tokens allowed (None: the model's default; 0: thinking off where allowed)."""
     include_thoughts: bool = False
     """Ask for thought summaries (they are recorded apart, never read as the answer)."""
-    few_shot_k: int = Field(5, ge=0)
-    """Examples retrieved from the example bank per question (0: no retrieval)."""
-    examples: Path | None = None
-    """JSONL example bank ({"kg", "question", "sparql"} per line) for the in-memory bank."""
-    schema_classes: int = Field(40, ge=1)
-    """Classes listed in the prompt's schema summary (most instances first)."""
-    schema_predicates: int = Field(60, ge=1)
-    """Predicates listed in the prompt's schema summary (most used first)."""
     timeout_s: float = Field(120.0, gt=0)
+
+
+class OpenAISystemConfig(PromptConfig):
+    """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, TGI, LiteLLM ...)
+    through the official `openai` client, with the same prompt as the gemini system."""
+
+    model: str | None = None
+    """The model name the endpoint serves (required for `--system openai`)."""
+    base_url: str | None = None
+    """The endpoint's base URL, e.g. http://127.0.0.1:8000/v1 for vLLM, http://127.0.0.1:11434/v1
+    for Ollama (None: api.openai.com)."""
+    api_key_env: str | None = "OPENAI_API_KEY"
+    """Environment variable holding the API key; None for a local endpoint without keys."""
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(4096, ge=1)
+    """Output token limit (sent as max_completion_tokens)."""
+    reasoning_effort: str | None = None
+    """Sent as `reasoning_effort` when set (reasoning models: low, medium, high)."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Timeout for one call."""
 
 
 class SystemsConfig(_Strict):
     http: HttpSystemConfig = HttpSystemConfig()
     gemini: GeminiSystemConfig = GeminiSystemConfig()
+    openai: OpenAISystemConfig = OpenAISystemConfig()
 
 
 COMMON_NAMESPACES: tuple[str, ...] = (
@@ -477,6 +507,27 @@ class ReviewConfig(_Strict):
     approved at the current content hash; the report shows coverage against it."""
 
 
+class ServiceConfig(_Strict):
+    """`kgeval serve`: limits that keep the service answering under abuse, and its sessions."""
+
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024)
+    """Largest request body accepted (2 MiB): a longer one is refused with 413 before it is
+    read, or as soon as a chunked body passes the limit."""
+    max_texts: int = Field(1000, ge=1)
+    """Texts accepted by one contamination request."""
+    request_timeout_s: float = Field(30.0, gt=0)
+    """Longest a heavy request (contamination check, judging, a report, an audit sample) may
+    work; after it the caller gets 503 and the work stops at its next check."""
+    heavy_workers: int = Field(2, ge=1)
+    """Heavy requests worked on at once (threads); more wait their turn within their time limit,
+    so /health and light routes keep answering."""
+    db_wait_s: float = Field(2.0, ge=0)
+    """Longest a request waits for another process (a running `kgeval run`) to release the
+    results database; then 503 with Retry-After."""
+    session_hours: float = Field(8.0, gt=0)
+    """Lifetime of a page sign-in session."""
+
+
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
@@ -486,6 +537,7 @@ class KgevalConfig(_Strict):
     guards: GuardsConfig = GuardsConfig()
     audit: AuditConfig = AuditConfig()
     review: ReviewConfig = ReviewConfig()
+    service: ServiceConfig = ServiceConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

@@ -22,6 +22,11 @@ class InputError(KgevalError):
     """A file or argument is malformed: the message names the file and the item."""
 
 
+class DatabaseBusy(KgevalError):
+    """Another process holds the results database's lock longer than the configured wait
+    (DuckDB lets one process write a file at a time). The service answers 503."""
+
+
 class CheckFailed(KgevalError):
     """A verification found a mismatch (manifest, gold hash, stale gold)."""
 

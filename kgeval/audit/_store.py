@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
+from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction
 from kgeval.audit._model import AuditItem, AuditRecord, AuditSample
-from kgeval.errors import InputError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_samples (
@@ -31,10 +29,7 @@ class AuditLog:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise InputError(f"{self.path}: cannot open results database: {exc}") from None
+        self._con = connect_duckdb(self.path, read_only=read_only)
         if not read_only:
             self._con.execute(_SCHEMA)
         self._ready = not read_only or self._has_tables()

@@ -1,6 +1,6 @@
 """The pre-eval checklist: `kgeval run` sends nothing unless every item passes.
 
-Items (checklists/pre_eval.yaml): the holdout manifest verifies; the gold verifies and was built
+Items (the shipped default: `DEFAULT_CHECKLIST`, kgeval/checklists/defaults/pre_eval.yaml): the holdout manifest verifies; the gold verifies and was built
 from this holdout; no reference query failed at rebuild unless its question is excluded on record; every empty gold is confirmed (`expect_empty: true` or a reviewer's approval); pipeline parity with the production profile; anti-cheat guards active;
 apples-to-apples with the runs compared; and every automated check of the caught-failures table
 (checklists/caught.yaml). The receipt is stored with the run.
@@ -30,6 +30,9 @@ from kgeval.checklists._items import (
 from kgeval.checklists._model import CaughtEntry, PreEvalChecklist, load_checklist
 from kgeval.runs import Checklist, ChecklistItem, Receipt, ResultsDB, RunPlan
 
+DEFAULT_CHECKLIST = Path(__file__).parent / "defaults" / "pre_eval.yaml"
+"""The pre-eval checklist shipped in the package (with its caught table beside it)."""
+
 _ITEMS = {
     "holdout_manifest": holdout_manifest,
     "gold": gold,
@@ -52,10 +55,11 @@ def evaluate_checklist(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB
     return Receipt(checklist_sha256=checklist.sha256, items=lines)
 
 
-def pre_eval_checklist(path: Path, guards: Sequence[Guard] = ()) -> Checklist:
-    """The checklist at `path` as the callable `execute_run` and `resume_run` take. The file is
-    read now, so a missing or malformed checklist fails before anything else."""
-    checklist = load_checklist(path)
+def pre_eval_checklist(path: Path | None, guards: Sequence[Guard] = ()) -> Checklist:
+    """The checklist at `path` (None: the shipped DEFAULT_CHECKLIST) as the callable
+    `execute_run` and `resume_run` take. The file is read now, so a missing or malformed
+    checklist fails before anything else."""
+    checklist = load_checklist(path or DEFAULT_CHECKLIST)
 
     def evaluate(plan: RunPlan, db: ResultsDB) -> Receipt:
         return evaluate_checklist(checklist, plan, db, guards)
@@ -65,6 +69,7 @@ def pre_eval_checklist(path: Path, guards: Sequence[Guard] = ()) -> Checklist:
 
 __all__ = [
     "CHECKS",
+    "DEFAULT_CHECKLIST",
     "CaughtEntry",
     "Guard",
     "PreEvalChecklist",

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from kgeval.cli import _guards, _run, _service
+from kgeval import __version__
+from kgeval.cli import _guards, _run, _service, _show
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -16,6 +19,24 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"kgeval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Evaluate text-to-SPARQL systems on a sealed holdout of knowledge graphs.
+
+    Data paths not given as flags are found in the current directory, else under $KGEVAL_HOME
+    (holdout/, gold/, schema_gate/, kgeval.yaml, kgeval.duckdb)."""
+
+
 holdout_app.add_typer(import_app, name="import")
 gold_app.command("export")(gold_export)
 app.add_typer(holdout_app, name="holdout")
@@ -25,12 +46,14 @@ app.add_typer(_guards.contamination_app, name="contamination")
 holdout_app.command("admit")(_guards.holdout_admit)
 app.command("run")(_run.run)
 app.command("report")(_run.report)
+app.command("runs")(_run.runs)
 app.command("export")(_run.export)
 app.command("quickstart")(_run.quickstart)
 app.command("compare")(_service.compare)
 app.add_typer(_service.audit_app, name="audit")
 app.add_typer(_service.review_app, name="review")
 app.command("serve")(_service.serve)
+app.command("show")(_show.show)
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,10 +19,46 @@ from kgeval.errors import KgevalError
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
-HoldoutOpt = Annotated[Path, typer.Option("--holdout", help="Holdout directory (KG subdirectories + MANIFEST.json).")]
-GoldOpt = Annotated[Path, typer.Option("--gold", help="Gold directory written by `kgeval gold rebuild`.")]
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB results database.")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML configuration overriding the defaults.")]
+HOME_ENV = "KGEVAL_HOME"
+"""A kgeval directory (holdout/, gold/, schema_gate/, kgeval.yaml, kgeval.duckdb) used from anywhere."""
+
+
+def found_path(name: str, *, create_in_home: bool = True) -> Path:
+    """Where a data path not given as a flag is found: `./NAME` when it exists; else
+    `$KGEVAL_HOME/NAME` when KGEVAL_HOME is set (and, unless `create_in_home`, NAME exists
+    there); else `./NAME`."""
+    here = Path(name)
+    home = os.environ.get(HOME_ENV)
+    if here.exists() or not home:
+        return here
+    there = Path(home).expanduser() / name
+    return there if create_in_home or there.exists() else here
+
+
+def _search(name: str, *, create_in_home: bool = True) -> Callable[[typer.Context, typer.CallbackParam, Path | None], Path | None]:
+    def resolve(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+        # by name: typer ships its own copy of click, whose ParameterSource is not click's
+        if getattr(ctx.get_parameter_source(param.name or ""), "name", None) != "DEFAULT":
+            return value  # given on the command line (or its environment variable): as is
+        return found_path(name, create_in_home=create_in_home)
+
+    return resolve
+
+
+def _search_config(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    if value is not None:
+        return value
+    found = found_path(CONFIG_FILE, create_in_home=False)
+    return found if found.exists() else None
+
+
+CONFIG_FILE = "kgeval.yaml"
+_RULE = "(default: ./{0} if it exists, else $KGEVAL_HOME/{0}, else ./{0})"
+HoldoutOpt = Annotated[Path, typer.Option("--holdout", callback=_search("holdout"), help=f"Holdout directory (KG subdirectories + MANIFEST.json) {_RULE.format('holdout')}.")]
+GoldOpt = Annotated[Path, typer.Option("--gold", callback=_search("gold"), help=f"Gold directory written by `kgeval gold rebuild` {_RULE.format('gold')}.")]
+DbOpt = Annotated[Path, typer.Option("--db", callback=_search("kgeval.duckdb", create_in_home=False), help="DuckDB results database (default: ./kgeval.duckdb if it exists, else $KGEVAL_HOME/kgeval.duckdb if that exists, else ./kgeval.duckdb is created).")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", callback=_search_config, help="YAML configuration overriding the defaults (default: ./kgeval.yaml, else $KGEVAL_HOME/kgeval.yaml, when one exists).")]
+GateDirOpt = Annotated[Path, typer.Option("--gate-dir", callback=_search("schema_gate"), help=f"Schema-gate directory with config.yaml and fingerprints/ {_RULE.format('schema_gate')}.")]
 
 F = TypeVar("F", bound=Callable)
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from kgeval.cli._common import ConfigOpt, HoldoutOpt, err, out, user_errors
+from kgeval.cli._common import ConfigOpt, GateDirOpt, HoldoutOpt, err, out, user_errors
 from kgeval.config import ContaminationConfig, load_config, load_gate_config
 from kgeval.errors import InputError, LeakDetected
 from kgeval.holdout import QUESTIONS_FILE, load_holdout
@@ -23,7 +23,6 @@ from kgeval.stores import open_store, rdf_format
 schema_gate_app = typer.Typer(help="Store training KGs' schema fingerprints for the adjacency gate.", no_args_is_help=True)
 contamination_app = typer.Typer(help="Find holdout material in fine-tuning data.", no_args_is_help=True)
 
-GateDirOpt = Annotated[Path, typer.Option("--gate-dir", help="Directory with config.yaml and fingerprints/.")]
 SHOWN_HITS = 50
 
 

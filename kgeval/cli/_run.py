@@ -10,7 +10,8 @@ import typer
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.cli._interop import export_run_qald
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, out, progress_bar, user_errors
+from kgeval.cli._show import opened_source, report_samples
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, load_config
 from kgeval.holdout import load_holdout
 from kgeval.reports import build_report, export_lines, format_accuracy, render_html, render_json, render_markdown
@@ -58,7 +59,7 @@ def run(
     replay: Annotated[Path | None, typer.Option("--replay", help="JSONL of recorded answers (system replay).")] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Attempts per question (default from config: 3).")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Attempts in flight (default from config: 8).")] = None,
-    checklist: Annotated[Path | None, typer.Option("--checklist", help="Pre-eval checklist (default checklists/pre_eval.yaml).")] = None,
+    checklist: Annotated[Path | None, typer.Option("--checklist", help="Pre-eval checklist (default: run.checklist, else the one shipped in the package).")] = None,
     compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="A run this one must be comparable with (repeatable).")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue this stopped run: only attempts not yet persisted are sent.")] = None,
     db: DbOpt = Path("kgeval.duckdb"),
@@ -101,27 +102,58 @@ def report(
     judges and their rules; audits of accepts; gold review coverage."""
     with ResultsDB(db, read_only=True) as results:
         built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config), judge=judge)
-    renderers = {Format.md: render_markdown, Format.json: render_json, Format.html: render_html}
-    text = renderers[format](built)
+    if format is Format.html:  # the page also shows each wrong answer and judge disagreement whole
+        with opened_source(db, run_id, gold if gold.is_dir() else None, holdout, config) as (source, _):
+            text = render_html(built, report_samples(source, built))
+    else:
+        text = {Format.md: render_markdown, Format.json: render_json}[format](built)
     out.print(text, markup=False, end="")
+
+
+@user_errors
+def runs(
+    db: DbOpt = Path("kgeval.duckdb"),
+    system: Annotated[str | None, typer.Option("--system", help="Only this system's runs.")] = None,
+) -> None:
+    """Every run in the database, oldest first, tab-separated: id, system, status, accuracy
+    (with its interval, or "withheld" when the harness failed too often) and start time."""
+    with ResultsDB(db, read_only=True) as results:
+        found = results.runs(system=system, status=None)
+        lines = [
+            [m.run_id, m.system, results.status(m.run_id), format_accuracy(build_report(results, m.run_id).overall), m.started_at[:19].replace("T", " ")]
+            for m in found
+        ]
+    if not lines:
+        err.print(f"{db}: no runs" + (f" of system {system}" if system else ""), markup=False)
+        return
+    for line in [["run", "system", "status", "accuracy", "started"], *lines]:
+        print("\t".join(line))
 
 
 class ExportFormat(StrEnum):
     jsonl = "jsonl"
     qald = "qald"
+    parquet = "parquet"
 
 
 @user_errors
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
-    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts) or qald (one seed, QALD JSON).")] = ExportFormat.jsonl,
+    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts), qald (one seed, QALD JSON) or parquet (attempts.parquet and verdicts.parquet in --output DIR).")] = ExportFormat.jsonl,
     seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
     holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
     config: ConfigOpt = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout); parquet: directory (default: ./RUN).")] = None,
 ) -> None:
-    """Write one JSON line per attempt with its verdicts to stdout, or one seed as QALD JSON."""
+    """Write one JSON line per attempt with its verdicts to stdout, one seed as QALD JSON, or the
+    run's attempts and verdicts as two Parquet files (for pandas, Spark, DuckDB ...)."""
+    if format is ExportFormat.parquet:
+        with ResultsDB(db, read_only=True) as results:
+            written = results.export_parquet(run_id, output or Path(run_id))
+        for name, rows in written.items():
+            out.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
+        return
     if format is ExportFormat.qald:
         export_run_qald(run_id, db, seed, holdout, config, output)
         return

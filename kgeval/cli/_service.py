@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from kgeval.audit import AuditLog, accepted_items, audit_states, draw_sample, record_decision
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, user_errors
+from kgeval.cli._common import ConfigOpt, DbOpt, GateDirOpt, GoldOpt, HoldoutOpt, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import load_gold
@@ -201,6 +201,13 @@ def review_request_changes(
 # ---- serve -------------------------------------------------------------------------------
 
 
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
 @user_errors
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -208,17 +215,22 @@ def serve(
     db: DbOpt = Path("kgeval.duckdb"),
     holdout: HoldoutOpt = Path("holdout"),
     gold: GoldOpt = Path("gold"),
+    gate_dir: GateDirOpt = Path("schema_gate"),
     access: AccessOpt = None,
     config: ConfigOpt = None,
+    log_level: Annotated[LogLevel, typer.Option("--log-level", help="info logs every request (uvicorn's access log and kgeval's JSON record).")] = LogLevel.info,
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="uvicorn's access log.")] = True,
 ) -> None:
-    """Serve the API and the auditor/reviewer page (/ui); OpenAPI at /openapi.json."""
+    """Serve the API and the auditor/reviewer page (/ui); Swagger UI at /docs, OpenAPI at /openapi.json."""
     import uvicorn
 
-    from kgeval.service import ServiceSettings, create_app, load_access
+    from kgeval.service import ServiceSettings, create_app, load_access, service_log_config
 
     tokens = load_access(access)
     if not len(tokens):
         raise InputError("no tokens: give --access FILE or set KGEVAL_ADMIN_TOKEN (every route but /health needs one)")
-    app = create_app(ServiceSettings(db=db, holdout=holdout, gold=gold, config=load_config(config), access=tokens))
-    err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, OpenAPI /openapi.json)", markup=False)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    settings = ServiceSettings(db=db, holdout=holdout, gold=gold, config=load_config(config), access=tokens, gate_dir=gate_dir)
+    app = create_app(settings)
+    err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, Swagger UI /docs, OpenAPI /openapi.json)", markup=False)
+    log_config = service_log_config(log_level.value)
+    uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config)

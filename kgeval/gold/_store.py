@@ -14,7 +14,6 @@ exit 1), never read past.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,13 +91,15 @@ def entry_identity(entry: GoldEntry) -> StoreIdentity:
     return StoreIdentity(engine=entry.engine, engine_version=entry.engine_version, data_sha256=entry.kg_sha256)
 
 
-@dataclass
-class KgGold:
-    """One KG file of a gold, verified."""
+class KgGold(BaseModel):
+    """One KG file of a gold (`<kg>.json`)."""
 
     kg: str
+    """KG id."""
     entries: list[GoldEntry]
-    failures: list[GoldFailure]
+    """Its questions' entries, in question order."""
+    failures: list[GoldFailure] = Field(default_factory=list)
+    """Its failed reference queries (absent in format 1)."""
 
 
 class GoldReader:
@@ -130,14 +131,9 @@ class GoldReader:
         if sha256_bytes(raw) != self.manifest.files.get(name):
             raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
         try:
-            payload = json.loads(raw)
-            kg = KgGold(
-                kg=payload["kg"],
-                entries=[GoldEntry.model_validate(e) for e in payload["entries"]],
-                failures=[GoldFailure.model_validate(f) for f in payload.get("failures", [])],
-            )
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise CheckFailed(f"{path}: not a gold file: {exc}") from None
+            kg = KgGold.model_validate_json(raw)  # one pass in pydantic's own JSON parser
+        except ValidationError as exc:
+            raise CheckFailed(f"{path}: not a gold file: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
         for entry in kg.entries:
             if entry.result.sha256() != entry.result_sha256:
                 raise CheckFailed(f"{entry.kg}/{entry.question_id}: result does not match its result_sha256 ({path})")

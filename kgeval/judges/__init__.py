@@ -1,6 +1,6 @@
 """Judges: deterministic decisions on whether an answer is right, with their reasons."""
 
-from kgeval.judges._execution import ExecutionJudge
+from kgeval.judges._execution import ExecutionJudge, align_columns, project, table_of_items, table_of_result
 from kgeval.judges._factory import judge_from_config, judges_from_config
 from kgeval.judges._execution_rules import RULES
 from kgeval.judges._lookup import KgLookup, kg_lookup
@@ -20,10 +20,14 @@ __all__ = [
     "Normalizer",
     "SeedJudge",
     "Verdict",
+    "align_columns",
     "iri_tail",
     "judge_from_config",
     "judges_from_config",
     "normalize_item",
     "normalize_term",
     "normalize_value",
+    "project",
+    "table_of_items",
+    "table_of_result",
 ]

@@ -45,20 +45,19 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import permutations
 
-from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import Variable
 
 from kgeval._files import sha256_json
 from kgeval.config import ExecutionJudgeConfig
+from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict
 from kgeval.judges._normalize import Normalizer
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
-from kgeval.stores import QueryResult, Term
+from kgeval.stores import QueryResult, Term, query_algebra
 
 LOGIC_VERSION = "2"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
@@ -168,8 +167,8 @@ def order_keys(sparql: str) -> tuple[str, ...] | None:
     """Variables of the reference query's top-level ORDER BY, or None when any sort key is
     not a plain variable (or the query has no ORDER BY)."""
     try:
-        node = translateQuery(parseQuery(sparql)).algebra.p
-    except Exception:  # noqa: BLE001 - rdflib raises bare Exceptions; the gold was built from it
+        node = query_algebra(sparql).p  # under the parse lock: a run judges on many threads
+    except QueryError:
         return None
     while isinstance(node, CompValue) and node.name != "OrderBy":
         node = node.get("p")

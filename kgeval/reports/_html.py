@@ -11,6 +11,7 @@ import html
 import re
 
 from kgeval.reports._summary import Accuracy
+from kgeval.samples import SAMPLE_CSS
 
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d2430}
@@ -31,38 +32,62 @@ def _inline(text: str) -> str:
 
 
 def markdown_to_html(markdown: str) -> str:
-    """The subset of Markdown our renderers write, as HTML."""
+    """The subset of Markdown our renderers write, as HTML. A bullet indented under another
+    is a nested list inside its parent item, never flattened into the parent's list."""
     out: list[str] = []
-    in_list = in_table = False
+    depth = 0  # open lists; each but the innermost ends in an open <li>
+    in_table = False
     for line in markdown.splitlines():
-        if in_list and not line.lstrip().startswith("- "):
-            out.append("</ul>")
-            in_list = False
+        bullet = re.match(r"( *)- (.*)", line)
+        if depth and not bullet:
+            out.append(_close_lists(depth))
+            depth = 0
         if in_table and not line.startswith("|"):
             out.append("</table>")
             in_table = False
-        if m := re.match(r"(#{1,3}) (.*)", line):
+        if bullet:
+            depth = _list_item(out, depth, len(bullet.group(1)) // 2 + 1, bullet.group(2))
+        elif m := re.match(r"(#{1,5}) (.*)", line):
             level = len(m.group(1))
             out.append(f"<h{level}>{_inline(m.group(2))}</h{level}>")
-        elif line.lstrip().startswith("- "):
-            if not in_list:
-                out.append("<ul>")
-                in_list = True
-            out.append(f"<li>{_inline(line.lstrip()[2:])}</li>")
         elif line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if all(set(c) <= {"-", ":"} for c in cells):
-                continue
-            tag = "th" if not in_table else "td"
-            if not in_table:
-                out.append("<table>")
-                in_table = True
-            out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>")
+            in_table = _table_row(out, line, in_table)
         elif line.strip():
             out.append(f"<p>{_inline(line)}</p>")
-    out.append("</ul>" if in_list else "")
-    out.append("</table>" if in_table else "")
+    if depth:
+        out.append(_close_lists(depth))
+    if in_table:
+        out.append("</table>")
     return "\n".join(out)
+
+
+def _list_item(out: list[str], depth: int, level: int, text: str) -> int:
+    """Append one bullet at `level` (1 = top); returns the lists open afterwards."""
+    level = min(level, depth + 1)  # a bullet cannot skip a level
+    if level > depth:
+        out.append("<ul>")
+    else:
+        out.append("</li>")
+        while depth > level:
+            out.append("</ul></li>")
+            depth -= 1
+    out.append(f"<li>{_inline(text)}")
+    return level
+
+
+def _close_lists(depth: int) -> str:
+    return "</li></ul>" * depth
+
+
+def _table_row(out: list[str], line: str, in_table: bool) -> bool:
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if all(set(c) <= {"-", ":"} for c in cells):
+        return in_table
+    tag = "th" if not in_table else "td"
+    if not in_table:
+        out.append("<table>")
+    out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>")
+    return True
 
 
 def interval_chart_svg(rows: list[Accuracy], title: str) -> str:
@@ -97,7 +122,7 @@ def html_page(title: str, body: str, warning: str | None = None) -> str:
     banner = f'<p class="warning">{html.escape(warning)}</p>\n' if warning else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{banner}{body}\n{banner}</body>\n</html>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}{SAMPLE_CSS}</style>\n</head>\n<body>\n{banner}{body}\n{banner}</body>\n</html>\n"
     )
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
+
 from kgeval.reports._oversight import Rate
 from kgeval.reports._summary import CAUSE_WORDS, Accuracy, HarnessReport, RunReport
+from kgeval.samples import Sample, sample_html
 
 
 def format_accuracy(acc: Accuracy | None) -> str:
@@ -254,8 +257,9 @@ def _disagreement_cell(item) -> str:  # noqa: ANN001 - a DisagreementItem
     return f"{item.question_id} ({recall}{subset})"
 
 
-def render_html(report: RunReport) -> str:
-    """The report as one self-contained HTML page, with accuracy and intervals per KG plotted."""
+def render_html(report: RunReport, samples: list[Sample] | None = None) -> str:
+    """The report as one self-contained HTML page, with accuracy and intervals per KG plotted,
+    and, when given, each sample shown whole (question, SPARQL, rows beside the gold, verdicts)."""
     from kgeval.reports._html import figure, html_page, interval_chart_svg, markdown_to_html
 
     charts = []
@@ -265,7 +269,19 @@ def render_html(report: RunReport) -> str:
         charts.append(figure(interval_chart_svg(report.by_domain, "Accuracy by domain"), "Accuracy by domain (Wilson 95%)."))
     md = render_markdown(report)
     head, _, rest = md.partition("\n## ")
+    title = f"kgeval report {report.metadata.run_id}"
     if not rest:
-        return html_page(f"kgeval report {report.metadata.run_id}", markdown_to_html(md))
+        return html_page(title, markdown_to_html(md) + _samples_html(samples))
     body = markdown_to_html(head) + "\n" + "\n".join(charts) + "\n" + markdown_to_html("## " + rest)
-    return html_page(f"kgeval report {report.metadata.run_id}", body)
+    for s in samples or []:  # each wrong answer links to its sample below
+        name = f"<li><strong>{html.escape(s.kg)}/{html.escape(s.question_id)}</strong>"
+        body = body.replace(name, f'<li><a href="#sample-{html.escape(s.question_id)}-{s.seed}"><strong>{html.escape(s.kg)}/{html.escape(s.question_id)}</strong></a>', 1)
+    return html_page(title, body + _samples_html(samples))
+
+
+def _samples_html(samples: list[Sample] | None) -> str:
+    if not samples:
+        return ""
+    links = "".join(f'<li><a href="#sample-{html.escape(s.question_id)}-{s.seed}">{html.escape(s.kg)}/{html.escape(s.question_id)} seed {s.seed}</a>: {html.escape(s.question)}</li>' for s in samples)
+    intro = "<p>Each wrong answer (its first wrong seed) and each question the judges disagree on, shown whole. The answer's rows were executed again read-only on the run's store.</p>"
+    return f"\n<h2>Samples ({len(samples)})</h2>\n{intro}<ul>{links}</ul>\n" + "\n".join(sample_html(s) for s in samples)

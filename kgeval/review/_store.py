@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 from pydantic import ValidationError
 
+from kgeval._duckdb import connect_duckdb
 from kgeval.errors import InputError
 from kgeval.review._model import ReviewRecord
 
@@ -35,9 +36,12 @@ class ReviewLog:
             self.problem = f"{self.path}: review store does not exist"
             return
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
+            self._con = connect_duckdb(self.path, read_only=read_only)
             if not read_only:
                 self._con.execute(_SCHEMA)
+        except InputError as exc:
+            self.problem = f"review store unreadable: {exc}"
+            self._con = None
         except duckdb.Error as exc:
             self.problem = f"{self.path}: review store unreadable: {exc}"
             self._con = None

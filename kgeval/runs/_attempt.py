@@ -17,6 +17,7 @@ Terminal states (DESIGN invariant 5):
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -89,7 +90,7 @@ def call_with_retries(
     system: System, question: Question, seed: int, config: KgevalConfig, limiter: Limiter | None = None
 ) -> tuple[SystemOutput, list[Try]]:
     """Call the system; try again after a transient failure, at most `run.max_tries` times,
-    waiting `run.retry_backoff_s` doubled each time. Every try is returned."""
+    waiting as `retry_wait_s` says (backoff, jitter, Retry-After). Every try is returned."""
     tries: list[Try] = []
     for n in range(1, config.run.max_tries + 1):
         if limiter is not None:
@@ -109,8 +110,18 @@ def call_with_retries(
         )
         if kind not in TRANSIENT_ERRORS or n == config.run.max_tries:
             return output, tries
-        time.sleep(config.run.retry_backoff_s * 2 ** (n - 1))
+        time.sleep(retry_wait_s(output, n, config))
     raise AssertionError("unreachable: max_tries >= 1")
+
+
+def retry_wait_s(output: SystemOutput, n: int, config: KgevalConfig) -> float:
+    """The wait after try `n`: `run.retry_backoff_s` doubled per try, jittered (half to all of
+    it, so threads that failed together retry apart), and at least the system's Retry-After
+    (up to `run.max_retry_after_s`)."""
+    wait = config.run.retry_backoff_s * 2 ** (n - 1) * random.uniform(0.5, 1.0)
+    if output.retry_after_s is not None:
+        wait = max(wait, min(output.retry_after_s, config.run.max_retry_after_s))
+    return wait
 
 
 def run_attempt(

@@ -3,16 +3,19 @@ every try) and verdicts.
 
 Each attempt, its tries and its verdicts are written in one transaction as the attempt
 completes, so a killed run loses at most the attempts in flight; `kgeval run --resume` sends
-exactly those again. One connection, used by one thread.
+exactly those again. One connection, used by one thread; opened through `connect_duckdb`
+(which waits while another process holds the file), and held only while needed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import duckdb
 
+from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction
 from kgeval.errors import InputError
 from kgeval.judges import Verdict
@@ -69,10 +72,7 @@ class ResultsDB:
         """Other tables in the same file (audits, reviews) must be opened in the same mode."""
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
-        try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise InputError(f"{self.path}: cannot open results database: {exc}") from None
+        self._con = connect_duckdb(self.path, read_only=read_only)
         if not read_only:
             self._con.execute(_SCHEMA)
             self._con.execute(_MIGRATIONS)
@@ -232,3 +232,18 @@ class ResultsDB:
         """(question id, seed) of every attempt already persisted."""
         rows = self._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run_id]).fetchall()
         return {(q, s) for q, s in rows}
+
+    def export_parquet(self, run_id: str, out_dir: Path) -> dict[str, int]:
+        """The run's attempts and verdicts as `attempts.parquet` and `verdicts.parquet` in
+        `out_dir` (DuckDB COPY; JSON columns stay JSON text), each written to a temporary name
+        and renamed. Returns rows written per file name."""
+        self.metadata(run_id)  # an unknown run is a clear error, not two empty files
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = {}
+        for table, order in (("attempts", "kg, question_id, seed"), ("verdicts", "question_id, seed, judge")):
+            final, tmp = out_dir / f"{table}.parquet", out_dir / f".{table}.parquet.tmp"
+            target = str(tmp).replace("'", "''")
+            self._con.execute(f"COPY (SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}) TO '{target}' (FORMAT parquet)", [run_id])
+            os.replace(tmp, final)
+            written[final.name] = self._con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0]
+        return written

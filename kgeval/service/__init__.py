@@ -17,6 +17,7 @@ __all__ = [
     "create_app",
     "load_access",
     "matcher_for",
+    "service_log_config",
 ]
 
 
@@ -25,6 +26,10 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy: the web stack is an optional
         from kgeval.service._app import create_app
 
         return create_app
+    if name == "service_log_config":
+        from kgeval.service._middleware import service_log_config
+
+        return service_log_config
     if name in ("ServiceSettings", "ServiceState"):
         from kgeval.service import _state
 

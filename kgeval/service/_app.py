@@ -2,33 +2,47 @@
 reports, audit of accepts, gold review, and the auditor/reviewer page.
 
 Every route but /health needs a token: `Authorization: Bearer <token>`, or the page's session
-cookie (set by POST /session). A cookie-authenticated request that changes anything must also
-carry the `X-Kgeval-Page: 1` header, which a cross-site form cannot send.
+cookie (a random session id set by POST /session; the token never leaves the sign-in request).
+A cookie-authenticated request that changes anything must also carry the `X-Kgeval-Page: 1`
+header, which a cross-site form cannot send. Swagger UI at /docs (after signing in).
+
+Under abuse: the token is checked before the body is read; a body over `service.max_body_bytes`
+is refused (413); heavy requests work in a small thread pool under `service.request_timeout_s`
+(503 after it), so /health keeps answering; the results database is opened per request, never
+held between them (503 with Retry-After while another process holds it).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import parse_qs
 
+import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
+from kgeval import __version__
 from kgeval.audit import AuditSample, accepted_items, audit_states, draw_sample, record_decision
-from kgeval.errors import CheckFailed, InputError, KgevalError, QueryError
+from kgeval.errors import CheckFailed, DatabaseBusy, KgevalError, QueryError
 from kgeval.gold import display_text
 from kgeval.judges import Candidate
 from kgeval.reports import build_report, render_html, render_json, render_markdown
 from kgeval.review import NotPermitted, current_hashes, record_review, review_states
 from kgeval.runs import judge_candidate
 from kgeval.service._access import Principal, Role
-from kgeval.service._state import ServiceSettings, ServiceState
+from kgeval.service._middleware import SESSION_COOKIE, AuthError, AuthFirst, RequestLog, principal_from_headers
+from kgeval.service._state import Database, ServiceSettings, ServiceState
+from kgeval.service._ui import router as ui_router
 
-COOKIE = "kgeval_token"
-PAGE_HEADER = "X-Kgeval-Page"
+T = TypeVar("T")
 
 
 # ---- request and response bodies -------------------------------------------------------
@@ -79,23 +93,28 @@ class ReviewRequest(BaseModel):
 
 # ---- auth --------------------------------------------------------------------------------
 
+_bearer = HTTPBearer(auto_error=False, description="A token from the access file (or KGEVAL_ADMIN_TOKEN).")
+
 
 def _state(request: Request) -> ServiceState:
     return request.app.state.kgeval
 
 
-def authenticated(request: Request) -> Principal:
-    auth = request.headers.get("authorization", "")
-    token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-    via_cookie = token is None and COOKIE in request.cookies
-    if via_cookie:
-        token = request.cookies[COOKIE]
-        if request.method not in ("GET", "HEAD") and request.headers.get(PAGE_HEADER) != "1":
-            raise HTTPException(403, f"cookie-authenticated changes need the {PAGE_HEADER} header")
-    principal = _state(request).settings.access.authenticate(token)
+def authenticated(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None) -> Principal:
+    """The caller, as the AuthFirst middleware found it (before the body was read). The bearer
+    dependency declares the scheme in the OpenAPI schema; the middleware does the checking."""
+    principal = getattr(request.state, "principal", None)
     if principal is None:
         raise HTTPException(401, "a valid token is required", headers={"WWW-Authenticate": "Bearer"})
     return principal
+
+
+def page_principal(request: Request) -> Principal | None:
+    """The caller of a page route (pages are public paths: they ask for a sign-in instead)."""
+    try:
+        return principal_from_headers(request.headers, request.method, _state(request).authenticate)
+    except AuthError:
+        return None
 
 
 def role(*roles: Role):  # noqa: ANN201 - a FastAPI dependency
@@ -119,12 +138,44 @@ def _http(exc: KgevalError) -> HTTPException:
         return HTTPException(403, str(exc))
     if isinstance(exc, CheckFailed):
         return HTTPException(409, str(exc))
+    if isinstance(exc, DatabaseBusy):
+        return HTTPException(503, str(exc), headers={"Retry-After": "1"})
     return HTTPException(400, str(exc))
 
 
-def _known_run(state: ServiceState, run_id: str) -> None:
-    if run_id not in state.results.run_ids():
+def _known_run(state: ServiceState, db: Database, run_id: str) -> None:
+    if run_id not in db.results.run_ids():
         raise HTTPException(404, f"no run {run_id!r} in {state.settings.db}")
+
+
+class WorkTimeout(Exception):
+    """A heavy request passed `service.request_timeout_s` (checked between units of work)."""
+
+
+def deadline_check(deadline: float) -> Callable[[], None]:
+    """A callable the work calls between units; raises WorkTimeout once past `deadline`."""
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise WorkTimeout
+
+    return check
+
+
+async def bounded(state: ServiceState, work: Callable[[Callable[[], None]], T]) -> T:
+    """Run `work` (given a deadline check) on the heavy-request pool under the request time
+    limit, off the event loop, so /health and light routes keep answering. On timeout the
+    caller gets 503 at once; the work stops at its next deadline check."""
+    cfg = state.settings.service
+    deadline = time.monotonic() + cfg.request_timeout_s
+    timed_out = HTTPException(503, f"the request took longer than {cfg.request_timeout_s:g} s (service.request_timeout_s); send less per request")
+    try:
+        with anyio.fail_after(cfg.request_timeout_s):
+            return await anyio.to_thread.run_sync(work, deadline_check(deadline), limiter=state.heavy, abandon_on_cancel=True)
+    except (TimeoutError, WorkTimeout):
+        raise timed_out from None
+    except KgevalError as exc:
+        raise _http(exc) from None
 
 
 # ---- the app -----------------------------------------------------------------------------
@@ -140,116 +191,143 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     app = FastAPI(
         title="kgeval",
-        version="0.1.0",
+        version=__version__,
         description=__doc__,
         lifespan=lifespan,
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
     )
-    app.state.kgeval = ServiceState.open(settings)
+    state = ServiceState.open(settings)
+    app.state.kgeval = state
+    # the last added is the outermost: log, then authenticate, then limit the body
+    app.add_middleware(RequestBodyLimitMiddleware, max_body_size=settings.service.max_body_bytes)
+    app.add_middleware(AuthFirst, authenticate=state.authenticate)
+    app.add_middleware(RequestLog)
+
+    @app.exception_handler(DatabaseBusy)
+    async def busy(request: Request, exc: DatabaseBusy) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+
     _routes(app)
     return app
 
 
 def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to bottom
     @app.get("/health", tags=["service"])
-    def health() -> dict[str, str]:
-        """Liveness; the only route without a token."""
+    async def health() -> dict[str, str]:
+        """Liveness; the only route without a token. Answered on the event loop itself."""
         return {"status": "ok"}
 
     @app.get("/openapi.json", tags=["service"], include_in_schema=False)
     def openapi(_: Anyone) -> JSONResponse:
         return JSONResponse(app.openapi())
 
+    @app.get("/docs", tags=["service"], include_in_schema=False)
+    def docs(request: Request) -> Response:
+        """Swagger UI over /openapi.json; without a session it asks for a sign-in first."""
+        if page_principal(request) is None:
+            return _login(status=401, next_page="/docs")
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="kgeval API")
+
     @app.get("/me", tags=["service"])
     def me(principal: Anyone) -> Principal:
         return principal
 
     @app.post("/contamination/check", tags=["guards"])
-    def contamination(body: ContaminationRequest, state: State, _: Builder) -> ContaminationResponse:
+    async def contamination(body: ContaminationRequest, state: State, _: Builder) -> ContaminationResponse:
         """Holdout material in the given texts; `clean` is false on any hit."""
-        if len(body.texts) > state.settings.max_texts:
-            raise HTTPException(413, f"at most {state.settings.max_texts} texts per request")
-        hits = [
-            ContaminationHit(text_index=i, **m.model_dump(include={"kind", "matched", "holdout_item", "score"}))
-            for i, text in enumerate(body.texts)
-            for m in state.matcher.match_text(text)
-        ]
+        if len(body.texts) > state.settings.service.max_texts:
+            raise HTTPException(413, f"at most {state.settings.service.max_texts} texts per request (service.max_texts)")
+
+        def check(in_time: Callable[[], None]) -> list[ContaminationHit]:
+            hits = []
+            for i, text in enumerate(body.texts):
+                in_time()
+                fields = ("kind", "matched", "holdout_item", "score")
+                hits += [ContaminationHit(text_index=i, **m.model_dump(include=set(fields))) for m in state.matcher.match_text(text)]
+            return hits
+
+        hits = await bounded(state, check)
         return ContaminationResponse(clean=not hits, texts=len(body.texts), hits=hits)
 
     @app.post("/judge", tags=["judges"])
-    def judge(body: JudgeRequest, state: State, _: Auditor) -> dict[str, Any]:
+    async def judge(body: JudgeRequest, state: State, _: Auditor) -> dict[str, Any]:
         """Every enabled judge's verdict on one answer to one holdout question."""
         question = state.question(body.question_id)
         if question is None or body.question_id not in state.gold:
             raise HTTPException(404, f"no holdout question {body.question_id!r} with gold")
         if body.answer is None and not body.sparql:
             raise HTTPException(400, "give an answer list, SPARQL, or both")
-        result, sparql_error = None, None
-        if body.sparql:
-            try:
-                cfg = state.settings.config.run
-                result, _ = state.store(question.kg).execute_candidate(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
-            except QueryError as exc:
-                sparql_error = f"{type(exc).__name__}: {exc}"
-        if sparql_error and body.answer is None:
-            raise HTTPException(400, f"question {question.id}: {sparql_error}")
-        candidate = Candidate(items=body.answer, result=result, sparql_error=sparql_error)
-        entry = state.gold[question.id]
-        judged, _ = judge_candidate(question, state.judges, entry.result, candidate, entry.ties)
-        verdicts = [v.model_dump() for v in judged]
-        return {"question_id": question.id, "primary": state.settings.config.judges.primary, "verdicts": verdicts, "sparql_error": sparql_error}
+        return await bounded(state, lambda _: _judge_one(state, question, body))
 
     @app.get("/runs", tags=["runs"])
     def runs(state: State, _: Reader) -> list[dict[str, Any]]:
-        with state.lock:
+        with state.database() as db:
             out = []
-            for run_id in state.results.run_ids():
-                m = state.results.metadata(run_id)
-                out.append({"run_id": run_id, "system": m.system, "status": state.results.status(run_id), "started_at": m.started_at})
+            for run_id in db.results.run_ids():
+                m = db.results.metadata(run_id)
+                out.append({"run_id": run_id, "system": m.system, "status": db.results.status(run_id), "started_at": m.started_at})
             return out
 
     @app.get("/runs/{run_id}", tags=["runs"])
     def run_status(run_id: str, state: State, _: Reader) -> dict[str, Any]:
-        with state.lock:
-            _known_run(state, run_id)
+        with state.database() as db:
+            _known_run(state, db, run_id)
             try:
-                metadata = state.results.metadata(run_id)
-                status = state.results.status(run_id)
-                attempts = state.results.attempts(run_id)
+                metadata = db.results.metadata(run_id)
+                status = db.results.status(run_id)
+                attempts = db.results.attempts(run_id)
+                expected = len(db.results.questions(run_id)) * len(metadata.seeds)
             except KgevalError as exc:
                 raise _http(exc) from None
-        expected = len(state.results.questions(run_id)) * len(metadata.seeds)
         errors = sum(1 for a in attempts if a.state == "error")
         return {"run_id": run_id, "status": status, "attempts": len(attempts), "expected_attempts": expected, "errors": errors, "metadata": metadata.model_dump()}
 
     @app.get("/runs/{run_id}/report", tags=["reports"])
-    def report(run_id: str, state: State, _: Reader, format: Literal["json", "md", "html"] = "json") -> Response:
-        with state.lock:
-            _known_run(state, run_id)
-            try:
-                built = build_report(state.results, run_id, gold_dir=state.settings.gold, holdout_dir=state.settings.holdout, config=state.settings.config)
-            except KgevalError as exc:
-                raise _http(exc) from None
+    async def report(run_id: str, state: State, _: Reader, format: Literal["json", "md", "html"] = "json") -> Response:
+        def build(_: Callable[[], None]):  # noqa: ANN202
+            with state.database() as db:
+                _known_run(state, db, run_id)
+                return build_report(db.results, run_id, gold_dir=state.settings.gold, holdout_dir=state.settings.holdout, config=state.settings.config)
+
+        built = await bounded(state, build)
         if format == "html":
             return HTMLResponse(render_html(built))
         if format == "md":
             return PlainTextResponse(render_markdown(built), media_type="text/markdown")
         return Response(render_json(built), media_type="application/json")
 
+    app.include_router(ui_router, dependencies=[Depends(role("admin", "auditor", "reviewer"))])
     _audit_routes(app)
     _review_routes(app)
     _page_routes(app)
 
 
-def _audit_routes(app: FastAPI) -> None:
-    def items(state: ServiceState, run_id: str):  # noqa: ANN202
-        return accepted_items(state.results, run_id, state.gold, state.settings.config.gold.display_items)
+def _judge_one(state: ServiceState, question: Any, body: JudgeRequest) -> dict[str, Any]:
+    result, sparql_error = None, None
+    if body.sparql:
+        try:
+            cfg = state.settings.config.run
+            result, _ = state.store(question.kg).execute_candidate(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
+        except QueryError as exc:
+            sparql_error = f"{type(exc).__name__}: {exc}"
+    if sparql_error and body.answer is None:
+        raise HTTPException(400, f"question {question.id}: {sparql_error}")
+    candidate = Candidate(items=body.answer, result=result, sparql_error=sparql_error)
+    entry = state.gold[question.id]
+    judged, _ = judge_candidate(question, state.judges, entry.result, candidate, entry.ties)
+    verdicts = [v.model_dump() for v in judged]
+    return {"question_id": question.id, "primary": state.settings.config.judges.primary, "verdicts": verdicts, "sparql_error": sparql_error}
 
-    def shown(state: ServiceState, sample: AuditSample) -> dict[str, Any]:
-        current = items(state, sample.run_id)
-        states = audit_states(current, state.audits.records(sample.run_id))
+
+def _audit_routes(app: FastAPI) -> None:
+    def items(state: ServiceState, db: Database, run_id: str):  # noqa: ANN202
+        return accepted_items(db.results, run_id, state.gold, state.settings.config.gold.display_items)
+
+    def shown(state: ServiceState, db: Database, sample: AuditSample) -> dict[str, Any]:
+        current = items(state, db, sample.run_id)
+        states = audit_states(current, db.audits.records(sample.run_id))
         out = sample.model_dump()
         for item, data in zip(sample.items, out["items"]):
             now = current.get(item.key)
@@ -259,48 +337,49 @@ def _audit_routes(app: FastAPI) -> None:
         return out
 
     @app.post("/runs/{run_id}/audit/samples", tags=["audit"])
-    def new_sample(run_id: str, body: SampleRequest, state: State, _: Auditor) -> dict[str, Any]:
+    async def new_sample(run_id: str, body: SampleRequest, state: State, _: Auditor) -> dict[str, Any]:
         """Draw (or redraw: the same seed draws the same) a stratified sample of accepts."""
         cfg = state.settings.config.audit
-        with state.lock:
-            _known_run(state, run_id)
-            try:
-                sample = draw_sample(run_id, items(state, run_id), body.accepts or cfg.default_accepts, cfg.sample_seed if body.seed is None else body.seed)
-            except KgevalError as exc:
-                raise _http(exc) from None
-            state.audits.save_sample(sample)
-            return shown(state, state.audits.sample(sample.sample_id) or sample)
+
+        def draw(_: Callable[[], None]) -> dict[str, Any]:
+            with state.database(write=True) as db:
+                _known_run(state, db, run_id)
+                sample = draw_sample(run_id, items(state, db, run_id), body.accepts or cfg.default_accepts, cfg.sample_seed if body.seed is None else body.seed)
+                db.audits.save_sample(sample)
+                return shown(state, db, db.audits.sample(sample.sample_id) or sample)
+
+        return await bounded(state, draw)
 
     @app.get("/runs/{run_id}/audit/samples", tags=["audit"])
     def list_samples(run_id: str, state: State, _: Reader) -> list[str]:
-        with state.lock:
-            return state.audits.sample_ids(run_id)
+        with state.database() as db:
+            return db.audits.sample_ids(run_id)
 
     @app.get("/runs/{run_id}/audit/samples/{sample_id}", tags=["audit"])
     def get_sample(run_id: str, sample_id: str, state: State, _: Reader) -> dict[str, Any]:
-        with state.lock:
-            sample = state.audits.sample(sample_id)
+        with state.database() as db:
+            sample = db.audits.sample(sample_id)
             if sample is None or sample.run_id != run_id:
                 raise HTTPException(404, f"run {run_id}: no audit sample {sample_id!r}")
-            return shown(state, sample)
+            return shown(state, db, sample)
 
     @app.post("/runs/{run_id}/audit/records", tags=["audit"])
     def record(run_id: str, body: AuditRecordRequest, state: State, principal: Auditor) -> dict[str, Any]:
         """Append an audit decision bound to the item hash the auditor saw (409 if it changed)."""
-        with state.lock:
-            _known_run(state, run_id)
+        with state.database(write=True) as db:
+            _known_run(state, db, run_id)
             try:
-                rec = record_decision(state.audits, items(state, run_id), (body.question_id, body.seed), body.item_sha256, principal.name, body.decision, body.note)
+                rec = record_decision(db.audits, items(state, db, run_id), (body.question_id, body.seed), body.item_sha256, principal.name, body.decision, body.note)
             except KgevalError as exc:
                 raise _http(exc) from None
             return rec.model_dump()
 
 
 def _review_routes(app: FastAPI) -> None:
-    def listing(state: ServiceState, principal: Principal, domain: str | None) -> list[dict[str, Any]]:
+    def listing(state: ServiceState, db: Database, principal: Principal, domain: str | None) -> list[dict[str, Any]]:
         questions = state.holdout.questions()
         hashes = current_hashes(questions, state.gold)
-        states = review_states(hashes, state.reviews.records())
+        states = review_states(hashes, db.reviews.records())
         reviewer = principal.reviewer()
         return [
             {
@@ -318,9 +397,9 @@ def _review_routes(app: FastAPI) -> None:
 
     @app.get("/review/questions", tags=["review"])
     def questions(state: State, principal: Reader, domain: str | None = None) -> dict[str, Any]:
-        with state.lock:
-            rows = listing(state, principal, domain)
-        return {"store_problem": state.reviews.problem, "questions": rows}
+        with state.database() as db:
+            rows = listing(state, db, principal, domain)
+            return {"store_problem": db.reviews.problem, "questions": rows}
 
     @app.get("/review/questions/{question_id}", tags=["review"])
     def question(question_id: str, state: State, principal: Reader) -> dict[str, Any]:
@@ -328,9 +407,9 @@ def _review_routes(app: FastAPI) -> None:
         if q is None:
             raise HTTPException(404, f"no holdout question {question_id!r}")
         entry = state.gold.get(q.id)
-        with state.lock:
-            row = next(r for r in listing(state, principal, None) if r["question_id"] == q.id)
-            history = [r.model_dump() for r in state.reviews.records() if r.question_id == q.id]
+        with state.database() as db:
+            row = next(r for r in listing(state, db, principal, None) if r["question_id"] == q.id)
+            history = [r.model_dump() for r in db.reviews.records() if r.question_id == q.id]
         gold = display_text(entry.result, state.settings.config.gold.display_items) if entry else "(no gold)"
         return {**row, "sparql": q.sparql, "gold": gold, "gold_total": entry.result.total if entry else None, "history": history}
 
@@ -340,38 +419,59 @@ def _review_routes(app: FastAPI) -> None:
         q = state.question(question_id)
         if q is None:
             raise HTTPException(404, f"no holdout question {question_id!r}")
-        with state.lock:
+        with state.database(write=True) as db:
             try:
-                rec = record_review(state.reviews, q, state.gold.get(q.id), principal.reviewer(), body.decision, body.content_sha256, body.note)
+                rec = record_review(db.reviews, q, state.gold.get(q.id), principal.reviewer(), body.decision, body.content_sha256, body.note)
             except KgevalError as exc:
                 raise _http(exc) from None
         return rec.model_dump()
 
 
-_LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kgeval: sign in</title></head>
-<body style="font-family:sans-serif;max-width:30rem;margin:3rem auto"><h1>kgeval</h1>
-<form method="post" action="/session"><label>Token <input id="token" name="token" type="password" autocomplete="off"></label>
-<button id="signin" type="submit">Sign in</button></form></body></html>"""
+_LOGIN = resources.files("kgeval.service").joinpath("static/login.html").read_text(encoding="utf-8")
+"""The styled sign-in page; `_login` fills in where the sign-in leads and any problem."""
+_PAGES = ("/ui", "/docs")
+"""Where a sign-in may lead (never an address from the form: no open redirect)."""
+_SIGN_IN_BYTES = 4096
+
+
+def _login(status: int, next_page: str = "/ui", problem: str = "") -> HTMLResponse:
+    hidden = f'<input type="hidden" name="next" value="{next_page if next_page in _PAGES else "/ui"}">'
+    text = _LOGIN.replace("</form>", hidden + "\n</form>", 1)
+    if problem:
+        text = text.replace("<form", f'<p class="error">{problem}</p><form', 1)
+    return HTMLResponse(text, status_code=status)
 
 
 def _page_routes(app: FastAPI) -> None:
-    @app.post("/session", tags=["page"], include_in_schema=False)
+    @app.post("/session", tags=["page"], include_in_schema=False, max_body_size=_SIGN_IN_BYTES)
     async def session(request: Request) -> Response:
-        """Exchange a token (the sign-in form's field) for the page's session cookie."""
+        """Exchange a token (the sign-in form's field) for a session; the cookie holds the
+        session's random id, never the token."""
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0]
-        if _state(request).settings.access.authenticate(token) is None:
-            return HTMLResponse(_LOGIN.replace("<form", "<p>Unknown token.</p><form"), status_code=401)
-        response = RedirectResponse("/ui", status_code=303)
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+        next_page = (form.get("next") or ["/ui"])[0]
+        state = _state(request)
+        principal = state.settings.access.authenticate(token)
+        if principal is None:
+            return _login(status=401, next_page=next_page, problem="Unknown token.")
+        response = RedirectResponse(next_page if next_page in _PAGES else "/ui", status_code=303)
+        secure = request.url.scheme == "https"
+        max_age = int(state.settings.service.session_hours * 3600)
+        response.set_cookie(SESSION_COOKIE, state.sessions.start(principal), httponly=True, samesite="strict", secure=secure, max_age=max_age)
+        return response
+
+    @app.delete("/session", tags=["page"], include_in_schema=False)
+    def sign_out(request: Request) -> Response:
+        """End the page's session (the id stops working at once)."""
+        _state(request).sessions.end(request.cookies.get(SESSION_COOKIE))
+        response = Response(status_code=204)
+        response.delete_cookie(SESSION_COOKIE)
         return response
 
     @app.get("/ui", tags=["page"], include_in_schema=False)
     def page(request: Request) -> Response:
         """The auditor/reviewer page; without a valid session it answers 401 with a sign-in form."""
-        try:
-            authenticated(request)
-        except HTTPException:
-            return HTMLResponse(_LOGIN, status_code=401)
+        if page_principal(request) is None:
+            return _login(status=401)
         text = resources.files("kgeval.service").joinpath("static/page.html").read_text(encoding="utf-8")
         return HTMLResponse(text)

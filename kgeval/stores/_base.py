@@ -49,7 +49,8 @@ class Store(ABC):
     def execute(self, query: str, *, timeout_s: float, row_cap: int) -> QueryResult:
         """Run a trusted `query` read-only; raise QueryRefused, QuerySyntaxError, QueryTimeout or
         StoreError (QueryRejected when the engine refuses the query itself)."""
-        return self._result(query, self._guard(query), timeout_s, row_cap)
+        shape = self._guard(query)
+        return self._result(shape.text, shape, timeout_s, row_cap)  # the engine runs the text the guard approved
 
     def execute_candidate(self, query: str, *, timeout_s: float, row_cap: int) -> tuple[QueryResult, QueryResources]:
         """Run an untrusted `query` within `candidate_limits`: its result and what it cost.
@@ -65,7 +66,7 @@ class Store(ABC):
                 raise QueryRefused("the query nests too deeply to be analysed") from None
             except UnicodeError:  # a lone surrogate: no engine can be sent this text
                 raise QuerySyntaxError("the query is not valid Unicode text (a lone surrogate)") from None
-            return self._run_candidate(query, shape, timeout_s, row_cap)
+            return self._run_candidate(shape.text, shape, timeout_s, row_cap)  # the approved text, never the original
         except QueryError as exc:
             if exc.resources is None:
                 exc.resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000)

@@ -79,7 +79,7 @@ class GremlinStore(Store):
 
     def _guard(self, query: str) -> QueryShape:
         parsed = parse_gremlin(query, max_bytes=self.max_query_bytes)
-        return QueryShape("select", parsed.ordered, None, 0, ())
+        return QueryShape("select", parsed.ordered, None, 0, (), query)  # sent as bytecode built from this parse
 
     def _ask(self, query: str, timeout_s: float) -> bool:  # pragma: no cover - _guard never says "ask"
         raise StoreError("Gremlin has no ASK form")

@@ -1,35 +1,54 @@
-"""Query analysis and the read-only guard, by parsing with rdflib (never by regular expression).
+"""Query analysis and the read-only guard: one reading of the query, and the engine runs it.
 
 Every query a store executes, reference or candidate, goes through `guard_query` first
-(DESIGN invariant 12): updates, SERVICE clauses, CONSTRUCT/DESCRIBE and over-long queries are
-refused before any store sees them.
+(DESIGN invariant 12): updates, SERVICE clauses, CONSTRUCT/DESCRIBE and over-long or
+over-deep queries are refused before any store sees them. What the guard approved is exactly
+what the engine runs: `_lexer` splits the text into SPARQL terminals by the specification and
+writes them back in one canonical form (no comments, no escapes two parsers could read
+differently); the grammar (tree-sitter-sparql, a C parser with no recursion limit) then reads
+that canonical text, a check proves it split the text into the same terminals, and the shape
+comes from that tree. Stores send `QueryShape.text`, never the original text.
+
+Each distinct text is analysed once per process (a thread-safe cache keyed by the text).
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal
 
-from pyparsing import ParseException
+import tree_sitter
+import tree_sitter_sparql
 from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
+from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
+from kgeval.stores._lexer import Token, byte_spans, canonical_text, canonical_tokens
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
-# rdflib's SPARQL grammar (pyparsing) keeps parse state in shared objects: two threads parsing
-# at once corrupt each other ("postParse2() missing ... tokenList"). Runs execute candidates
-# from several threads, so parsing is serialized; execution in the store is not.
-_PARSE_LOCK = threading.Lock()
-_MODIFIERS = {"Project", "Distinct", "Reduced", "Slice", "ToMultiSet"}
+MAX_NESTING = 64
+"""Deepest nesting of ( [ { a query may have: engines parse and evaluate recursively, and
+real queries stay far below it (a deeper one is refused, never a crash)."""
+
+_UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH", "USING"}
+_REFUSED_FORMS = {"CONSTRUCT", "DESCRIBE"}
+with warnings.catch_warnings():  # the grammar package still hands over its language as an int
+    warnings.simplefilter("ignore", DeprecationWarning)
+    LANGUAGE = tree_sitter.Language(tree_sitter_sparql.language())
+_TERMINALS = tree_sitter.Query(LANGUAGE, "(comment) @comment (string) @string (iri_reference) @iri")
+_SUB_SELECTS = tree_sitter.Query(LANGUAGE, "(sub_select) @select")
+_AGGREGATES = tree_sitter.Query(LANGUAGE, "(aggregate) @aggregate")
+_PARSERS = threading.local()  # a tree-sitter parser is not shared between threads
 
 
 @dataclass(frozen=True)
 class QueryShape:
-    """What the parser says about a query."""
+    """What the guard read in a query, and the text it approved."""
 
     form: Literal["select", "ask"]
     ordered: bool
@@ -39,75 +58,203 @@ class QueryShape:
     offset: int
     """OFFSET, 0 when there is none."""
     variables: tuple[str, ...]
-    """Projected variables in order (SELECT only)."""
+    """Projected variables in order (SELECT only; for SELECT * the variables in scope)."""
+    text: str
+    """The approved query, re-written in canonical form: the only text a store may send."""
 
 
 def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> QueryShape:
     """Analyse `text` and refuse anything that is not a read-only SELECT or ASK."""
-    size = len(text.encode("utf-8"))
+    size = len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate is refused by the lexer
     if size > max_bytes:
         raise QueryRefused(f"query is {size} bytes, over the {max_bytes}-byte limit")
-    with _PARSE_LOCK:
-        return _analyse(text)
+    return _analyse(text)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def _analyse(text: str) -> QueryShape:
-    try:
-        parsed = parseQuery(text)
-    except ParseException as exc:
-        if _is_update(text):
-            raise QueryRefused("updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) are refused") from None
-        raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None
-    if _contains(parsed, "ServiceGraphPattern"):
+    tokens = canonical_tokens(text)
+    _refuse_unsafe(tokens)
+    canonical = canonical_text(tokens)
+    root = parsed_tree(canonical).root_node
+    _check_same_terminals(root, tokens, canonical)
+    query = next((c for c in root.named_children if c.type.endswith("_query")), None)
+    if query is None or query.type not in ("select_query", "ask_query"):
+        raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
+    for select in [query, *tree_sitter.QueryCursor(_SUB_SELECTS).captures(root).get("select", [])]:
+        if select.type != "ask_query":
+            _check_projection(select)
+    if query.type == "ask_query":
+        return QueryShape("ask", False, None, 0, (), canonical)
+    return _select_shape(query, canonical)
+
+
+def parsed_tree(canonical: str) -> tree_sitter.Tree:
+    """The tree-sitter tree of a canonical text (this thread's parser)."""
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = tree_sitter.Parser(LANGUAGE)
+    return parser.parse(canonical.encode("utf-8"))
+
+
+def _refuse_unsafe(tokens: list[Token]) -> None:
+    """Refuse by keyword before any grammar runs: a bare word is always a keyword in SPARQL."""
+    words = {t.keyword for t in tokens if t.kind == "word"}
+    if words & _UPDATE_WORDS:
+        raise QueryRefused("updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) are refused")
+    if "SERVICE" in words:
         raise QueryRefused("SERVICE clauses are refused: a query may only read the store it is sent to")
-    try:
-        algebra = translateQuery(parsed).algebra
-    except Exception as exc:  # rdflib raises bare Exceptions, e.g. for an unknown prefix
-        raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None
-    if algebra.name == "AskQuery":
-        return QueryShape("ask", False, None, 0, ())
-    if algebra.name != "SelectQuery":
-        form = algebra.name.removesuffix("Query").upper()
+    form = next((t.keyword for t in tokens if t.keyword in ("SELECT", "ASK", *_REFUSED_FORMS)), "")
+    if form in _REFUSED_FORMS:
         raise QueryRefused(f"{form} queries are not supported: only SELECT and ASK")
-    return _select_shape(algebra)
+    depth = deepest = 0
+    for token in tokens:
+        if token.text in ("{", "[", "("):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.text in ("}", "]", ")"):
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
 
 
-def _select_shape(algebra: CompValue) -> QueryShape:
-    ordered, limit, offset = False, None, 0
-    node = algebra.p
-    while isinstance(node, CompValue) and (node.name in _MODIFIERS or node.name == "OrderBy"):
-        if node.name == "Slice":
-            limit, offset = node.length, node.start or 0
-        if node.name == "OrderBy":
-            ordered = True
-        node = node.p
-    variables = tuple(str(v) for v in algebra.PV)
-    return QueryShape("select", ordered, limit, offset, variables)
+def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str) -> None:
+    """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error,
+    no comment, and each string and IRI exactly where the lexer put one (every other terminal
+    is a run of characters between spaces, which no reader can join or split differently)."""
+    if root.has_error:
+        error = next((n for n in _walk(root) if n.type == "ERROR" or n.is_missing), root)
+        raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, error)}")
+    captured = tree_sitter.QueryCursor(_TERMINALS).captures(root)
+    spans = byte_spans(tokens)
+    for kind in ("comment", "string", "iri"):
+        expected = [span for span, token in zip(spans, tokens) if token.kind == kind]
+        found = sorted((n.start_byte, n.end_byte) for n in captured.get(kind, []))
+        if found != expected:
+            raise QuerySyntaxError(f"SPARQL does not parse: the grammar read the {kind}s of the query differently from the lexer")
 
 
-def _is_update(text: str) -> bool:
-    try:
-        parseUpdate(text)
-    except ParseException:
-        return False
-    return True
+def _near(canonical: str, node: tree_sitter.Node) -> str:
+    data = canonical.encode("utf-8")
+    snippet = data[max(0, node.start_byte - 30) : node.end_byte + 30].decode("utf-8", "replace")
+    return repr(snippet.strip())
 
 
-def _contains(node: Any, name: str) -> bool:
-    """True when a parse-tree node named `name` appears anywhere below `node`."""
+def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    """Every node below `node` in document order, without recursion (trees can be deep)."""
     stack = [node]
     while stack:
         item = stack.pop()
-        if isinstance(item, CompValue):
-            if item.name == name:
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif hasattr(item, "asList") and not isinstance(item, str):
-            stack.extend(list(item))
-    return False
+        yield item
+        stack.extend(reversed(item.children))
+
+
+def _check_projection(select_query: tree_sitter.Node) -> None:
+    """The rules on projection that SPARQL states beside its grammar (section 18.2.4.1), which
+    Oxigraph enforces when it runs the query: a model's query that breaks them is its error."""
+    select, modifier = _child(select_query, "select_clause"), _child(select_query, "solution_modifier")
+    group = _child(modifier, "group_clause")
+    if select is None:
+        return
+    items = select.children
+    plain = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type != "AS"]
+    named = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type == "AS"]
+    if group is not None and any(c.type == "*" for c in items):
+        raise QuerySyntaxError("SPARQL does not parse: SELECT * cannot be used with GROUP BY (name the projected variables)")
+    clauses = [c for c in (select, _child(modifier, "having_clause"), _child(modifier, "order_clause")) if c is not None]
+    if group is None and not any(tree_sitter.QueryCursor(_AGGREGATES).captures(c) for c in clauses):
+        taken = set(_in_scope(_child(select_query, "where_clause"))) if _child(select_query, "where_clause") else set()
+    else:
+        taken = {key for c in _children(group, "group_condition") if (key := _group_key(c))}
+        loose = [v for v in plain if v not in taken]
+        if loose:
+            raise QuerySyntaxError(f"SPARQL does not parse: ?{loose[0]} is projected but neither grouped nor aggregated (add it to GROUP BY or use SAMPLE(?{loose[0]}))")
+    for name in named:
+        if name in taken or name in plain:
+            raise QuerySyntaxError(f"SPARQL does not parse: SELECT (... AS ?{name}) binds ?{name}, which is already bound (use another name)")
+        taken.add(name)
+
+
+def _group_key(condition: tree_sitter.Node) -> str | None:
+    """The variable a GROUP BY condition binds: `?v`, `(?v)` or `(expression AS ?v)`."""
+    items = condition.children
+    if any(c.type == "AS" for c in items):
+        return _var_name(items[[c.type for c in items].index("AS") + 1])
+    node = condition
+    while node.type in ("group_condition", "bracketted_expression") and len(node.named_children) == 1:
+        node = node.named_children[0]
+    return _var_name(node) if node.type == "var" else None
+
+
+def _children(node: tree_sitter.Node | None, kind: str) -> list[tree_sitter.Node]:
+    return [c for c in node.children if c.type == kind] if node is not None else []
+
+
+def _select_shape(query: tree_sitter.Node, canonical: str) -> QueryShape:
+    modifier = _child(query, "solution_modifier")
+    limits = _child(modifier, "limit_offset_clauses")
+    limit = _child(limits, "limit_clause")
+    offset = _child(limits, "offset_clause")
+    select = _child(query, "select_clause")
+    return QueryShape(
+        "select",
+        _child(modifier, "order_clause") is not None,
+        _integer(limit) if limit is not None else None,
+        _integer(offset) if offset is not None else 0,
+        projected_variables(select) if select is not None else (),
+        canonical,
+    )
+
+
+def projected_variables(select_clause: tree_sitter.Node) -> tuple[str, ...]:
+    """The variables a SELECT clause projects, in order; for `SELECT *` those in scope."""
+    if not any(c.type == "*" for c in select_clause.children):
+        return tuple(_var_name(c) for c in select_clause.children if c.type == "var")
+    where = _child(select_clause.parent, "where_clause")
+    return tuple(dict.fromkeys(_in_scope(where))) if where is not None else ()
+
+
+_OUT_OF_SCOPE = {"filter", "minus_graph_pattern", "exists_func", "not_exists_func", "service_graph_pattern"}
+
+
+def _in_scope(where: tree_sitter.Node) -> Iterator[str]:
+    """Variables a group pattern binds, in document order (SPARQL 1.1 section 18.2.1): not
+    those only inside FILTER, MINUS or EXISTS; of a sub-select only what it projects; of a
+    BIND only its target."""
+    stack = [where]
+    while stack:
+        node = stack.pop()
+        if node.type == "var":
+            yield _var_name(node)
+        elif node.type == "sub_select":
+            yield from projected_variables(_child(node, "select_clause"))  # type: ignore[arg-type]
+        elif node.type == "bind":
+            yield _var_name([c for c in node.children if c.type == "var"][-1])
+        elif node.type not in _OUT_OF_SCOPE:
+            stack.extend(reversed(node.children))
+
+
+def _child(node: tree_sitter.Node | None, kind: str) -> tree_sitter.Node | None:
+    if node is None:
+        return None
+    return next((c for c in node.children if c.type == kind), None)
+
+
+def _integer(clause: tree_sitter.Node) -> int:
+    number = _child(clause, "integer")
+    if number is None or number.text is None or not number.text.isdigit():
+        raise QuerySyntaxError("SPARQL does not parse: LIMIT and OFFSET take a whole number without a sign")
+    return int(number.text.decode())
+
+
+def _var_name(node: tree_sitter.Node) -> str:
+    return (node.text or b"?").decode("utf-8")[1:]
+
+
+# rdflib's SPARQL algebra, for the judges' rules that read a query's algebra (kgeval.judges).
+# Its grammar (pyparsing) keeps parse state in shared objects: two threads parsing at once
+# corrupt each other, so parses are serialized; each distinct text is parsed once.
+_PARSE_LOCK = threading.Lock()
 
 
 def query_algebra(text: str) -> CompValue:
@@ -121,5 +268,5 @@ def query_algebra(text: str) -> CompValue:
 def _algebra(text: str) -> CompValue:
     try:
         return translateQuery(parseQuery(text)).algebra
-    except Exception as exc:  # noqa: BLE001 - rdflib raises bare Exceptions (unknown prefix ...)
+    except Exception as exc:  # noqa: BLE001 - rdflib raises bare Exceptions (unknown prefix, RecursionError ...)
         raise QuerySyntaxError(f"SPARQL does not parse: {exc}") from None

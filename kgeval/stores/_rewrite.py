@@ -1,13 +1,14 @@
-"""Rewriting a SELECT query through its parse tree: the unlimited "order probe".
+"""Reading more from a guarded query's tree: the unlimited "order probe", and determinism.
 
 Deciding whether an ORDER BY … LIMIT k answer has ties at the cut needs the rows beyond the
 cut and each row's ORDER BY key. The probe is the same query with LIMIT/OFFSET removed,
 DISTINCT/REDUCED removed (applied again by the caller, keeping first occurrences, as SPARQL
 does), and every ORDER BY expression projected as an extra column.
 
-The edit is made on spans that rdflib's own SPARQL grammar locates (the grammar's elements
-recombined under pyparsing's `Located`), never by searching the query text. rdflib's algebra
-serializer (`translateAlgebra`) was tried first and rejected: it garbles aggregates and HAVING.
+Both work on the guard's canonical text (`QueryShape.text`) and its grammar tree, never by
+searching the text: keywords are matched by the grammar in any case (`select`, `order by`,
+`(count(*) as ?n)`), and comments and escapes are already gone. The probe is an edit of spans
+of that tree, and is guarded again before it is returned.
 """
 
 from __future__ import annotations
@@ -15,15 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import rdflib.plugins.sparql.parser as sp
-from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery
-from rdflib.plugins.sparql.parserutils import CompValue
-from rdflib.term import Variable
-from pyparsing import Keyword, Literal, Located, OneOrMore, Optional, ParseException, ParserElement, ZeroOrMore, rest_of_line
+import tree_sitter
 
 from kgeval.errors import QuerySyntaxError
-from kgeval.stores._query import guard_query
+from kgeval.stores._query import LANGUAGE, guard_query, parsed_tree
 
 KEY_PREFIX = "__kgeval_key"
 
@@ -44,107 +40,93 @@ class OrderProbe:
     """For each key, whether it sorts descending (informational)."""
 
 
-def _build_locator() -> ParserElement:
-    projection = OneOrMore(sp.Var | (Literal("(") + sp.Expression + Keyword("AS") + sp.Var + ")")) | Literal("*")
-    select_clause = (
-        Keyword("SELECT")
-        + Optional(Located(Keyword("DISTINCT") | Keyword("REDUCED"))("modifier"))
-        + Located(projection)("projection")
-    )
-    condition = (Keyword("ASC") | Keyword("DESC"))("dir") + Located(sp.BrackettedExpression)("expr") | Located(
-        sp.Constraint | sp.Var
-    )("expr")
-    order_clause = Keyword("ORDER") + Keyword("BY") + OneOrMore(Located(condition)("condition*"))
-    locator = (
-        sp.Prologue
-        + select_clause
-        + ZeroOrMore(sp.DatasetClause)
-        + sp.WhereClause
-        + Optional(sp.GroupClause)
-        + Optional(sp.HavingClause)
-        + Optional(order_clause)
-        + Optional(Located(sp.LimitOffsetClauses)("limitoffset"))
-        + sp.ValuesClause
-    )
-    locator.ignore("#" + rest_of_line)
-    return locator
-
-
-_LOCATOR = _build_locator()
-
-
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def order_probe(query: str) -> OrderProbe:
     """The order probe of a SELECT query (see the module docstring). Without ORDER BY it has
     no key columns: every row shares the empty key.
 
-    Raises QuerySyntaxError when the query is not a SELECT the grammar locates.
+    Raises QuerySyntaxError when the query is not a SELECT, QueryRefused as the guard does.
     """
     shape = guard_query(query)
     if shape.form != "select":
         raise QuerySyntaxError("an order probe needs a SELECT query")
-    text = sp.expandUnicodeEscapes(query)
-    try:
-        parsed = _LOCATOR.parse_string(text, parse_all=True)
-    except ParseException as exc:
-        raise QuerySyntaxError(f"cannot locate the solution modifiers: {exc}") from None
-    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), non-overlapping
-    if "modifier" in parsed:
-        edits.append((parsed["modifier"].locn_start, parsed["modifier"].locn_end, ""))
-    conditions = _order_conditions(query)
+    select_query = next(c for c in parsed_tree(shape.text).root_node.named_children if c.type == "select_query")
+    select = _child(select_query, "select_clause")
+    modifier = _child(select_query, "solution_modifier")
+    edits: list[tuple[int, int, str]] = []  # (start byte, end byte, replacement), non-overlapping
+    distinct = next((c for c in select.children if c.type in ("DISTINCT", "REDUCED")), None)
+    if distinct is not None:
+        edits.append((distinct.start_byte, distinct.end_byte, ""))
+    keys, key_vars, descending = _order_keys(_child(modifier, "order_clause"), shape.variables)
+    projection = [c for c in select.children if c.type not in ("SELECT", "DISTINCT", "REDUCED")]
+    star = any(c.type == "*" for c in projection)
+    columns = " ".join(f"?{v}" for v in shape.variables) if star else " ".join(_text(c) for c in projection)
+    edits.append((projection[0].start_byte, projection[-1].end_byte, " ".join([columns, *keys])))
+    limits = _child(modifier, "limit_offset_clauses")
+    if limits is not None:
+        edits.append((limits.start_byte, limits.end_byte, ""))
+    data = shape.text.encode("utf-8")
+    for start, end, replacement in sorted(edits, reverse=True):
+        data = data[:start] + replacement.encode("utf-8") + data[end:]
+    probe = guard_query(data.decode("utf-8"))
+    return OrderProbe(probe.text, tuple(key_vars), distinct is not None, tuple(descending))
+
+
+@lru_cache(maxsize=4096)
+def order_variables(query: str) -> tuple[str, ...] | None:
+    """The variables of a SELECT query's top-level ORDER BY, in order; None when the query has
+    no ORDER BY or a condition sorts by anything but a (bracketted) variable."""
+    shape = guard_query(query)
+    if not shape.ordered:
+        return None
+    select_query = next(c for c in parsed_tree(shape.text).root_node.named_children if c.type == "select_query")
+    order_clause = _child(_child(select_query, "solution_modifier"), "order_clause")
+    names = [_plain_variable(c.children[-1]) for c in _children(order_clause, "order_condition")]
+    return None if None in names else tuple(names)  # type: ignore[arg-type]
+
+
+def _order_keys(order_clause: tree_sitter.Node | None, projected: tuple[str, ...]) -> tuple[list[str], list[str], list[bool]]:
+    """(extra key columns to project, the key variable of each condition, which descend)."""
     keys, key_vars, descending = [], [], []
-    for i, cond in enumerate(parsed.get("condition", [])):
-        expr = cond["value"]["expr"]
-        descending.append(cond["value"].get("dir") == "DESC")
-        var = _plain_variable(expr["value"], conditions[i].expr if i < len(conditions) else None)
-        if var is not None and var in shape.variables:
+    for i, condition in enumerate(_children(order_clause, "order_condition")):
+        descending.append(condition.children[0].type == "DESC")
+        expression = condition.children[-1]
+        var = _plain_variable(expression)
+        if var is not None and var in projected:
             key_vars.append(var)
             continue
         key_vars.append(f"{KEY_PREFIX}{i}")
-        keys.append(f"({text[expr.locn_start:expr.locn_end]} AS ?{KEY_PREFIX}{i})")
-    proj = parsed["projection"]
-    star = text[proj.locn_start:proj.locn_end].strip() == "*"
-    columns = " ".join(f"?{v}" for v in shape.variables) if star else text[proj.locn_start:proj.locn_end]
-    edits.append((proj.locn_start, proj.locn_end, f"{columns} {' '.join(keys)}"))
-    if "limitoffset" in parsed:
-        edits.append((parsed["limitoffset"].locn_start, parsed["limitoffset"].locn_end, ""))
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + f" {replacement} " + text[end:]
-    guard_query(text)
-    return OrderProbe(text, tuple(key_vars), "modifier" in parsed, tuple(descending))
+        keys.append(f"( {_text(expression)} AS ?{KEY_PREFIX}{i} )")
+    return keys, key_vars, descending
 
 
-def _plain_variable(tokens: object, algebra_expr: object) -> str | None:
+def _plain_variable(expression: tree_sitter.Node) -> str | None:
     """The variable an ORDER BY condition sorts by, when it is a bare (or bracketted) one."""
-    if isinstance(algebra_expr, Variable) and not str(algebra_expr).startswith("__agg_"):
-        return str(algebra_expr)
-    if len(tokens) == 1 and isinstance(tokens[0], Variable):  # type: ignore[arg-type,index]
-        return str(tokens[0])  # type: ignore[index]
-    return None
+    node = expression
+    while node.type == "bracketted_expression" and len(node.named_children) == 1:
+        node = node.named_children[0]
+    return _text(node)[1:] if node.type == "var" else None
 
 
-def _order_conditions(query: str) -> list:
-    """The top-level ORDER BY conditions as rdflib's algebra sees them (a bracketted variable
-    is a Variable there; an aggregate is an `__agg_N__` variable, never a projected one)."""
-    node = translateQuery(parseQuery(query)).algebra.p
-    while isinstance(node, CompValue):
-        if node.name == "OrderBy":
-            return list(node.expr)
-        node = node.p
-    return []
+def _text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode("utf-8")
 
 
-_VOLATILE = {
-    "Builtin_RAND": "RAND()",
-    "Builtin_NOW": "NOW()",
-    "Builtin_UUID": "UUID()",
-    "Builtin_STRUUID": "STRUUID()",
-    "Builtin_BNODE": "BNODE()",
-}
+def _child(node: tree_sitter.Node | None, kind: str) -> tree_sitter.Node:
+    found = next((c for c in node.children if c.type == kind), None) if node is not None else None
+    return found  # type: ignore[return-value]
+
+
+def _children(node: tree_sitter.Node | None, kind: str) -> list[tree_sitter.Node]:
+    return [c for c in node.children if c.type == kind] if node is not None else []
+
+
+_VOLATILE = {"RAND": "RAND()", "NOW": "NOW()", "UUID": "UUID()", "STRUUID": "STRUUID()", "BNODE": "BNODE()"}
 _ENGINE_CHOICE = {
-    "Aggregate_Sample": "SAMPLE() picks an engine-chosen value",
-    "Aggregate_GroupConcat": "GROUP_CONCAT() concatenates in an engine-chosen order",
+    "SAMPLE": "SAMPLE() picks an engine-chosen value",
+    "GROUP_CONCAT": "GROUP_CONCAT() concatenates in an engine-chosen order",
 }
+_CALLS = tree_sitter.Query(LANGUAGE, "(build_in_function) @builtin (aggregate) @aggregate (function_call) @function")
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _SPARQL_CASTS = {_XSD + t for t in ("integer", "decimal", "float", "double", "string", "boolean", "dateTime")}
 
@@ -162,36 +144,36 @@ class Determinism:
 
 @lru_cache(maxsize=4096)
 def query_determinism(query: str) -> Determinism:
-    """Scan the query for volatile functions and engine-dependent constructs.
-
-    Built-in calls and aggregates are read from the parse tree (rdflib's algebra adds SAMPLE
-    around grouped variables itself); function IRIs from the algebra, where prefixes are resolved.
-    """
+    """Scan the query's tree for volatile functions and engine-dependent constructs: built-in
+    calls and aggregates by their keyword, called function IRIs with prefixes resolved."""
     shape = guard_query(query)
-    volatile, engine = set(), set()
-    for node in _nodes(parseQuery(query)):
-        if node.name in _VOLATILE:
-            volatile.add(_VOLATILE[node.name])
-        elif node.name in _ENGINE_CHOICE:
-            engine.add(_ENGINE_CHOICE[node.name])
-    for node in _nodes(translateQuery(parseQuery(query)).algebra):
-        if node.name == "Function" and str(node.get("iri")) not in _SPARQL_CASTS:
-            engine.add(f"calls <{node.get('iri')}>, which is not a SPARQL 1.1 function")
+    root = parsed_tree(shape.text).root_node
+    prefixes = _prefixes(root)
+    calls = tree_sitter.QueryCursor(_CALLS).captures(root)
+    volatile = {_VOLATILE[n.children[0].type] for n in calls.get("builtin", []) if n.children[0].type in _VOLATILE}
+    engine = {_ENGINE_CHOICE[n.children[0].type] for n in calls.get("aggregate", []) if n.children[0].type in _ENGINE_CHOICE}
+    for node in calls.get("function", []):
+        iri = _iri(node.children[0], prefixes)
+        if iri not in _SPARQL_CASTS:
+            engine.add(f"calls <{iri}>, which is not a SPARQL 1.1 function")
     if shape.form == "select" and not shape.ordered and (shape.limit is not None or shape.offset):
         engine.add("LIMIT/OFFSET without ORDER BY: which rows are kept is up to the engine")
     return Determinism(tuple(sorted(volatile)), tuple(sorted(engine)))
 
 
-def _nodes(tree: object) -> list[CompValue]:
-    """Every CompValue below `tree` (parse tree or algebra)."""
-    found, stack = [], [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, CompValue):
-            found.append(item)
-            stack.extend(v for k, v in item.items() if k != "_vars")
-        elif isinstance(item, (list, tuple, set)):
-            stack.extend(item)
-        elif hasattr(item, "as_list") and not isinstance(item, str):
-            stack.extend(list(item))
-    return found
+def _prefixes(root: tree_sitter.Node) -> dict[str, str]:
+    """PREFIX declarations of the prologue (the canonical text declares every prefix used)."""
+    declared = {}
+    for declaration in _children(_child(root, "prologue"), "prefix_declaration"):
+        namespace, iri = _child(declaration, "namespace"), _child(declaration, "iri_reference")
+        declared[_text(namespace).removesuffix(":")] = _text(iri)[1:-1]
+    return declared
+
+
+def _iri(node: tree_sitter.Node, prefixes: dict[str, str]) -> str:
+    """The IRI of an `iri_reference` or `prefixed_name` node."""
+    text = _text(node)
+    if node.type == "iri_reference":
+        return text[1:-1]
+    prefix, _, local = text.partition(":")
+    return prefixes.get(prefix, prefix + ":") + local

@@ -1,4 +1,5 @@
-"""Systems under test: controls, replay, the production HTTP endpoint and Gemini."""
+"""Systems under test: controls, replay, the production HTTP endpoint, Gemini, and any
+OpenAI-compatible chat-completions endpoint."""
 
 from pathlib import Path
 
@@ -10,11 +11,12 @@ from kgeval.systems._controls import OracleSystem, WeakSystem
 from kgeval.systems._examples import FewShotBank, load_examples
 from kgeval.systems._gemini import GeminiSystem
 from kgeval.systems._http import HttpSystem
+from kgeval.systems._openai import OpenAISystem
 from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, StopReason, System, SystemOutput, Usage
 from kgeval.systems._replay import ReplaySystem
 from kgeval.systems._schema import schema_summary
 
-SYSTEM_NAMES = ("oracle", "weak", "replay", "http", "gemini")
+SYSTEM_NAMES = ("oracle", "weak", "replay", "http", "gemini", "openai")
 
 
 def guarded_bank(examples: list, holdout: Holdout | None, config: KgevalConfig) -> ExampleBank:
@@ -35,7 +37,7 @@ def system_from_name(
     holdout: Holdout | None = None,
 ) -> System:
     """Build a system by its CLI name; endpoint and model systems read `config.systems`.
-    Gemini's bank, when read from `systems.gemini.examples`, is kgeval.guards' ExampleBank
+    A model's bank, when read from `systems.<name>.examples`, is kgeval.guards' ExampleBank
     guarded by the index of `holdout` (without a holdout its guards report inactive)."""
     config = config or KgevalConfig()
     if name == "oracle":
@@ -45,14 +47,14 @@ def system_from_name(
     if name == "replay":
         if replay is None:
             raise InputError("system 'replay' needs --replay FILE")
-        return ReplaySystem(replay)
+        return ReplaySystem(replay, holdout)
     if name == "http":
         return HttpSystem(config.systems.http, concurrency=config.run.concurrency)
-    if name == "gemini":
-        gemini = config.systems.gemini
-        if bank is None and gemini.examples is not None:
-            bank = guarded_bank(load_examples(gemini.examples), holdout, config)
-        return GeminiSystem(gemini, bank=bank)
+    if name in ("gemini", "openai"):
+        model_config = getattr(config.systems, name)
+        if bank is None and model_config.examples is not None:
+            bank = guarded_bank(load_examples(model_config.examples), holdout, config)
+        return GeminiSystem(model_config, bank=bank) if name == "gemini" else OpenAISystem(model_config, bank=bank)
     raise InputError(f"unknown system {name!r}; known systems: {', '.join(SYSTEM_NAMES)}")
 
 
@@ -63,6 +65,7 @@ __all__ = [
     "FewShotBank",
     "GeminiSystem",
     "HttpSystem",
+    "OpenAISystem",
     "OracleSystem",
     "ReplaySystem",
     "StopReason",

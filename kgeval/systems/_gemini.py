@@ -10,26 +10,17 @@ the client's own retries are off.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import httpx
 
-from kgeval.config import GeminiSystemConfig, PipelineConfig
+from kgeval.config import GeminiSystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
-from kgeval.stores import Store
-from kgeval.guards import Example
 from kgeval.systems._examples import FewShotBank
 from kgeval.systems._http import failure_from_exception, failure_from_status
 from kgeval.systems._model import StopReason, SystemOutput, Usage
-from kgeval.systems._schema import schema_summary
-
-INSTRUCTION = (
-    "You translate questions about a knowledge graph into one SPARQL 1.1 query (SELECT or ASK). "
-    "Use only the classes and predicates listed in the schema, with full IRIs or PREFIX "
-    "declarations. Answer with the query alone in a ```sparql code block."
-)
+from kgeval.systems._prompt import INSTRUCTION, PromptedModel, output_from_text
 
 _FINISH: dict[str, StopReason] = {
     "STOP": "stop",
@@ -44,8 +35,6 @@ _FINISH: dict[str, StopReason] = {
     "IMAGE_RECITATION": "content_filter",
     "MODEL_ARMOR": "content_filter",
 }
-_FENCE = re.compile(r"```(?:sparql)?\s*\n?(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
-_BARE = re.compile(r"^\s*(PREFIX|BASE|SELECT|ASK)\b", re.IGNORECASE)
 
 
 def _failure_from_httpx(exc: Exception) -> SystemOutput:
@@ -59,47 +48,22 @@ def _failure_from_httpx(exc: Exception) -> SystemOutput:
     return failure_from_exception("other", exc)
 
 
-class GeminiSystem:
+class GeminiSystem(PromptedModel):
     """Gemini as a system under test; thread-safe once the KG schemas are prepared."""
 
     name = "gemini"
-    kind = "model"
 
     def __init__(self, config: GeminiSystemConfig, *, bank: FewShotBank | None = None, client: Any = None) -> None:
-        self.config = config
-        self.version = config.model
-        self.bank = bank
-        k = config.few_shot_k if bank is not None else 0
-        self.pipeline = PipelineConfig(default={"few_shot_retrieval": k > 0, "few_shot_k": k, "schema_in_prompt": True})
-        self.reasoning: dict[str, Any] = {
+        reasoning = {
             "model": config.model,
             "thinking_budget": config.thinking_budget,
             "include_thoughts": config.include_thoughts,
             "max_output_tokens": config.max_output_tokens,
             "temperature": config.temperature,
         }
-        self._schemas: dict[str, str] = {}
+        super().__init__(config, bank, reasoning)
+        self.config: GeminiSystemConfig = config
         self._client = client if client is not None else _make_client(config)
-
-    def prepare(self, kg: str, store: Store) -> None:
-        """Summarize the KG's schema from its store (once per KG, before its questions)."""
-        if kg not in self._schemas:
-            self._schemas[kg] = schema_summary(store, classes=self.config.schema_classes, predicates=self.config.schema_predicates)
-
-    def guards(self) -> list[object]:
-        """The bank itself: its `status()` reports each of its guards."""
-        return [self.bank] if self.bank is not None else []
-
-    def prompt(self, question: Question) -> str:
-        if question.kg not in self._schemas:
-            raise InputError(f"gemini: no schema prepared for KG {question.kg!r}")
-        examples: list[Example] = []
-        if self.bank is not None and self.config.few_shot_k > 0:
-            examples = self.bank.retrieve(question.question, self.config.few_shot_k)
-        parts = [f"Schema of the knowledge graph:\n{self._schemas[question.kg]}"]
-        parts += [f"Example question: {e.question}\n```sparql\n{e.sparql}\n```" for e in examples]
-        parts.append(f"Question: {question.question}")
-        return "\n\n".join(parts)
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         from google.genai import errors, types
@@ -116,7 +80,8 @@ class GeminiSystem:
         try:
             response = self._client.models.generate_content(model=self.config.model, contents=self.prompt(question), config=config)
         except errors.APIError as exc:
-            return failure_from_status(int(exc.code or 0), str(exc.message or exc))
+            headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+            return failure_from_status(int(exc.code or 0), str(exc.message or exc), retry_after=headers.get("retry-after"))
         except ValueError as exc:  # the SDK could not parse a 200 body
             return SystemOutput(stop_reason="other", error=f"malformed response: {exc}", error_kind="other")
         except Exception as exc:  # noqa: BLE001 - transport failures of httpx (or httpx2), classified
@@ -151,21 +116,7 @@ def output_from_response(response: Any) -> SystemOutput:
     parts = (candidate.content.parts or []) if candidate.content else []
     text = "".join(p.text for p in parts if p.text and not p.thought)
     stop = _FINISH.get(finish, "other") if finish else "stop"
-    sparql = extract_sparql(text)
-    output = SystemOutput(sparql=sparql, stop_reason=stop, finish_reason=finish, served_version=served, usage=usage, raw_text=text or None)
-    if stop == "stop" and text.strip() and sparql is None:
-        return output.model_copy(update={"error": "the response has text but no SPARQL query", "error_kind": "invalid_sparql"})
-    return output
-
-
-def extract_sparql(text: str) -> str | None:
-    """The query in the first ```sparql (or plain ```) block, or the whole text when it is a bare query."""
-    match = _FENCE.search(text)
-    if match and match.group(1).strip():
-        return match.group(1).strip()
-    if _BARE.match(text):
-        return text.strip()
-    return None
+    return output_from_text(text, stop, finish_reason=finish, served_version=served, usage=usage)
 
 
 def _usage(meta: Any) -> Usage | None:

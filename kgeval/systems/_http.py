@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, get_args
 
 import urllib3
@@ -30,8 +32,9 @@ from kgeval.systems._model import StopReason, SystemOutput
 _STOP_REASONS = set(get_args(StopReason))
 
 
-def failure_from_status(status: int, body: str, served: str | None = None) -> SystemOutput:
-    """429 is rate limiting, 5xx a transient server failure, any other non-2xx a hard error."""
+def failure_from_status(status: int, body: str, served: str | None = None, retry_after: str | None = None) -> SystemOutput:
+    """429 is rate limiting, 5xx a transient server failure, any other non-2xx a hard error;
+    `retry_after` is the response's Retry-After header, when it sent one."""
     kind = "rate_limited" if status == 429 else "transport" if status >= 500 else "other"
     return SystemOutput(
         stop_reason="other",
@@ -39,7 +42,25 @@ def failure_from_status(status: int, body: str, served: str | None = None) -> Sy
         error_kind=kind,
         http_status=status,
         served_version=served,
+        retry_after_s=retry_after_seconds(retry_after),
     )
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """An HTTP Retry-After header (delay-seconds or an HTTP-date) as seconds from now; None
+    when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds()) if when.tzinfo else None
 
 
 class HttpSystem:
@@ -81,7 +102,7 @@ class HttpSystem:
         served = response.headers.get(self.config.version_header)
         text = response.data.decode("utf-8", "replace")
         if response.status >= 300:
-            return failure_from_status(response.status, text, served)
+            return failure_from_status(response.status, text, served, response.headers.get("Retry-After"))
         output = _parse_body(text)
         return output.model_copy(update={"served_version": served, "http_status": response.status})
 

@@ -80,6 +80,9 @@ class SystemOutput(BaseModel):
     usage: Usage | None = None
     raw_text: str | None = None
     """The visible text a model produced (thought parts excluded), when it produced text."""
+    retry_after_s: float | None = None
+    """How long the system asked to be left alone before another try (an HTTP `Retry-After`
+    on a 429 or 503), in seconds; the runner waits at least this long before retrying."""
 
     @field_validator("sparql", "answer", "finish_reason", "error", "served_version", "raw_text", mode="before")
     @classmethod

@@ -5,6 +5,12 @@
 
 `sparql` and/or `answer`; `seed` defaults to 0. An attempt with no record is reported as a
 missing answer, not scored.
+
+The TEXT2SPARQL client's answer file (`text2sparql ask ... -o answers.json`: a JSON list of
+{"dataset", "question", "query", "qname": "ck25:7-en", "uri"}) is accepted too, over a holdout
+KG imported with `kgeval holdout import text2sparql`: each answer is matched to its question by
+the dataset and the source id in `qname` (else `uri`, else the question text), answers in other
+languages than the one imported are left aside, and every answer is seed 0 (run `--seeds 1`).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kgeval._files import sha256_file
 from kgeval.errors import InputError
-from kgeval.holdout import Question
+from kgeval.holdout import Holdout, KnowledgeGraph, Question
 from kgeval.systems._model import StopReason, SystemOutput
 
 
@@ -39,16 +45,17 @@ class ReplaySystem:
     pipeline = None
     reasoning: dict = {}
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, holdout: Holdout | None = None) -> None:
         self.path = Path(path)
         self.version = sha256_file(self.path)[:12]
         self._records: dict[tuple[str, str, int], _Record] = {}
-        for lineno, record in _read_records(self.path):
+        read = _read_text2sparql if _is_json_list(self.path) else lambda path, _: _read_records(path)
+        for where, record in read(self.path, holdout):
             key = (record.kg, record.question_id, record.seed)
             if key in self._records:
-                raise InputError(f"{self.path}:{lineno}: a second record for {key[0]}/{key[1]} seed {key[2]}")
+                raise InputError(f"{where}: a second record for {key[0]}/{key[1]} seed {key[2]}")
             if record.sparql is None and record.answer is None:
-                raise InputError(f"{self.path}:{lineno}: record has neither 'sparql' nor 'answer'")
+                raise InputError(f"{where}: record has neither 'sparql' nor 'answer'")
             self._records[key] = record
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
@@ -58,7 +65,7 @@ class ReplaySystem:
         return SystemOutput(sparql=record.sparql, answer=record.answer, stop_reason=record.stop_reason)
 
 
-def _read_records(path: Path):  # noqa: ANN202 - generator of (line number, record)
+def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", record)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -67,9 +74,58 @@ def _read_records(path: Path):  # noqa: ANN202 - generator of (line number, reco
         if not line.strip():
             continue
         try:
-            yield lineno, _Record.model_validate(json.loads(line))
+            yield f"{path}:{lineno}", _Record.model_validate(json.loads(line))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
         except ValidationError as exc:
             err = exc.errors()[0]
             raise InputError(f"{path}:{lineno}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def _is_json_list(path: Path) -> bool:
+    """A TEXT2SPARQL answer file is one JSON list; a replay file is JSON lines of objects."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(4096).lstrip()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read replay file: {exc}") from None
+    return head.startswith("[")
+
+
+def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator of ("file: answer N", record)
+    """Replay records from a TEXT2SPARQL client answer file, matched to the holdout's imported KGs."""
+    if holdout is None:
+        raise InputError(f"{path}: a TEXT2SPARQL answer file needs the holdout it answers (its questions' source ids)")
+    try:
+        answers = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a TEXT2SPARQL answer file (a JSON list): {exc}") from None
+    by_dataset = {kg.source.get("dataset"): kg for kg in holdout.kgs if kg.source.get("format") == "text2sparql"}
+    for n, answer in enumerate(answers, 1):
+        if not isinstance(answer, dict):
+            raise InputError(f"{path}: answer {n}: expected an object with 'dataset' and 'query'")
+        kg = by_dataset.get(answer.get("dataset"))
+        if kg is None:
+            known = ", ".join(sorted(d for d in by_dataset if d)) or "none (import one with `kgeval holdout import text2sparql`)"
+            raise InputError(f"{path}: answer {n}: dataset {answer.get('dataset')!r} is not a KG of the holdout; imported datasets: {known}")
+        question_id = _question_of(path, n, answer, kg)
+        if question_id is not None:
+            yield f"{path}: answer {n}", _Record(kg=kg.id, question_id=question_id, seed=0, sparql=answer.get("query") or answer.get("sparql"))
+
+
+def _question_of(path: Path, n: int, answer: dict, kg: KnowledgeGraph) -> str | None:
+    """Our question id for a TEXT2SPARQL answer; None for an answer in another language."""
+    ours = {str(source): qid for qid, source in kg.source.get("ids", {}).items()}
+    name = str(answer.get("qname") or "").rpartition(":")[2] or str(answer.get("uri") or "").removeprefix(str(answer.get("dataset")))
+    source_id, _, lang = name.rpartition("-")
+    if source_id:
+        if lang != kg.source.get("lang", lang):
+            return None
+        if source_id not in ours:
+            raise InputError(f"{path}: answer {n}: question {source_id!r} of {kg.source.get('dataset')} is not in holdout KG {kg.id}")
+        return ours[source_id]
+    text = " ".join(str(answer.get("question", "")).split())
+    found = [q.id for q in kg.questions if " ".join(q.question.split()) == text]
+    if not found:
+        raise InputError(f"{path}: answer {n}: no 'qname' or 'uri', and its question {text[:80]!r} is not in holdout KG {kg.id}")
+    return found[0]

@@ -19,6 +19,7 @@ from kgeval.holdout import load_holdout
 from kgeval.integrity import KEY_ENV, sign
 from kgeval.reports import build_report
 from kgeval.runs import ResultsDB
+from kgeval.service import Access, ServiceSettings, ServiceState
 from kgeval.stores import EmbeddedStore
 from tests.cli.test_cli import kgeval
 from tests.oversight import run_system
@@ -139,6 +140,9 @@ def test_every_tamper_is_refused_by_every_library_reader(tamper, signed_gold, mi
     with ResultsDB(db, read_only=True) as results:
         report = build_report(results, run_id, gold_dir=signed_gold, config=KgevalConfig())
     assert report.audit is None and any("gold unavailable" in n for n in report.notes), report.notes
+    settings = ServiceSettings(db=tmp_path / "s.duckdb", holdout=mini_holdout, gold=signed_gold, config=KgevalConfig(), access=Access({}))
+    with pytest.raises(CheckFailed):
+        ServiceState.open(settings)  # the service refuses to start on it
 
 
 def test_without_a_key_a_recomputed_forgery_is_the_documented_gap(mini_holdout, mini_gold):

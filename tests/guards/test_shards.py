@@ -214,3 +214,15 @@ def test_cli_engine_spark_prints_what_the_local_check_prints(corpus, tmp_path, s
     assert len(hit_lines) >= 10 and hit_lines == [line for line in on_spark.stdout.splitlines() if ": record " in line]
     bad = _cli(str(_broken(tmp_path, "malformed.jsonl")), "--engine", "spark", "--spark-master", "local[2]")
     assert bad.returncode == 2 and "malformed.jsonl" in bad.stderr, bad.stderr[-2000:]
+
+
+def test_a_dataframe_with_file_positions_numbers_records_per_file(index, corpus, spark):
+    """A builder's own read of Parquet files, located by Spark's `_metadata`: the local hits."""
+    from kgeval.guards import with_file_positions
+
+    paths, _ = corpus
+    parquet = next(p for p in paths if p.suffix == ".parquet")
+    local = check_contamination([parquet], index, CONFIG)
+    report = check_dataframe(with_file_positions(spark.read.parquet(str(parquet))), index, CONFIG)
+    assert [(h.record, h.field, h.kind, h.holdout_item) for h in report.hits] == [(h.record, h.field, h.kind, h.holdout_item) for h in local.hits]
+    assert report.files[0].file.endswith("b.parquet") and report.records == local.records

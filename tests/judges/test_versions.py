@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "4", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "07f3641dc2616f14d571e88d0fc6f107e26ad1e896819552dffc9e0035ac8ef1"),
-    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "54a9ecefe18f26789e873f086f7367c91faf9ab677178637d3709c6101e142e4"),
+    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "16d5b1651e14abd82ba4dc654b98fddc12d6d725683e5f10914a8a5b67261cc1"),
 }
 
 

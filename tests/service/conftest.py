@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,14 +58,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(served, tmp_path) -> Iterator[str]:
-    """`kgeval serve` on a free loopback port; yields its base URL; stopped afterwards."""
+@contextmanager
+def running_server(served: Served, workdir: Path, *extra: str) -> Iterator[str]:
+    """`kgeval serve` (a real uvicorn process) on a free loopback port with `extra` arguments;
+    yields its base URL; stopped afterwards. Its log is `workdir/serve.log`."""
     port = free_port()
-    log = open(tmp_path / "serve.log", "w")
+    log_path = workdir / "serve.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgeval", "serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(served.db),
-         "--holdout", str(served.holdout), "--gold", str(served.gold), "--access", str(served.access)],
+         "--holdout", str(served.holdout), "--gold", str(served.gold), "--access", str(served.access), *extra],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
     )
     base = f"http://127.0.0.1:{port}"
@@ -77,7 +80,7 @@ def server(served, tmp_path) -> Iterator[str]:
             except httpx.TransportError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"kgeval serve did not start: {(tmp_path / 'serve.log').read_text()}")
+                raise RuntimeError(f"kgeval serve did not start: {log_path.read_text()}")
             time.sleep(0.2)
         yield base
     finally:
@@ -87,3 +90,10 @@ def server(served, tmp_path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def server(served, tmp_path) -> Iterator[str]:
+    """`kgeval serve` on a free loopback port; yields its base URL; stopped afterwards."""
+    with running_server(served, tmp_path) as base:
+        yield base

@@ -28,7 +28,7 @@ def test_openapi_is_served_to_a_caller_with_a_token(client):
     assert {"/contamination/check", "/judge", "/runs/{run_id}/report", "/review/questions/{question_id}"} <= spec["paths"].keys()
 
 
-def test_reviewer_of_domain_a_cannot_approve_domain_b(client):
+def test_reviewer_of_domain_a_cannot_approve_domain_b(client, served):
     listing = client.get("/review/questions", headers=auth("hana")).json()["questions"]
     retail = next(q for q in listing if q["domain"] == "retail")
     hr = next(q for q in listing if q["domain"] == "hr")
@@ -45,7 +45,7 @@ def test_reviewer_of_domain_a_cannot_approve_domain_b(client):
     assert stale_view.status_code == 409
     states = {q["question_id"]: q["state"] for q in client.get("/review/questions", headers=auth("ann")).json()["questions"]}
     assert states[hr["question_id"]] == states[retail["question_id"]] == "approved"
-    report = client.get(f"/runs/{client.app.state.kgeval.results.run_ids()[0]}/report", headers=auth("ann")).json()
+    report = client.get(f"/runs/{served.run_id}/report", headers=auth("ann")).json()
     assert report["review"]["approved"] == 2
 
 
@@ -92,9 +92,29 @@ def test_judge_one_answer(client):
 
 def test_cookie_session_needs_the_page_header_to_change_anything(client, served):
     login = client.post("/session", data={"token": "auditor-token"}, follow_redirects=False)
-    assert login.status_code == 303 and "kgeval_token" in login.cookies
+    assert login.status_code == 303 and login.headers["location"] == "/ui"
+    session_id = login.cookies["kgeval_session"]
+    assert "auditor-token" not in login.headers["set-cookie"] and len(session_id) >= 40  # an id, not the token
     assert client.get("/ui").status_code == 200 and "Audit of accepts" in client.get("/ui").text
     body = {"accepts": 2}
     assert client.post(f"/runs/{served.run_id}/audit/samples", json=body).status_code == 403
     assert client.post(f"/runs/{served.run_id}/audit/samples", json=body, headers={"X-Kgeval-Page": "1"}).status_code == 200
     assert client.post("/session", data={"token": "nope"}).status_code == 401
+    assert client.delete("/session").status_code == 204  # sign out: the id stops working at once
+    client.cookies.set("kgeval_session", session_id)
+    assert client.get("/me").status_code == 401 and client.get("/ui").status_code == 401
+
+
+def test_swagger_ui_and_bearer_scheme_in_the_schema(client):
+    assert client.get("/docs").status_code == 401 and 'value="/docs"' in client.get("/docs").text  # sign in first, then back here
+    spec = client.get("/openapi.json", headers=auth("ann")).json()
+    assert spec["components"]["securitySchemes"]["HTTPBearer"] == {"type": "http", "scheme": "bearer", "description": spec["components"]["securitySchemes"]["HTTPBearer"]["description"]}
+    assert {"HTTPBearer": []} in spec["paths"]["/contamination/check"]["post"]["security"]
+    assert "security" not in spec["paths"]["/health"]["get"]
+    login = client.post("/session", data={"token": "auditor-token", "next": "/docs"}, follow_redirects=False)
+    assert login.headers["location"] == "/docs"
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger-ui" in docs.text and "/openapi.json" in docs.text
+    assert client.get("/openapi.json").status_code == 200  # Swagger UI's fetch carries the session
+    elsewhere = client.post("/session", data={"token": "auditor-token", "next": "https://evil.example/"}, follow_redirects=False)
+    assert elsewhere.headers["location"] == "/ui"  # no open redirect

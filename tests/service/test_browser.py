@@ -1,19 +1,41 @@
-"""The auditor page in a real browser: headless Chromium (Debian's `chromium` and
-`chromium-driver`, driven by Selenium) against `kgeval serve` on 127.0.0.1. Sign in, draw an
-audit sample, record a decision, and see it counted in the report summary on the page."""
+"""The run page in a real browser: headless Chromium (Debian's `chromium` and
+`chromium-driver`, driven by Selenium) against `kgeval serve` on 127.0.0.1, over two runs of
+the mini holdout (an oracle run, then a replay with every kind of answer, see tests/viewing.py).
+
+Screenshots of the run page, a sample, the compare view, the audit and review flows are
+written to $KGEVAL_SCREENSHOTS (default: the test's temporary directory) for people to look at.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.oversight import TOKENS
+from tests.oversight import TOKENS, write_access
+from tests.service.conftest import Served
+from tests.viewing import two_runs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture
+def served(mini_holdout, mini_gold, tmp_path) -> Served:
+    """An oracle run, then (newest) the replay run the page must open on."""
+    db = tmp_path / "r.duckdb"
+    _, run_id = two_runs(mini_holdout, mini_gold, db, tmp_path)
+    return Served(mini_holdout, mini_gold, db, write_access(tmp_path / "access.yaml"), run_id)
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    folder = Path(os.environ.get("KGEVAL_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture
@@ -29,7 +51,7 @@ def browser(tmp_path):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions", "--window-size=1600,1000",
                 f"--user-data-dir={tmp_path / 'chromium-profile'}"):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
@@ -40,32 +62,172 @@ def browser(tmp_path):
         driver.quit()
 
 
-def test_auditor_records_a_decision_and_sees_it_counted(browser, server, served):
+def _sign_in(browser, server: str, who: str, shots: Path | None = None):  # noqa: ANN202 - a WebDriverWait
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     wait = WebDriverWait(browser, 30)
     browser.get(f"{server}/ui")
-    browser.find_element(By.ID, "token").send_keys(TOKENS["ann"]["token"])
+    if shots is not None:
+        browser.save_screenshot(str(shots / "0-sign-in.png"))
+    browser.find_element(By.ID, "token").send_keys(TOKENS[who]["token"])
     browser.find_element(By.ID, "signin").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "who"), "signed in as ann"))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "who"), f"signed in as {who}"))
+    return wait
+
+
+def _shot(browser, path: Path) -> None:
+    """The whole page, not only the window: the window grows to the page's height for it."""
+    width, height = browser.get_window_size()["width"], browser.get_window_size()["height"]
+    full = browser.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
+    browser.set_window_size(width, max(height, min(full + 120, 6000)))
+    browser.save_screenshot(str(path))
+    browser.set_window_size(width, height)
+
+
+def _select(browser, css: str, value: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.CSS_SELECTOR, css)).select_by_value(value)
+
+
+def test_auditor_filters_wrong_answers_sees_the_missing_row_and_records_a_decision(browser, server, served, shots):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+
+    wait = _sign_in(browser, server, "ann", shots)
+    # opens on the newest run (the replay), with its harness report and honeypots on top
+    wait.until(lambda d: d.find_element(By.ID, "run-select").get_attribute("value") == served.run_id)
     wait.until(ec.text_to_be_present_in_element((By.ID, "audit-summary"), "audited: 0"))
-    accepts = browser.find_element(By.ID, "accepts")
-    accepts.clear()
-    accepts.send_keys("4")
-    browser.find_element(By.ID, "draw").click()
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sample tr.item")) == 4)
-    row = browser.find_elements(By.CSS_SELECTOR, "#sample tr.item")[0]
-    key = row.get_attribute("data-key")
-    row.find_element(By.CSS_SELECTOR, "textarea.note").send_keys("the gold lists one more department")
-    row.find_element(By.CSS_SELECTOR, "button.disagree").click()
+    assert "missing 1" in browser.find_element(By.ID, "harness").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#samples tr.line")) == 16
+    _shot(browser, shots / "1-run-page.png")
+
+    _select(browser, "#f-outcome", "wrong")
+    lines = browser.find_elements(By.CSS_SELECTOR, "#samples tr.line")
+    assert {line.get_attribute("data-outcome") for line in lines} == {"wrong"}
+    assert {line.get_attribute("data-question") for line in lines} == {"mini-01", "mini-02", "mini-05", "mini-06", "mini-08"}
+    browser.find_element(By.CSS_SELECTOR, '#samples tr.line[data-question="mini-02"][data-seed="0"]').click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#sample-detail .sample[data-key="mini-02/0"] table.rows'))
+    detail = browser.find_element(By.ID, "sample-detail")
+    answer, gold = detail.find_elements(By.CSS_SELECTOR, ".side table.rows")
+    # the executed rows beside the gold rows: Alice matched on both sides, Bob missing from the answer
+    assert [r.get_attribute("class") for r in answer.find_elements(By.CSS_SELECTOR, "tr.row")] == ["row mark-matched"]
+    missing = gold.find_elements(By.CSS_SELECTOR, "tr.mark-missing")
+    assert len(missing) == 1 and missing[0].text.endswith("entities/bob")
+    assert "?person → ?p" in answer.text
+    assert "executed again read-only" in detail.find_element(By.CSS_SELECTOR, ".execution").text
+    assert "P 1.000 R 0.500" in detail.find_element(By.CSS_SELECTOR, '.verdicts tr[data-judge="execution"]').text
+    _shot(browser, shots / "2-sample-missing-row.png")
+
+    # the strict subset: the seed judge accepted it, the execution judge did not; the auditor
+    # moves to it with the keyboard and disagrees with the accept
+    _select(browser, "#f-outcome", "")
+    _select(browser, "#f-judges", "disagree")
+    lines = browser.find_elements(By.CSS_SELECTOR, "#samples tr.line")
+    assert {line.get_attribute("data-question") for line in lines} == {"mini-06"}
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#sample-detail .sample[data-key="mini-06/0"]'))
+    assert "29 matched" in browser.find_element(By.CSS_SELECTOR, "#sample-detail .side").text
+    # 30 gold rows: pages of 25, the missing row found by paging
+    gold_box = browser.find_elements(By.CSS_SELECTOR, "#sample-detail .side .rows-box")[1]
+    assert len(gold_box.find_elements(By.CSS_SELECTOR, "tr.row")) == 25 and "rows 1–25 of 30" in gold_box.text
+    missing_on_page = lambda: gold_box.find_elements(By.CSS_SELECTOR, "tr.mark-missing")  # noqa: E731
+    if not missing_on_page():
+        gold_box.find_element(By.XPATH, ".//button[contains(., 'next')]").click()
+        assert len(gold_box.find_elements(By.CSS_SELECTOR, "tr.row")) == 5 and "rows 26–30 of 30" in gold_box.text
+    assert [r.text.split()[-1] for r in missing_on_page()] == ["http://example.org/mini/entities/item7"]
+    _select(browser, "#f-judges", "")
+    _select(browser, "#f-outcome", "correct")
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#sample-detail .decide button.disagree"))
+    key = browser.find_element(By.CSS_SELECTOR, "#sample-detail .sample").get_attribute("data-key")
+    browser.find_element(By.CSS_SELECTOR, "#sample-detail textarea.note-input").send_keys("the gold lists one more item", Keys.ESCAPE)
+    browser.find_element(By.TAG_NAME, "body").send_keys("d")
     wait.until(ec.text_to_be_present_in_element((By.ID, "message"), "recorded: disagree"))
     wait.until(ec.text_to_be_present_in_element((By.ID, "audit-summary"), "audited: 1"))
-    summary = browser.find_element(By.ID, "audit-summary").text
-    assert "false-accept rate 100.0%" in summary and "(1/1)" in summary
-    state = browser.find_element(By.CSS_SELECTOR, f'#sample tr.item[data-key="{key}"] td.state').text
-    assert state == "disagree"
-    # the same decision is in the report served to anyone with a token
+    assert "(1/1)" in browser.find_element(By.ID, "audit-summary").text
+    # the sample is opened again after the summary: wait for its new state, do not race it
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#sample-detail .audit-state"), "disagree"))
+    assert browser.find_element(By.CSS_SELECTOR, "#sample-detail .audit-state").text == "disagree"
+    _shot(browser, shots / "3-audit-recorded.png")
+    question, seed = key.split("/")
+    # the address names the sample: opened again from it, the same sample comes back
+    assert browser.current_url.endswith(f"#run={served.run_id}&q={question}&seed={seed}")
+    browser.refresh()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#sample-detail .sample[data-key="{key}"]'))
+    assert browser.find_element(By.CSS_SELECTOR, f'#samples tr.line.current[data-question="{question}"][data-seed="{seed}"]')
     report = httpx.get(f"{server}/runs/{served.run_id}/report", headers={"Authorization": f"Bearer {TOKENS['admin']['token']}"}).json()
     assert report["audit"]["counts"]["audited"] == 1 and report["audit"]["counts"]["disagree"] == 1
+    records = httpx.get(f"{server}/runs/{served.run_id}/samples", headers={"Authorization": f"Bearer {TOKENS['admin']['token']}"}).json()
+    assert [r["audit_state"] for r in records if r["question_id"] == question and r["seed"] == int(seed)] == ["disagree"]
+
+
+def test_auditor_sees_the_rows_beside_the_gold_before_agreeing_in_the_audit_tab(browser, server, served, shots):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    wait = _sign_in(browser, server, "ann")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "audit-summary"), "audited: 0 of 6 accepts"))
+    browser.find_element(By.ID, "tab-audit").click()
+    accepts = browser.find_element(By.ID, "accepts")
+    accepts.clear()
+    accepts.send_keys("3")
+    browser.find_element(By.ID, "draw").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sample tr.item")) == 3)
+    # the first item opens at once: executed rows beside the gold, then the decision
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#audit-detail .side table.rows"))
+    first = browser.find_element(By.CSS_SELECTOR, "#audit-detail .sample").get_attribute("data-key")
+    assert first == browser.find_elements(By.CSS_SELECTOR, "#sample tr.item")[0].get_attribute("data-key")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#audit-detail .side table.rows")) == 2
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    second = browser.find_elements(By.CSS_SELECTOR, "#sample tr.item")[1].get_attribute("data-key")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#audit-detail .sample[data-key="{second}"]'))
+    browser.find_element(By.TAG_NAME, "body").send_keys("a")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "message"), f"recorded: agree on {second.split('/')[0]}"))
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, f'#sample tr.item[data-key="{second}"] td.state'), "agree"))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "audit-counts"), "audited: 1 of 6 accepts"))
+    _shot(browser, shots / "6-audit-tab.png")
+
+
+def test_compare_view_highlights_flips_and_opens_both_samples(browser, server, served, shots):
+    from selenium.webdriver.common.by import By
+
+    wait = _sign_in(browser, server, "admin")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#samples tr.line")) == 16)
+    browser.find_element(By.ID, "tab-compare").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#pairs tr.line"))
+    flips = {tr.get_attribute("data-question") for tr in browser.find_elements(By.CSS_SELECTOR, "#pairs tr.flip")}
+    # the oracle (A) is right everywhere; B is wrong on these (mini-01: one seed right, one broken,
+    # a tie, not correct); mini-04's seed 1 has no record, not judged: its judged seed is right
+    assert flips == {"mini-01", "mini-02", "mini-05", "mini-06", "mini-08"}
+    browser.find_element(By.CSS_SELECTOR, '#pairs tr.flip[data-question="mini-08"]').click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pair-detail .pair .sample")) == 2)
+    a_side, b_side = browser.find_elements(By.CSS_SELECTOR, "#pair-detail .pair .sample")
+    assert "run A" in a_side.text and "run B" in b_side.text
+    assert not a_side.find_elements(By.CSS_SELECTOR, "tr.mark-extra")
+    assert len(b_side.find_elements(By.CSS_SELECTOR, "tr.mark-extra")) == 1
+    _shot(browser, shots / "4-compare.png")
+
+
+def test_reviewer_sees_the_gold_and_its_flags_beside_the_list(browser, server, served, shots):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    wait = _sign_in(browser, server, "hana")
+    browser.find_element(By.ID, "tab-review").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#questions tr.line[data-question="mini-07"]'))
+    browser.find_element(By.CSS_SELECTOR, '#questions tr.line[data-question="mini-07"]').click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#review-detail .gold-flags .flag"))
+    assert [f.text for f in browser.find_elements(By.CSS_SELECTOR, "#review-detail .gold-flags .flag")] == ["empty"]
+    # beside the list, not below it
+    listing = browser.find_element(By.CSS_SELECTOR, "#review-view .list").rect
+    detail = browser.find_element(By.ID, "review-detail").rect
+    assert detail["x"] >= listing["x"] + listing["width"] and abs(detail["y"] - listing["y"]) < 5
+    browser.find_element(By.ID, "approve").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "message"), "recorded: approve on mini-07"))
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#review-detail .gold-flags"), "review: approved"))
+    _shot(browser, shots / "5-review.png")

@@ -50,3 +50,74 @@ def test_syntax_errors_say_so():
         guard_query("SELEC ?x WHERE { ?x ?p ?o }")
     with pytest.raises(QuerySyntaxError, match="prefix"):
         guard_query("SELECT ?x WHERE { ?x foo:bar ?o }")
+
+
+def test_shape_of_select_star_lists_the_variables_in_scope():
+    shape = guard_query(
+        "SELECT * WHERE { ?a <http://x/p> ?b . OPTIONAL { ?b <http://x/q> ?c } FILTER(?d > 1) MINUS { ?a <http://x/r> ?e } "
+        "BIND(?b + 1 AS ?f) { SELECT ?g (COUNT(?h) AS ?n) WHERE { ?g <http://x/s> ?h } GROUP BY ?g } VALUES ?v { 1 } }"
+    )
+    assert shape.variables == ("a", "b", "c", "f", "g", "n", "v")
+
+
+def test_shape_reads_keywords_in_any_case_and_the_top_level_only():
+    shape = guard_query("select ?s where { { select ?s where { ?s ?p ?o } order by ?o limit 9 offset 9 } } offset 2")
+    assert (shape.ordered, shape.limit, shape.offset, shape.variables) == (False, None, 2, ("s",))
+    assert shape.text == "SELECT ?s WHERE { { SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?o LIMIT 9 OFFSET 9 } } OFFSET 2"
+
+
+def test_threads_guarding_at_once_agree():
+    """Runs guard candidates from several threads: each thread parses with its own parser."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"select ?x{i} where {{ ?x{i} ?p ?o }} order by ?o limit {i + 1}" for i in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        shapes = list(pool.map(guard_query, texts))
+    assert [(s.variables, s.limit) for s in shapes] == [((f"x{i}",), i + 1) for i in range(200)]
+
+
+def test_nesting_is_limited_before_any_parser_runs():
+    with pytest.raises(QueryRefused, match="nested 65 levels deep, over the limit of 64"):
+        guard_query("SELECT * WHERE " + "{" * 65 + "}" * 65)
+    assert guard_query("SELECT * WHERE " + "{" * 64 + "}" * 64).form == "select"
+
+
+PROJECTION_ERRORS = [
+    "SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
+    "select ?s where { ?s ?p ?o } order by count(?o)",
+    "SELECT ?x WHERE { ?s ?p ?o } GROUP BY ?s",
+    "SELECT * WHERE { ?s ?p ?o } GROUP BY ?s",
+    "SELECT ?x WHERE { ?s ?p ?o } GROUP BY (STR(?p))",
+    "SELECT (1 AS ?x) (2 AS ?x) WHERE {}",
+    "SELECT (?o AS ?s) WHERE { ?s ?p ?o }",
+    "SELECT ?s WHERE { { SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o } } }",
+]
+PROJECTION_FINE = [
+    "SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY ?s",
+    "SELECT ?q (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY (STR(?p) AS ?q)",
+    "SELECT ?p WHERE { ?s ?p ?o } GROUP BY (?p)",
+    "SELECT (STR(?p) AS ?q) WHERE { ?s ?p ?o } GROUP BY ?p ?s",
+    "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o } HAVING (COUNT(*) > 0)",
+    "SELECT (?o AS ?x) WHERE { ?s ?p ?o FILTER(!BOUND(?x)) }",
+]
+
+
+@pytest.mark.parametrize("query", PROJECTION_ERRORS)
+def test_projection_rules_are_the_queries_error_not_the_stores(query, tmp_path):
+    """Engines reject these only when they run them (Oxigraph's SyntaxError, an endpoint's
+    HTTP 400): the guard names them as the query's syntax errors before any store sees them."""
+    from kgeval.stores import EmbeddedStore
+
+    with pytest.raises(QuerySyntaxError, match="grouped nor aggregated|already bound|GROUP BY"):
+        guard_query(query)
+    (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
+    with pytest.raises(QuerySyntaxError):
+        EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10)
+
+
+@pytest.mark.parametrize("query", PROJECTION_FINE)
+def test_projection_rules_let_valid_queries_run(query, tmp_path):
+    from kgeval.stores import EmbeddedStore
+
+    (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
+    assert EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10).total == 1

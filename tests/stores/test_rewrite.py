@@ -58,3 +58,11 @@ def test_embedded_store_casts_to_derived_integer_types(store):
 def test_unsupported_function_is_a_store_error(store):
     with pytest.raises(StoreError, match="not supported"):
         store.execute("SELECT (<http://x/nosuchfn>(1) AS ?x) WHERE {}", timeout_s=10, row_cap=10)
+
+
+def test_order_variables_reads_plain_keys_in_any_case():
+    from kgeval.stores import order_variables
+
+    assert order_variables(P + "select ?i ?p where { ?i ex:price ?p } order by desc(?p) (?i) limit 2") == ("p", "i")
+    assert order_variables(P + "select ?i where { ?i ex:price ?p } order by desc(?p * 2)") is None
+    assert order_variables(P + "select ?i where { { select ?i where { ?i ex:price ?p } order by ?p } }") is None

@@ -97,3 +97,16 @@ def test_missing_url_is_a_clear_error():
 
     with pytest.raises(InputError, match="systems.http.url"):
         HttpSystem(HttpSystemConfig())
+
+
+def test_retry_after_header_parsing():
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    from kgeval.systems._http import retry_after_seconds
+
+    assert retry_after_seconds("3") == 3.0 and retry_after_seconds(" 0.5 ") == 0.5 and retry_after_seconds("-2") == 0.0
+    assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < retry_after_seconds(later) <= 30
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait

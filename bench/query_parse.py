@@ -1,0 +1,124 @@
+"""What reading a query costs kgeval, next to what running it costs the engine.
+
+For every distinct reference query of CK25 ($KGEVAL_CK25), the sample holdout and the test
+corpora (mixed case, comments, hostile tricks), in one process:
+- rdflib: `parseQuery` + `translateQuery` once, the least the old guard paid per text (it
+  also parsed again for determinism and ran a pyparsing locator for the tie probe);
+- new, cold: the guard, the determinism scan and (for ordered/limited SELECTs) the tie probe
+  with empty caches;
+- new, warm: the same calls again (each distinct text is analysed once per process);
+- engine: pyoxigraph executing the text and reading every row, on the text's own KG.
+
+    python bench/query_parse.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+from rdflib.plugins.sparql.algebra import translateQuery  # noqa: E402
+from rdflib.plugins.sparql.parser import parseQuery  # noqa: E402
+
+from kgeval.errors import QueryError  # noqa: E402
+from kgeval.holdout import load_holdout  # noqa: E402
+from kgeval.stores import EmbeddedStore, guard_query, order_probe, query_determinism  # noqa: E402
+from kgeval.stores import _query, _rewrite  # noqa: E402
+
+
+def corpus() -> list[tuple[str, str, EmbeddedStore | None]]:
+    """(label, text, store to run it on or None) for every distinct text."""
+    texts: list[tuple[str, str, EmbeddedStore | None]] = []
+    ck25 = Path(os.environ.get("KGEVAL_CK25", ROOT.parent / "shared" / "datasets" / "ck25"))
+    if (ck25 / "questions.yml").is_file():
+        store = EmbeddedStore(sorted((ck25 / "graphs").glob("*.ttl")))
+        for q in yaml.safe_load((ck25 / "questions.yml").read_text())["questions"]:
+            texts.append(("ck25", q["query"]["sparql"], store))
+    holdout = load_holdout(ROOT / "holdout")
+    for kg in holdout.kgs:
+        store = EmbeddedStore(kg.files)
+        texts += [("sample", q.sparql, store) for q in kg.questions]
+    sys.path.insert(0, str(ROOT))
+    from tests.stores.sparql_tricks import ACCEPTED  # noqa: PLC0415 - the test corpora, when present
+    from tests.stores.test_tie_corpus import CORPUS
+
+    texts += [("tricks", text.replace("{url}", "http://127.0.0.1:9"), None) for text, _ in ACCEPTED.values()]
+    texts += [("ties", text, None) for text, _, _ in CORPUS.values()]
+    return list({text: (label, text, store) for label, text, store in texts}.values())
+
+
+def new_path(text: str) -> None:
+    shape = guard_query(text)
+    query_determinism(text)
+    if shape.form == "select" and (shape.ordered or shape.limit is not None):
+        order_probe(text)
+
+
+def clear_caches() -> None:
+    for cached in (_query._analyse, _rewrite.order_probe, _rewrite.query_determinism):  # noqa: SLF001
+        cached.cache_clear()
+
+
+def rdflib_path(text: str) -> None:
+    translateQuery(parseQuery(text))
+
+
+def engine_path(store: EmbeddedStore, approved: str) -> None:
+    result = store._query(approved)  # noqa: SLF001 - pyoxigraph's own call, with kgeval's custom casts
+    if hasattr(result, "__iter__"):
+        for _ in result:
+            pass
+
+
+def best_ms(work: Callable[[], None], repeat: int, before: Callable[[], None] = lambda: None) -> float:
+    times = []
+    for _ in range(repeat):
+        before()
+        t0 = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - t0)
+    return min(times) * 1000
+
+
+def main() -> int:
+    logging.getLogger("rdflib").setLevel(logging.ERROR)  # its IRI warnings on the trick texts
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows: dict[str, list[tuple[float, float, float, float | None]]] = {}
+    for label, text, store in corpus():
+        try:
+            old = best_ms(lambda: rdflib_path(text), args.repeat)
+        except Exception:  # noqa: BLE001 - rdflib may not read a trick text at all
+            old = float("nan")
+        try:
+            cold = best_ms(lambda: new_path(text), args.repeat, clear_caches)
+        except QueryError:
+            continue
+        warm = best_ms(lambda: new_path(text), args.repeat)
+        approved = guard_query(text).text
+        engine = best_ms(lambda: engine_path(store, approved), args.repeat) if store else None
+        rows.setdefault(label, []).append((old, cold, warm, engine))
+    print(f"{'corpus':8} {'texts':>5} {'rdflib ms':>10} {'new cold ms':>12} {'new warm ms':>12} {'rdflib/new':>11} {'engine ms':>10} {'new cold/engine':>16}")
+    for label, values in rows.items():
+        old = statistics.mean(v[0] for v in values if v[0] == v[0])
+        cold = statistics.mean(v[1] for v in values)
+        warm = statistics.mean(v[2] for v in values)
+        engines = [v[3] for v in values if v[3] is not None]
+        engine = statistics.mean(engines) if engines else float("nan")
+        print(f"{label:8} {len(values):5d} {old:10.3f} {cold:12.3f} {warm:12.4f} {old / cold:10.0f}x {engine:10.3f} {cold / engine:15.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

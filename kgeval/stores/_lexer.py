@@ -1,0 +1,203 @@
+"""SPARQL 1.1 terminals exactly as the specification defines them, and the canonical text.
+
+The read-only guard must read the same query the engine runs (DESIGN invariant 12). Parsers
+disagree on the edges of terminals: where a `#` comment ends (Oxigraph ends it at a carriage
+return, pyparsing- and tree-sitter-based parsers at a line feed), whether `\\u` escapes are
+expanded before parsing, long strings, escaped `#` in prefixed names. So the guard never lets
+an engine read the original text: this module splits it into terminals by the specification
+(section 19.8; codepoint escapes expanded first, section 19.2), and writes them back in one
+plain form that every parser reads the same way: no comments, single spaces, strings in
+double quotes with escapes only for `\\ " \\n \\r \\t \\b \\f`, keywords upper-case, `$x` as
+`?x`, and prefixed names with escapes written out as full IRIs. Every prefix must be declared
+in the query. Stores send that text only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, NamedTuple
+
+from kgeval.errors import QuerySyntaxError
+
+TokenKind = Literal["iri", "pname", "bnode", "var", "langtag", "number", "string", "nil", "anon", "word", "punct"]
+
+_BASE = (
+    "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d"
+    "\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd\U00010000-\U000effff"
+)
+_U = _BASE + "_"
+_CHARS = _U + r"\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
+_PLX = r"%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%]"
+_PREFIX = f"[{_BASE}](?:[{_CHARS}.]*[{_CHARS}])?"
+_LOCAL = f"(?:[{_U}:0-9]|{_PLX})(?:(?:[{_CHARS}.:]|{_PLX})*(?:[{_CHARS}:]|{_PLX}))?"
+_VARNAME = f"[{_U}0-9][{_U}0-9\u00b7\u0300-\u036f\u203f-\u2040]*"
+_EXP = r"[eE][+-]?[0-9]+"
+_ECHAR = r"""\\[tbnrf\\"']"""
+_IRI = r"<[^<>\"{}|^`\\\x00-\x20]*>"
+_TERMINALS = [
+    ("iri", _IRI),
+    ("pname", f"(?:{_PREFIX})?:(?:{_LOCAL})?"),
+    ("bnode", f"_:[{_U}0-9](?:[{_CHARS}.]*[{_CHARS}])?"),
+    ("var", f"[?$]{_VARNAME}"),
+    ("langtag", r"@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*"),
+    ("number", rf"[+-]?(?:[0-9]+\.[0-9]*{_EXP}|\.[0-9]+{_EXP}|[0-9]+{_EXP}|[0-9]*\.[0-9]+|[0-9]+)"),
+    ("string", rf"""'''(?:(?:'|'')?(?:[^'\\]|{_ECHAR}))*'''|\"\"\"(?:(?:"|"")?(?:[^"\\]|{_ECHAR}))*\"\"\""""),
+    ("string", rf"""'(?:[^'\\\n\r]|{_ECHAR})*'|"(?:[^"\\\n\r]|{_ECHAR})*\""""),
+    ("nil", r"\([ \t\r\n]*\)"),
+    ("anon", r"\[[ \t\r\n]*\]"),
+    ("word", r"[A-Za-z_][A-Za-z0-9_]*"),
+    ("punct", r"\^\^|<=|>=|!=|&&|\|\||[{}()\[\];,.*+\-/=<>!|^?]"),
+]
+_SKIPPED = r"(?:[ \t\r\n]+|#[^\r\n]*)*"
+"""White space and comments; a comment ends at a line feed or a carriage return."""
+_LEXER = re.compile(_SKIPPED + "(?:" + "|".join(f"(?P<{kind}{i}>{rx})" for i, (kind, rx) in enumerate(_TERMINALS)) + r"|(?P<end>\Z))")
+_KIND = {f"{kind}{i}": kind for i, (kind, _) in enumerate(_TERMINALS)} | {"end": "end"}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def _is_operand(token: Token) -> bool:
+    return token.kind in ("var", "number", "string", "langtag", "iri", "pname", "nil") or token.text in (")", "true", "false")
+
+
+_CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_SPELLING = {w.upper(): w for w in ("isIRI", "isURI", "isBLANK", "isLITERAL", "isNUMERIC", "sameTerm", "true", "false")}
+"""Keywords written as the grammar spells them rather than in upper case (SPARQL matches
+keywords in any case; tree-sitter-sparql only in these spellings)."""
+
+
+class Token(NamedTuple):
+    """One SPARQL terminal in its canonical form (a tuple: the lexer makes one per terminal)."""
+
+    kind: TokenKind
+    text: str
+    """The canonical text of the terminal (see the module docstring)."""
+
+    @property
+    def keyword(self) -> str:
+        """The upper-case keyword when this is a bare word, else ''."""
+        return self.text.upper() if self.kind == "word" else ""
+
+
+def canonical_tokens(query: str) -> list[Token]:
+    """The terminals of `query`, canonical; QuerySyntaxError on text no terminal matches."""
+    text = _expand_codepoints(query.removeprefix("\ufeff"))
+    control = _CONTROL.search(text)
+    if control:
+        raise QuerySyntaxError(f"query contains the control character U+{ord(control.group()):04X} at {_where(text, control.start())}")
+    tokens: list[Token] = []
+    prefixes: dict[str, str] = {}
+    position = parens = 0
+    while True:
+        kind, start, raw = _next_terminal(text, position, tokens, parens)
+        if kind == "end":
+            return tokens
+        position = start + len(raw)
+        parens += (raw == "(") - (raw == ")")
+        tokens.append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
+        if len(tokens) >= 3 and tokens[-3].keyword == "PREFIX" and tokens[-1].kind == "iri":
+            prefixes[tokens[-2].text[:-1]] = tokens[-1].text[1:-1]
+
+
+def _next_terminal(text: str, position: int, before: list[Token], parens: int) -> tuple[str, int, str]:
+    """(kind, start, raw text) of the terminal after the white space and comments at `position`.
+
+    `<` is ambiguous: the start of an IRI or less-than. Longest match (an IRI) is the rule,
+    except inside parentheses right after an operand when the would-be IRI has no scheme
+    (`FILTER(?x<10&&?y>5)`): that is how Oxigraph and rdflib read it, and a relative IRI there
+    is never meant. The canonical text then writes ` < ` with spaces, so no reader can doubt.
+    """
+    match = _LEXER.match(text, position)
+    if match is None:
+        start = re.compile(_SKIPPED).match(text, position).end()  # type: ignore[union-attr]
+        raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, start)}: unexpected {text[start:start + 20]!r}")
+    group = match.lastgroup or "end"
+    kind, start, raw = _KIND[group], match.start(group), match.group(group)
+    if kind == "iri" and parens > 0 and before and _is_operand(before[-1]) and not _SCHEME.match(raw, 1):
+        return "punct", start, "<=" if raw.startswith("<=") else "<"
+    return kind, start, raw
+
+
+def canonical_text(tokens: list[Token]) -> str:
+    """The tokens joined by single spaces (none before a language tag or around `^^`)."""
+    return "".join(("" if _glued(tokens, i) else " ") + token.text for i, token in enumerate(tokens))
+
+
+def byte_spans(tokens: list[Token]) -> list[tuple[int, int]]:
+    """Where each token lies in the UTF-8 bytes of `canonical_text(tokens)`."""
+    spans, offset = [], 0
+    for i, token in enumerate(tokens):
+        offset += 0 if _glued(tokens, i) else 1
+        size = len(token.text.encode("utf-8"))
+        spans.append((offset, offset + size))
+        offset += size
+    return spans
+
+
+def _glued(tokens: list[Token], i: int) -> bool:
+    return i == 0 or tokens[i].kind == "langtag" or tokens[i].text == "^^" or tokens[i - 1].text == "^^"
+
+
+def _canonical(kind: TokenKind, raw: str, prefixes: dict[str, str], before: list[Token]) -> Token:
+    if kind == "string":
+        return Token("string", _quote(_string_value(raw)))
+    if kind == "var":
+        return Token("var", "?" + raw[1:])
+    if kind == "word":
+        return Token("word", raw if raw == "a" else _SPELLING.get(raw.upper(), raw.upper()))
+    if kind == "nil":
+        return Token("nil", "()")
+    if kind == "anon":
+        return Token("anon", "[]")
+    if kind == "pname":
+        return _canonical_pname(raw, prefixes, before)
+    return Token(kind, raw)
+
+
+def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) -> Token:
+    """A prefixed name; records PREFIX declarations; escaped local names become full IRIs."""
+    prefix, _, local = raw.partition(":")
+    if before and before[-1].keyword == "PREFIX":
+        prefixes[prefix] = ""  # declared; its IRI, the next token, is recorded when read
+        return Token("pname", raw)
+    if prefix not in prefixes:
+        # no engine's implicit prefixes (Virtuoso's rdfs:, bif: ...): the text names every IRI
+        raise QuerySyntaxError(f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)")
+    if "\\" not in local:
+        return Token("pname", raw)
+    namespace = prefixes[prefix]
+    iri = namespace + re.sub(r"\\(.)", r"\1", local)
+    if not namespace or not re.fullmatch(r"[^<>\"{}|^`\\\x00-\x20]*", iri):
+        raise QuerySyntaxError(f"SPARQL does not parse: cannot write {raw} as an IRI")
+    return Token("iri", f"<{iri}>")
+
+
+def _string_value(raw: str) -> str:
+    quote = 3 if raw[:3] in ("'''", '"""') else 1
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE[m.group(1)], raw[quote:-quote], flags=re.DOTALL)
+
+
+def _quote(value: str) -> str:
+    quoted = '"' + "".join(_ESCAPE.get(ch, ch) for ch in value) + '"'
+    if _CODEPOINT.search(quoted):
+        # "\\u0041": SPARQL expands codepoint escapes before parsing, engines differ on this one
+        raise QuerySyntaxError(f"a string holds a backslash followed by a codepoint escape, which engines read differently: {quoted[:40]}")
+    return quoted
+
+
+def _expand_codepoints(text: str) -> str:
+    def expand(match: re.Match[str]) -> str:
+        code = int(match.group(1) or match.group(2), 16)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise QuerySyntaxError(f"invalid codepoint escape {match.group()!r} at {_where(text, match.start())}")
+        return chr(code)
+
+    return _CODEPOINT.sub(expand, text)
+
+
+def _where(text: str, position: int) -> str:
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    return f"line {line}, column {column}"

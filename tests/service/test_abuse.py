@@ -1,0 +1,159 @@
+"""The service under abuse, on a real `kgeval serve` (uvicorn) process over raw sockets: the
+token is checked before a body is read, bodies over the limit are refused (declared or
+chunked), heavy requests are bounded in time, and /health answers throughout."""
+
+from __future__ import annotations
+
+import json
+import random
+import select
+import socket
+import threading
+import time
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.oversight import TOKENS
+from tests.service.conftest import auth, running_server
+
+LIMIT = 256 * 1024
+"""The body limit the abuse server runs with (service.max_body_bytes)."""
+
+
+def _status_of(sock: socket.socket) -> int:
+    """The status code of the response on `sock` (reads the status line)."""
+    data = b""
+    while b"\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return int(data.split(b" ", 2)[1])
+
+
+def raw_post(base: str, path: str, headers: dict[str, str], chunks: list[bytes] = (), timeout: float = 10) -> tuple[int, int]:
+    """POST with the given headers, then send `chunks` until the server answers; (status, body
+    bytes sent before the answer). A server that waited for the whole body would time out."""
+    url = urlsplit(base)
+    with socket.create_connection((url.hostname, url.port), timeout=timeout) as sock:
+        head = f"POST {path} HTTP/1.1\r\nHost: {url.netloc}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        sock.sendall(head.encode())
+        sent = 0
+        for chunk in chunks:
+            if select.select([sock], [], [], 0)[0]:
+                break  # the server answered already
+            try:
+                sock.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                break
+            sent += len(chunk)
+        return _status_of(sock), sent
+
+
+def _chunked(total: int, size: int = 64 * 1024) -> list[bytes]:
+    piece = b"x" * size
+    return [f"{size:x}\r\n".encode() + piece + b"\r\n" for _ in range(total // size)]
+
+
+@pytest.fixture
+def abuse_server(served, tmp_path):
+    config = tmp_path / "kgeval.yaml"
+    config.write_text(f"service:\n  max_body_bytes: {LIMIT}\n  request_timeout_s: 2\n  heavy_workers: 2\n", encoding="utf-8")
+    with running_server(served, tmp_path, "--config", str(config)) as base:
+        yield base, tmp_path / "serve.log"
+
+
+def test_unauthenticated_body_is_refused_before_it_is_read(abuse_server):
+    base, _ = abuse_server
+    hundred_mb = str(100 * 1024 * 1024)
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "kgeval_session=forged"}):
+        status, _ = raw_post(base, "/contamination/check", {"Content-Type": "application/json", "Content-Length": hundred_mb, **headers})
+        assert status == 401, headers
+    # under the size limit, too: the body is never sent, so a server that read it first would time out
+    status, _ = raw_post(base, "/contamination/check", {"Content-Type": "application/json", "Content-Length": str(LIMIT - 1)}, timeout=5)
+    assert status == 401
+    # a session cookie alone may not change anything: 403 before the body, too
+    status, _ = raw_post(base, "/runs/x/audit/records", {"Content-Length": hundred_mb, "Cookie": "kgeval_session=forged"})
+    assert status in (401, 403)
+    assert httpx.get(f"{base}/health").status_code == 200
+
+
+def test_bodies_over_the_limit_are_refused_declared_or_chunked(abuse_server):
+    base, _ = abuse_server
+    bob = {"Authorization": f"Bearer {TOKENS['bob']['token']}", "Content-Type": "application/json"}
+    status, sent = raw_post(base, "/contamination/check", {**bob, "Content-Length": str(100 * 1024 * 1024)})
+    assert (status, sent) == (413, 0)
+    status, sent = raw_post(base, "/contamination/check", {**bob, "Transfer-Encoding": "chunked"}, _chunked(20 * 1024 * 1024))
+    assert status == 413 and sent < 20 * 1024 * 1024  # refused while streaming, not after 20 MB
+    status, _ = raw_post(base, "/session", {"Content-Type": "application/x-www-form-urlencoded", "Content-Length": str(64 * 1024)})
+    assert status == 413  # the sign-in form is small: 4 KiB
+    under = httpx.post(f"{base}/contamination/check", json={"texts": ["a" * (LIMIT // 2)]}, headers=auth("bob"), timeout=30)
+    assert under.status_code == 200
+
+
+def _words(n: int, rng: random.Random) -> str:
+    vocab = ["employees", "department", "sales", "revenue", "which", "how", "many", "customers", "order", "the", "of", "alice"]
+    return " ".join(rng.choice(vocab) for _ in range(n))
+
+
+def test_heavy_requests_time_out_and_health_keeps_answering(abuse_server):
+    base, log = abuse_server
+    rng = random.Random(7)
+    many = {"texts": [_words(25, rng) for _ in range(1000)] * 1}  # ~170 KB, many units of work
+    statuses: list[int] = []
+    health_ms: list[float] = []
+    stop = threading.Event()
+
+    def heavy() -> None:
+        with httpx.Client(headers=auth("bob"), timeout=60) as http:
+            for _ in range(3):
+                statuses.append(http.post(f"{base}/contamination/check", json=many).status_code)
+
+    def ping() -> None:
+        with httpx.Client(timeout=5) as http:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                assert http.get(f"{base}/health").json() == {"status": "ok"}
+                health_ms.append((time.perf_counter() - t0) * 1000)
+                time.sleep(0.05)
+
+    pinger = threading.Thread(target=ping)
+    pinger.start()
+    workers = [threading.Thread(target=heavy) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    pinger.join()
+    assert len(statuses) == 12 and set(statuses) <= {200, 503}, statuses
+    assert len(health_ms) >= 5  # /health answered (within its 5 s client timeout) all along
+    print(f"\n[abuse] heavy statuses {sorted(statuses)}; /health p50 {sorted(health_ms)[len(health_ms) // 2]:.0f} ms, max {max(health_ms):.0f} ms")
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    checks = [r for r in records if r.get("path") == "/contamination/check"]
+    assert checks and {r["principal"] for r in checks} == {"bob"} and all(r["ms"] >= 0 for r in checks)
+    assert TOKENS["bob"]["token"] not in log.read_text()  # the log names the caller, never the token
+
+
+def test_a_request_past_its_time_limit_gets_503_and_its_work_stops(served):
+    from fastapi.testclient import TestClient
+
+    from kgeval.config import KgevalConfig, ServiceConfig
+    from kgeval.service import ServiceSettings, create_app, load_access
+
+    config = KgevalConfig(service=ServiceConfig(request_timeout_s=0.05))
+    settings = ServiceSettings(db=served.db, holdout=served.holdout, gold=served.gold, config=config, access=load_access(served.access, env={}))
+    rng = random.Random(3)
+    texts = [_words(30, rng) for _ in range(1000)]
+    with TestClient(create_app(settings)) as client:
+        matched = []
+        matcher = client.app.state.kgeval.matcher
+        client.app.state.kgeval.matcher = type("Counting", (), {"match_text": lambda self, t: matched.append(t) or matcher.match_text(t)})()
+        slow = client.post("/contamination/check", json={"texts": texts}, headers=auth("bob"))
+        assert slow.status_code == 503 and "service.request_timeout_s" in slow.json()["detail"]
+        time.sleep(0.5)
+        assert 0 < len(matched) < len(texts)  # the work stopped at a deadline check
+        assert client.get("/health").status_code == 200
+        assert client.post("/contamination/check", json={"texts": texts[:1]}, headers=auth("bob")).status_code == 200
