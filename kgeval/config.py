@@ -26,6 +26,33 @@ class StoreAuthConfig(_Strict):
     """Name of the environment variable holding the password (never the password itself)."""
 
 
+class CandidateQueryConfig(_Strict):
+    """Bounds on executing a candidate's SPARQL, which is untrusted input (DESIGN invariant 12).
+    Reference queries (gold rebuild, tie probes, schema summaries) are trusted: they run in
+    process without these bounds, as fast as the engine allows. The timeout and row cap of a
+    candidate query are `run.query_timeout_s` and `run.row_cap`."""
+
+    sandbox: bool = True
+    """Embedded store: run candidate queries in worker processes that hold the KG, have no
+    network, have a memory limit, and are killed at the query's deadline and replaced. False:
+    in process, on a thread that keeps running after its deadline (debugging only)."""
+    workers: int = Field(2, ge=1)
+    """Embedded store: worker processes per KG at most, each started when first needed and
+    reused; a query waits for a free worker (the wait is not counted in its timeout)."""
+    memory_mb: int = Field(1024, ge=16)
+    """Embedded store: memory a worker may allocate beyond the loaded KG (its address-space
+    limit); a query needing more ends its worker and fails as over budget (QueryOverBudget)."""
+    max_value_bytes: int = Field(1 << 20, ge=1)
+    """Largest single value (IRI, literal text) in a candidate's result, UTF-8 bytes."""
+    max_result_bytes: int = Field(32 << 20, ge=1)
+    """Largest candidate result: UTF-8 bytes of every value of the rows kept."""
+    max_response_bytes: int = Field(256 << 20, ge=1)
+    """Remote stores: largest HTTP answer read for a candidate query (a server sends every row,
+    not only the rows kept)."""
+    worker_start_timeout_s: float = Field(300.0, gt=0)
+    """Embedded store: time a new worker may take to start and load the KG."""
+
+
 _CORE_PREFIXES = {
     "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
     "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
@@ -96,6 +123,8 @@ class StoreConfig(_Strict):
     allow_insecure_http: bool = False
     """Neptune: accept an http:// endpoint. For the loopback signature tests only; Neptune
     serves HTTPS."""
+    candidates: CandidateQueryConfig = CandidateQueryConfig()
+    """Bounds on executing candidate (untrusted) queries: sandbox, memory, value and result size."""
 
     @field_validator("predeclared_prefixes", mode="before")
     @classmethod

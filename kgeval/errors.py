@@ -41,6 +41,10 @@ class StaleGold(CheckFailed):
 class QueryError(KgevalError):
     """A SPARQL query could not be run: the subclasses say why."""
 
+    resources: object | None = None
+    """What a candidate query cost before it failed (a `kgeval.stores.QueryResources`), set by
+    `Store.execute_candidate`; None elsewhere."""
+
 
 class QuerySyntaxError(QueryError):
     """The query does not parse."""

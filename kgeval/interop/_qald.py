@@ -240,7 +240,7 @@ def run_to_qald(
             if kg is not None and store_for is not None and attempt.sparql:
                 store = stores.setdefault(kg.id, store_for(kg))
                 try:
-                    result = store.execute(attempt.sparql, timeout_s=timeout_s, row_cap=row_cap)
+                    result, _ = store.execute_candidate(attempt.sparql, timeout_s=timeout_s, row_cap=row_cap)
                 except QueryError:
                     result = None
             answers = result_answers(result) if result is not None else _item_answers(attempt.answer or [])

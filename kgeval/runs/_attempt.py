@@ -31,7 +31,7 @@ from kgeval.gold import TieInfo
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import EmbeddedStore, QueryResult, Store, guard_query
+from kgeval.stores import EmbeddedStore, QueryResources, QueryResult, Store, guard_query
 from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput
 
 
@@ -55,6 +55,9 @@ class Execution:
     """The text executed (with predeclared prefixes added, when they were needed)."""
     prefixes: tuple[str, ...] = ()
     """Predeclared prefixes the query needed."""
+    resources: QueryResources | None = None
+    """What executing the query cost (the store counted it); None when nothing was executed,
+    or the execution was reused from the run's cache."""
 
 
 class ExecutionCache:
@@ -189,6 +192,8 @@ def _attempt_extra(execution: Execution, config: KgevalConfig) -> dict:
             extra["rule"] = f"run.candidate_timeout_counts_as: {config.run.candidate_timeout_counts_as}"
     if execution.prefixes:
         extra["predeclared_prefixes"] = list(execution.prefixes)
+    if execution.resources is not None:
+        extra["query_resources"] = execution.resources.model_dump(mode="json")
     return extra
 
 
@@ -196,7 +201,7 @@ def _cached_execution(kg: str, output: SystemOutput, store: Store, config: Kgeva
     key = (kg, output.sparql or "")
     cached = cache.get(key) if cache is not None else None
     if cached is not None:
-        return cached
+        return replace(cached, resources=None)
     execution = execute_candidate(output.sparql, store, config)
     timed_out = execution.failure == "candidate_timeout" or execution.harness in ("candidate_timeout", "store")
     if cache is not None and not timed_out:  # a timeout or a store fault may not recur: never cached
@@ -250,17 +255,21 @@ def execute_candidate(sparql: str | None, store: Store, config: KgevalConfig) ->
 
 def _run_once(sparql: str, store: Store, config: KgevalConfig) -> Execution:
     run = config.run
-    try:
-        result = store.execute(sparql, timeout_s=run.candidate_timeout_s, row_cap=run.row_cap)
+    try:  # untrusted: bounded and counted (an embedded store runs it in a sandbox worker)
+        result, resources = store.execute_candidate(sparql, timeout_s=run.candidate_timeout_s, row_cap=run.row_cap)
     except QueryError as exc:
-        message = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, QueryTimeout) and run.candidate_timeout_counts_as == "error":
-            return Execution(error=message, harness="candidate_timeout", sparql=sparql)
-        failure = _model_failure(exc) or _failure_of_a_healthy_store(exc, store)
-        if failure is None:
-            return Execution(error=message, harness="store", sparql=sparql)
-        return Execution(error=message, failure=failure, sparql=sparql)
-    return Execution(result=result, sparql=sparql)
+        return replace(_failed_execution(exc, sparql, store, config), resources=exc.resources)  # type: ignore[arg-type]
+    return Execution(result=result, sparql=sparql, resources=resources)
+
+
+def _failed_execution(exc: QueryError, sparql: str, store: Store, config: KgevalConfig) -> Execution:
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, QueryTimeout) and config.run.candidate_timeout_counts_as == "error":
+        return Execution(error=message, harness="candidate_timeout", sparql=sparql)
+    failure = _model_failure(exc) or _failure_of_a_healthy_store(exc, store)
+    if failure is None:
+        return Execution(error=message, harness="store", sparql=sparql)
+    return Execution(error=message, failure=failure, sparql=sparql)
 
 
 _BUSY_STATUSES = frozenset({429, 502, 503, 504})
@@ -308,7 +317,7 @@ def _needed_prefixes(sparql: str, prefixes: dict[str, str], store: Store) -> tup
         others = "".join(f"PREFIX {n}: <{iri}>\n" for n, iri in prefixes.items() if n != name) + sparql
         try:
             guard_query(others, max_bytes=store.max_query_bytes)
-            _bare_engine().execute(others, timeout_s=5.0, row_cap=1)
+            _bare_engine().execute_candidate(others, timeout_s=5.0, row_cap=1)  # untrusted text: sandboxed
         except (QuerySyntaxError, QueryRejected):
             needed.append(name)
         except QueryError:

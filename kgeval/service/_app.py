@@ -316,7 +316,7 @@ def _judge_one(state: ServiceState, question: Any, body: JudgeRequest) -> dict[s
     if body.sparql:
         try:
             cfg = state.settings.config.run
-            result = state.store(question.kg).execute(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
+            result, _ = state.store(question.kg).execute_candidate(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
         except QueryError as exc:
             sparql_error = f"{type(exc).__name__}: {exc}"
     if sparql_error and body.answer is None:

@@ -1,6 +1,9 @@
 """Graph stores and the typed result model they all produce.
 
 Every query goes through the read-only guard (`guard_query`) before it reaches a store.
+`Store.execute` runs trusted queries (reference queries, probes); `Store.execute_candidate`
+runs what a system under test wrote: bounded by `store.candidates` (the embedded store runs it
+in a sandbox worker process) and counted (`QueryResources`).
 """
 
 from kgeval.stores._base import Store
@@ -8,12 +11,13 @@ from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, guard_query, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, order_probe, order_variables, query_determinism
-from kgeval.stores._results import QueryResult, Row, Term, collect_rows, row_key
+from kgeval.stores._results import QueryResources, QueryResult, Row, Term, collect_rows, row_key
 
 __all__ = [
     "Determinism",
     "OrderProbe",
     "EmbeddedStore",
+    "QueryResources",
     "QueryResult",
     "QueryShape",
     "Row",

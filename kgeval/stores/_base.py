@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kgeval.errors import QueryTimeout
+from kgeval.config import CandidateQueryConfig
+from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
-from kgeval.stores._results import QueryResult, Row
+from kgeval.stores._results import QueryResources, QueryResult, Row
 
 T = TypeVar("T")
 
@@ -18,14 +20,21 @@ class Store(ABC):
     """A graph store that answers SPARQL SELECT and ASK queries.
 
     Subclasses implement `_ask` and `_select`; `execute` applies the read-only guard first,
-    and `_select` implementations keep rows with `collect_rows`, so every store caps and
-    selects rows the same way.
+    and `_select` implementations keep rows with `collect_rows` (or its plain-tuple core
+    `keep_rows`), so every store caps and selects rows the same way.
+
+    Two entry points: `execute` for trusted queries (reference queries, tie probes, schema
+    summaries) and `execute_candidate` for anything a system under test wrote, which is bounded
+    by `candidate_limits` and counts what it cost.
     """
 
     name: str = "store"
     """Engine name recorded with gold and runs (e.g. "oxigraph-embedded")."""
 
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
+
+    candidate_limits: CandidateQueryConfig = CandidateQueryConfig()
+    """Bounds on candidate queries (`store.candidates` in the configuration)."""
 
     @property
     @abstractmethod
@@ -38,20 +47,49 @@ class Store(ABC):
         """Hash of the data the store serves, recorded with gold."""
 
     def execute(self, query: str, *, timeout_s: float, row_cap: int) -> QueryResult:
-        """Run `query` read-only; raise QueryRefused, QuerySyntaxError, QueryTimeout or StoreError."""
+        """Run a trusted `query` read-only; raise QueryRefused, QuerySyntaxError, QueryTimeout or
+        StoreError (QueryRejected when the engine refuses the query itself)."""
         shape = self._guard(query)
-        query = shape.text  # the engine runs the text the guard approved, never the original
+        return self._result(shape.text, shape, timeout_s, row_cap)  # the engine runs the text the guard approved
+
+    def execute_candidate(self, query: str, *, timeout_s: float, row_cap: int) -> tuple[QueryResult, QueryResources]:
+        """Run an untrusted `query` within `candidate_limits`: its result and what it cost.
+
+        Every failure is a `QueryError` subclass (QueryRefused, QuerySyntaxError, QueryRejected,
+        QueryTimeout, QueryOverBudget, StoreError) carrying what the query cost as `.resources`;
+        nothing else escapes, whatever the query."""
+        started = time.perf_counter()
+        try:
+            try:
+                shape = self._guard(query)
+            except RecursionError:  # a parser's recursion on deep nesting: never a crashed run
+                raise QueryRefused("the query nests too deeply to be analysed") from None
+            except UnicodeError:  # a lone surrogate: no engine can be sent this text
+                raise QuerySyntaxError("the query is not valid Unicode text (a lone surrogate)") from None
+            return self._run_candidate(shape.text, shape, timeout_s, row_cap)  # the approved text, never the original
+        except QueryError as exc:
+            if exc.resources is None:
+                exc.resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000)
+            raise
+        except MemoryError:
+            error = QueryOverBudget("the query's result did not fit in memory")
+            error.resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000)
+            raise error from None
+
+    def _run_candidate(
+        self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
+    ) -> tuple[QueryResult, QueryResources]:
+        """A candidate query on this store: by default the trusted path, then the size caps."""
+        started = time.perf_counter()
+        result = self._result(query, shape, timeout_s, row_cap)
+        size = checked_result_bytes(result, self.candidate_limits)
+        return result, QueryResources(wall_ms=(time.perf_counter() - started) * 1000, result_bytes=size)
+
+    def _result(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> QueryResult:
         if shape.form == "ask":
             return QueryResult(form="ask", boolean=self._ask(query, timeout_s), total=1)
         variables, kept, total = self._select(query, shape, timeout_s, row_cap)
-        return QueryResult(
-            form="select",
-            vars=list(variables),
-            rows=kept,
-            total=total,
-            truncated=total > len(kept),
-            ordered=shape.ordered,
-        )
+        return select_result(variables, kept, total, shape)
 
     def _guard(self, query: str) -> QueryShape:
         """The read-only guard for this store's query language; runs before any request leaves."""
@@ -66,6 +104,29 @@ class Store(ABC):
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[list[str], list[Row], int]:
         """Evaluate a SELECT query: its variables, the rows kept by `collect_rows`, the total."""
+
+
+def select_result(variables: Sequence[str], kept: list[Row], total: int, shape: QueryShape) -> QueryResult:
+    """A SELECT result: the rows kept, the true total, `truncated` when they differ."""
+    return QueryResult(
+        form="select", vars=list(variables), rows=kept, total=total, truncated=total > len(kept), ordered=shape.ordered
+    )
+
+
+def checked_result_bytes(result: QueryResult, limits: CandidateQueryConfig) -> int:
+    """UTF-8 bytes of every value of `result`'s rows; QueryOverBudget past a candidate cap."""
+    total = 0
+    for row in result.rows:
+        for term in row:
+            if term is None:
+                continue
+            size = len(term.value.encode("utf-8", "surrogatepass"))
+            if size > limits.max_value_bytes:
+                raise QueryOverBudget(f"a value of the result is {size:,} bytes, over the {limits.max_value_bytes:,}-byte limit")
+            total += size + len(term.datatype or "") + len(term.lang or "")
+    if total > limits.max_result_bytes:
+        raise QueryOverBudget(f"the result holds {total:,} bytes, over the {limits.max_result_bytes:,}-byte limit")
+    return total
 
 
 def run_with_deadline(work: Callable[[threading.Event], T], timeout_s: float) -> T:

@@ -1,70 +1,59 @@
-"""The embedded store: pyoxigraph in process, the default (no server, no keys)."""
+"""The embedded store: pyoxigraph, the default (no server, no keys).
+
+Trusted queries (reference queries, tie probes) run in process, as fast as the engine allows.
+Candidate queries run in sandbox worker processes (`_sandbox`): no network, a memory limit, and
+a deadline after which the worker is killed and replaced. Both read results one way
+(`_engine.evaluate`: rows ranked on plain tuples, Terms built for the rows kept only).
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+import time
+import weakref
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from kgeval._files import sha256_file, sha256_json
-from kgeval.errors import InputError, QueryRejected, StoreError
-from kgeval.stores._base import Store, run_with_deadline
-from kgeval.stores._functions import DERIVED_INTEGER_CASTS
+from kgeval.config import CandidateQueryConfig
+from kgeval.errors import QueryError
+from kgeval.stores._base import Store, run_with_deadline, select_result
+from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
-from kgeval.stores._results import Row, Term, collect_rows
+from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
+from kgeval.stores._sandbox import WorkerPool
 
-_FORMATS = {
-    ".ttl": ox.RdfFormat.TURTLE,
-    ".nt": ox.RdfFormat.N_TRIPLES,
-    ".nq": ox.RdfFormat.N_QUADS,
-    ".trig": ox.RdfFormat.TRIG,
-    ".rdf": ox.RdfFormat.RDF_XML,
-    ".owl": ox.RdfFormat.RDF_XML,
-}
-
-
-def rdf_format(path: Path) -> ox.RdfFormat:
-    """The RDF syntax of a KG file, from its extension."""
-    try:
-        return _FORMATS[path.suffix.lower()]
-    except KeyError:
-        raise InputError(f"{path}: unknown RDF file extension (use one of {', '.join(_FORMATS)})") from None
+__all__ = ["EmbeddedStore", "rdf_format", "term_from_oxigraph"]
 
 
 def term_from_oxigraph(term: ox.NamedNode | ox.Literal | ox.BlankNode | None) -> Term | None:
-    if term is None:
-        return None
-    if isinstance(term, ox.NamedNode):
-        return Term.iri(term.value)
-    if isinstance(term, ox.BlankNode):
-        return Term.bnode(term.value)
-    if isinstance(term, ox.Literal):
-        return Term.literal(term.value, term.datatype.value, term.language)
-    raise StoreError(f"unsupported term in result: {term!r}")
+    """One pyoxigraph term as a typed Term (None when unbound)."""
+    return rows_from_cells([(None if term is None else cell_from_term(term),)])[0][0]
 
 
 class EmbeddedStore(Store):
     """An in-memory pyoxigraph store loaded from KG files into the default graph.
 
-    Timeouts: the query runs in a worker thread; when it overruns, `execute` raises
-    QueryTimeout at once and the worker stops at its next row. A query that spends its whole
-    time before its first row (a large cross product) keeps its core busy until the engine
-    returns that row: pyoxigraph offers no way to interrupt it.
+    Trusted queries: in process; at the deadline `execute` raises QueryTimeout and the query's
+    thread stops at its next row (a query still before its first row keeps its core until the
+    engine returns one: pyoxigraph cannot be interrupted). Candidate queries: in a sandbox
+    worker, killed at the deadline (`store.candidates` in the configuration).
     """
 
     name = "oxigraph-embedded"
 
-    def __init__(self, files: Sequence[Path]) -> None:
-        self._store = ox.Store()
+    def __init__(self, files: Sequence[Path], *, candidates: CandidateQueryConfig | None = None) -> None:
         self._files = [Path(f) for f in files]
-        for path in self._files:
-            try:
-                self._store.bulk_load(path=str(path), format=rdf_format(path))
-            except (SyntaxError, ValueError, OSError) as exc:
-                raise InputError(f"{path}: cannot load KG: {exc}") from None
-        self._data_sha = sha256_json(sorted((p.name, sha256_file(p)) for p in self._files))
+        self._store = load_kg(self._files)
+        file_sha256 = [sha256_file(p) for p in self._files]
+        self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, file_sha256, strict=True)))
+        if candidates is not None:
+            self.candidate_limits = candidates
+        label = ", ".join(str(p) for p in self._files) or "(no KG files)"
+        self._pool = WorkerPool(self._files, file_sha256, self.candidate_limits, label)
+        self._finalizer = weakref.finalize(self, self._pool.close)
 
     @property
     def version(self) -> str:
@@ -74,34 +63,74 @@ class EmbeddedStore(Store):
     def data_sha256(self) -> str:
         return self._data_sha
 
+    @property
+    def sandbox(self) -> WorkerPool:
+        """The worker processes that run this store's candidate queries."""
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the sandbox workers (they also stop when the store is collected or the process ends)."""
+        self._finalizer()
+
     def _ask(self, query: str, timeout_s: float) -> bool:
-        return run_with_deadline(lambda cancel: bool(self._query(query)), timeout_s)
+        answer = self._in_process(query, ask=True, ordered=False, row_cap=1, timeout_s=timeout_s)
+        return bool(answer.boolean)
 
     def _select(
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[list[str], list[Row], int]:
-        def evaluate(cancel: threading.Event) -> tuple[list[str], list[Row], int]:
-            solutions = self._query(query)
-            variables = solutions.variables
+        answer = self._in_process(query, ask=False, ordered=shape.ordered, row_cap=row_cap, timeout_s=timeout_s)
+        return list(answer.variables), rows_from_cells(answer.rows), answer.total
 
-            def rows() -> Iterator[Row]:
-                for solution in solutions:
-                    if cancel.is_set():
-                        return
-                    yield [term_from_oxigraph(solution[v]) for v in variables]
+    def _in_process(self, query: str, *, ask: bool, ordered: bool, row_cap: int, timeout_s: float) -> Answer:
+        def work(cancel: threading.Event) -> Answer:
+            return evaluate(self._store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=None, cancel=cancel)
 
-            kept, total = collect_rows(rows(), row_cap=row_cap, ordered=shape.ordered)
-            return [v.value for v in variables], kept, total
+        return run_with_deadline(work, timeout_s)
 
-        return run_with_deadline(evaluate, timeout_s)
-
-    def _query(self, query: str):  # noqa: ANN202 - pyoxigraph's result union
+    def _run_candidate(
+        self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
+    ) -> tuple[QueryResult, QueryResources]:
+        limits = self.candidate_limits
+        if not limits.sandbox:
+            return self._candidate_in_process(query, shape, timeout_s, row_cap)
+        ask = shape.form == "ask"
+        # the CPU backstop only matters if this process dies mid-query and cannot kill the worker
+        request = (query, ask, shape.ordered, row_cap, limits.max_value_bytes, limits.max_result_bytes, int(timeout_s * 2) + 5)
+        started = time.perf_counter()
         try:
-            return self._store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
-        except SyntaxError as exc:
-            raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
-        except RuntimeError as exc:  # e.g. a function the engine lacks: the query's fault
-            raise QueryRejected(f"oxigraph rejected the query: {exc}") from None
-        except OSError as exc:
-            raise StoreError(f"oxigraph failed: {exc}") from None
+            reply = self._pool.run(request, timeout_s)
+        except QueryError as exc:
+            exc.resources = QueryResources(
+                wall_ms=(time.perf_counter() - started) * 1000, sandboxed=True, network_isolated=self._pool.network_isolated
+            )
+            raise
+        resources = QueryResources(
+            wall_ms=reply.wall_ms,
+            result_bytes=reply.answer.result_bytes,
+            peak_memory_bytes=reply.peak_memory_bytes,
+            sandboxed=True,
+            network_isolated=self._pool.network_isolated,
+        )
+        return _query_result(reply.answer, shape), resources
 
+    def _candidate_in_process(
+        self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
+    ) -> tuple[QueryResult, QueryResources]:
+        limits = self.candidate_limits
+        caps = Caps(limits.max_value_bytes, limits.max_result_bytes)
+        started = time.perf_counter()
+
+        def work(cancel: threading.Event) -> Answer:
+            ask = shape.form == "ask"
+            return evaluate(self._store, query, ask=ask, ordered=shape.ordered, row_cap=row_cap, caps=caps, cancel=cancel)
+
+        answer = run_with_deadline(work, timeout_s)
+        resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000, result_bytes=answer.result_bytes)
+        return _query_result(answer, shape), resources
+
+
+def _query_result(answer: Answer, shape: QueryShape) -> QueryResult:
+    if shape.form == "ask":
+        return QueryResult(form="ask", boolean=answer.boolean, total=1)
+    return select_result(answer.variables, rows_from_cells(answer.rows), answer.total, shape)

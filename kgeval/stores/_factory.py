@@ -19,7 +19,13 @@ def open_store(config: StoreConfig, files: Sequence[Path], kg: str | None = None
     its graph through `config.kg_graphs`.
     """
     if config.kind == "embedded":
-        return EmbeddedStore(files)
+        return EmbeddedStore(files, candidates=config.candidates)
+    store = _remote_store(config, kg)
+    store.candidate_limits = config.candidates
+    return store
+
+
+def _remote_store(config: StoreConfig, kg: str | None) -> Store:
     assert config.endpoint and config.data_version  # enforced by StoreConfig's validator
     default_graphs = (config.kg_graphs[kg],) if kg in config.kg_graphs else config.default_graphs
     if config.kind == "sparql":

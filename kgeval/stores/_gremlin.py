@@ -38,7 +38,8 @@ from kgeval.errors import InputError, QueryError, StoreError
 from kgeval.stores._base import Store, run_with_deadline
 from kgeval.stores._gremlin_parse import parse_gremlin
 from kgeval.stores._query import QueryShape
-from kgeval.stores._results import XSD, Row, Term, collect_rows
+from kgeval.stores._cells import XSD
+from kgeval.stores._results import Row, Term, collect_rows
 
 ConnectionFactory = Callable[[], Any]
 """Opens a gremlinpython RemoteConnection (anything with `submit(bytecode)` and `close()`)."""

@@ -8,17 +8,14 @@ blank node's label is dropped (labels are engine-local).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from kgeval._files import sha256_text
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, canonical_spelling, keep_rows
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-XSD_STRING = XSD + "string"
-RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 
 class Term(BaseModel, frozen=True):
@@ -51,18 +48,7 @@ class Term(BaseModel, frozen=True):
 
     def canonical(self) -> str:
         """N-Triples spelling, with blank node labels dropped (see the module docstring)."""
-        if self.type == "uri":
-            return f"<{self.value}>"
-        if self.type == "bnode":
-            return "_:"
-        escaped = (
-            self.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-        )
-        if self.lang:
-            return f'"{escaped}"@{self.lang}'
-        if self.datatype:
-            return f'"{escaped}"^^<{self.datatype}>'
-        return f'"{escaped}"'
+        return canonical_spelling(self.type, self.value, self.datatype, self.lang)
 
 
 Row = list[Term | None]
@@ -71,6 +57,24 @@ Row = list[Term | None]
 def row_key(row: Sequence[Term | None]) -> str:
     """Canonical, tab-separated spelling of a row; an unbound cell is the empty string."""
     return "\t".join("" if cell is None else cell.canonical() for cell in row)
+
+
+class QueryResources(BaseModel):
+    """What executing one candidate query cost, as the store counted it (recorded with the
+    attempt, so an over-budget or slow candidate can be seen and compared)."""
+
+    wall_ms: float
+    """From handing the query to the engine (a sandbox worker, the endpoint) to its answer or
+    failure; waiting for a free worker is not counted."""
+    result_bytes: int | None = None
+    """UTF-8 bytes of every value of the rows kept; None when the query failed."""
+    peak_memory_bytes: int | None = None
+    """Peak resident memory of the sandbox worker during the query (its loaded KG included);
+    None where not measured (in process, remote stores, or the worker was killed)."""
+    sandboxed: bool = False
+    """Executed in a sandbox worker process (memory limit, killed at the deadline)."""
+    network_isolated: bool | None = None
+    """The sandbox worker had no network (an empty network namespace); None when not sandboxed."""
 
 
 class QueryResult(BaseModel):
@@ -106,40 +110,34 @@ class QueryResult(BaseModel):
 def collect_rows(
     rows: Iterable[Row], *, row_cap: int, ordered: bool
 ) -> tuple[list[Row], int]:
-    """Keep at most `row_cap` rows and count them all.
+    """Keep at most `row_cap` rows of Terms and count them all, by the one rule of `keep_rows`:
+    ordered results keep the first rows, unordered ones the canonically smallest, in canonical
+    order, so the kept rows do not depend on the engine's iteration order."""
+    return keep_rows(rows, row_cap=row_cap, ordered=ordered, key=row_key)
 
-    Ordered results keep the first rows; unordered ones keep the canonically smallest, in
-    canonical order, so the kept rows do not depend on the engine's iteration order.
-    Memory stays O(row_cap) either way.
-    """
-    total = 0
-    if ordered:
-        kept: list[Row] = []
-        for row in rows:
-            total += 1
-            if len(kept) < row_cap:
-                kept.append(row)
-        return kept, total
-    heap: list[tuple[_Desc, int, Row]] = []  # the largest kept key sits on top
+
+def rows_from_cells(rows: Iterable[Sequence[Cell]]) -> list[Row]:
+    """Typed rows from plain cells (already normalized): one Term per distinct cell, shared
+    between rows (Terms are frozen), so a column of repeated IRIs costs one model."""
+    terms: dict[Cell, Term | None] = {None: None}
+    typed: list[Row] = []
     for row in rows:
-        total += 1
-        key = row_key(row)
-        item = (_Desc(key), total, row)
-        if len(heap) < row_cap:
-            heapq.heappush(heap, item)
-        elif row_cap and key < heap[0][0].key:
-            heapq.heapreplace(heap, item)
-    kept_sorted = sorted(heap, key=lambda it: it[0].key)
-    return [row for _, _, row in kept_sorted], total
+        out: Row = []
+        for cell in row:
+            term = terms.get(cell)
+            if term is None and cell is not None:
+                term = terms[cell] = _term_from_cell(cell)
+            out.append(term)
+        typed.append(out)
+    return typed
 
 
-class _Desc:
-    """Reverses string order so that heapq's min-heap keeps the largest key on top."""
-
-    __slots__ = ("key",)
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-    def __lt__(self, other: _Desc) -> bool:
-        return self.key > other.key
+def _term_from_cell(cell: tuple[str, str, str | None, str | None]) -> Term:
+    kind, value, datatype, lang = cell
+    if kind == "uri":
+        return Term(type="uri", value=value)
+    if kind == "bnode":
+        return Term(type="bnode", value=value)
+    if lang:
+        return Term(type="literal", value=value, lang=lang)
+    return Term(type="literal", value=value, datatype=datatype)

@@ -22,10 +22,11 @@ from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
 
-from kgeval.errors import QueryRejected, QueryTimeout, StoreError
+from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape
-from kgeval.stores._results import Row, Term, collect_rows
+from kgeval.stores._cells import Cell, CellRow, cells_key, keep_rows, literal_cell
+from kgeval.stores._results import Row, Term, rows_from_cells
 
 RequestSigner = Callable[[urllib.request.Request], None]
 """Adds authentication headers to a fully built request just before it is sent (Neptune SigV4)."""
@@ -116,12 +117,13 @@ class SparqlEndpointStore(Store):
         except (KeyError, TypeError):
             raise StoreError(f"{self.endpoint}: not a SPARQL JSON SELECT result: {_snippet(doc)}") from None
 
-        def rows() -> Iterator[Row]:
+        def rows() -> Iterator[CellRow]:
             for binding in bindings:
-                yield [term_from_json(binding.get(v), self.endpoint) for v in variables]
+                yield tuple(cell_from_json(binding.get(v), self.endpoint) for v in variables)
 
-        kept, total = collect_rows(rows(), row_cap=row_cap, ordered=shape.ordered)
-        return variables, kept, total
+        # ranked on plain cells: Terms are built for the rows kept only
+        kept, total = keep_rows(rows(), row_cap=row_cap, ordered=shape.ordered, key=cells_key)
+        return variables, rows_from_cells(kept), total
 
     def _request_json(self, query: str, timeout_s: float) -> dict[str, Any]:
         request = self._build_request(query)
@@ -158,7 +160,7 @@ class SparqlEndpointStore(Store):
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 self._server_header = response.headers.get("Server", "") or self._server_header or ""
                 _refuse_server_truncation(response.headers, self.endpoint)
-                return _read_before(response, deadline, timeout_s, self.endpoint)
+                return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
             # 400: the engine refused the query as written: the query's fault, not the store's
@@ -174,10 +176,18 @@ class SparqlEndpointStore(Store):
             raise StoreError(f"{self.endpoint}: connection failed: {exc}") from None
 
 
-def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str) -> bytes:
+def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str, max_bytes: int) -> bytes:
+    """The body, read within the deadline and at most `max_bytes` long (a GROUP_CONCAT over a
+    cross product must not fill the judge's memory); QueryOverBudget beyond."""
     chunks: list[bytes] = []
+    size = 0
     while chunk := response.read(_CHUNK):
         chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise QueryOverBudget(
+                f"{endpoint}: the answer is over the {max_bytes:,}-byte limit (store.candidates.max_response_bytes)"
+            )
         if time.monotonic() > deadline:
             raise QueryTimeout(f"{endpoint}: query ran longer than {timeout_s:g} s (while reading the answer)")
     return b"".join(chunks)
@@ -222,7 +232,12 @@ def _snippet(doc: object) -> str:
 
 
 def term_from_json(cell: dict[str, Any] | None, endpoint: str) -> Term | None:
-    """One cell of SPARQL JSON results; None when the variable is unbound in that row.
+    """One cell of SPARQL JSON results as a Term; None when the variable is unbound in that row."""
+    return rows_from_cells([(cell_from_json(cell, endpoint),)])[0][0]
+
+
+def cell_from_json(cell: dict[str, Any] | None, endpoint: str) -> Cell:
+    """One cell of SPARQL JSON results as a plain cell; None when unbound.
 
     Virtuoso still writes the pre-standard `typed-literal` type: a literal with a datatype.
     """
@@ -234,7 +249,10 @@ def term_from_json(cell: dict[str, Any] | None, endpoint: str) -> Term | None:
     if not isinstance(value, str):
         raise StoreError(f"{endpoint}: result cell without a string value: {_snippet(cell)}")
     if kind == "uri":
-        return Term.iri(value)
+        return ("uri", value, None, None)
     if kind == "bnode":
-        return Term.bnode(value)
-    return Term.literal(value, cell.get("datatype"), cell.get("xml:lang"))
+        return ("bnode", value, None, None)
+    datatype, lang = cell.get("datatype"), cell.get("xml:lang")
+    if not isinstance(datatype, str | None) or not isinstance(lang, str | None):
+        raise StoreError(f"{endpoint}: result cell with a malformed datatype or language: {_snippet(cell)}")
+    return literal_cell(value, datatype, lang)

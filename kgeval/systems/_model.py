@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from kgeval.config import PipelineConfig
 from kgeval.holdout import Question
@@ -83,6 +83,23 @@ class SystemOutput(BaseModel):
     retry_after_s: float | None = None
     """How long the system asked to be left alone before another try (an HTTP `Retry-After`
     on a 429 or 503), in seconds; the runner waits at least this long before retrying."""
+
+    @field_validator("sparql", "answer", "finish_reason", "error", "served_version", "raw_text", mode="before")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        """A lone surrogate (a legal JSON escape, "\\ud800") cannot be stored as UTF-8: the run's
+        database write failed on it and the run died. It becomes U+FFFD, as any decoder would."""
+        return _without_lone_surrogates(value)
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_lone_surrogates(item) for key, item in value.items()}
+    return value
 
 
 class System(Protocol):

@@ -170,7 +170,7 @@ def test_candidate_timeout_counts_as_configured(fifty, tmp_path):
     entry = load_gold(gold_dir)[question.id]
 
     class SlowStore(EmbeddedStore):  # the engine's own deadline, hit: QueryTimeout as every store raises it
-        def execute(self, query, *, timeout_s, row_cap):
+        def execute_candidate(self, query, *, timeout_s, row_cap):
             raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
 
     store = SlowStore(holdout.kgs[0].files)
@@ -265,8 +265,11 @@ def test_every_query_error_class_lands_on_its_side(fifty):
     holdout, _ = fifty
 
     def raising(exc):
-        class Failing(EmbeddedStore):
+        class Failing(EmbeddedStore):  # candidates and the store's health query both fail
             def execute(self, query, *, timeout_s, row_cap):
+                raise exc
+
+            def execute_candidate(self, query, *, timeout_s, row_cap):
                 raise exc
 
         return Failing(holdout.kgs[0].files)

@@ -115,8 +115,11 @@ def start_oxigraph(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer
     return RunningServer("oxigraph", endpoint, process, _graph_map(holdouts))
 
 
-def launch_oxigraph(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple[str, subprocess.Popen]:
-    """Load each (graph IRI, file) and serve read-only; return the endpoint and the process."""
+def launch_oxigraph(
+    workdir: Path, graph_files: list[tuple[str, Path]], extra_args: tuple[str, ...] = ()
+) -> tuple[str, subprocess.Popen]:
+    """Load each (graph IRI, file) and serve read-only (with `extra_args`, e.g. a server-side
+    `--timeout-s`); return the endpoint and the process."""
     binary = require_binary("oxigraph", "pip install oxigraph")
     location = workdir / "db"
     for graph, path in graph_files:
@@ -127,7 +130,7 @@ def launch_oxigraph(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple
     port = free_port()
     log = workdir / "server.log"
     process = subprocess.Popen(
-        [binary, "serve-read-only", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
+        [binary, "serve-read-only", "--location", str(location), "--bind", f"127.0.0.1:{port}", *extra_args],
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )
     endpoint = f"http://127.0.0.1:{port}/query"
@@ -162,6 +165,7 @@ DirsAllowed = {dirs}
 CheckpointInterval = 0
 MaxClientConnections = 8
 ThreadsPerQuery = 2
+MaxQueryMem = {max_query_mem}
 
 [HTTPServer]
 ServerPort = 127.0.0.1:{http_port}
@@ -170,8 +174,8 @@ MaxClientConnections = 8
 
 [SPARQL]
 ResultSetMaxRows = {max_rows}
-MaxQueryExecutionTime = 0
-MaxQueryCostEstimationTime = 0
+MaxQueryExecutionTime = {max_query_s}
+MaxQueryCostEstimationTime = {max_query_s}
 """
 
 
@@ -180,16 +184,21 @@ def start_virtuoso(workdir: Path, holdouts: dict[str, Holdout]) -> RunningServer
     return RunningServer("virtuoso", endpoint, process, _graph_map(holdouts))
 
 
-def launch_virtuoso(workdir: Path, graph_files: list[tuple[str, Path]]) -> tuple[str, subprocess.Popen]:
+def launch_virtuoso(
+    workdir: Path, graph_files: list[tuple[str, Path]], max_query_s: int = 0, max_query_mem: str = "2G"
+) -> tuple[str, subprocess.Popen]:
     """Start Virtuoso with HTTP and SQL ports on 127.0.0.1, load each (graph IRI, file) with
-    TTLP_MT, checkpoint; return the SPARQL endpoint and the process."""
+    TTLP_MT, checkpoint; return the SPARQL endpoint and the process. `max_query_s`: the
+    server's own limits on a query's time and estimated cost (0: none); `max_query_mem` its
+    memory per query (without a bound, one CONCAT bomb wedges the whole server)."""
     binary = require_binary("virtuoso-t", "apt-get install virtuoso-opensource-7-bin")
     isql = require_binary("isql-vt", "apt-get install virtuoso-opensource-7-bin")
     sql_port, http_port = free_port(), free_port()
     dirs = sorted({str(workdir)} | {str(path.parent.resolve()) for _, path in graph_files})
     ini = workdir / "virtuoso.ini"
     ini.write_text(VIRTUOSO_INI.format(dir=workdir, sql_port=sql_port, http_port=http_port,
-                                       dirs=", ".join(dirs), max_rows=VIRTUOSO_MAX_ROWS))
+                                       dirs=", ".join(dirs), max_rows=VIRTUOSO_MAX_ROWS, max_query_s=max_query_s,
+                                       max_query_mem=max_query_mem))
     log = workdir / "server.log"
     process = subprocess.Popen([binary, "+configfile", str(ini), "+foreground"], cwd=workdir,
                                stdout=log.open("wb"), stderr=subprocess.STDOUT)

@@ -1,0 +1,200 @@
+"""pyoxigraph evaluation into plain cells: the code the embedded store runs in process (trusted
+queries) and in its sandbox workers (candidate queries), so both read results one way.
+
+Rows are ranked and kept on plain tuples (`_cells`): every row's key is built from the
+engine's own term strings, and cells (then Terms) only for the rows kept. Every failure of the engine
+becomes a named error of `kgeval.errors`: a query the engine cannot parse or evaluate
+(`SERVICE ?var` unbound, an unsupported function) is `QueryRejected`, an over-size value or
+result `QueryOverBudget`.
+
+Imports only the standard library, pyoxigraph and the light modules `_cells`, `_functions` and
+`kgeval.errors`: sandbox workers import it without the rest of kgeval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+import pyoxigraph as ox
+
+from kgeval.errors import InputError, KgevalError, QueryOverBudget, QueryRejected
+from kgeval.stores._cells import Cell, CellRow, canonical_spelling, keep_rows, literal_cell
+from kgeval.stores._functions import DERIVED_INTEGER_CASTS
+
+_FORMATS = {
+    ".ttl": ox.RdfFormat.TURTLE,
+    ".nt": ox.RdfFormat.N_TRIPLES,
+    ".nq": ox.RdfFormat.N_QUADS,
+    ".trig": ox.RdfFormat.TRIG,
+    ".rdf": ox.RdfFormat.RDF_XML,
+    ".owl": ox.RdfFormat.RDF_XML,
+}
+
+
+class Cancel(Protocol):
+    """A flag the caller sets when it stopped waiting (`threading.Event`)."""
+
+    def is_set(self) -> bool: ...
+
+
+class Caps(NamedTuple):
+    """Size bounds on a candidate's result (None on the trusted path)."""
+
+    max_value_bytes: int
+    max_result_bytes: int
+
+
+class Answer(NamedTuple):
+    """A query's answer as plain data (it crosses the sandbox's process boundary)."""
+
+    variables: tuple[str, ...]
+    rows: list[CellRow]
+    total: int
+    boolean: bool | None
+    result_bytes: int
+    """UTF-8 bytes of every value of the rows kept (0 for ASK)."""
+
+
+def rdf_format(path: Path) -> ox.RdfFormat:
+    """The RDF syntax of a KG file, from its extension."""
+    try:
+        return _FORMATS[path.suffix.lower()]
+    except KeyError:
+        raise InputError(f"{path}: unknown RDF file extension (use one of {', '.join(_FORMATS)})") from None
+
+
+def load_kg(files: Sequence[Path]) -> ox.Store:
+    """An in-memory store holding every file in its default graph."""
+    store = ox.Store()
+    for path in files:
+        try:
+            store.bulk_load(path=str(path), format=rdf_format(path))
+        except (SyntaxError, ValueError, OSError) as exc:
+            raise InputError(f"{path}: cannot load KG: {exc}") from None
+    return store
+
+
+def evaluate(
+    store: ox.Store, query: str, *, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, cancel: Cancel | None = None
+) -> Answer:
+    """Run `query` (already approved by the guard) and keep its rows by the one rule of
+    `keep_rows`. With `cancel`, stop reading rows once it is set (the answer is then discarded)."""
+    solutions = None
+    try:
+        solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
+        if ask:
+            return Answer((), [], 1, bool(solutions), 0)
+        variables = tuple(v.value for v in solutions.variables)
+        rows, total = _kept_rows(solutions if cancel is None else _until(solutions, cancel), ordered, row_cap, caps)
+    except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
+        error = _named(exc)
+    else:
+        error = None
+    if error is not None:
+        # raised here, with no traceback into the frames that held the engine's result
+        # iterator: pyoxigraph's iterators must be dropped on the thread that made them
+        solutions = None  # noqa: F841
+        raise error
+    result_bytes = _result_bytes(rows)
+    if caps is not None and result_bytes > caps.max_result_bytes:
+        raise QueryOverBudget(f"the result holds {result_bytes:,} bytes, over the {caps.max_result_bytes:,}-byte limit")
+    return Answer(variables, rows, total, None, result_bytes)
+
+
+def _named(exc: BaseException) -> KgevalError:
+    if isinstance(exc, KgevalError):
+        return exc.with_traceback(None)
+    if isinstance(exc, SyntaxError):
+        return QueryRejected(f"oxigraph rejected the query: {exc}")
+    if isinstance(exc, RuntimeError):  # raised while iterating too: SERVICE ?var unbound, unsupported function ...
+        return QueryRejected(f"oxigraph cannot evaluate the query: {exc}")
+    # an in-memory store reads nothing while querying: the query reached out (SERVICE)
+    return QueryRejected(f"oxigraph failed reaching outside the store (a SERVICE call?): {exc}")
+
+
+def _until(solutions: Iterable[ox.QuerySolution], cancel: Cancel) -> Iterator[ox.QuerySolution]:
+    for solution in solutions:
+        if cancel.is_set():
+            return
+        yield solution
+
+
+def _kept_rows(solutions: Iterable[ox.QuerySolution], ordered: bool, row_cap: int, caps: Caps | None) -> tuple[list[CellRow], int]:
+    describe = _Describer(caps)
+    # ordered: the rows beyond the cap are counted, never converted (keep_rows calls no key)
+    kept, total = keep_rows(solutions, row_cap=row_cap, ordered=ordered, key=describe.key)
+    return [tuple(describe.cell(term) for term in solution) for solution in kept], total
+
+
+class _Describer:
+    """Canonical spellings of engine terms (every row, for ranking) and cells (kept rows only).
+
+    No memo: reading an IRI's value from the engine costs less than hashing the term to find
+    it in one (measured), so each spelling is built as the row passes."""
+
+    def __init__(self, caps: Caps | None) -> None:
+        self._caps = caps
+        self._quarter_cap = caps.max_value_bytes // 4 if caps is not None else None
+
+    def key(self, solution: ox.QuerySolution) -> str:
+        """The row's canonical key: the same string as `cells_key` of its cells."""
+        parts = []
+        quarter_cap = self._quarter_cap
+        for term in solution:
+            kind = type(term)
+            if kind is _IRI:
+                value = term.value
+                if quarter_cap is not None and len(value) > quarter_cap:
+                    self.cell(term)  # checks the value's size
+                parts.append(f"<{value}>")
+            elif term is None:
+                parts.append("")
+            elif kind is _LITERAL:
+                # the engine's N-Triples spelling is the canonical one unless it escapes a
+                # character (a backslash shows it): only then is it rebuilt from the parts
+                spelling = str(term)
+                if "\\" in spelling or (quarter_cap is not None and len(spelling) > quarter_cap):
+                    spelling = canonical_spelling(*self.cell(term))
+                parts.append(spelling)
+            else:
+                parts.append(canonical_spelling(*self.cell(term)))  # a blank node; anything else raises
+        return "\t".join(parts)
+
+    def cell(self, term: object) -> Cell:
+        if term is None:
+            return None
+        cell = cell_from_term(term)
+        if self._caps is not None:
+            size = _utf8_len(cell[1])
+            if size > self._caps.max_value_bytes:
+                raise QueryOverBudget(
+                    f"a value of the result is {size:,} bytes, over the {self._caps.max_value_bytes:,}-byte limit"
+                )
+        return cell
+
+
+_IRI, _LITERAL = ox.NamedNode, ox.Literal
+
+
+def cell_from_term(term: object) -> tuple[str, str, str | None, str | None]:
+    """A bound engine term as a plain cell; QueryRejected for a term SPARQL results cannot hold (a quoted triple)."""
+    kind = type(term)
+    if kind is ox.NamedNode:
+        return ("uri", term.value, None, None)  # type: ignore[attr-defined]
+    if kind is ox.Literal:
+        return literal_cell(term.value, term.datatype.value, term.language)  # type: ignore[attr-defined,return-value]
+    if kind is ox.BlankNode:
+        return ("bnode", term.value, None, None)  # type: ignore[attr-defined]
+    raise QueryRejected(f"the result holds a term SPARQL 1.1 results cannot hold: {term!r}")
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _result_bytes(rows: list[CellRow]) -> int:
+    return sum(
+        _utf8_len(cell[1]) + len(cell[2] or "") + len(cell[3] or "") for row in rows for cell in row if cell is not None
+    )

@@ -1,0 +1,253 @@
+"""Candidate queries of the embedded store run in worker processes (DESIGN invariant 12).
+
+pyoxigraph cannot interrupt a query, a query can abort the process (forty CONCAT doublings) or
+take all memory (GROUP_CONCAT over a cross product), and pyoxigraph's SERVICE support makes
+requests. So a candidate query runs in a worker process (`_worker`) that has loaded the KG
+once, has no network, has a memory limit, and is killed at the query's deadline and replaced.
+Workers start when first needed (at most `workers` per store) and serve many queries each: the
+cost per query is one round trip of plain tuples over a socketpair.
+
+The deadline starts when a worker takes the query (waiting for a free worker is not the
+query's time), so a verdict never depends on what else was in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from kgeval import errors
+from kgeval.config import CandidateQueryConfig
+from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
+from kgeval.stores import _worker
+from kgeval.stores._engine import Answer
+
+_STORES_DIR = str(Path(_worker.__file__).parent)
+# Workers die with the thread that started them (PR_SET_PDEATHSIG): one long-lived thread
+# starts them all, so a worker never dies because a run's or a request's thread ended.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgeval-sandbox-spawner")
+_STDERR_TAIL = 600
+_NAMED_ERRORS = {
+    name: getattr(errors, name)
+    for name in ("QueryRejected", "QueryOverBudget", "QuerySyntaxError", "QueryRefused", "QueryTimeout", "StoreError")
+    if hasattr(errors, name)
+}
+
+
+@dataclass(frozen=True)
+class WorkerReply:
+    """A worker's answer with what it cost."""
+
+    answer: Answer
+    wall_ms: float
+    """From sending the query to receiving the answer."""
+    peak_memory_bytes: int | None
+    """The worker's peak resident memory during the query (the loaded KG included)."""
+
+
+class WorkerPool:
+    """Worker processes serving one KG's candidate queries, at most `config.workers` of them."""
+
+    def __init__(self, files: Sequence[Path], file_sha256: Sequence[str], config: CandidateQueryConfig, label: str) -> None:
+        self._files = [str(Path(f).resolve()) for f in files]
+        self._file_sha256 = list(file_sha256)
+        self._config = config
+        self._label = label
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()
+        self._started = 0
+        self._free = threading.Condition()
+        self.network_isolated: bool | None = None
+        """Whether the workers run without network (None until one has started)."""
+
+    def run(self, request: tuple[Any, ...], timeout_s: float) -> WorkerReply:
+        """Send one query to a free worker; its answer, or the named error it raised."""
+        worker = self._acquire()
+        healthy = False
+        try:
+            started = time.perf_counter()
+            message = worker.exchange(request, timeout_s)
+            healthy = not (message[0] == "error" and message[4])  # a retiring worker exits after its reply
+        finally:
+            self._release(worker, healthy)
+        if message[0] == "error":
+            _, name, text, _peak, _retiring = message
+            error = _NAMED_ERRORS.get(name, StoreError)
+            raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
+        _, answer, peak = message
+        return WorkerReply(Answer(*answer), (time.perf_counter() - started) * 1000, peak)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (tests check a killed one is gone)."""
+        with self._free:
+            return sorted(w.pid for w in self._all)
+
+    def close(self) -> None:
+        """Stop every worker (idle or busy)."""
+        with self._free:
+            workers, self._all, self._idle = list(self._all), set(), []
+        for worker in workers:
+            worker.kill()
+
+    def _acquire(self) -> _Worker:
+        with self._free:
+            while True:
+                while not self._idle and self._started >= self._config.workers:
+                    self._free.wait()
+                if not self._idle:
+                    break
+                worker = self._idle.pop()
+                if worker.process.poll() is None:
+                    return worker
+                self._all.discard(worker)  # died while idle (killed from outside): never blamed on a query
+                self._started -= 1
+            self._started += 1
+        try:
+            worker = _Worker.start(self._files, self._config, self._label)
+        except BaseException:
+            with self._free:
+                self._started -= 1
+                self._free.notify()
+            raise
+        self._check_data(worker)
+        with self._free:
+            self._all.add(worker)
+            self.network_isolated = worker.network_isolated
+        return worker
+
+    def _release(self, worker: _Worker, healthy: bool) -> None:
+        if not healthy:
+            worker.kill()  # timed out, died, or half-way through a message: never reused
+        with self._free:
+            if healthy and worker in self._all:
+                self._idle.append(worker)
+            else:
+                self._all.discard(worker)
+                self._started -= 1
+            self._free.notify()
+
+    def _check_data(self, worker: _Worker) -> None:
+        if worker.file_sha256 != self._file_sha256:
+            worker.kill()
+            with self._free:
+                self._started -= 1
+                self._free.notify()
+            raise StoreError(f"{self._label}: the KG files changed since the store loaded them; reopen the store")
+
+
+def _cause(stderr_tail: str) -> str:
+    """Why a worker died, from the last words the engine wrote."""
+    if "memory allocation of" in stderr_tail:
+        return "an allocation failed: the query needed more than the worker's memory budget (store.candidates.memory_mb)"
+    if "overflowed its stack" in stderr_tail:
+        return "the engine overflowed its stack (the query nests too deeply)"
+    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
+    return f"memory, stack or CPU exhausted; its last words: {lines[-1][:200]}" if lines else "memory, stack or CPU exhausted"
+
+
+class _Worker:
+    """One worker process and its end of the socketpair."""
+
+    def __init__(self, process: subprocess.Popen, conn: Connection, stderr: Any, label: str) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.conn = conn
+        self._stderr = stderr
+        self._label = label
+        self.network_isolated = False
+        self.file_sha256: list[str] = []
+
+    @classmethod
+    def start(cls, files: list[str], config: CandidateQueryConfig, label: str) -> _Worker:
+        ours, theirs = socket.socketpair()
+        stderr = tempfile.TemporaryFile()
+        try:
+            process = _SPAWNER.submit(
+                subprocess.Popen,
+                [sys.executable, "-c", _worker.BOOTSTRAP, _STORES_DIR, str(theirs.fileno()), str(os.getpid())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                start_new_session=True,  # a Ctrl-C meant for the run must not kill a worker mid-query
+                env={**os.environ, "RUST_BACKTRACE": "0"},
+            ).result()
+        except OSError as exc:
+            ours.close()
+            raise StoreError(f"{label}: cannot start a sandbox worker: {exc}") from None
+        finally:
+            theirs.close()
+        worker = cls(process, Connection(ours.detach()), stderr, label)
+        worker._load(files, config)
+        return worker
+
+    def _load(self, files: list[str], config: CandidateQueryConfig) -> None:
+        ready = False
+        try:
+            self.conn.send(("load", files, config.memory_mb * 1024 * 1024))
+            ready = self.conn.poll(config.worker_start_timeout_s)
+            message = self.conn.recv() if ready else None
+        except (EOFError, OSError):
+            message = None
+        if message is None or message[0] != "ready":
+            why = message[2] if message else self.exit_description() if ready else f"not ready after {config.worker_start_timeout_s:g} s"
+            self.kill()
+            raise StoreError(f"{self._label}: a sandbox worker could not load the KG: {why}")
+        self.network_isolated = bool(message[1]["network_isolated"])
+        self.file_sha256 = list(message[1]["file_sha256"])
+
+    def exchange(self, request: tuple[Any, ...], timeout_s: float) -> tuple[Any, ...]:
+        """The worker's reply to `request`; QueryTimeout (the worker is killed) or
+        QueryOverBudget (the query ended the worker) when there is none."""
+        try:
+            self.conn.send(request)
+            if not self.conn.poll(timeout_s):
+                self.kill()  # the engine cannot be interrupted: its process is ended instead
+                raise QueryTimeout(f"query ran longer than {timeout_s:g} s (its worker process was stopped)")
+            message = self.conn.recv()
+        except (EOFError, OSError, ConnectionError):
+            raise QueryOverBudget(f"the query ended its worker process ({self.exit_description()}); a fresh worker takes the next query") from None
+        return message
+
+    def exit_description(self) -> str:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.process.returncode
+        if code is not None and code < 0:
+            what = f"signal {signal.Signals(-code).name}" if -code in signal.valid_signals() else f"signal {-code}"
+        else:
+            what = f"exit code {code}"
+        return f"{what}: {_cause(self._stderr_tail())}"
+
+    def _stderr_tail(self) -> str:
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - _STDERR_TAIL))
+            return self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.conn.close()
+        try:
+            self._stderr.close()
+        except OSError:
+            pass

@@ -1,0 +1,168 @@
+"""A sandbox worker process: loads one KG once, then evaluates candidate queries sent to it.
+
+Started by `_sandbox.WorkerPool` as `python -c BOOTSTRAP STORES_DIR FD`: the bootstrap makes
+`kgeval.stores` a bare package path, so the worker imports only this module, `_engine`,
+`_cells`, `_functions`, `kgeval.errors` and pyoxigraph (a light process, quick to replace).
+
+Bounds set here, in the worker itself:
+- network: the worker leaves the host's network namespace before it loads anything (a new,
+  empty one: every connect fails), so no SERVICE clause the guard missed can reach a host.
+  Where the kernel refuses (no privilege, no user namespaces), the worker says so at start.
+- memory: RLIMIT_AS = the address space after loading the KG + the configured budget. An
+  allocation past it aborts the engine (the worker dies: the pool reports it over budget).
+- lifetime: it is SIGKILLed when its parent dies (PR_SET_PDEATHSIG), even mid-query; as a
+  backstop, RLIMIT_CPU = CPU used so far + a bound per query.
+
+Protocol (multiprocessing.connection over a socketpair, pickled plain tuples):
+parent -> ("load", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
+parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s)
+worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
+retiring: the worker exits after this reply)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import signal
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+BOOTSTRAP = (
+    "import sys, types\n"
+    "import kgeval\n"
+    "package = types.ModuleType('kgeval.stores')\n"
+    "package.__path__ = [sys.argv[1]]\n"
+    "sys.modules['kgeval.stores'] = package\n"
+    "from kgeval.stores._worker import main\n"
+    "main(int(sys.argv[2]), int(sys.argv[3]))\n"
+)
+_PR_SET_PDEATHSIG = 1
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+
+
+def main(fd: int, parent_pid: int) -> None:
+    die_with_parent(parent_pid)
+    conn = Connection(fd)
+    isolated = isolate_network()
+    from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
+
+    kind, files, memory_bytes = conn.recv()
+    assert kind == "load"
+    try:
+        store = _engine.load_kg([Path(f) for f in files])
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
+        conn.send(("error", type(exc).__name__, str(exc), 0, True))
+        return
+    info = {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": [_sha256(f) for f in files]}
+    _limit_memory(memory_bytes)
+    conn.send(("ready", info))
+    _serve(conn, store, _engine)
+
+
+def _serve(conn: Connection, store: object, engine: object) -> None:
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s = request
+        _limit_cpu(cpu_backstop_s)
+        _reset_peak_memory()
+        try:
+            answer = engine.evaluate(  # type: ignore[attr-defined]
+                store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
+            )
+        except MemoryError:
+            conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(), True))
+            sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker
+        except Exception as exc:  # noqa: BLE001 - every failure goes back by its class name
+            conn.send(("error", type(exc).__name__, str(exc), _peak_memory(), False))
+            continue
+        except BaseException as exc:  # pyo3's PanicException: the engine panicked on this query
+            conn.send(("error", type(exc).__name__, str(exc)[:500], _peak_memory(), True))
+            sys.exit(3)
+        conn.send(("ok", tuple(answer), _peak_memory()))
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this worker when the thread that started it ends (the pool starts workers from
+    one thread that lives as long as its process), even in the middle of a query."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the CPU backstop and EOF still end it
+        pass
+    if os.getppid() != parent_pid:  # the parent died before the request was made
+        os._exit(0)
+
+
+def isolate_network() -> bool:
+    """Move this process into a new, empty network namespace; True when that worked."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    if libc.unshare(_CLONE_NEWNET) == 0:  # privileged (root in a container, CAP_SYS_ADMIN)
+        return True
+    return libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0  # unprivileged user namespaces
+
+
+def _limit_memory(budget_bytes: int) -> None:
+    import resource
+
+    size = _status_kb("VmSize") * 1024
+    if not size:  # no /proc (not Linux): no reference point for a budget
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = size + budget_bytes
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _limit_cpu(backstop_s: int) -> None:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = used + backstop_s
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _reset_peak_memory() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+    except OSError:
+        pass
+
+
+def _peak_memory() -> int | None:
+    peak = _status_kb("VmHWM")
+    return peak * 1024 if peak else None
+
+
+def _status_kb(field: str) -> int:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,163 @@
+"""The hostile-query corpus (tests/stores/hostile_corpus.py) against every store kind that runs
+here: the embedded store (sandbox workers), a real Oxigraph server and a real Virtuoso.
+
+Each run checks what DESIGN invariant 12 promises: no outbound request reaches the recording
+listener, every outcome is a result or a named `QueryError` (never another exception), the
+queries the guard must refuse are refused, the KG is unchanged, and memory and CPU stay bounded
+(sandbox workers killed at their deadline are gone; servers are idle again afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgeval.config import CandidateQueryConfig, StoreConfig
+from kgeval.errors import QueryError, QueryRefused, QuerySyntaxError
+from kgeval.stores import EmbeddedStore, Store, guard_query, open_store
+from tests.conftest import MINI_TTL
+from tests.stores.hostile_corpus import Hostile, hostile_queries
+from tests.stores.loopback import Recorded, loopback
+from tests.stores.servers import graph_iri, launch_oxigraph, launch_virtuoso, stop
+
+TIMEOUT_S = 3.0
+LIMITS = CandidateQueryConfig(memory_mb=256, max_result_bytes=1 << 20, max_response_bytes=8 << 20)
+GUARD_HOLES = {"trick-cr-in-comment"}
+"""Tricks the guard on this branch approves although the engine reads a SERVICE clause in them
+(a carriage return ends a `#` comment for Oxigraph, not for rdflib). The guard branch fixes
+them (issue 16); until then they are sent only to the embedded store, whose sandbox has no
+network, and `test_guard_refuses_what_engines_read_as_service` records them as expected failures."""
+ROW = {"head": {"vars": ["s", "p", "o"]}, "results": {"bindings": [{"s": {"type": "uri", "value": "http://remote/s"},
+       "p": {"type": "uri", "value": "http://remote/p"}, "o": {"type": "literal", "value": "remote row"}}]}}
+
+
+def _remote_rows(_: Recorded) -> tuple[int, dict[str, str], bytes]:
+    """What a federated endpoint would answer: a row that must never show up in a result."""
+    return 200, {"Content-Type": "application/sparql-results+json"}, json.dumps(ROW).encode()
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[tuple[str, list[Recorded]]]:
+    with loopback(_remote_rows) as (url, recorded):
+        yield url, recorded
+
+
+@pytest.fixture(scope="module")
+def kg_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("hostile-kg") / "kg.ttl"
+    path.write_text(MINI_TTL, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module", params=["embedded", "oxigraph", "virtuoso"])
+def hostile_store(request: pytest.FixtureRequest, kg_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Store, object]]:
+    """(kind, store, server process or None); servers get their own time limit, so an
+    abandoned bomb does not keep a core busy for the rest of the session."""
+    kind = request.param
+    if kind == "embedded":
+        store = EmbeddedStore([kg_file], candidates=LIMITS)
+        yield kind, store, None
+        store.close()
+        return
+    workdir = tmp_path_factory.mktemp(f"hostile-{kind}")
+    graphs = [(graph_iri("hostile", "mini"), kg_file)]
+    if kind == "oxigraph":
+        endpoint, process = launch_oxigraph(workdir, graphs, ("--timeout-s", str(int(TIMEOUT_S))))
+    else:
+        endpoint, process = launch_virtuoso(workdir, graphs, max_query_s=int(TIMEOUT_S), max_query_mem="256M")
+    config = StoreConfig(kind="sparql", endpoint=endpoint, data_version="test:hostile", kg_graphs={"mini": graph_iri("hostile", "mini")}, candidates=LIMITS)
+    yield kind, open_store(config, [kg_file], kg="mini"), process
+    stop(process)
+
+
+def _kg_fingerprint(store: Store) -> tuple[int, str]:
+    result = store.execute("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", timeout_s=60, row_cap=100_000)
+    return result.total, result.sha256()
+
+
+def _outcome(store: Store, hostile: Hostile) -> str:
+    """"result" or the name of the QueryError; any other exception fails the test (a crash)."""
+    try:
+        result, resources = store.execute_candidate(hostile.text, timeout_s=TIMEOUT_S, row_cap=2000)
+    except QueryError as exc:
+        assert exc.resources is not None, f"{hostile.id}: the error does not say what the query cost"
+        return type(exc).__name__
+    assert resources.wall_ms >= 0
+    assert all("remote" not in (t.value if t else "") for row in result.rows for t in row), f"{hostile.id}: remote rows"
+    return "result"
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_hostile_corpus(hostile_store, listener) -> None:
+    kind, store, process = hostile_store
+    url, recorded = listener
+    corpus = hostile_queries(url)
+    assert len(corpus) >= 60
+    before, peak_before = _kg_fingerprint(store), _rss_mb()
+    idle_rate = _cpu_rate(process.pid) if process is not None else 0.0
+    outcomes: dict[str, str] = {}
+    for hostile in corpus:
+        if kind != "embedded" and hostile.id in GUARD_HOLES and _guard_approves(hostile.text):
+            continue  # see GUARD_HOLES
+        outcomes[hostile.id] = _outcome(store, hostile)
+        if hostile.must_refuse:
+            assert outcomes[hostile.id] in ("QueryRefused", "QuerySyntaxError"), f"{hostile.id} reached the store: {outcomes[hostile.id]}"
+        if isinstance(store, EmbeddedStore):
+            assert len(store.sandbox.worker_pids()) <= LIMITS.workers
+    assert recorded == [], f"{kind}: outbound requests: {[(r.method, r.path) for r in recorded]}"
+    assert _kg_fingerprint(store) == before, f"{kind}: the KG changed"
+    assert _rss_mb() - peak_before < 300, "the judge's own memory grew with the bombs"
+    kinds = Counter(outcomes.values())
+    assert kinds["result"] >= 5 and kinds["QueryRefused"] >= 30, kinds  # both sides are exercised
+    if isinstance(store, EmbeddedStore):
+        assert outcomes["bomb-concat-40-doublings"] == "QueryOverBudget"
+        assert outcomes["bomb-count-cartesian"] == "QueryTimeout"
+        assert outcomes["bomb-big-value-every-row"] == "QueryOverBudget"  # over max_result_bytes
+    if process is not None:
+        _assert_server_idle(process.pid, kind, idle_rate)
+
+
+def _guard_approves(text: str) -> bool:
+    try:
+        guard_query(text)
+    except (QueryRefused, QuerySyntaxError):
+        return False
+    return True
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s
+
+
+def _cpu_rate(pid: int, window_s: float = 3.0) -> float:
+    """Cores the process used over the window."""
+    start = _cpu_s(pid)
+    time.sleep(window_s)
+    return (_cpu_s(pid) - start) / window_s
+
+
+def _assert_server_idle(pid: int, kind: str, idle_rate: float) -> None:
+    """The server stops the abandoned bombs at its own limit: within a minute it is back to the
+    CPU it used idle before the corpus (Virtuoso's housekeeping alone takes ~0.25 core here)."""
+    deadline = time.monotonic() + 60
+    rate = _cpu_rate(pid)
+    while rate > idle_rate + 0.5 and time.monotonic() < deadline:
+        rate = _cpu_rate(pid)
+    assert rate <= idle_rate + 0.5, f"{kind}: the server still burns {rate:.2f} cores a minute after the corpus (idle: {idle_rate:.2f})"
+
+
+@pytest.mark.xfail(reason="the guard on this branch reads comments unlike Oxigraph; fixed on the guard branch (issue 16)", strict=False)
+@pytest.mark.parametrize("hole", sorted(GUARD_HOLES))
+def test_guard_refuses_what_engines_read_as_service(hole: str) -> None:
+    text = next(h.text for h in hostile_queries("http://127.0.0.1:9") if h.id == hole)
+    assert not _guard_approves(text)

@@ -1,0 +1,201 @@
+"""Candidate queries of the embedded store run in sandbox worker processes: same results as the
+trusted in-process path, no network, bounded memory, killed at the deadline, every failure named."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from kgeval.config import CandidateQueryConfig, StoreConfig
+from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
+from kgeval.stores import EmbeddedStore, open_store, row_key
+from kgeval.stores._cells import cells_key
+from kgeval.stores._engine import _Describer, cell_from_term
+from tests.conftest import MINI_QUESTIONS, MINI_TTL
+from tests.stores.conftest import TYPES_QUESTIONS, TYPES_TTL
+from tests.stores.loopback import loopback
+
+CROSS3 = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
+TRICKY_TTL = TYPES_TTL + """
+t:c t:note "tab\\there", "bell\\u0007 and nul-ish \\u0001", "back\\\\slash", "quote \\" in", "line\\nbreak\\r\\n",
+    "caf\\u00e9 \\U0001F600", "Mixed"@EN-us, "x"^^<http://www.w3.org/2001/XMLSchema#string>, "1e3"^^<http://www.w3.org/2001/XMLSchema#double> .
+"""
+
+
+def _kg(tmp_path: Path, ttl: str = MINI_TTL, name: str = "kg.ttl") -> Path:
+    path = tmp_path / name
+    path.write_text(ttl, encoding="utf-8")
+    return path
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+@pytest.fixture
+def mini_store(tmp_path):
+    store = EmbeddedStore([_kg(tmp_path)], candidates=CandidateQueryConfig(memory_mb=256))
+    yield store
+    store.close()
+
+
+def test_candidate_results_equal_the_trusted_path_byte_for_byte(tmp_path):
+    """Every shape of result (typed literals, languages, blank nodes, tabs and control
+    characters, caps that cut) reads the same through a worker as in process."""
+    store = EmbeddedStore([_kg(tmp_path, TRICKY_TTL)])
+    queries = [q["sparql"] for q in TYPES_QUESTIONS] + [
+        "SELECT ?s ?p ?o WHERE { ?s ?p ?o }",
+        "SELECT ?o WHERE { ?s ?p ?o } ORDER BY DESC(STR(?o))",
+        "SELECT ?o (STRLEN(?o) AS ?n) WHERE { ?s ?p ?o FILTER isLiteral(?o) }",
+    ]
+    try:
+        for query in queries:
+            for cap in (2000, 3, 0):
+                trusted = store.execute(query, timeout_s=30, row_cap=cap)
+                candidate, resources = store.execute_candidate(query, timeout_s=30, row_cap=cap)
+                assert candidate.sha256() == trusted.sha256(), query
+                blank = {"value": "_"}  # blank node labels are engine-local: compared without them
+                dump = lambda r: [[blank if t and t.type == "bnode" else t and t.model_dump() for t in row] for row in r.rows]  # noqa: E731
+                assert dump(candidate) == dump(trusted) and candidate.total == trusted.total
+                assert resources.sandboxed and resources.wall_ms > 0 and resources.peak_memory_bytes
+    finally:
+        store.close()
+
+
+def test_row_keys_from_engine_strings_equal_the_canonical_keys(tmp_path):
+    """The hot path ranks rows on the engine's own spellings; they must be exactly the
+    canonical keys of the Terms the judges see, or a cut result would keep other rows."""
+    ox_store = ox.Store()
+    ox_store.bulk_load(path=str(_kg(tmp_path, TRICKY_TTL)), format=ox.RdfFormat.TURTLE)
+    describer = _Describer(None)
+    store = EmbeddedStore([tmp_path / "kg.ttl"])
+    terms_rows = store.execute("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", timeout_s=30, row_cap=10_000).rows
+    keys = sorted(describer.key(s) for s in ox_store.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }"))
+    cells = sorted(cells_key([cell_from_term(t) for t in s]) for s in ox_store.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }"))
+    assert keys == cells == sorted(row_key(r) for r in terms_rows)
+    assert any("\\t" in k or "\t" in k.split("\t", 2)[-1] for k in keys)  # the tricky literals are there
+
+
+def test_a_query_past_its_deadline_has_its_worker_killed_and_replaced(mini_store):
+    mini_store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
+    [pid] = mini_store.sandbox.worker_pids()
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout) as caught:
+        mini_store.execute_candidate(CROSS3, timeout_s=1, row_cap=10)
+    assert time.monotonic() - started < 10
+    assert not _alive(pid), "the timed-out worker still runs (and burns a core)"
+    assert caught.value.resources.sandboxed and caught.value.resources.wall_ms >= 1000
+    result, _ = mini_store.execute_candidate(MINI_QUESTIONS[2]["sparql"], timeout_s=30, row_cap=10)
+    assert result.rows[0][0].value == "3"
+    assert mini_store.sandbox.worker_pids() and pid not in mini_store.sandbox.worker_pids()
+
+
+def test_memory_bomb_ends_its_worker_not_the_run(mini_store):
+    doublings = " ".join(f"BIND(CONCAT(?a{i}, ?a{i}) AS ?a{i + 1})" for i in range(40))
+    with pytest.raises(QueryOverBudget, match="memory budget"):
+        mini_store.execute_candidate(f'SELECT ?a40 WHERE {{ BIND("0123456789abcdef" AS ?a0) {doublings} }}', timeout_s=60, row_cap=10)
+    result, _ = mini_store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
+    assert result.boolean is True
+
+
+def test_value_and_result_size_caps(tmp_path):
+    caps = CandidateQueryConfig(max_value_bytes=1000, max_result_bytes=5000)
+    store = EmbeddedStore([_kg(tmp_path)], candidates=caps)
+    try:
+        big_value = 'SELECT ?v WHERE { BIND(CONCAT("' + "x" * 900 + '", "' + "y" * 200 + '") AS ?v) }'
+        with pytest.raises(QueryOverBudget, match="1,100 bytes, over the 1,000-byte limit"):
+            store.execute_candidate(big_value, timeout_s=30, row_cap=10)
+        [pid] = store.sandbox.worker_pids()  # a query the worker refused leaves the worker serving
+        many = 'SELECT ?s ?v WHERE { ?s ?p ?o BIND("' + "z" * 100 + '" AS ?v) }'
+        with pytest.raises(QueryOverBudget, match="over the 5,000-byte limit") as caught:
+            store.execute_candidate(many, timeout_s=30, row_cap=2000)
+        assert caught.value.resources.sandboxed
+        result, resources = store.execute_candidate(many, timeout_s=30, row_cap=10)  # cut to 10 rows: fits
+        assert len(result.rows) == 10 and 1000 < resources.result_bytes <= 5000
+        assert store.sandbox.worker_pids() == [pid]
+        assert store.execute(big_value, timeout_s=30, row_cap=10).total == 1  # trusted queries are not capped
+    finally:
+        store.close()
+
+
+def test_service_reaching_the_engine_makes_no_request(mini_store):
+    """Defence in depth: even a SERVICE the guard failed to see cannot leave a sandbox worker
+    (it has its own, empty network namespace). The guard is bypassed here on purpose."""
+    probe = EmbeddedStore([mini_store._files[0]])  # noqa: SLF001 - the same KG file
+    try:
+        with loopback() as (url, recorded):
+            query = f"SELECT * WHERE {{ SERVICE <{url}/sparql> {{ ?s ?p ?o }} }}"
+            request = (query, False, False, 10, 1000, 100_000, 10)
+            with pytest.raises(QueryRejected, match="outside the store"):
+                mini_store.sandbox.run(request, timeout_s=10)
+            assert recorded == [], "a sandbox worker reached the network"
+            assert mini_store.sandbox.network_isolated is True
+            with pytest.raises(QueryRejected):  # in process, the engine does call out: the reason for the sandbox
+                from kgeval.stores._engine import evaluate
+
+                evaluate(probe._store, query, ask=False, ordered=False, row_cap=10, caps=None)  # noqa: SLF001
+            assert len(recorded) == 1
+    finally:
+        probe.close()
+
+
+def test_unbound_service_variable_is_a_named_error_in_process(tmp_path):
+    """`SERVICE ?var` with ?var unbound raised a bare RuntimeError while iterating rows."""
+    from kgeval.stores._engine import evaluate
+
+    store = EmbeddedStore([_kg(tmp_path)])
+    with pytest.raises(QueryRejected, match="service name is unbound"):
+        evaluate(store._store, "SELECT * WHERE { SERVICE ?u { ?s ?p ?o } }", ask=False, ordered=False, row_cap=5, caps=None)  # noqa: SLF001
+
+
+def test_concurrent_candidates_share_a_bounded_pool(mini_store):
+    holdout_queries = [q["sparql"] for q in MINI_QUESTIONS]
+    expected = {q: mini_store.execute(q, timeout_s=30, row_cap=2000).sha256() for q in holdout_queries}
+    failures: list[str] = []
+
+    def worker(n: int) -> None:
+        for query in holdout_queries[n % 3:] * 3:
+            result, _ = mini_store.execute_candidate(query, timeout_s=30, row_cap=2000)
+            if result.sha256() != expected[query]:
+                failures.append(query)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert 1 <= len(mini_store.sandbox.worker_pids()) <= mini_store.candidate_limits.workers
+
+
+def test_changed_kg_files_refuse_to_start_a_worker(tmp_path):
+    path = _kg(tmp_path)
+    store = EmbeddedStore([path])
+    path.write_text(MINI_TTL + "<http://x/a> <http://x/b> <http://x/c> .\n", encoding="utf-8")
+    with pytest.raises(StoreError, match="KG files changed"):
+        store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
+    assert store.sandbox.worker_pids() == []
+
+
+def test_close_stops_every_worker_and_configuration_reaches_the_pool(tmp_path):
+    config = StoreConfig(candidates=CandidateQueryConfig(workers=1, memory_mb=128))
+    store = open_store(config, [_kg(tmp_path)])
+    store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
+    assert store.candidate_limits.memory_mb == 128
+    [pid] = store.sandbox.worker_pids()
+    limit = next(line for line in Path(f"/proc/{pid}/limits").read_text().splitlines() if line.startswith("Max address space"))
+    assert limit.split()[3] != "unlimited"
+    store.close()
+    assert not _alive(pid)
+
+
+def test_in_process_candidates_when_the_sandbox_is_off(tmp_path):
+    store = EmbeddedStore([_kg(tmp_path)], candidates=CandidateQueryConfig(sandbox=False, max_value_bytes=10))
+    with pytest.raises(QueryOverBudget):
+        store.execute_candidate('SELECT ?v WHERE { BIND("0123456789abc" AS ?v) }', timeout_s=30, row_cap=1)
+    result, resources = store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
+    assert result.boolean and not resources.sandboxed and store.sandbox.worker_pids() == []
