@@ -21,7 +21,6 @@ import random
 import threading
 import time
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -31,7 +30,7 @@ from kgeval.gold import TieInfo
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import EmbeddedStore, QueryResources, QueryResult, Store, guard_query
+from kgeval.stores import QueryResources, QueryResult, Store, guard_query
 from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput
 
 
@@ -309,23 +308,16 @@ def _model_failure(exc: QueryError) -> FailureKind | None:
 
 
 def _needed_prefixes(sparql: str, prefixes: dict[str, str], store: Store) -> tuple[str, ...]:
-    """The predeclared prefixes the query cannot do without (each left out in turn): those the
-    guard's parser (rdflib, which knows rdf, rdfs, xsd, owl by itself) or an SPARQL engine with
-    none predeclared (Oxigraph, on no data) cannot parse it without."""
+    """The predeclared prefixes the query cannot do without (each left out in turn). The guard
+    refuses any prefix the query uses without declaring it, and engines run only the text it
+    approved, so the guard alone decides: no query is executed for this."""
     needed = []
     for name in prefixes:
         others = "".join(f"PREFIX {n}: <{iri}>\n" for n, iri in prefixes.items() if n != name) + sparql
         try:
             guard_query(others, max_bytes=store.max_query_bytes)
-            _bare_engine().execute_candidate(others, timeout_s=5.0, row_cap=1)  # untrusted text: sandboxed
-        except (QuerySyntaxError, QueryRejected):
+        except QuerySyntaxError:
             needed.append(name)
         except QueryError:
-            pass  # it parses without the prefix; it fails otherwise on no data
+            pass  # refused for another reason: not a missing prefix
     return tuple(needed)
-
-
-@lru_cache(maxsize=1)
-def _bare_engine() -> Store:
-    """An empty embedded store: an engine that predeclares no prefix, to see what a query needs."""
-    return EmbeddedStore([])
