@@ -175,7 +175,9 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
         return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
     questions = [q for q in plan.holdout.questions() if q.id in gold]
     empty = [q for q in questions if gold[q.id].result.form == "select" and gold[q.id].result.total == 0]
-    unconfirmed = [q for q in empty if not q.expect_empty]
+    # an excluded question is never asked: its empty gold needs no confirmation
+    excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)
+    unconfirmed = [q for q in empty if not q.expect_empty and q.id not in plan.holdout.exclusions]
     if unconfirmed:
         with ReviewLog(db.path, read_only=db.read_only) as log:
             states = review_states(current_hashes(unconfirmed, gold), log.records())
@@ -187,4 +189,5 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
             "`expect_empty: true` in the holdout's questions.yaml (then `kgeval holdout seal`), or a domain reviewer's approval"
         )
         return [ChecklistItem(item="empty_gold", observed=f"{len(unconfirmed)} of {len(empty)} empty golds unconfirmed", passed=False, detail=detail)]
-    return [ChecklistItem(item="empty_gold", observed=f"{len(empty)} empty golds, all confirmed (expect_empty or reviewer approval)", passed=True)]
+    aside = f", {excluded} of them excluded on record" if excluded else ""
+    return [ChecklistItem(item="empty_gold", observed=f"{len(empty)} empty golds{aside}, all confirmed (expect_empty or reviewer approval)", passed=True)]

@@ -325,3 +325,24 @@ def test_an_unconfirmed_empty_gold_refuses_the_run_until_confirmed(tmp_path):
         meta = execute_run(holdout, tmp_path / "gold", OracleSystem(), config, db, checklist=checklist)
         receipt = {i.item: i for i in db.receipt(meta.run_id).items}
     assert meta.finished_at and receipt["empty_gold"].passed and "all confirmed" in receipt["empty_gold"].observed
+
+
+def test_an_excluded_questions_empty_gold_does_not_refuse_the_run(tmp_path):
+    """An empty gold whose question is excluded on record is never asked, so it needs no
+    confirmation: excluding it is the way out the checklist's refusal offers for a bad
+    question (found importing a benchmark: questions about entities the KG lacks)."""
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.holdout import exclude_questions
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, write_holdout
+
+    questions = [{k: v for k, v in q.items() if k != "expect_empty"} for q in MINI_QUESTIONS]
+    root = write_holdout(tmp_path / "holdout", questions)
+    exclude_questions(root, ["mini-07"], "asks about an entity the KG lacks")
+    holdout = load_holdout(root)
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        receipt = {i.item: i for i in _receipt(root, tmp_path / "gold", OracleSystem(), db).items}
+    assert receipt["empty_gold"].passed, receipt["empty_gold"]
+    assert "1 of them excluded on record" in receipt["empty_gold"].observed
