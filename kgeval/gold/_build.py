@@ -29,7 +29,7 @@ from kgeval.gold._store import GoldReader, StoreIdentity, entry_identity, load_g
 from kgeval.gold._ties import find_ties, needs_tie_check
 from kgeval.gold._write import GoldWriter, build_settings, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
-from kgeval.stores import Store, guard_query, query_determinism
+from kgeval.stores import Store, guard_query, limited_sub_selects, query_determinism
 
 StoreFactory = Callable[[KnowledgeGraph], Store]
 Outcome = Literal["built", "reused", "failed"]
@@ -240,6 +240,9 @@ def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig
             ties = find_ties(store, question.sparql, shape, result, timeout_s=config.timeout_s, probe_rows=config.tie_probe_rows)
         except QueryError as exc:
             tie_error = str(exc)
+    if sparql:
+        cuts, cut_error = _sub_select_cuts(store, question.sparql, config)
+        engine_dependent, tie_error = (*engine_dependent, *cuts), tie_error or cut_error
     return GoldEntry(
         kg=kg_id,
         question_id=question.id,
@@ -256,3 +259,25 @@ def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig
         ties=ties,
         tie_check_error=tie_error,
     )
+
+
+def _sub_select_cuts(store: Store, sparql: str, config: GoldConfig) -> tuple[list[str], str | None]:
+    """Why a sub-select's LIMIT/OFFSET leaves the answer to the engine (its cut goes through
+    rows with equal ORDER BY keys, or it has no ORDER BY and cuts at all), and why one could
+    not be probed, if so. kgeval cannot compute the acceptable answers of the whole query
+    then, so the gold is flagged, never silently frozen to the engine's choice (invariant 2)."""
+    reasons, error = [], None
+    for sub in limited_sub_selects(sparql):
+        shape = guard_query(sub)
+        try:
+            result = store.execute(sub, timeout_s=config.timeout_s, row_cap=config.tie_probe_rows)
+            ties = find_ties(store, sub, shape, result, timeout_s=config.timeout_s, probe_rows=config.tie_probe_rows)
+        except QueryError as exc:
+            error = f"a sub-select's LIMIT/OFFSET could not be probed for ties: {exc}"
+            continue
+        if ties.tied:
+            tied = sum(len(g.candidates) for g in ties.groups)
+            kept = sum(g.choose for g in ties.groups)
+            among = "rows with equal ORDER BY keys" if shape.ordered else "rows (no ORDER BY)"
+            reasons.append(f"a sub-select's LIMIT/OFFSET keeps {kept} of {tied} {among}: which ones is up to the engine, and the answer may depend on it")
+    return reasons, error

@@ -51,6 +51,9 @@ class BuildSettings(BaseModel, frozen=True):
     """`gold.executions` of the rebuild."""
     tie_probe_rows: int
     """`gold.tie_probe_rows` of the rebuild."""
+    checks: int = 1
+    """Version of the checks a rebuild runs on each entry (tie probes, determinism scans):
+    entries built by older checks are built again. 2: a sub-select's LIMIT/OFFSET is probed."""
 
 
 class GoldManifest(BaseModel):

@@ -21,8 +21,12 @@ from kgeval.gold._store import BuildSettings, GoldManifest, StoreIdentity, entry
 from kgeval.integrity import integrity_key, sign
 
 
+CHECKS_VERSION = 2
+"""`BuildSettings.checks` of the rebuilds this code runs."""
+
+
 def build_settings(config: GoldConfig) -> BuildSettings:
-    return BuildSettings(executions=config.executions, tie_probe_rows=config.tie_probe_rows)
+    return BuildSettings(executions=config.executions, tie_probe_rows=config.tie_probe_rows, checks=CHECKS_VERSION)
 
 
 def kg_file_text(kg: str, entries: list[GoldEntry], failures: list[GoldFailure]) -> str:

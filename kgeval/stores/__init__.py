@@ -10,7 +10,7 @@ from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, guard_query, query_algebra
-from kgeval.stores._rewrite import Determinism, OrderProbe, order_probe, order_variables, query_determinism
+from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
 from kgeval.stores._results import QueryResources, QueryResult, Row, Term, collect_rows, row_key
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Term",
     "collect_rows",
     "guard_query",
+    "limited_sub_selects",
     "open_store",
     "order_probe",
     "order_variables",

@@ -19,7 +19,7 @@ from functools import lru_cache
 import tree_sitter
 
 from kgeval.errors import QuerySyntaxError
-from kgeval.stores._query import LANGUAGE, guard_query, parsed_tree
+from kgeval.stores._query import _SUB_SELECTS, LANGUAGE, guard_query, parsed_tree
 
 KEY_PREFIX = "__kgeval_key"
 
@@ -83,6 +83,20 @@ def order_variables(query: str) -> tuple[str, ...] | None:
     order_clause = _child(_child(select_query, "solution_modifier"), "order_clause")
     names = [_plain_variable(c.children[-1]) for c in _children(order_clause, "order_condition")]
     return None if None in names else tuple(names)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=4096)
+def limited_sub_selects(query: str) -> tuple[str, ...]:
+    """Every sub-select with LIMIT or OFFSET, at any depth, as a query of its own (the
+    prologue and the sub-select's text), guarded. SPARQL evaluates a sub-select bottom-up, on
+    its own, so that query returns exactly the rows it joins into the whole; when its cut goes
+    through tied rows, the engine's choice among them is part of the whole answer."""
+    root = parsed_tree(guard_query(query).text).root_node
+    prologue = _child(root, "prologue")
+    head = _text(prologue) + " " if prologue is not None else ""
+    selects = tree_sitter.QueryCursor(_SUB_SELECTS).captures(root).get("select", [])
+    limited = [n for n in sorted(selects, key=lambda n: n.start_byte) if _child(_child(n, "solution_modifier"), "limit_offset_clauses")]
+    return tuple(guard_query(head + _text(n)).text for n in limited)
 
 
 def _order_keys(order_clause: tree_sitter.Node | None, projected: tuple[str, ...]) -> tuple[list[str], list[str], list[bool]]:
