@@ -189,7 +189,8 @@ def resume_run(
     if changed:
         raise CheckFailed(f"cannot resume run {run_id}: changed since it started: {'; '.join(changed)}")
     receipt = checklist(plan, db)
-    phase = f"resume-{len(metadata.resumed_at) + 1}"
+    # numbered by the receipts stored, not the resumes that ran: a refused resume keeps its receipt
+    phase = f"resume-{sum(p.startswith('resume-') for p in db.receipt_phases(run_id)) + 1}"
     db.record_receipt(run_id, phase, receipt)
     if not receipt.passed:
         raise ChecklistFailed(receipt, run_id)

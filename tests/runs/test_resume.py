@@ -18,7 +18,7 @@ from kgeval.checklists import pre_eval_checklist
 from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import CheckFailed
 from kgeval.holdout import load_holdout
-from kgeval.runs import ResultsDB, execute_run, resume_run
+from kgeval.runs import ChecklistFailed, ResultsDB, execute_run, resume_run
 from kgeval.systems import OracleSystem, SystemOutput, system_from_name
 from tests.checklists.test_checklist import _cli_checklist
 from tests.conftest import MINI_QUESTIONS, REPO
@@ -142,3 +142,29 @@ def test_resume_in_process_and_refusal_when_gold_changed(mini_holdout, mini_gold
         manifest.write_text(manifest.read_text().replace('"row_cap"', '"row_cap" ', 1))
         with pytest.raises(CheckFailed, match="gold_manifest_sha256"):
             resume_run(stopped.run_id, db, lambda meta, c: system_from_name("oracle"), checklist=checklist)
+
+
+def test_a_resume_refused_by_the_checklist_does_not_block_the_next(mini_holdout, mini_gold, tmp_path):
+    """A resume the checklist refuses (here a gold file edited, then restored) stores its
+    receipt; the next resume, once the cause is fixed, must store its own and finish the run,
+    not die on the first one's key (it raised a DuckDB ConstraintException: the run could never
+    be resumed again)."""
+    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    cfg = KgevalConfig(run=RunConfig(seeds=2, concurrency=1))
+    oracle = lambda meta, c: system_from_name("oracle")  # noqa: E731
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        with pytest.raises(KeyboardInterrupt):
+            execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(5), cfg, db, checklist=checklist)
+        (run,) = db.runs(status="running")
+        kg_file = mini_gold / "current" / "mini.json"
+        original = kg_file.read_text()
+        kg_file.write_text(original.replace('"value":"http', '"value":"https', 1))
+        with pytest.raises(ChecklistFailed):
+            resume_run(run.run_id, db, oracle, checklist=checklist)
+        kg_file.write_text(original)
+        resumed = resume_run(run.run_id, db, oracle, checklist=checklist)
+        assert db.status(run.run_id) == "finished" and len(db.attempts(run.run_id)) == 2 * len(MINI_QUESTIONS)
+        phases = db.receipt_phases(run.run_id)
+        assert phases == ["resume-1", "resume-2", "start"], phases
+        assert not db.receipt(run.run_id, "resume-1").passed and db.receipt(run.run_id, "resume-2").passed
+        assert len(resumed.resumed_at) == 1
