@@ -16,6 +16,7 @@ from kgeval.holdout import load_holdout, verify_holdout
 from kgeval.errors import InputError
 from kgeval.interop import (
     ImportReport,
+    excluded_without_gold,
     gold_to_qald,
     import_qald,
     import_qald_benchmark,
@@ -144,6 +145,9 @@ def gold_export(
         risky = [f for f in entry.flags if f in ("truncated", "tied", "nondeterministic", "unchecked")]
         if risky:
             err.print(f"warning: {entry.kg}/{entry.question_id} is {', '.join(risky)}: QALD holds one answer set only", markup=False)
+    left_out = excluded_without_gold(loaded, entries)
+    if left_out:
+        err.print(f"warning: {len(left_out)} questions have no gold and are left out: {'; '.join(left_out)}", markup=False)
     _write_json(gold_to_qald(loaded, entries), output)
 
 

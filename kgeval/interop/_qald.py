@@ -197,16 +197,26 @@ def gold_to_qald(holdout: Holdout, gold: dict[str, GoldEntry]) -> dict[str, Any]
     """The holdout's questions with their gold answers as QALD JSON.
 
     A truncated gold exports its kept rows only, and a tied one one acceptable answer: the
-    caller should warn about entries whose `flags` say so (the CLI does).
+    caller should warn about entries whose `flags` say so (the CLI does). A question excluded
+    on record without a gold entry (its reference query failed) is left out: the caller should
+    name it (`excluded_without_gold`).
     """
     questions = []
     for kg in holdout.kgs:
         lang = kg.source.get("lang", "en")
         for q in kg.questions:
+            if q.id not in gold and q.id in holdout.exclusions:
+                continue
             if q.id not in gold:
-                raise InputError(f"{kg.id}/{q.id}: no gold entry; run `kgeval gold rebuild`")
+                raise InputError(f"{kg.id}/{q.id}: no gold entry; run `kgeval gold rebuild` (a failing reference query: fix it, or exclude it on record)")
             questions.append(_qald_question(kg, q.id, q.question, lang, q.sparql, result_answers(gold[q.id].result)))
     return {"dataset": {"id": _dataset_id(holdout)}, "questions": questions}
+
+
+def excluded_without_gold(holdout: Holdout, gold: dict[str, GoldEntry]) -> list[str]:
+    """Questions excluded on record that have no gold entry, "QID (excluded on record: why)":
+    what `gold_to_qald` leaves out."""
+    return [f"{q} (excluded on record: {e.why})" for q, e in sorted(holdout.exclusions.items()) if q not in gold]
 
 
 def _dataset_id(holdout: Holdout) -> str:

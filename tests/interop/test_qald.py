@@ -148,3 +148,24 @@ def test_answer_items_become_typed_bindings():
     types = [(b["answer"]["type"], b["answer"].get("datatype", "").rsplit("#", 1)[-1]) for b in answer["results"]["bindings"]]
     assert types == [("uri", ""), ("literal", ""), ("literal", "integer"), ("literal", "double"), ("uri", "")]
     assert _item_answers([True]) == [{"head": {}, "boolean": True}]
+
+
+def test_gold_export_leaves_out_a_failed_question_excluded_on_record(tmp_path):
+    """A benchmark whose failing reference query was excluded on record (issue 13's way out)
+    still exports: that question has no gold to give. It failed with "no gold entry; run
+    `kgeval gold rebuild`", which a rebuild never fixes."""
+    from kgeval.holdout import exclude_questions
+    from tests.conftest import MINI_QUESTIONS, write_holdout
+
+    questions = [dict(q) for q in MINI_QUESTIONS]
+    questions[2]["sparql"] = PREFIX + "SELECT ?x WHERE { ?x ex:p "  # does not parse
+    holdout = write_holdout(tmp_path / "h", questions)
+    assert not rebuild_gold(load_holdout(holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g").ok
+    exclude_questions(holdout, [questions[2]["id"]], "reference query does not parse; ticket 7")
+    assert rebuild_gold(load_holdout(holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g").ok  # executes nothing
+    out = tmp_path / "gold.qald.json"
+    done = CliRunner().invoke(app, ["gold", "export", "--holdout", str(holdout), "--gold", str(tmp_path / "g"), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    exported = [q["id"] for q in json.loads(out.read_text())["questions"]]
+    assert exported == [q["id"] for q in questions if q is not questions[2]]
+    assert f"{questions[2]['id']} (excluded on record: reference query does not parse; ticket 7)" in " ".join(done.output.split())
