@@ -153,6 +153,10 @@ def test_the_service_reports_a_broken_log_and_shows_nothing_of_it(audited, mini_
         assert sample.status_code == 409 and "audit log broken at record 5" in sample.json()["detail"]
         report = client.get(f"/runs/{run_id}/report", headers=headers)
         assert report.status_code == 409 and "audit log broken at record 5" in report.json()["detail"]
+        # the run page's routes read the audit state of each sample: the same 409 (the sample was a 400)
+        for route in (f"/runs/{run_id}/samples", f"/runs/{run_id}/samples/mini-01?seed=0"):
+            page = client.get(route, headers=headers)
+            assert page.status_code == 409 and "audit log broken at record 5" in page.json()["detail"], (route, page.text)
         review = client.get("/review/questions", headers=headers).json()
         assert "review log broken at record 2" in review["store_problem"]
         assert not any(q["state"] == "approved" for q in review["questions"])

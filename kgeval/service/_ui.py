@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 
-from kgeval.errors import InputError, KgevalError
+from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.reports import comparability_of, compare_runs
 from kgeval.samples import SampleSource, build_sample, gold_for_review, highlight_sparql, sample_index
 from kgeval.service._state import ServiceState
@@ -70,6 +70,8 @@ def sample(run_id: str, question_id: str, state: State, seed: int | None = None)
         built = build_sample(_source(state), run_id, question_id, seed)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from None
+    except CheckFailed as exc:  # a broken audit log or a gold that does not verify, as every route says it
+        raise HTTPException(409, str(exc)) from None
     except KgevalError as exc:
         raise HTTPException(400, str(exc)) from None
     return {
