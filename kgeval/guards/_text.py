@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rdflib import BNode, Literal, URIRef, Variable
-from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
+from kgeval.errors import QuerySyntaxError
 from kgeval.guards._vocab import namespace
+from kgeval.stores import query_algebra
 
 TOKEN = re.compile(r"[^\W_]+")
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -84,11 +83,12 @@ QUERY_KEYWORD = re.compile(rf"\b(?:{_anycase('SELECT', 'ASK')})\b")
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 
 
-@lru_cache(maxsize=1024)
 def _algebra(text: str) -> CompValue | None:
+    """The query's algebra as kgeval.stores reads it (escaped local names resolved, parses
+    serialized and cached), or None when it does not parse."""
     try:
-        return translateQuery(parseQuery(text)).algebra
-    except Exception:  # pyparsing's ParseException, and rdflib's bare Exceptions (an unknown prefix)
+        return query_algebra(text)
+    except QuerySyntaxError:
         return None
 
 

@@ -259,8 +259,19 @@ _PARSE_LOCK = threading.Lock()
 
 def query_algebra(text: str) -> CompValue:
     """The SPARQL algebra of a query that parses (rdflib), under the parse lock that every
-    parse in a run shares; raises QuerySyntaxError when it does not parse."""
+    parse in a run shares; raises QuerySyntaxError when it does not parse.
+
+    A text with a backslash is read through the guard's canonical text first: rdflib keeps
+    the backslash of a local-name escape inside the IRI (`res:Springfield_\\(Illinois\\)`
+    gives an IRI with `\\(`, not the one the engine queries); the canonical text writes such
+    names as full IRIs. (Not every text: rdflib refuses some of the canonical spacing, such
+    as `cat:p *`.) Text the guard refuses or rdflib cannot read so is read as given."""
     with _PARSE_LOCK:
+        if "\\" in text:
+            try:
+                return _algebra(guard_query(text).text)
+            except (QuerySyntaxError, QueryRefused):
+                pass
         return _algebra(text)
 
 

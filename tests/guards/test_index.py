@@ -102,3 +102,25 @@ def test_line_mask_keeps_every_line_a_question_matches_in(index):
         found.append(bool(matched))
         assert kept or not matched, (line, matched)
     assert sum(found) > 100 and not mask[-3] and not mask[-2] and mask[-1] and mask[-4]
+
+
+# DBpedia names many resources with brackets; QALD-style queries write them as prefixed names
+# with SPARQL's local-name escapes (`res:Springfield_\(Illinois\)`). rdflib's parser keeps the
+# backslashes inside the IRI: building the index raised ("does not look like a valid URI, I
+# cannot serialize this"), so `kgeval serve` died at start, and the IRI indexed was not the
+# one the query means, so training data writing it out in full would not be matched.
+ESCAPED = (
+    "PREFIX dbo: <http://dbpedia.org/ontology/>\nPREFIX res: <http://dbpedia.org/resource/>\n"
+    "select distinct ?uri where { res:Springfield_\\(Illinois\\) dbo:country ?uri }"
+)
+SPELLED_OUT = "SELECT DISTINCT ?x WHERE { <http://dbpedia.org/resource/Springfield_(Illinois)> <http://dbpedia.org/ontology/country> ?x }"
+
+
+def test_a_reference_query_with_escaped_local_names_is_indexed_as_the_engine_reads_it(tmp_path):
+    from tests.conftest import write_holdout
+
+    question = {"id": "geo-1", "question": "Which country is Springfield in?", "sparql": ESCAPED, "domain": "geo"}
+    holdout = write_holdout(tmp_path / "h", [question], kg="geo")
+    index = build_index(load_holdout(holdout), GuardsConfig())
+    found = {(m.kind, m.holdout_item) for m in index.match_text("training example:\n" + SPELLED_OUT)}
+    assert ("sparql", "geo/geo-1") in found, found
