@@ -21,7 +21,7 @@ from kgeval._files import sha256_file
 from kgeval.errors import InputError, QueryError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
-from kgeval.interop._write import ImportReport, KgImport, check_question, kg_name, write_kgs
+from kgeval.interop._write import ImportReport, KgImport, QuestionProblems, check_question, kg_name, read_questions, write_kgs
 from kgeval.runs import ResultsDB
 from kgeval.stores import QueryResult, Store, Term, rdf_format
 
@@ -63,12 +63,17 @@ def import_qald_benchmark(
     names = {value: _kg_name(path, value) for value in groups}
     if replace is not None and replace not in names.values():
         raise InputError(f"{path}: --replace {replace}: no question is asked over that KG (KGs: {', '.join(sorted(names.values()))})")
-    kgs = [
-        _kg_import(path, doc, raws, names[value], _kg_data_files(Path(kg_dir), value), lang, domain, id_prefix, order_by_sensitive,
-                   extra={"kg_field": kg_field, "kg_value": value})
-        for value, raws in sorted(groups.items())
-        if replace is None or names[value] == replace
-    ]  # fmt: skip
+    kgs, problems = [], []
+    for value, raws in sorted(groups.items()):
+        if replace is not None and names[value] != replace:
+            continue
+        try:
+            kgs.append(_kg_import(path, doc, raws, names[value], _kg_data_files(Path(kg_dir), value), lang, domain, id_prefix,
+                                  order_by_sensitive, extra={"kg_field": kg_field, "kg_value": value}))
+        except QuestionProblems as exc:  # every KG's bad questions in one message
+            problems.append(exc)
+    if problems:
+        raise QuestionProblems.combined(problems, sum(len(groups[v]) for v in groups if replace is None or names[v] == replace))
     return write_kgs(out, kgs, replace=replace)
 
 
@@ -88,7 +93,7 @@ def _kg_import(
 ) -> KgImport:
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
     prefix = id_prefix or name
-    questions = [_question(path, raw, i, prefix, lang, domain or name, order_by_sensitive) for i, raw in enumerate(raws, 1)]
+    questions = read_questions(raws, lambda raw, i: _question(path, raw, i, prefix, lang, domain or name, order_by_sensitive))
     provenance = {
         "format": "qald",
         "dataset": str(dataset.get("id", "")),

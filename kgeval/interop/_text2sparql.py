@@ -20,7 +20,7 @@ from kgeval._files import read_yaml
 from kgeval.errors import InputError
 from kgeval.holdout import Question, Tag
 from kgeval.interop._rdf import repaired_triples, strict_triples
-from kgeval.interop._write import ImportReport, KgImport, check_question, kg_name, write_kgs
+from kgeval.interop._write import ImportReport, KgImport, check_question, kg_name, read_questions, write_kgs
 from kgeval.stores import rdf_format
 
 QUESTIONS = "questions.yml"
@@ -71,7 +71,7 @@ def read_text2sparql(
         raise InputError(f"{source}: expected a mapping with 'dataset' and a 'questions' list")
     prefix = id_prefix or str(dataset.get("prefix") or name)
     domain = domain or _domain_from(dataset.get("id")) or name
-    questions = [_question(source, raw, i, prefix, lang, domain, order_by_sensitive) for i, raw in enumerate(doc["questions"], 1)]
+    questions = read_questions(doc["questions"], lambda raw, i: _question(source, raw, i, prefix, lang, domain, order_by_sensitive))
     references = {" ".join(q.sparql.split()) for q in questions}
     files, excluded = {}, {}
     for ttl, iri in _graph_files(path / GRAPHS):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +63,34 @@ class KgImport:
 def kg_name(value: str) -> str:
     """A KG directory name from a source's name for it: lower case, [a-z0-9_-] only ("" if none)."""
     return re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-")
+
+
+class QuestionProblems(InputError):
+    """Questions of an import that cannot be imported, every one named (not only the first:
+    a benchmark of a thousand questions is fixed in one pass)."""
+
+    def __init__(self, problems: list[str], total: int) -> None:
+        self.problems, self.total = problems, total
+        shown = "\n  ".join(problems[:25]) + (f"\n  ... and {len(problems) - 25} more" if len(problems) > 25 else "")
+        super().__init__(f"{len(problems)} of {total} questions cannot be imported (nothing was written):\n  {shown}")
+
+    @classmethod
+    def combined(cls, errors: list[QuestionProblems], total: int) -> QuestionProblems:
+        return cls([p for e in errors for p in e.problems], total)
+
+
+def read_questions(raws: list, read: Callable[[object, int], Question]) -> list[Question]:
+    """`read(raw, index)` of every raw question (index from 1); QuestionProblems naming each
+    one that raised InputError."""
+    questions, problems = [], []
+    for i, raw in enumerate(raws, 1):
+        try:
+            questions.append(read(raw, i))
+        except InputError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise QuestionProblems(problems, len(raws))
+    return questions
 
 
 def check_question(source: Path, raw: dict, original_id: object, *, order_by_sensitive: bool = True) -> Question:

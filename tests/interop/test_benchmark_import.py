@@ -229,3 +229,46 @@ def test_repaired_iri_semantics_match_turtle_escapes(tmp_path):
     (tmp_path / "legal.ttl").write_text(f"@prefix ex: <{ns}> .\nex:s ex:p ex:a\\#b .\n", encoding="utf-8")
     [triple] = list(ox.parse(path=str(tmp_path / "legal.ttl"), format=ox.RdfFormat.TURTLE))
     assert triple.object.value == f"{ns}a#b"
+
+
+def test_escaped_local_names_import_quietly_with_their_type(tmp_path, caplog):
+    """QALD writes DBpedia's bracketed names as escaped prefixed names. rdflib, reading them
+    for the question type, warned "... does not look like a valid URI" once per query on the
+    console, above the import's own lines (the IRI it built kept the backslashes)."""
+    ns = "http://dbpedia.org/resource/"
+    (tmp_path / "kgs").mkdir()
+    (tmp_path / "kgs" / "geo.nt").write_text(
+        f"<{ns}Springfield_(Illinois)> <http://dbpedia.org/ontology/country> <{ns}United_States> .\n", encoding="utf-8"
+    )
+    sparql = (
+        "PREFIX dbo: <http://dbpedia.org/ontology/>\nPREFIX res: <http://dbpedia.org/resource/>\n"
+        "select distinct ?uri where { res:Springfield_\\(Illinois\\) dbo:country ?uri }"
+    )
+    doc = {"questions": [{"id": "1", "kg": "geo", "question": [{"language": "en", "string": "Country of Springfield?"}], "query": {"sparql": sparql}}]}
+    (tmp_path / "q.json").write_text(json.dumps(doc), encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        done = _import("qald", str(tmp_path / "q.json"), "--kg-dir", str(tmp_path / "kgs"), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 0, done.output
+    assert not [r for r in caplog.records if "valid URI" in r.getMessage()], [r.getMessage() for r in caplog.records]
+    [question] = load_holdout(tmp_path / "h").questions()
+    assert [t.value for t in question.tags] == ["lookup"]
+    report = rebuild_gold(load_holdout(tmp_path / "h"), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g")
+    assert [row[0].value for row in load_gold(tmp_path / "g")["geo-1"].result.rows] == [ns + "United_States"] and report.ok
+
+
+def test_every_bad_question_is_named_in_one_pass(benchmark, tmp_path):
+    """A benchmark of a thousand questions with a few bad ones must not take one import per
+    bad question: the import names them all (it stopped at the first), and writes nothing."""
+    qald, kg_dir = benchmark
+    doc = json.loads(qald.read_text())
+    doc["questions"][0]["query"]["sparql"] = "SELECT DISTINCT ?uri WHERE { res:Berlin dbo:country ?uri }"  # QALD style, no PREFIX
+    doc["questions"][5]["query"]["sparql"] = "PREFIX ex: <http://x/> SELECT ?x WHERE { ?x ex:p "
+    doc["questions"][20]["question"] = [{"language": "de", "string": "Nur deutsch"}]
+    qald.write_text(json.dumps(doc))
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 2
+    text = " ".join(done.output.split())
+    assert "3 of 48 questions cannot be imported" in text, text
+    assert "question 1: reference SPARQL" in text and "prefix res: is not declared" in text
+    assert "question 6: reference SPARQL" in text and "question 21: no 'en' text" in text
+    assert not (tmp_path / "h").exists() or not any((tmp_path / "h").iterdir())
