@@ -47,6 +47,8 @@ class ReplaySystem:
 
     def __init__(self, path: Path, holdout: Holdout | None = None) -> None:
         self.path = Path(path)
+        if not self.path.is_file():
+            raise InputError(f"{self.path}: replay file does not exist (--replay: a JSONL of attempts, or a TEXT2SPARQL answer list)")
         self.version = sha256_file(self.path)[:12]
         self._records: dict[tuple[str, str, int], _Record] = {}
         read = _read_text2sparql if _is_json_list(self.path) else lambda path, _: _read_records(path)

@@ -57,3 +57,15 @@ def test_system_names():
         system_from_name("replay")
     with pytest.raises(InputError, match="unknown system"):
         system_from_name("gpt")
+
+
+def test_a_missing_replay_file_is_named_not_a_traceback(tmp_path):
+    """`kgeval run --system replay --replay answers.json` with the file not there (a typo, the
+    wrong directory) gave a FileNotFoundError traceback, exit 1."""
+    from tests.cli.test_cli import kgeval
+
+    missing = tmp_path / "answers.json"
+    with pytest.raises(InputError, match="answers.json: replay file does not exist"):
+        ReplaySystem(missing)
+    ran = kgeval("run", "--system", "replay", "--replay", str(missing), "--seeds", "1", "--db", str(tmp_path / "r.duckdb"))
+    assert ran.returncode == 2 and "replay file does not exist" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
