@@ -14,6 +14,7 @@ Each distinct text is analysed once per process (a thread-safe cache keyed by th
 
 from __future__ import annotations
 
+import bisect
 import threading
 import warnings
 from collections.abc import Iterator
@@ -214,24 +215,51 @@ def projected_variables(select_clause: tree_sitter.Node) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_in_scope(where))) if where is not None else ()
 
 
-_OUT_OF_SCOPE = {"filter", "minus_graph_pattern", "exists_func", "not_exists_func", "service_graph_pattern"}
-
-
 def _in_scope(where: tree_sitter.Node) -> Iterator[str]:
     """Variables a group pattern binds, in document order (SPARQL 1.1 section 18.2.1): not
     those only inside FILTER, MINUS or EXISTS; of a sub-select only what it projects; of a
-    BIND only its target."""
-    stack = [where]
-    while stack:
-        node = stack.pop()
-        if node.type == "var":
-            yield _var_name(node)
-        elif node.type == "sub_select":
-            yield from projected_variables(_child(node, "select_clause"))  # type: ignore[arg-type]
-        elif node.type == "bind":
-            yield _var_name([c for c in node.children if c.type == "var"][-1])
-        elif node.type not in _OUT_OF_SCOPE:
-            stack.extend(reversed(node.children))
+    BIND only its target.
+
+    One tree-sitter query finds every variable and every region that hides or replaces them;
+    a sweep over byte ranges then keeps the visible ones. No Python walk over every node: a
+    20 KB VALUES block or BGP has tens of thousands of nodes and only the variables matter."""
+    captured = tree_sitter.QueryCursor(_SCOPE).captures(where)
+    selects = _outermost(captured.get("select", []))
+    hidden = _ranges(_outermost(captured.get("hidden", []) + selects))
+    binds = _ranges(_outermost(captured.get("bind", [])))
+    targets = {[c for c in b.children if c.type == "var"][-1].start_byte for b in captured.get("bind", [])}
+    found = [(s.start_byte, name) for s in selects for name in projected_variables(_child(s, "select_clause"))]  # type: ignore[arg-type]
+    for var in captured.get("var", []):
+        if not _inside(var, hidden) and (var.start_byte in targets or not _inside(var, binds)):
+            found.append((var.start_byte, _var_name(var)))
+    for _, name in sorted(found, key=lambda item: item[0]):
+        yield name
+
+
+_SCOPE = tree_sitter.Query(
+    LANGUAGE,
+    "(var) @var (sub_select) @select (bind) @bind "
+    + " ".join(f"({kind}) @hidden" for kind in ("filter", "minus_graph_pattern", "exists_func", "not_exists_func", "service_graph_pattern")),
+)
+
+
+def _outermost(nodes: list[tree_sitter.Node]) -> list[tree_sitter.Node]:
+    """`nodes` without those nested in another of them, in document order."""
+    kept: list[tree_sitter.Node] = []
+    for node in sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte)):
+        if not kept or node.start_byte >= kept[-1].end_byte:
+            kept.append(node)
+    return kept
+
+
+def _ranges(nodes: list[tree_sitter.Node]) -> list[tuple[int, int]]:
+    return [(n.start_byte, n.end_byte) for n in nodes]
+
+
+def _inside(node: tree_sitter.Node, ranges: list[tuple[int, int]]) -> bool:
+    """Whether `node` lies within one of the sorted, disjoint `ranges`."""
+    at = bisect.bisect_right(ranges, (node.start_byte, float("inf"))) - 1
+    return at >= 0 and node.start_byte < ranges[at][1]
 
 
 def _child(node: tree_sitter.Node | None, kind: str) -> tree_sitter.Node | None:

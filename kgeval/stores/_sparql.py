@@ -22,7 +22,7 @@ from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
 
-from kgeval.errors import QueryError, QueryOverBudget, QueryRejected, QueryTimeout, StoreError
+from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape, guard_query
 from kgeval.stores._rewrite import sorted_rows_count_query
@@ -78,7 +78,6 @@ class SparqlEndpointStore(Store):
         self._product = product
         self._product_version = product_version
         self._server_header: str | None = None
-        self._learning_product = False
 
     # -- identity recorded with gold ------------------------------------------------------
 
@@ -164,7 +163,7 @@ class SparqlEndpointStore(Store):
         return super()._run_candidate(query, shape, timeout_s, row_cap)
 
     def _sorts_past_timeout(self) -> bool:
-        return "oxigraph" in (self._product or self._learned_server_header() or "").lower()
+        return "oxigraph" in self._known_product()
 
     def _refuse_large_sort(self, query: str, timeout_s: float) -> None:
         counting = guard_query(sorted_rows_count_query(query))
@@ -178,28 +177,22 @@ class SparqlEndpointStore(Store):
                 "(store.candidates.max_sorted_rows): this server does not stop a sort at its timeout"
             )
 
+    def _known_product(self) -> str:
+        """The configured product, else the Server header of an earlier answer (lower case).
+        Nothing is sent to learn it: recording the engine (`name`) learns it before any
+        candidate runs; `store.product` makes even the first request carry its bound."""
+        return (self._product or self._server_header or "").lower()
+
     def timeout_parameters(self, timeout_s: float) -> dict[str, str]:
         """The request parameters that make the server itself stop the query at `timeout_s`:
         Virtuoso's `timeout` in milliseconds, Fuseki's in seconds; none for other products
         (Oxigraph server rejects unknown parameters; its bound is `--timeout-s`)."""
-        product = (self._product or self._learned_server_header() or "").lower()
+        product = self._known_product()
         if "virtuoso" in product:
             return {"timeout": str(max(1, round(timeout_s * 1000)))}
         if "fuseki" in product or "jena" in product:
             return {"timeout": f"{timeout_s:g}"}
         return {}
-
-    def _learned_server_header(self) -> str | None:
-        """The Server header, learned with one `ASK {}` the first time it is needed."""
-        if self._server_header is None and not self._learning_product:
-            self._learning_product = True  # the ASK itself is sent without server parameters
-            try:
-                self._server_product()
-            except QueryError:
-                pass  # the real request reports what is wrong with the endpoint
-            finally:
-                self._learning_product = False
-        return self._server_header
 
     def _build_request(self, query: str, parameters: dict[str, str] | None = None) -> urllib.request.Request:
         wrapper = SPARQLWrapper(self.endpoint)

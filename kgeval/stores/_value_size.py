@@ -31,6 +31,8 @@ _SCALAR_BYTES = 64.0
 """A number, boolean, or any other non-string leaf."""
 _TRIPLING = {"ENCODE_FOR_URI", "UCASE", "LCASE"}
 """%XX for every byte; case mapping of some characters yields up to three."""
+_BUILDERS = {"CONCAT", "REPLACE", *_TRIPLING}
+"""The calls whose value can be larger than their largest argument: what the cap is about."""
 
 
 @lru_cache(maxsize=4096)
@@ -44,7 +46,9 @@ def estimated_value_bytes(canonical: str, assumed_value_bytes: int) -> float:
     for _ in range(2):  # the second pass sees variables used before the text defines them
         for name, expression in definitions:
             bound[name] = max(bound.get(name, 0.0), _sizes(expression, bound, data)[expression.id])
-    return max(_sizes(root, bound, data).values())  # every expression: FILTER, ORDER BY, HAVING too
+    sizes = _sizes(root, bound, data)  # every expression: FILTER, ORDER BY, HAVING too
+    built = [sizes[n.id] for n in _nodes(root) if n.child_count and n.children[0].type in _BUILDERS]
+    return max(built, default=0.0)  # a data value the query only reads is not its doing
 
 
 def _definitions(root: tree_sitter.Node) -> list[tuple[str, tree_sitter.Node]]:
@@ -78,24 +82,29 @@ def _sizes(expression: tree_sitter.Node, bound: dict[str, float], data: float) -
     """The estimate of every node under `expression` (by node id), computed bottom-up without
     recursion: chains of calls can be long."""
     sizes: dict[int, float] = {}
+    for node in reversed(_nodes(expression)):  # children before their parent
+        sizes[node.id] = min(_CEILING, _node_size(node, [sizes[c.id] for c in node.children], bound, data))
+    return sizes
+
+
+def _nodes(top: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """Every node under `top`, each before its children."""
     order: list[tree_sitter.Node] = []
-    stack = [expression]
+    stack = [top]
     while stack:
         node = stack.pop()
         order.append(node)
         stack.extend(node.children)
-    for node in reversed(order):  # children before their parent
-        sizes[node.id] = min(_CEILING, _node_size(node, [sizes[c.id] for c in node.children], bound, data))
-    return sizes
+    return order
 
 
 def _node_size(node: tree_sitter.Node, children: list[float], bound: dict[str, float], data: float) -> float:
     if node.type == "var":
         return bound.get(_text(node), data)
-    if node.type == "string":
+    if node.type in ("string", "iri_reference"):
         return float(node.end_byte - node.start_byte)
     if node.child_count == 0:
-        return _SCALAR_BYTES
+        return _SCALAR_BYTES if node.is_named else 0.0  # a number; not a keyword or punctuation
     head = node.children[0].type
     if head == "CONCAT" or (node.type == "expression_list" and node.parent is not None and node.parent.children[0].type == "CONCAT"):
         return sum(size for child, size in zip(node.children, children) if child.is_named)

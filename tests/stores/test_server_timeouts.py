@@ -45,6 +45,7 @@ def test_virtuoso_stops_the_query_at_kgevals_timeout(virtuoso_server, query):
     the rows it had (anytime semantics): each is a QueryTimeout. Its CPU is back to its idle
     baseline within seconds; without the `timeout` parameter the sort runs on for minutes."""
     store = open_store(virtuoso_server.config("mini"), [], kg="mini")
+    assert store.name.startswith("sparql-endpoint:Virtuoso")  # as a run records it before any candidate
     pid = virtuoso_server.process.pid
     idle = _cpu_rate(pid, 3.0)
     with pytest.raises(QueryTimeout, match="partial answer|longer than"):
@@ -55,9 +56,12 @@ def test_virtuoso_stops_the_query_at_kgevals_timeout(virtuoso_server, query):
 
 
 def test_virtuoso_is_sent_its_timeout_parameter(virtuoso_server):
-    """The product is learned from the Server header (no configuration): the request carries
-    timeout=<ms>; a trusted query gets the same bound."""
+    """Without configuration the product is learned from the Server header of the first answer
+    (recording the engine's name does it before a run's first candidate): later requests carry
+    timeout=<ms>, trusted queries too."""
     store = open_store(virtuoso_server.config("mini"), [], kg="mini")
+    assert store.timeout_parameters(2.5) == {}  # nothing sent yet: nothing known
+    assert store.name.startswith("sparql-endpoint:Virtuoso")
     assert store.timeout_parameters(2.5) == {"timeout": "2500"}
     assert store.execute("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1).boolean is True
 
@@ -146,6 +150,7 @@ def test_oxigraph_server_is_not_left_sorting_a_cross_product(oxigraph_server):
     A legitimate ordered query is answered as before."""
     config = oxigraph_server.config("mini").model_copy(update={"candidates": CandidateQueryConfig(max_sorted_rows=10_000)})
     store = open_store(config, [], kg="mini")
+    assert store.name.startswith("sparql-endpoint:Oxigraph")
     result, _ = store.execute_candidate("SELECT ?s ?o WHERE { ?s ?p ?o } ORDER BY ?o LIMIT 3", timeout_s=10, row_cap=10)
     assert len(result.rows) == 3 and result.ordered
     pid = oxigraph_server.process.pid
