@@ -29,7 +29,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
-from kgeval.stores._lexer import Token, byte_spans, canonical_text, canonical_tokens
+from kgeval.stores._lexer import Token, canonical_text_and_spans, canonical_tokens
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
 MAX_NESTING = 64
@@ -76,9 +76,9 @@ def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Query
 def _analyse(text: str) -> QueryShape:
     tokens = canonical_tokens(text)
     _refuse_unsafe(tokens)
-    canonical = canonical_text(tokens)
+    canonical, spans = canonical_text_and_spans(tokens)
     root = parsed_tree(canonical).root_node
-    _check_same_terminals(root, tokens, canonical)
+    _check_same_terminals(root, tokens, canonical, spans)
     query = next((c for c in root.named_children if c.type.endswith("_query")), None)
     if query is None or query.type not in ("select_query", "ask_query"):
         raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
@@ -119,7 +119,7 @@ def _refuse_unsafe(tokens: list[Token]) -> None:
         raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
 
 
-def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str) -> None:
+def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:
     """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error,
     no comment, and each string and IRI exactly where the lexer put one (every other terminal
     is a run of characters between spaces, which no reader can join or split differently)."""
@@ -127,11 +127,14 @@ def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical
         error = next((n for n in _walk(root) if n.type == "ERROR" or n.is_missing), root)
         raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, error)}")
     captured = tree_sitter.QueryCursor(_TERMINALS).captures(root)
-    spans = byte_spans(tokens)
+    spans = spans if spans is not None else canonical_text_and_spans(tokens)[1]
+    expected: dict[str, list[tuple[int, int]]] = {"comment": [], "string": [], "iri": []}
+    for span, token in zip(spans, tokens):
+        if token.kind in expected:
+            expected[token.kind].append(span)
     for kind in ("comment", "string", "iri"):
-        expected = [span for span, token in zip(spans, tokens) if token.kind == kind]
         found = sorted((n.start_byte, n.end_byte) for n in captured.get(kind, []))
-        if found != expected:
+        if found != expected[kind]:
             raise QuerySyntaxError(f"SPARQL does not parse: the grammar read the {kind}s of the query differently from the lexer")
 
 
@@ -158,9 +161,10 @@ def _check_projection(select_query: tree_sitter.Node) -> None:
     if select is None:
         return
     items = select.children
-    plain = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type != "AS"]
-    named = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type == "AS"]
-    if group is not None and any(c.type == "*" for c in items):
+    types = [c.type for c in items]  # one pass: a 20 KB projection has thousands of items
+    plain = [_var_name(c) for c, kind, before in zip(items, types, ["", *types]) if kind == "var" and before != "AS"]
+    named = [_var_name(c) for c, kind, before in zip(items, types, ["", *types]) if kind == "var" and before == "AS"]
+    if group is not None and "*" in types:
         raise QuerySyntaxError("SPARQL does not parse: SELECT * cannot be used with GROUP BY (name the projected variables)")
     clauses = [c for c in (select, _child(modifier, "having_clause"), _child(modifier, "order_clause")) if c is not None]
     if group is None and not any(tree_sitter.QueryCursor(_AGGREGATES).captures(c) for c in clauses):
@@ -215,7 +219,8 @@ def projected_variables(select_clause: tree_sitter.Node) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_in_scope(where))) if where is not None else ()
 
 
-def _in_scope(where: tree_sitter.Node) -> Iterator[str]:
+@lru_cache(maxsize=64)  # the projection check and the shape both ask, for the same node
+def _in_scope(where: tree_sitter.Node) -> tuple[str, ...]:
     """Variables a group pattern binds, in document order (SPARQL 1.1 section 18.2.1): not
     those only inside FILTER, MINUS or EXISTS; of a sub-select only what it projects; of a
     BIND only its target.
@@ -232,8 +237,7 @@ def _in_scope(where: tree_sitter.Node) -> Iterator[str]:
     for var in captured.get("var", []):
         if not _inside(var, hidden) and (var.start_byte in targets or not _inside(var, binds)):
             found.append((var.start_byte, _var_name(var)))
-    for _, name in sorted(found, key=lambda item: item[0]):
-        yield name
+    return tuple(name for _, name in sorted(found, key=lambda item: item[0]))
 
 
 _SCOPE = tree_sitter.Query(

@@ -125,6 +125,8 @@ def test_hostile_corpus(hostile_store, listener) -> None:
         assert outcomes["bomb-concat-40-doublings"] == "QueryOverBudget"
         assert outcomes["bomb-count-cartesian"] == "QueryTimeout"
         assert outcomes["bomb-big-value-every-row"] == "QueryOverBudget"  # over max_result_bytes
+    for bomb in ("bomb-concat-40-doublings", "bomb-concat-22-doublings", "bomb-replace-squaring", "bomb-ucase-tripling"):
+        assert outcomes[bomb] == "QueryOverBudget", f"{kind}: {bomb}: {outcomes[bomb]}"  # refused before any store saw it
     if process is not None:
         _assert_server_idle(process.pid, kind, idle_rate)
 
