@@ -37,6 +37,9 @@ _ERROR_BODY_CHARS = 300
 _MAX_ERROR_BYTES = 64 << 20
 _TAIL_BYTES = 2048
 _ERROR_GRACE_S = 5.0
+_SERVER_HEADERS: dict[str, str] = {}
+"""Server header last answered by each endpoint: a run opens one store per KG on one endpoint,
+and each knows its server's product (and timeout parameter) once any of them has been answered."""
 _ANYTIME_STATE = "S1TAT"
 """Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 
@@ -178,10 +181,10 @@ class SparqlEndpointStore(Store):
             )
 
     def _known_product(self) -> str:
-        """The configured product, else the Server header of an earlier answer (lower case).
-        Nothing is sent to learn it: recording the engine (`name`) learns it before any
-        candidate runs; `store.product` makes even the first request carry its bound."""
-        return (self._product or self._server_header or "").lower()
+        """The configured product, else the Server header of an earlier answer from this
+        endpoint (lower case). Nothing is sent to learn it: a run records the engine's name
+        before its first candidate; `store.product` makes even the first request carry it."""
+        return (self._product or self._server_header or _SERVER_HEADERS.get(self.endpoint) or "").lower()
 
     def timeout_parameters(self, timeout_s: float) -> dict[str, str]:
         """The request parameters that make the server itself stop the query at `timeout_s`:
@@ -219,6 +222,7 @@ class SparqlEndpointStore(Store):
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 self._server_header = response.headers.get("Server", "") or self._server_header or ""
+                _SERVER_HEADERS[self.endpoint] = self._server_header
                 _refuse_server_truncation(response.headers, self.endpoint, timeout_s)
                 return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
         except urllib.error.HTTPError as exc:

@@ -60,10 +60,11 @@ def test_virtuoso_is_sent_its_timeout_parameter(virtuoso_server):
     (recording the engine's name does it before a run's first candidate): later requests carry
     timeout=<ms>, trusted queries too."""
     store = open_store(virtuoso_server.config("mini"), [], kg="mini")
-    assert store.timeout_parameters(2.5) == {}  # nothing sent yet: nothing known
     assert store.name.startswith("sparql-endpoint:Virtuoso")
     assert store.timeout_parameters(2.5) == {"timeout": "2500"}
     assert store.execute("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1).boolean is True
+    other_kg = open_store(virtuoso_server.config("types"), [], kg="types")  # a run's next KG: same endpoint
+    assert other_kg.timeout_parameters(1.0) == {"timeout": "1000"}
 
 
 def _form(request: Recorded) -> dict[str, list[str]]:
