@@ -43,7 +43,8 @@ class CandidateQueryConfig(_Strict):
     """Embedded store: memory a worker may allocate beyond the loaded KG (its address-space
     limit); a query needing more ends its worker and fails as over budget (QueryOverBudget)."""
     max_value_bytes: int = Field(1 << 20, ge=1)
-    """Largest single value (IRI, literal text) in a candidate's result, UTF-8 bytes."""
+    """Largest single value (IRI, literal text) in a candidate's result, UTF-8 bytes; also the
+    largest value a candidate may build, estimated before it is sent (`assumed_value_bytes`)."""
     assumed_value_bytes: int = Field(4096, ge=1)
     """Size a data value is taken to have when kgeval estimates, before sending a candidate
     query, the largest value it can build (CONCAT and REPLACE chains that double a string at

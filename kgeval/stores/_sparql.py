@@ -189,7 +189,8 @@ class SparqlEndpointStore(Store):
     def timeout_parameters(self, timeout_s: float) -> dict[str, str]:
         """The request parameters that make the server itself stop the query at `timeout_s`:
         Virtuoso's `timeout` in milliseconds, Fuseki's in seconds; none for other products
-        (Oxigraph server rejects unknown parameters; its bound is `--timeout-s`)."""
+        (Oxigraph server has no per-request timeout: it ignores the parameter; its bound is
+        `--timeout-s`; an unknown server might refuse a parameter it does not know)."""
         product = self._known_product()
         if "virtuoso" in product:
             return {"timeout": str(max(1, round(timeout_s * 1000)))}

@@ -73,7 +73,7 @@ def _form(request: Recorded) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize(("product", "expected"), [("Virtuoso", ["1500"]), ("Apache Jena Fuseki", ["1.5"]), ("oxigraph", None)])
 def test_the_timeout_parameter_each_product_reads(product, expected):
-    """Virtuoso: milliseconds; Fuseki: seconds; Oxigraph server refuses unknown parameters, so
+    """Virtuoso: milliseconds; Fuseki: seconds; Oxigraph server has no per-request timeout (it ignores one), so
     none is sent (its bound is `--timeout-s`)."""
     with loopback() as (url, recorded):
         store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product=product), [])
