@@ -9,6 +9,11 @@ corpora (mixed case, comments, hostile tricks), in one process:
 - new, warm: the same calls again (each distinct text is analysed once per process);
 - engine: pyoxigraph executing the text and reading every row, on the text's own KG.
 
+Then the guard's worst case: every hostile text of the test corpora (tests/stores/
+hostile_corpus.py, sparql_tricks.py) and 20 KB texts built to be slow (long chains of `(`,
+many comments, long strings full of escapes, 6,000-triple BGPs, 10,000-value VALUES ...),
+in CPU milliseconds (the machine is shared), next to tree-sitter parsing the same text.
+
     python bench/query_parse.py [--repeat 3]
 """
 
@@ -32,21 +37,25 @@ from rdflib.plugins.sparql.parser import parseQuery  # noqa: E402
 
 from kgeval.errors import QueryError  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
-from kgeval.stores import EmbeddedStore, guard_query, order_probe, query_determinism  # noqa: E402
+import pyoxigraph as ox  # noqa: E402
+
+from kgeval.stores import guard_query, order_probe, query_determinism  # noqa: E402
+from kgeval.stores._engine import load_kg  # noqa: E402
+from kgeval.stores._functions import DERIVED_INTEGER_CASTS  # noqa: E402
 from kgeval.stores import _query, _rewrite  # noqa: E402
 
 
-def corpus() -> list[tuple[str, str, EmbeddedStore | None]]:
+def corpus() -> list[tuple[str, str, ox.Store | None]]:
     """(label, text, store to run it on or None) for every distinct text."""
-    texts: list[tuple[str, str, EmbeddedStore | None]] = []
+    texts: list[tuple[str, str, ox.Store | None]] = []
     ck25 = Path(os.environ.get("KGEVAL_CK25", ROOT.parent / "shared" / "datasets" / "ck25"))
     if (ck25 / "questions.yml").is_file():
-        store = EmbeddedStore(sorted((ck25 / "graphs").glob("*.ttl")))
+        store = load_kg(sorted((ck25 / "graphs").glob("*.ttl")))  # the raw engine, as the sandbox workers hold it
         for q in yaml.safe_load((ck25 / "questions.yml").read_text())["questions"]:
             texts.append(("ck25", q["query"]["sparql"], store))
     holdout = load_holdout(ROOT / "holdout")
     for kg in holdout.kgs:
-        store = EmbeddedStore(kg.files)
+        store = load_kg(kg.files)
         texts += [("sample", q.sparql, store) for q in kg.questions]
     sys.path.insert(0, str(ROOT))
     from tests.stores.sparql_tricks import ACCEPTED  # noqa: PLC0415 - the test corpora, when present
@@ -73,8 +82,8 @@ def rdflib_path(text: str) -> None:
     translateQuery(parseQuery(text))
 
 
-def engine_path(store: EmbeddedStore, approved: str) -> None:
-    result = store._query(approved)  # noqa: SLF001 - pyoxigraph's own call, with kgeval's custom casts
+def engine_path(store: ox.Store, approved: str) -> None:
+    result = store.query(approved, custom_functions=DERIVED_INTEGER_CASTS)  # pyoxigraph's own call, with kgeval's custom casts
     if hasattr(result, "__iter__"):
         for _ in result:
             pass
@@ -88,6 +97,65 @@ def best_ms(work: Callable[[], None], repeat: int, before: Callable[[], None] = 
         work()
         times.append(time.perf_counter() - t0)
     return min(times) * 1000
+
+
+def hostile_texts() -> dict[str, str]:
+    """Texts meant to be slow for the guard: the test corpora's hostile texts and ~20 KB ones."""
+    from tests.stores import sparql_tricks  # noqa: PLC0415
+    from tests.stores.hostile_corpus import hostile_queries  # noqa: PLC0415
+
+    size = 19_900
+
+    def fill(unit: str, head: str = "SELECT * WHERE { ", tail: str = " }") -> str:
+        return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
+
+    texts = {h.id: h.text for h in hostile_queries("http://127.0.0.1:9")}
+    for group in (sparql_tricks.ACCEPTED, sparql_tricks.REFUSED):
+        texts.update({f"trick:{name}": text.replace("{url}", "http://127.0.0.1:9") for name, (text, _) in group.items()})
+    texts.update({
+        "20k:open-parens": "SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 9_900 + ") }",
+        "20k:balanced-parens-60": fill("FILTER(" + "(" * 60 + "?o" + ")" * 61 + " "),
+        "20k:comments": fill("# a comment line\n"),
+        "20k:string-escapes": 'SELECT * WHERE { ?s ?p "' + '\\n\\t\\"' * 3_300 + '" }',
+        "20k:long-string-quotes": "SELECT * WHERE { ?s ?p '''" + "a'b''c\\'" * 2_400 + "''' }",
+        "20k:unterminated-long-string": "SELECT * WHERE { ?s ?p '''" + "a'b''c" * 3_300 + " }",
+        "20k:bgp-iris": fill("?s <p> ?o . "),
+        "20k:bgp-pnames": "PREFIX ex: <http://x/> " + fill("?s ex:p ?o . "),
+        "20k:prefixes": fill("PREFIX p: <http://x/> ", head="", tail="SELECT * WHERE { ?s ?p ?o }"),
+        "20k:values": fill("1 ", head="SELECT * WHERE { VALUES ?x { ", tail=" } }"),
+        "20k:union": fill("{ ?s ?p ?o } UNION ", tail="{ } }"),
+        "20k:projected-vars": fill("?v ", head="SELECT ", tail="WHERE { }"),
+        "20k:less-than-chain": "SELECT * WHERE { ?s ?p ?o FILTER(" + "?o<1 && " * 2_200 + "true) }",
+        "20k:binds": fill("BIND(CONCAT(?a, ?b) AS ?c) "),
+        "20k:whitespace": fill(" \t\r\n"),
+    })
+    return {name: text for name, text in texts.items() if len(text.encode("utf-8", "surrogatepass")) <= 20_000}
+
+
+def cpu_ms(work: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        clear_caches()
+        t0 = time.process_time()
+        try:
+            work()
+        except QueryError:
+            pass
+        times.append(time.process_time() - t0)
+    return min(times) * 1000
+
+
+def print_worst_case(repeat: int) -> None:
+    rows = []
+    for name, text in hostile_texts().items():
+        guard = cpu_ms(lambda: guard_query(text), repeat)
+        parse = cpu_ms(lambda: _query.parsed_tree(text.encode("utf-8", "replace").decode()), repeat)
+        rows.append((guard, parse, name, len(text.encode("utf-8", "surrogatepass"))))
+    rows.sort(reverse=True)
+    print(f"\nguard worst case over {len(rows)} hostile texts (CPU ms, best of {repeat}; tree-sitter alone on the same text):")
+    for guard, parse, name, size in rows[:5]:
+        print(f"  {name:34} {size:6d} B  guard {guard:7.1f} ms  tree-sitter {parse:6.2f} ms  guard/tree-sitter {guard / max(parse, 1e-3):6.1f}x")
+    print(f"worst: {rows[0][2]} {rows[0][0]:.1f} ms CPU for {rows[0][3]:,} bytes")
 
 
 def main() -> int:
@@ -117,6 +185,7 @@ def main() -> int:
         engines = [v[3] for v in values if v[3] is not None]
         engine = statistics.mean(engines) if engines else float("nan")
         print(f"{label:8} {len(values):5d} {old:10.3f} {cold:12.3f} {warm:12.4f} {old / cold:10.0f}x {engine:10.3f} {cold / engine:15.2f}x")
+    print_worst_case(args.repeat)
     return 0
 
 

@@ -43,7 +43,17 @@ class CandidateQueryConfig(_Strict):
     """Embedded store: memory a worker may allocate beyond the loaded KG (its address-space
     limit); a query needing more ends its worker and fails as over budget (QueryOverBudget)."""
     max_value_bytes: int = Field(1 << 20, ge=1)
-    """Largest single value (IRI, literal text) in a candidate's result, UTF-8 bytes."""
+    """Largest single value (IRI, literal text) in a candidate's result, UTF-8 bytes; also the
+    largest value a candidate may build, estimated before it is sent (`assumed_value_bytes`)."""
+    assumed_value_bytes: int = Field(4096, ge=1)
+    """Size a data value is taken to have when kgeval estimates, before sending a candidate
+    query, the largest value it can build (CONCAT and REPLACE chains that double a string at
+    every step): over `max_value_bytes`, the query is refused as over budget on every store,
+    since no server's own time or memory limit stops such a value being built."""
+    max_sorted_rows: int = Field(1_000_000, ge=1)
+    """Oxigraph server only: most solutions an ordered (ORDER BY) candidate may sort. That server
+    does not stop a sort at its `--timeout-s`, so an ordered candidate is counted first and
+    refused as over budget beyond this (docs/engines.md)."""
     max_result_bytes: int = Field(32 << 20, ge=1)
     """Largest candidate result: UTF-8 bytes of every value of the rows kept."""
     max_response_bytes: int = Field(256 << 20, ge=1)

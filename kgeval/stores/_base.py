@@ -12,6 +12,7 @@ from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
 from kgeval.stores._results import QueryResources, QueryResult, Row
+from kgeval.stores._value_size import estimated_value_bytes
 
 T = TypeVar("T")
 
@@ -66,6 +67,7 @@ class Store(ABC):
                 raise QueryRefused("the query nests too deeply to be analysed") from None
             except UnicodeError:  # a lone surrogate: no engine can be sent this text
                 raise QuerySyntaxError("the query is not valid Unicode text (a lone surrogate)") from None
+            self._refuse_over_budget(shape)
             return self._run_candidate(shape.text, shape, timeout_s, row_cap)  # the approved text, never the original
         except QueryError as exc:
             if exc.resources is None:
@@ -91,6 +93,11 @@ class Store(ABC):
         variables, kept, total = self._select(query, shape, timeout_s, row_cap)
         return select_result(variables, kept, total, shape)
 
+    def _refuse_over_budget(self, shape: QueryShape) -> None:
+        """Refuse an approved candidate that is over budget before it is sent (a SPARQL query
+        that builds a huge value); stores of another query language override it."""
+        refuse_value_bomb(shape, self.candidate_limits)
+
     def _guard(self, query: str) -> QueryShape:
         """The read-only guard for this store's query language; runs before any request leaves."""
         return guard_query(query, max_bytes=self.max_query_bytes)
@@ -111,6 +118,18 @@ def select_result(variables: Sequence[str], kept: list[Row], total: int, shape: 
     return QueryResult(
         form="select", vars=list(variables), rows=kept, total=total, truncated=total > len(kept), ordered=shape.ordered
     )
+
+
+def refuse_value_bomb(shape: QueryShape, limits: CandidateQueryConfig) -> None:
+    """QueryOverBudget when the query can build a value over `limits.max_value_bytes` (see
+    `_value_size`): refused before any store runs it, since no server stops building it."""
+    estimate = estimated_value_bytes(shape.text, limits.assumed_value_bytes)
+    if estimate > limits.max_value_bytes:
+        raise QueryOverBudget(
+            f"the query can build a value of about {estimate:,.0f} bytes (each data value taken as "
+            f"{limits.assumed_value_bytes:,} bytes), over the {limits.max_value_bytes:,}-byte limit "
+            "(store.candidates.max_value_bytes); it is not sent to the store"
+        )
 
 
 def checked_result_bytes(result: QueryResult, limits: CandidateQueryConfig) -> int:

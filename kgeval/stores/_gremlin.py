@@ -81,6 +81,10 @@ class GremlinStore(Store):
         parsed = parse_gremlin(query, max_bytes=self.max_query_bytes)
         return QueryShape("select", parsed.ordered, None, 0, (), query)  # sent as bytecode built from this parse
 
+    def _refuse_over_budget(self, shape: QueryShape) -> None:
+        """Not estimated: the value-size estimate reads SPARQL only; a Gremlin traversal is bounded
+        by the server's evaluationTimeout, sent with every request when `server_timeout` is set."""
+
     def _ask(self, query: str, timeout_s: float) -> bool:  # pragma: no cover - _guard never says "ask"
         raise StoreError("Gremlin has no ASK form")
 

@@ -7,7 +7,10 @@ import urllib.request
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from kgeval.errors import InputError
+from typing import Any
+
+from kgeval.errors import InputError, StoreError
+from kgeval.stores._rewrite import with_neptune_timeout_hint
 from kgeval.stores._sigv4 import sigv4_headers
 from kgeval.stores._sparql import SparqlEndpointStore
 
@@ -17,6 +20,10 @@ class NeptuneSparqlStore(SparqlEndpointStore):
 
     Neptune sends no Server header naming its engine version, so the version recorded with gold
     is the configured `product_version` (e.g. the cluster's engine version, 1.3.2.1).
+
+    Every query carries Neptune's `queryTimeout` hint with its timeout, so the cluster stops it
+    there too; the hint must stay below the cluster's `neptune_query_timeout` parameter, which
+    operators set above kgeval's largest timeout (docs/engines.md).
     """
 
     def __init__(
@@ -48,6 +55,14 @@ class NeptuneSparqlStore(SparqlEndpointStore):
     @property
     def name(self) -> str:  # type: ignore[override]
         return "neptune-sparql"
+
+    def _request_json(self, query: str, timeout_s: float) -> dict[str, Any]:
+        return super()._request_json(with_neptune_timeout_hint(query, max(1, round(timeout_s * 1000))), timeout_s)
+
+    def _http_error(self, status: int, message: str) -> StoreError:
+        if "neptune_query_timeout" in message:  # the cluster's setting, not the query, is at fault
+            return StoreError(f"{message} (raise the cluster's neptune_query_timeout DB parameter above kgeval's query timeouts)", http_status=status)
+        return super()._http_error(status, message)
 
     def _sign(self, request: urllib.request.Request) -> None:
         # Only headers the server sees unchanged are signed: Content-Type, and Host (added by

@@ -14,6 +14,7 @@ Each distinct text is analysed once per process (a thread-safe cache keyed by th
 
 from __future__ import annotations
 
+import bisect
 import threading
 import warnings
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
-from kgeval.stores._lexer import Token, byte_spans, canonical_text, canonical_tokens
+from kgeval.stores._lexer import Token, canonical_text_and_spans, canonical_tokens
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
 MAX_NESTING = 64
@@ -75,9 +76,9 @@ def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Query
 def _analyse(text: str) -> QueryShape:
     tokens = canonical_tokens(text)
     _refuse_unsafe(tokens)
-    canonical = canonical_text(tokens)
+    canonical, spans = canonical_text_and_spans(tokens)
     root = parsed_tree(canonical).root_node
-    _check_same_terminals(root, tokens, canonical)
+    _check_same_terminals(root, tokens, canonical, spans)
     query = next((c for c in root.named_children if c.type.endswith("_query")), None)
     if query is None or query.type not in ("select_query", "ask_query"):
         raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
@@ -118,7 +119,7 @@ def _refuse_unsafe(tokens: list[Token]) -> None:
         raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
 
 
-def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str) -> None:
+def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:
     """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error,
     no comment, and each string and IRI exactly where the lexer put one (every other terminal
     is a run of characters between spaces, which no reader can join or split differently)."""
@@ -126,11 +127,14 @@ def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical
         error = next((n for n in _walk(root) if n.type == "ERROR" or n.is_missing), root)
         raise QuerySyntaxError(f"SPARQL does not parse near {_near(canonical, error)}")
     captured = tree_sitter.QueryCursor(_TERMINALS).captures(root)
-    spans = byte_spans(tokens)
+    spans = spans if spans is not None else canonical_text_and_spans(tokens)[1]
+    expected: dict[str, list[tuple[int, int]]] = {"comment": [], "string": [], "iri": []}
+    for span, token in zip(spans, tokens):
+        if token.kind in expected:
+            expected[token.kind].append(span)
     for kind in ("comment", "string", "iri"):
-        expected = [span for span, token in zip(spans, tokens) if token.kind == kind]
         found = sorted((n.start_byte, n.end_byte) for n in captured.get(kind, []))
-        if found != expected:
+        if found != expected[kind]:
             raise QuerySyntaxError(f"SPARQL does not parse: the grammar read the {kind}s of the query differently from the lexer")
 
 
@@ -157,9 +161,10 @@ def _check_projection(select_query: tree_sitter.Node) -> None:
     if select is None:
         return
     items = select.children
-    plain = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type != "AS"]
-    named = [_var_name(c) for i, c in enumerate(items) if c.type == "var" and items[i - 1].type == "AS"]
-    if group is not None and any(c.type == "*" for c in items):
+    types = [c.type for c in items]  # one pass: a 20 KB projection has thousands of items
+    plain = [_var_name(c) for c, kind, before in zip(items, types, ["", *types]) if kind == "var" and before != "AS"]
+    named = [_var_name(c) for c, kind, before in zip(items, types, ["", *types]) if kind == "var" and before == "AS"]
+    if group is not None and "*" in types:
         raise QuerySyntaxError("SPARQL does not parse: SELECT * cannot be used with GROUP BY (name the projected variables)")
     clauses = [c for c in (select, _child(modifier, "having_clause"), _child(modifier, "order_clause")) if c is not None]
     if group is None and not any(tree_sitter.QueryCursor(_AGGREGATES).captures(c) for c in clauses):
@@ -214,24 +219,51 @@ def projected_variables(select_clause: tree_sitter.Node) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_in_scope(where))) if where is not None else ()
 
 
-_OUT_OF_SCOPE = {"filter", "minus_graph_pattern", "exists_func", "not_exists_func", "service_graph_pattern"}
-
-
-def _in_scope(where: tree_sitter.Node) -> Iterator[str]:
+@lru_cache(maxsize=64)  # the projection check and the shape both ask, for the same node
+def _in_scope(where: tree_sitter.Node) -> tuple[str, ...]:
     """Variables a group pattern binds, in document order (SPARQL 1.1 section 18.2.1): not
     those only inside FILTER, MINUS or EXISTS; of a sub-select only what it projects; of a
-    BIND only its target."""
-    stack = [where]
-    while stack:
-        node = stack.pop()
-        if node.type == "var":
-            yield _var_name(node)
-        elif node.type == "sub_select":
-            yield from projected_variables(_child(node, "select_clause"))  # type: ignore[arg-type]
-        elif node.type == "bind":
-            yield _var_name([c for c in node.children if c.type == "var"][-1])
-        elif node.type not in _OUT_OF_SCOPE:
-            stack.extend(reversed(node.children))
+    BIND only its target.
+
+    One tree-sitter query finds every variable and every region that hides or replaces them;
+    a sweep over byte ranges then keeps the visible ones. No Python walk over every node: a
+    20 KB VALUES block or BGP has tens of thousands of nodes and only the variables matter."""
+    captured = tree_sitter.QueryCursor(_SCOPE).captures(where)
+    selects = _outermost(captured.get("select", []))
+    hidden = _ranges(_outermost(captured.get("hidden", []) + selects))
+    binds = _ranges(_outermost(captured.get("bind", [])))
+    targets = {[c for c in b.children if c.type == "var"][-1].start_byte for b in captured.get("bind", [])}
+    found = [(s.start_byte, name) for s in selects for name in projected_variables(_child(s, "select_clause"))]  # type: ignore[arg-type]
+    for var in captured.get("var", []):
+        if not _inside(var, hidden) and (var.start_byte in targets or not _inside(var, binds)):
+            found.append((var.start_byte, _var_name(var)))
+    return tuple(name for _, name in sorted(found, key=lambda item: item[0]))
+
+
+_SCOPE = tree_sitter.Query(
+    LANGUAGE,
+    "(var) @var (sub_select) @select (bind) @bind "
+    + " ".join(f"({kind}) @hidden" for kind in ("filter", "minus_graph_pattern", "exists_func", "not_exists_func", "service_graph_pattern")),
+)
+
+
+def _outermost(nodes: list[tree_sitter.Node]) -> list[tree_sitter.Node]:
+    """`nodes` without those nested in another of them, in document order."""
+    kept: list[tree_sitter.Node] = []
+    for node in sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte)):
+        if not kept or node.start_byte >= kept[-1].end_byte:
+            kept.append(node)
+    return kept
+
+
+def _ranges(nodes: list[tree_sitter.Node]) -> list[tuple[int, int]]:
+    return [(n.start_byte, n.end_byte) for n in nodes]
+
+
+def _inside(node: tree_sitter.Node, ranges: list[tuple[int, int]]) -> bool:
+    """Whether `node` lies within one of the sorted, disjoint `ranges`."""
+    at = bisect.bisect_right(ranges, (node.start_byte, float("inf"))) - 1
+    return at >= 0 and node.start_byte < ranges[at][1]
 
 
 def _child(node: tree_sitter.Node | None, kind: str) -> tree_sitter.Node | None:

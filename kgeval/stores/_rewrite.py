@@ -191,3 +191,42 @@ def _iri(node: tree_sitter.Node, prefixes: dict[str, str]) -> str:
         return text[1:-1]
     prefix, _, local = text.partition(":")
     return prefixes.get(prefix, prefix + ":") + local
+
+
+NEPTUNE_HINTS = "http://aws.amazon.com/neptune/vocab/v01/QueryHints#"
+
+
+@lru_cache(maxsize=4096)
+def with_neptune_timeout_hint(query: str, timeout_ms: int) -> str:
+    """The query with Neptune's `queryTimeout` hint first in its top-level WHERE clause, so
+    Neptune itself stops it after `timeout_ms` (its SPARQL protocol has no timeout parameter).
+    Full IRIs, no PREFIX: the hint cannot clash with the query's own prefixes. Guarded again."""
+    shape = guard_query(query)
+    top = next(c for c in parsed_tree(shape.text).root_node.named_children if c.type.endswith("_query"))
+    opening = _child(_child(_child(top, "where_clause"), "group_graph_pattern"), "{")
+    hint = f" <{NEPTUNE_HINTS}Query> <{NEPTUNE_HINTS}queryTimeout> {int(timeout_ms)} ."
+    data = shape.text.encode("utf-8")
+    return guard_query((data[: opening.end_byte] + hint.encode() + data[opening.end_byte :]).decode("utf-8")).text
+
+
+COUNT_VAR = "__kgeval_count"
+
+
+@lru_cache(maxsize=4096)
+def sorted_rows_count_query(query: str) -> str:
+    """`SELECT (COUNT(*) AS ?__kgeval_count)` over a SELECT query without its top-level ORDER
+    BY, LIMIT and OFFSET: how many solutions the engine must sort to answer it. Guarded again."""
+    shape = guard_query(query)
+    root = parsed_tree(shape.text).root_node
+    select_query = next(c for c in root.named_children if c.type == "select_query")
+    modifier = _child(select_query, "solution_modifier")
+    cut = [n for n in (_child(modifier, "order_clause"), _child(modifier, "limit_offset_clauses")) if n is not None]
+    data = shape.text.encode("utf-8")
+    prologue = _child(root, "prologue")
+    head = data[: prologue.end_byte] if prologue is not None else b""
+    body = data[select_query.start_byte : select_query.end_byte]
+    for node in sorted(cut, key=lambda n: n.start_byte, reverse=True):
+        start, end = node.start_byte - select_query.start_byte, node.end_byte - select_query.start_byte
+        body = body[:start] + body[end:]
+    text = f"{head.decode()} SELECT (COUNT(*) AS ?{COUNT_VAR}) WHERE {{ {{ {body.decode()} }} }}"
+    return guard_query(text).text

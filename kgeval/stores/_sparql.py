@@ -24,23 +24,37 @@ from SPARQLWrapper import JSON, POST, SPARQLWrapper
 
 from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
 from kgeval.stores._base import Store
-from kgeval.stores._query import QueryShape
+from kgeval.stores._query import QueryShape, guard_query
+from kgeval.stores._rewrite import sorted_rows_count_query
 from kgeval.stores._cells import Cell, CellRow, cells_key, keep_rows, literal_cell
-from kgeval.stores._results import Row, Term, rows_from_cells
+from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
 
 RequestSigner = Callable[[urllib.request.Request], None]
 """Adds authentication headers to a fully built request just before it is sent (Neptune SigV4)."""
 
 _CHUNK = 1 << 16
 _ERROR_BODY_CHARS = 300
+_MAX_ERROR_BYTES = 64 << 20
+_TAIL_BYTES = 2048
+_ERROR_GRACE_S = 5.0
+_SERVER_HEADERS: dict[str, str] = {}
+"""Server header last answered by each endpoint: a run opens one store per KG on one endpoint,
+and each knows its server's product (and timeout parameter) once any of them has been answered."""
+_ANYTIME_STATE = "S1TAT"
+"""Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 
 
 class SparqlEndpointStore(Store):
     """Any SPARQL 1.1 Protocol query endpoint, queried with HTTP POST and JSON results.
 
     Timeouts are enforced on the client: the whole exchange (connect, wait, read) must finish
-    within `timeout_s`, or QueryTimeout is raised and the connection is dropped. The server may
-    keep evaluating an abandoned query until its own limit; configure one on the server.
+    within `timeout_s`, or QueryTimeout is raised and the connection is dropped. Where the
+    server's protocol has one, the same timeout is sent with the request, so the server stops
+    the query too (`timeout_parameters`): Virtuoso's `timeout` (milliseconds) and Fuseki's
+    `timeout` (seconds); Neptune's is a query hint (`NeptuneSparqlStore`). Oxigraph server has
+    only its own `--timeout-s`. A partial answer the server sends at its limit (Virtuoso's
+    "anytime" result) is a QueryTimeout, never a result. docs/engines.md lists the server
+    settings kgeval expects.
     """
 
     def __init__(
@@ -126,7 +140,7 @@ class SparqlEndpointStore(Store):
         return variables, rows_from_cells(kept), total
 
     def _request_json(self, query: str, timeout_s: float) -> dict[str, Any]:
-        request = self._build_request(query)
+        request = self._build_request(query, self.timeout_parameters(timeout_s))
         body = self._send(request, timeout_s)
         try:
             doc = json.loads(body)
@@ -136,7 +150,55 @@ class SparqlEndpointStore(Store):
             raise StoreError(f"{self.endpoint}: answer is not a JSON object: {_snippet(doc)}")
         return doc
 
-    def _build_request(self, query: str) -> urllib.request.Request:
+    def _run_candidate(
+        self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
+    ) -> tuple[QueryResult, QueryResources]:
+        """Oxigraph server (0.5) checks its `--timeout-s` while it produces solutions but not
+        while it sorts them: an ORDER BY over a cross product keeps a core busy long after
+        kgeval gave up. So an ordered candidate is first counted there (a count is stopped at
+        the timeout) and refused over `max_sorted_rows`; the query gets the time that is left."""
+        if shape.form == "select" and shape.ordered and self._sorts_past_timeout():
+            started = time.monotonic()
+            self._refuse_large_sort(query, timeout_s)
+            timeout_s -= time.monotonic() - started
+            if timeout_s <= 0:
+                raise QueryTimeout(f"{self.endpoint}: query ran longer than its timeout (while counting what it sorts)")
+        return super()._run_candidate(query, shape, timeout_s, row_cap)
+
+    def _sorts_past_timeout(self) -> bool:
+        return "oxigraph" in self._known_product()
+
+    def _refuse_large_sort(self, query: str, timeout_s: float) -> None:
+        counting = guard_query(sorted_rows_count_query(query))
+        _, rows, _ = self._select(counting.text, counting, timeout_s, 1)
+        cell = rows[0][0] if rows and rows[0] else None
+        count = int(cell.value) if cell is not None and cell.value.isdigit() else 0
+        limit = self.candidate_limits.max_sorted_rows
+        if count > limit:
+            raise QueryOverBudget(
+                f"{self.endpoint}: the query sorts {count:,} solutions, over the {limit:,} allowed "
+                "(store.candidates.max_sorted_rows): this server does not stop a sort at its timeout"
+            )
+
+    def _known_product(self) -> str:
+        """The configured product, else the Server header of an earlier answer from this
+        endpoint (lower case). Nothing is sent to learn it: a run records the engine's name
+        before its first candidate; `store.product` makes even the first request carry it."""
+        return (self._product or self._server_header or _SERVER_HEADERS.get(self.endpoint) or "").lower()
+
+    def timeout_parameters(self, timeout_s: float) -> dict[str, str]:
+        """The request parameters that make the server itself stop the query at `timeout_s`:
+        Virtuoso's `timeout` in milliseconds, Fuseki's in seconds; none for other products
+        (Oxigraph server has no per-request timeout: it ignores the parameter; its bound is
+        `--timeout-s`; an unknown server might refuse a parameter it does not know)."""
+        product = self._known_product()
+        if "virtuoso" in product:
+            return {"timeout": str(max(1, round(timeout_s * 1000)))}
+        if "fuseki" in product or "jena" in product:
+            return {"timeout": f"{timeout_s:g}"}
+        return {}
+
+    def _build_request(self, query: str, parameters: dict[str, str] | None = None) -> urllib.request.Request:
         wrapper = SPARQLWrapper(self.endpoint)
         wrapper.setMethod(POST)
         wrapper.setReturnFormat(JSON)
@@ -146,6 +208,8 @@ class SparqlEndpointStore(Store):
             wrapper.addDefaultGraph(graph)
         for graph in self._named_graphs:
             wrapper.addNamedGraph(graph)
+        for name, value in (parameters or {}).items():
+            wrapper.addParameter(name, value)
         if self._credentials:
             wrapper.setCredentials(*self._credentials)
         request = wrapper._createRequest()  # noqa: SLF001 - the documented way to reuse its request building
@@ -159,13 +223,14 @@ class SparqlEndpointStore(Store):
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 self._server_header = response.headers.get("Server", "") or self._server_header or ""
-                _refuse_server_truncation(response.headers, self.endpoint)
+                _SERVER_HEADERS[self.endpoint] = self._server_header
+                _refuse_server_truncation(response.headers, self.endpoint, timeout_s)
                 return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
         except urllib.error.HTTPError as exc:
-            detail = _error_body(exc)
-            # 400: the engine refused the query as written: the query's fault, not the store's
-            error = QueryRejected if exc.code == 400 else StoreError
-            raise error(f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}", http_status=exc.code) from None
+            detail, partial = _error_body(exc, deadline)
+            if partial:
+                raise _partial_answer(self.endpoint, timeout_s) from None
+            raise self._http_error(exc.code, f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
         except (TimeoutError, socket.timeout):
             raise QueryTimeout(f"{self.endpoint}: query ran longer than {timeout_s:g} s") from None
         except urllib.error.URLError as exc:
@@ -174,6 +239,19 @@ class SparqlEndpointStore(Store):
             raise StoreError(f"{self.endpoint}: cannot reach the endpoint: {exc.reason}") from None
         except (ConnectionError, OSError) as exc:
             raise StoreError(f"{self.endpoint}: connection failed: {exc}") from None
+
+
+    def _http_error(self, status: int, message: str) -> StoreError:
+        """400: the engine refused the query as written: the query's fault, not the store's."""
+        error = QueryRejected if status == 400 else StoreError
+        return error(message, http_status=status)
+
+
+def _partial_answer(endpoint: str, timeout_s: float) -> QueryTimeout:
+    return QueryTimeout(
+        f"{endpoint}: the server stopped the query at its time limit ({timeout_s:g} s) and sent a partial "
+        "answer (Virtuoso's anytime result, SQL state S1TAT); a partial answer is never scored"
+    )
 
 
 def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str, max_bytes: int) -> bytes:
@@ -193,7 +271,7 @@ def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str
     return b"".join(chunks)
 
 
-def _refuse_server_truncation(headers: Any, endpoint: str) -> None:
+def _refuse_server_truncation(headers: Any, endpoint: str, timeout_s: float) -> None:
     """Virtuoso cuts results at its ResultSetMaxRows and says so only in a header, and answers
     an over-time "anytime" query with partial results: either would make a silently short gold."""
     max_rows = headers.get("X-SPARQL-MaxRows")
@@ -202,8 +280,11 @@ def _refuse_server_truncation(headers: Any, endpoint: str) -> None:
             f"{endpoint}: the server cut the result at its own limit of {max_rows} rows "
             "(raise ResultSetMaxRows in virtuoso.ini's [SPARQL] section)"
         )
-    if headers.get("X-SQL-State"):
-        raise StoreError(f"{endpoint}: the server returned a partial result: {headers.get('X-SQL-Message', '')}")
+    state = headers.get("X-SQL-State")
+    if state == _ANYTIME_STATE:
+        raise _partial_answer(endpoint, timeout_s)
+    if state:
+        raise StoreError(f"{endpoint}: the server returned a partial result ({state}): {headers.get('X-SQL-Message', '')}")
 
 
 def _virtuoso_ask(doc: dict[str, Any]) -> bool | None:
@@ -218,13 +299,24 @@ def _virtuoso_ask(doc: dict[str, Any]) -> bool | None:
         return None
 
 
-def _error_body(exc: urllib.error.HTTPError) -> str:
+def _error_body(exc: urllib.error.HTTPError, deadline: float) -> tuple[str, bool]:
+    """(the start of an error answer, whether it ends in Virtuoso's anytime timeout).
+
+    Virtuoso answers a query its per-request timeout stopped while results were being written
+    with HTTP 500: the rows written so far, then `Virtuoso S1TAT Error ...`. The answer is read
+    to its end (at most _MAX_ERROR_BYTES, until shortly after the deadline: the server's own
+    timeout ends at the client's), keeping its start and its tail."""
+    head, tail, size = b"", b"", 0
     try:
-        text = exc.read(4 * _ERROR_BODY_CHARS).decode("utf-8", "replace")
+        while (chunk := exc.read(_CHUNK)) and size < _MAX_ERROR_BYTES and time.monotonic() < deadline + _ERROR_GRACE_S:
+            head = head or chunk[: 4 * _ERROR_BODY_CHARS]
+            tail = (tail + chunk)[-_TAIL_BYTES:]
+            size += len(chunk)
     except OSError:
-        return "(no body)"
-    text = " ".join(text.split())
-    return text[:_ERROR_BODY_CHARS] or "(no body)"
+        pass
+    partial = f"{_ANYTIME_STATE} Error".encode() in tail
+    text = " ".join(head.decode("utf-8", "replace").split())
+    return text[:_ERROR_BODY_CHARS] or "(no body)", partial
 
 
 def _snippet(doc: object) -> str:

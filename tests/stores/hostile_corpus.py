@@ -115,6 +115,9 @@ def hostile_queries(url: str) -> list[Hostile]:
         Hostile("bomb-union-chain", "bomb", "SELECT ?s WHERE { " + " UNION ".join("{ ?s ?p ?o }" for _ in range(300)) + " }"),
         Hostile("bomb-optional-chain", "bomb", "SELECT * WHERE { ?s ?p ?o " + " ".join(f"OPTIONAL {{ ?s ?p{i} ?o{i} }}" for i in range(60)) + " }"),
         Hostile("bomb-long-path", "bomb", "SELECT ?o WHERE { ?s " + "/".join(["(<http://example.org/mini/vocab/worksIn>|^<http://example.org/mini/vocab/worksIn>)"] * 200) + " ?o }"),
+        Hostile("bomb-replace-squaring", "bomb", 'SELECT ?s WHERE { ?s ?p ?o FILTER(STRLEN(REPLACE(REPLACE(REPLACE(STR(?o), "", STR(?o)), "", STR(?o)), "", STR(?o))) > 0) }'),
+        Hostile("bomb-ucase-tripling", "bomb", 'SELECT (STRLEN(?a14) AS ?n) WHERE { BIND("ab" AS ?a0) '
+                + " ".join(f"BIND(UCASE(CONCAT(?a{i}, ?a{i}, ?a{i})) AS ?a{i + 1})" for i in range(14)) + " }"),
         Hostile("bomb-values-join", "bomb", "SELECT * WHERE { VALUES ?x { " + " ".join(str(i) for i in range(1500)) + " } ?s ?p ?o }"),
     ]
     sizes = [

@@ -1,0 +1,162 @@
+"""The server itself stops a query at kgeval's timeout, where its protocol allows it, and a
+partial answer sent at that limit is a timeout, never a result.
+
+Real Virtuoso 7.2 (tests/stores/servers.py, loaded without any server-side time limit, so
+only the per-request `timeout` can stop a query); loopback endpoints for the request kgeval
+sends to Fuseki and Amazon Neptune, which cannot run here (Neptune's request is signed by
+botocore's real SigV4 signer and verified by the loopback handler, as test_neptune.py does;
+what Neptune does with the hint is its documentation's word, not tested).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from kgeval.config import CandidateQueryConfig, StoreConfig
+from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
+from kgeval.stores import guard_query, open_store
+from kgeval.stores._rewrite import NEPTUNE_HINTS
+from tests.stores.loopback import ASK_TRUE, Recorded, loopback
+from tests.stores.sigv4_verify import REGION, signature_problem
+
+CARTESIAN_ORDER = "SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY DESC(STR(?c)) STR(?f) ?i"
+CARTESIAN_GROUP_CONCAT = 'SELECT (GROUP_CONCAT(STR(?o); separator=",") AS ?all) WHERE { ?a ?b ?o . ?c ?d ?e . ?f ?g ?h }'
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100
+
+
+def _cpu_rate(pid: int, window_s: float) -> float:
+    start = _cpu_s(pid)
+    time.sleep(window_s)
+    return (_cpu_s(pid) - start) / window_s
+
+
+@pytest.mark.parametrize("query", [CARTESIAN_ORDER, CARTESIAN_GROUP_CONCAT], ids=["order-by", "group-concat"])
+def test_virtuoso_stops_the_query_at_kgevals_timeout(virtuoso_server, query):
+    """Virtuoso answers at its per-request timeout with HTTP 500 or 200 plus SQL state S1TAT and
+    the rows it had (anytime semantics): each is a QueryTimeout. Its CPU is back to its idle
+    baseline within seconds; without the `timeout` parameter the sort runs on for minutes."""
+    store = open_store(virtuoso_server.config("mini"), [], kg="mini")
+    assert store.name.startswith("sparql-endpoint:Virtuoso")  # as a run records it before any candidate
+    pid = virtuoso_server.process.pid
+    idle = _cpu_rate(pid, 3.0)
+    with pytest.raises(QueryTimeout, match="partial answer|longer than"):
+        store.execute_candidate(query, timeout_s=2.0, row_cap=100)
+    time.sleep(2.0)  # the server's own answer leaves at its deadline; let it finish writing
+    busy = _cpu_rate(pid, 4.0)
+    assert busy <= idle + 0.12, f"Virtuoso still burns {busy:.2f} cores after the timeout (idle {idle:.2f})"
+
+
+def test_virtuoso_is_sent_its_timeout_parameter(virtuoso_server):
+    """Without configuration the product is learned from the Server header of the first answer
+    (recording the engine's name does it before a run's first candidate): later requests carry
+    timeout=<ms>, trusted queries too."""
+    store = open_store(virtuoso_server.config("mini"), [], kg="mini")
+    assert store.name.startswith("sparql-endpoint:Virtuoso")
+    assert store.timeout_parameters(2.5) == {"timeout": "2500"}
+    assert store.execute("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1).boolean is True
+    other_kg = open_store(virtuoso_server.config("types"), [], kg="types")  # a run's next KG: same endpoint
+    assert other_kg.timeout_parameters(1.0) == {"timeout": "1000"}
+
+
+def _form(request: Recorded) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(request.body.decode())
+
+
+@pytest.mark.parametrize(("product", "expected"), [("Virtuoso", ["1500"]), ("Apache Jena Fuseki", ["1.5"]), ("oxigraph", None)])
+def test_the_timeout_parameter_each_product_reads(product, expected):
+    """Virtuoso: milliseconds; Fuseki: seconds; Oxigraph server has no per-request timeout (it ignores one), so
+    none is sent (its bound is `--timeout-s`)."""
+    with loopback() as (url, recorded):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product=product), [])
+        store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=1.5, row_cap=1)
+    assert _form(recorded[-1]).get("timeout") == expected
+
+
+ROWS = '{"head": {"vars": ["o"]}, "results": {"bindings": [{"o": {"type": "literal", "value": "x"}}'
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        (200, {"Content-Type": "application/sparql-results+json", "X-SQL-State": "S1TAT",
+               "X-SQL-Message": "RC...: Returning incomplete results, query interrupted by result timeout."}, (ROWS + "]}}").encode()),
+        (500, {"Content-Type": "text/plain"}, (ROWS + ",\t" * 40_000 + "Virtuoso S1TAT Error RC...: Returning incomplete results, "
+                                               "query interrupted by result timeout.\n\nSPARQL query:\nSELECT ?o").encode()),
+    ],
+    ids=["200-with-header", "500-rows-then-error"],
+)
+def test_a_partial_answer_at_the_servers_limit_is_a_timeout(reply):
+    """Both shapes Virtuoso 7.2 sends (recorded from the real server above): never rows, never
+    a harness error; the second has the error only after 80 KB of rows."""
+    with loopback(lambda _: reply) as (url, _):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product="Virtuoso"), [])
+        with pytest.raises(QueryTimeout, match="partial answer"):
+            store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
+
+
+def test_other_server_errors_stay_store_errors():
+    with loopback(lambda _: (500, {"Content-Type": "text/plain"}, b"Virtuoso 42000 Error SR186: No permission")) as (url, _):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product="Virtuoso"), [])
+        with pytest.raises(StoreError, match="SR186") as caught:
+            store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
+        assert not isinstance(caught.value, (QueryTimeout, QueryRejected))
+
+
+@pytest.mark.usefixtures("aws_test_credentials")
+def test_neptune_request_carries_the_timeout_hint_and_is_signed():
+    """The signed request Neptune would receive: the guard's text with `hint:Query
+    hint:queryTimeout <ms>` first in the top-level WHERE; the signature verifies with botocore."""
+    base: list[str] = []
+
+    def verify(request: Recorded):
+        problem = signature_problem(request, base[0])
+        return (403, {}, problem.encode()) if problem else ASK_TRUE
+
+    with loopback(verify) as (url, recorded):
+        base.append(url)
+        config = StoreConfig(kind="neptune-sparql", endpoint=url + "/sparql", region=REGION, data_version="n1", allow_insecure_http=True)
+        store = open_store(config, [])
+        assert store.execute_candidate("ask { ?s ?p ?o }", timeout_s=2.5, row_cap=1)[0].boolean is True
+    sent = _form(recorded[0])
+    assert sent["query"] == [f"ASK {{ <{NEPTUNE_HINTS}Query> <{NEPTUNE_HINTS}queryTimeout> 2500 . ?s ?p ?o }}"]
+    assert "timeout" not in sent
+    assert guard_query(sent["query"][0]).text == sent["query"][0]  # the hinted text is itself approved
+
+
+@pytest.mark.usefixtures("aws_test_credentials")
+def test_neptune_hint_above_the_cluster_limit_is_a_store_error():
+    """Neptune refuses a hint at or above its neptune_query_timeout with HTTP 400: the cluster's
+    setting is at fault, not the model's query, so it is never scored as the candidate's error."""
+    body = json.dumps({"code": "MalformedQueryException", "detailedMessage": "Malformed query: Query hint 'queryTimeout' must be less than neptune_query_timeout DB Parameter Group"}).encode()
+    with loopback(lambda _: (400, {"Content-Type": "application/json"}, body)) as (url, _):
+        config = StoreConfig(kind="neptune-sparql", endpoint=url + "/sparql", region=REGION, data_version="n1", allow_insecure_http=True)
+        with pytest.raises(StoreError, match="raise the cluster's neptune_query_timeout") as caught:
+            open_store(config, []).execute_candidate("SELECT * WHERE { ?s ?p ?o }", timeout_s=300, row_cap=1)
+        assert not isinstance(caught.value, QueryRejected)
+
+
+def test_oxigraph_server_is_not_left_sorting_a_cross_product(oxigraph_server):
+    """Oxigraph server does not stop a sort at its `--timeout-s` (measured: an ORDER BY over a
+    456k-row cross product ran 20 s past a 3 s limit). An ordered candidate is counted first
+    (a count stops at the timeout) and refused over max_sorted_rows; the server stays idle.
+    A legitimate ordered query is answered as before."""
+    config = oxigraph_server.config("mini").model_copy(update={"candidates": CandidateQueryConfig(max_sorted_rows=10_000)})
+    store = open_store(config, [], kg="mini")
+    assert store.name.startswith("sparql-endpoint:Oxigraph")
+    result, _ = store.execute_candidate("SELECT ?s ?o WHERE { ?s ?p ?o } ORDER BY ?o LIMIT 3", timeout_s=10, row_cap=10)
+    assert len(result.rows) == 3 and result.ordered
+    pid = oxigraph_server.process.pid
+    idle = _cpu_rate(pid, 3.0)
+    with pytest.raises(QueryOverBudget, match="max_sorted_rows"):
+        store.execute_candidate(CARTESIAN_ORDER, timeout_s=5, row_cap=100)
+    busy = _cpu_rate(pid, 4.0)
+    assert busy <= idle + 0.12, f"Oxigraph server still burns {busy:.2f} cores (idle {idle:.2f})"
