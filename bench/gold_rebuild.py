@@ -40,9 +40,9 @@ class RecordingStore(EmbeddedStore):
 
     sent: list[tuple[EmbeddedStore, str]] = []
 
-    def execute(self, query: str, *, timeout_s: float, row_cap: int):  # noqa: ANN201
+    def execute_cells(self, query: str, *, timeout_s: float, row_cap: int):  # noqa: ANN201
         RecordingStore.sent.append((self, query))
-        return super().execute(query, timeout_s=timeout_s, row_cap=row_cap)
+        return super().execute_cells(query, timeout_s=timeout_s, row_cap=row_cap)
 
 
 def raw_seconds(sent: list[tuple[EmbeddedStore, str]]) -> float:
