@@ -10,7 +10,9 @@ group that straddles a cut, its members and how many of them the answer holds.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from operator import itemgetter
 
 from pydantic import BaseModel, Field
 
@@ -163,6 +165,14 @@ def find_ties(
     return ties
 
 
+def _columns(indexes: list[int]) -> Callable[[CellRow], CellRow]:
+    """A function picking these columns of a row, as a tuple (whatever their number)."""
+    if len(indexes) == 1:
+        only = indexes[0]
+        return lambda row: (row[only],)
+    return itemgetter(*indexes) if indexes else lambda row: ()
+
+
 def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> list[tuple[CellRow, tuple, CellRow]]:
     """(row in the answer's columns, comparable key, key cells) in order; DISTINCT keeps first
     occurrences, as SPARQL's Distinct does on an ordered sequence. Key values are computed
@@ -171,22 +181,17 @@ def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> li
     missing = [v for v in (*variables, *probe.key_vars) if v not in column]
     if missing:
         raise QueryError(f"the order probe did not return the variables {', '.join(missing)}")
-    answer_columns, key_columns = [column[v] for v in variables], [column[v] for v in probe.key_vars]
+    project, key_cells = _columns([column[v] for v in variables]), _columns([column[v] for v in probe.key_vars])
     values: dict[Cell, object] = {}
     seq, seen = [], set()
     for row in probed.rows:
-        projected = tuple([row[i] for i in answer_columns])
+        projected = project(row)
         if probe.distinct:
             spelled = cells_key(projected)
             if spelled in seen:
                 continue
             seen.add(spelled)
-        cells = tuple([row[i] for i in key_columns])
-        key = []
-        for cell in cells:
-            value = values.get(cell, values)  # the dict itself marks "not computed yet"
-            if value is values:
-                value = values[cell] = _key_value(cell)
-            key.append(value)
-        seq.append((projected, tuple(key), cells))
+        cells = key_cells(row)
+        key = tuple([values[c] if c in values else values.setdefault(c, _key_value(c)) for c in cells])
+        seq.append((projected, key, cells))
     return seq

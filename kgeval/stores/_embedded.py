@@ -37,7 +37,7 @@ class EmbeddedStore(Store):
     """An in-memory pyoxigraph store loaded from KG files into the default graph.
 
     Trusted queries: in process; at the deadline `execute` raises QueryTimeout and the query's
-    thread stops at its next row (a query still before its first row keeps its core until the
+    thread stops within its next 512 rows (a query still before its first row keeps its core until the
     engine returns one: pyoxigraph cannot be interrupted). Candidate queries: in a sandbox
     worker, killed at the deadline (`store.candidates` in the configuration).
     """
