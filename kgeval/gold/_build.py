@@ -221,11 +221,12 @@ def _build(kg_id: str, question: Question, store: Store, config: GoldConfig, rep
 
 def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig) -> GoldEntry:
     """Execute one reference query `config.executions` times and check it for ties."""
-    results = [
-        store.execute(question.reference_query, timeout_s=config.timeout_s, row_cap=config.row_cap)
+    # plain cells for every execution (most are only hashed); Terms for the first one only
+    executions = [
+        store.execute_cells(question.reference_query, timeout_s=config.timeout_s, row_cap=config.row_cap)
         for _ in range(config.executions)
     ]
-    result, hashes = results[0], [r.sha256() for r in results]
+    result, hashes = executions[0].typed(), [e.sha256() for e in executions]
     sparql = question.query_language == "sparql"  # the static checks and the tie probe parse SPARQL
     determinism = query_determinism(question.sparql) if sparql else None
     volatile = determinism.volatile if determinism else ()

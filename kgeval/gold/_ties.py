@@ -10,12 +10,29 @@ group that straddles a cut, its members and how many of them the answer holds.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from operator import itemgetter
 
 from pydantic import BaseModel, Field
 
 from kgeval.errors import QueryError
-from kgeval.stores import OrderProbe, QueryResult, QueryShape, Row, Store, Term, order_probe, row_key
+from kgeval.stores import (
+    Cell,
+    CellResult,
+    CellRow,
+    OrderProbe,
+    QueryResult,
+    QueryShape,
+    Row,
+    Store,
+    Term,
+    cell_spelling,
+    cells_key,
+    order_probe,
+    row_key,
+    rows_from_cells,
+)
 
 _NUMERIC = {"integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger",
             "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt",
@@ -96,26 +113,30 @@ def needs_tie_check(shape: QueryShape, result: QueryResult) -> bool:
     return shape.limit is not None or shape.offset > 0 or (shape.ordered and result.truncated)
 
 
-def _key_value(term: Term | None) -> object:
+def _key_value(cell: Cell) -> object:
     """ORDER BY equality: numbers by value (1 = 1.0), everything else by its canonical form."""
-    if term is None:
+    if cell is None:
         return None
-    if term.type == "literal" and term.datatype and term.datatype.removeprefix(_XSD) in _NUMERIC:
+    kind, value, datatype, _ = cell
+    if kind == "literal" and datatype and datatype.removeprefix(_XSD) in _NUMERIC:
         try:
-            number = Decimal(term.value.strip())
+            number = Decimal(value.strip())
             if number.is_finite():
                 return ("number", number.normalize())
         except InvalidOperation:
             pass
-    return ("term", term.canonical())
+    return ("term", cell_spelling(cell))
 
 
 def find_ties(
     store: Store, query: str, shape: QueryShape, result: QueryResult, *, timeout_s: float, probe_rows: int
 ) -> TieInfo:
-    """Probe the store and return the acceptable answers; raise QueryError when undecidable."""
+    """Probe the store and return the acceptable answers; raise QueryError when undecidable.
+
+    The probe's rows (up to `probe_rows`) are read as plain cells; Terms are built only for
+    the rows the answer keeps (the window and the tie groups)."""
     probe = order_probe(query)
-    probed = store.execute(probe.text, timeout_s=timeout_s, row_cap=probe_rows)
+    probed = store.execute_cells(probe.text, timeout_s=timeout_s, row_cap=probe_rows)
     seq = _sequence(probed, result.vars, probe)
     start, end = shape.offset, shape.offset + len(result.rows)
     if end > len(seq):
@@ -129,34 +150,48 @@ def find_ties(
     for i, (_, k, _) in enumerate(seq):  # one pass for both cut keys (probes run to 10,000 rows)
         if k in positions:
             positions[k].append(i)
+    truncated = probed.total > len(probed.rows)
     for key in wanted:
         members = positions[key]
         inside = sum(start <= i < end for i in members)
-        open_end = probed.truncated and members[-1] == len(seq) - 1
+        open_end = truncated and members[-1] == len(seq) - 1
         if len(members) > inside or open_end:
             cut_keys.add(key)
-            groups.append(TieGroup(key=seq[members[0]][2], candidates=[seq[i][0] for i in members], choose=inside, complete=not open_end))
-    ties = TieInfo(certain=[row for row, k, _ in window if k not in cut_keys], groups=groups)
+            candidates = rows_from_cells([seq[i][0] for i in members])
+            groups.append(TieGroup(key=rows_from_cells([seq[members[0]][2]])[0], candidates=candidates, choose=inside, complete=not open_end))
+    ties = TieInfo(certain=rows_from_cells([row for row, k, _ in window if k not in cut_keys]), groups=groups)
     if not ties.accepts(result.rows):
         raise QueryError("the order probe disagrees with the limited result: its rows are not one of the acceptable answers")
     return ties
 
 
-def _sequence(probed: QueryResult, variables: list[str], probe: OrderProbe) -> list[tuple[Row, tuple, list[Term | None]]]:
-    """(row in the answer's columns, comparable key, key terms) in order; DISTINCT keeps first
-    occurrences, as SPARQL's Distinct does on an ordered sequence."""
-    column = {v: i for i, v in enumerate(probed.vars)}
+def _columns(indexes: list[int]) -> Callable[[CellRow], CellRow]:
+    """A function picking these columns of a row, as a tuple (whatever their number)."""
+    if len(indexes) == 1:
+        only = indexes[0]
+        return lambda row: (row[only],)
+    return itemgetter(*indexes) if indexes else lambda row: ()
+
+
+def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> list[tuple[CellRow, tuple, CellRow]]:
+    """(row in the answer's columns, comparable key, key cells) in order; DISTINCT keeps first
+    occurrences, as SPARQL's Distinct does on an ordered sequence. Key values are computed
+    once per distinct cell (probes repeat the same keys over many rows)."""
+    column = {v: i for i, v in enumerate(probed.variables)}
     missing = [v for v in (*variables, *probe.key_vars) if v not in column]
     if missing:
         raise QueryError(f"the order probe did not return the variables {', '.join(missing)}")
+    project, key_cells = _columns([column[v] for v in variables]), _columns([column[v] for v in probe.key_vars])
+    values: dict[Cell, object] = {}
     seq, seen = [], set()
     for row in probed.rows:
-        projected = [row[column[v]] for v in variables]
+        projected = project(row)
         if probe.distinct:
-            rk = row_key(projected)
-            if rk in seen:
+            spelled = cells_key(projected)
+            if spelled in seen:
                 continue
-            seen.add(rk)
-        terms = [row[column[v]] for v in probe.key_vars]
-        seq.append((projected, tuple([_key_value(t) for t in terms]), terms))
+            seen.add(spelled)
+        cells = key_cells(row)
+        key = tuple([values[c] if c in values else values.setdefault(c, _key_value(c)) for c in cells])
+        seq.append((projected, key, cells))
     return seq

@@ -1,19 +1,24 @@
 """Graph stores and the typed result model they all produce.
 
 Every query goes through the read-only guard (`guard_query`) before it reaches a store.
-`Store.execute` runs trusted queries (reference queries, probes); `Store.execute_candidate`
+`Store.execute` runs trusted queries (reference queries, probes), `Store.execute_cells` the same
+with plain-tuple rows (`CellResult`, no Term built); `Store.execute_candidate`
 runs what a system under test wrote: bounded by `store.candidates` (the embedded store runs it
 in a sandbox worker process) and counted (`QueryResources`).
 """
 
 from kgeval.stores._base import Store
+from kgeval.stores._cells import Cell, CellRow, cell_spelling, cells_key
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, guard_query, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
-from kgeval.stores._results import QueryResources, QueryResult, Row, Term, collect_rows, row_key
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, collect_rows, row_key, rows_from_cells
 
 __all__ = [
+    "Cell",
+    "CellResult",
+    "CellRow",
     "Determinism",
     "OrderProbe",
     "EmbeddedStore",
@@ -23,6 +28,8 @@ __all__ = [
     "Row",
     "Store",
     "Term",
+    "cell_spelling",
+    "cells_key",
     "collect_rows",
     "guard_query",
     "limited_sub_selects",
@@ -33,4 +40,5 @@ __all__ = [
     "query_determinism",
     "rdf_format",
     "row_key",
+    "rows_from_cells",
 ]

@@ -11,7 +11,7 @@ from typing import TypeVar
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
-from kgeval.stores._results import QueryResources, QueryResult, Row
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row
 from kgeval.stores._value_size import estimated_value_bytes
 
 T = TypeVar("T")
@@ -52,6 +52,12 @@ class Store(ABC):
         StoreError (QueryRejected when the engine refuses the query itself)."""
         shape = self._guard(query)
         return self._result(shape.text, shape, timeout_s, row_cap)  # the engine runs the text the guard approved
+
+    def execute_cells(self, query: str, *, timeout_s: float, row_cap: int) -> CellResult:
+        """`execute` with the result as plain cells: the same rows, no Term built (for callers
+        that hash results or scan many rows, as the gold rebuild does); same errors."""
+        shape = self._guard(query)
+        return self._cells(shape.text, shape, timeout_s, row_cap)
 
     def execute_candidate(self, query: str, *, timeout_s: float, row_cap: int) -> tuple[QueryResult, QueryResources]:
         """Run an untrusted `query` within `candidate_limits`: its result and what it cost.
@@ -97,6 +103,10 @@ class Store(ABC):
         """Refuse an approved candidate that is over budget before it is sent (a SPARQL query
         that builds a huge value); stores of another query language override it."""
         refuse_value_bomb(shape, self.candidate_limits)
+
+    def _cells(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> CellResult:
+        """The result as cells; stores whose engine yields plain values override this to skip Terms."""
+        return CellResult.of(self._result(query, shape, timeout_s, row_cap))
 
     def _guard(self, query: str) -> QueryShape:
         """The read-only guard for this store's query language; runs before any request leaves."""

@@ -22,7 +22,7 @@ from kgeval.errors import QueryError
 from kgeval.stores._base import Store, run_with_deadline, select_result
 from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
-from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, rows_from_cells
 from kgeval.stores._sandbox import WorkerPool
 
 __all__ = ["EmbeddedStore", "rdf_format", "term_from_oxigraph"]
@@ -37,7 +37,7 @@ class EmbeddedStore(Store):
     """An in-memory pyoxigraph store loaded from KG files into the default graph.
 
     Trusted queries: in process; at the deadline `execute` raises QueryTimeout and the query's
-    thread stops at its next row (a query still before its first row keeps its core until the
+    thread stops within its next 512 rows (a query still before its first row keeps its core until the
     engine returns one: pyoxigraph cannot be interrupted). Candidate queries: in a sandbox
     worker, killed at the deadline (`store.candidates` in the configuration).
     """
@@ -81,6 +81,11 @@ class EmbeddedStore(Store):
     ) -> tuple[list[str], list[Row], int]:
         answer = self._in_process(query, ask=False, ordered=shape.ordered, row_cap=row_cap, timeout_s=timeout_s)
         return list(answer.variables), rows_from_cells(answer.rows), answer.total
+
+    def _cells(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> CellResult:
+        ask = shape.form == "ask"
+        answer = self._in_process(query, ask=ask, ordered=shape.ordered, row_cap=1 if ask else row_cap, timeout_s=timeout_s)
+        return CellResult(shape.form, answer.variables, answer.rows, answer.total, answer.boolean, shape.ordered)
 
     def _in_process(self, query: str, *, ask: bool, ordered: bool, row_cap: int, timeout_s: float) -> Answer:
         def work(cancel: threading.Event) -> Answer:

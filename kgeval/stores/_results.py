@@ -9,13 +9,12 @@ blank node's label is dropped (labels are engine-local).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from kgeval._files import sha256_text
-from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, canonical_spelling, keep_rows
-
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cells_key, keep_rows
 
 
 class Term(BaseModel, frozen=True):
@@ -98,13 +97,51 @@ class QueryResult(BaseModel):
 
     def sha256(self) -> str:
         """A stable hash of the answer: order-insensitive unless the query orders."""
+        return _answer_sha256(self.form, self.boolean, self.vars, [row_key(r) for r in self.rows], self.total, self.ordered)
+
+
+def _answer_sha256(form: str, boolean: bool | None, variables: Sequence[str], lines: list[str], total: int, ordered: bool) -> str:
+    """The hash of `QueryResult.sha256`, from the rows' canonical spellings (`lines`)."""
+    if form == "ask":
+        return sha256_text(f"ask\n{str(boolean).lower()}")
+    if not ordered:
+        lines.sort()
+    header = "\t".join(variables)
+    return sha256_text(f"select\n{header}\n{total}\n" + "\n".join(lines))
+
+
+class CellResult(NamedTuple):
+    """A query's result as plain cells (`_cells`): what the hot path of a store hands over,
+    so callers that only hash a result or look through many rows (the gold rebuild's repeated
+    executions and tie probes) build no Term. `typed()` is the `QueryResult` of the same answer."""
+
+    form: Literal["select", "ask"]
+    variables: tuple[str, ...]
+    rows: list[CellRow]
+    """The rows kept, by the rule of `keep_rows` (the same rows `QueryResult.rows` holds)."""
+    total: int
+    boolean: bool | None
+    ordered: bool
+
+    @classmethod
+    def of(cls, result: QueryResult) -> CellResult:
+        """The cells of a typed result (stores whose engine hands over Terms)."""
+        rows = [tuple(None if t is None else (t.type, t.value, t.datatype, t.lang) for t in row) for row in result.rows]
+        return cls(result.form, tuple(result.vars), rows, result.total, result.boolean, result.ordered)
+
+    def sha256(self) -> str:
+        """`QueryResult.sha256()` of `typed()`, computed on the cells (`cells_key` spells a row
+        as `row_key` spells its Terms)."""
+        return _answer_sha256(self.form, self.boolean, self.variables, [cells_key(r) for r in self.rows], self.total, self.ordered)
+
+    def typed(self) -> QueryResult:
+        """The typed result: one Term per distinct cell (`rows_from_cells`)."""
         if self.form == "ask":
-            return sha256_text(f"ask\n{str(self.boolean).lower()}")
-        lines = [row_key(r) for r in self.rows]
-        if not self.ordered:
-            lines.sort()
-        header = "\t".join(self.vars)
-        return sha256_text(f"select\n{header}\n{self.total}\n" + "\n".join(lines))
+            return QueryResult(form="ask", boolean=self.boolean, total=1)
+        rows = rows_from_cells(self.rows)
+        return QueryResult(
+            form="select", vars=list(self.variables), rows=rows, total=self.total, truncated=self.total > len(rows), ordered=self.ordered
+        )
 
 
 def collect_rows(

@@ -1,5 +1,6 @@
 """Incremental, resumable rebuild: executions are counted by a real store (a subclass of the
-embedded pyoxigraph store that counts its `execute` calls), never a mock of the engine."""
+embedded pyoxigraph store that counts its `execute_cells` calls, the entry point the rebuild
+executes reference queries and tie probes through), never a mock of the engine."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ class CountingStore(EmbeddedStore):
 
     executed: list[str] = []
 
-    def execute(self, query: str, *, timeout_s: float, row_cap: int):  # noqa: ANN201
+    def execute_cells(self, query: str, *, timeout_s: float, row_cap: int):  # noqa: ANN201
         CountingStore.executed.append(query)
-        return super().execute(query, timeout_s=timeout_s, row_cap=row_cap)
+        return super().execute_cells(query, timeout_s=timeout_s, row_cap=row_cap)
 
 
 def _rebuild(holdout: Path, gold: Path, **kwargs):  # noqa: ANN003, ANN202
