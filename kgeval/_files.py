@@ -73,6 +73,42 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+class HashedWriter:
+    """A text file being written piece by piece (`write_atomic_pieces`); `sha256` of all its
+    text once closed."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._digest = hashlib.sha256()
+        self.sha256 = ""
+
+    def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self._digest.update(data)
+        self._handle.write(data)
+
+
+@contextmanager
+def write_atomic_pieces(path: Path) -> Iterator[HashedWriter]:
+    """`write_atomic` for text too large to hold at once: write it piece by piece; on leaving
+    the block the file is fsynced and renamed over `path`, and `.sha256` is the hash of its
+    text. An error inside the block leaves the old file as it was (DESIGN invariant 11)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            writer = HashedWriter(fh)
+            yield writer
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        writer.sha256 = writer._digest.hexdigest()
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 

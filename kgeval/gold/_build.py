@@ -9,14 +9,16 @@ an undetermined answer is flagged with its acceptable answers, never silently fr
 Incremental: a question's previous entry is reused when its query hash, the KG's data hash,
 the engine and its version, the row cap and the build settings are unchanged (`force`
 executes everything). A query that fails is recorded as a failed entry with its error and the
-rest of the gold is still written. Each KG's gold is written as soon as that KG is done, and
-the new version is switched in with one rename at the end (`_write`, `_layout`).
+rest of the gold is still written. Each entry is written to its KG's file as soon as it is
+built (memory holds one new entry, not the holdout's gold; an incremental rebuild also holds
+the previous gold's entries of the KG being built, for reuse), and the new version is switched
+in with one rename at the end (`_write`, `_layout`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -41,7 +43,7 @@ Progress = Callable[[str, Outcome], None]
 @dataclass
 class RebuildReport:
     """What a rebuild did, for the CLI and the benchmark. It holds no entries while writing
-    (memory follows one KG); `entries` reads them back from the gold written."""
+    (each is written as it is built); `entries` reads them back from the gold written."""
 
     built: list[str] = field(default_factory=list)
     """Question ids whose reference query was executed and gave a new entry."""
@@ -103,7 +105,7 @@ def rebuild_gold(
     if out_dir is None:
         report._kept = []
         for kg in holdout.kgs:
-            report._kept += _rebuild_kg(kg, store_for, config, _Previous(), report, progress)[0]
+            report._kept += [r for r in _rebuild_kg(kg, store_for, config, _Previous(), report, progress) if isinstance(r, GoldEntry)]
     else:
         with writer_lock(out_dir):
             _rebuild_into(holdout, store_for, config, Path(out_dir), report, progress, force)
@@ -121,8 +123,7 @@ def _rebuild_into(
     writer = GoldWriter(out_dir, read_manifest(holdout.root)["sha256"], config)
     for kg in holdout.kgs:
         previous = _previous_kg(sources, kg.id, report)
-        entries, failures = _rebuild_kg(kg, store_for, config, previous, report, progress)
-        writer.add_kg(kg.id, entries, failures)
+        writer.add_kg(kg.id, _rebuild_kg(kg, store_for, config, previous, report, progress))  # written as built
     report.version = writer.commit()
 
 
@@ -169,26 +170,24 @@ def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> _
 
 def _rebuild_kg(
     kg: KnowledgeGraph, store_for: StoreFactory, config: GoldConfig, previous: _Previous, report: RebuildReport, progress: Progress | None
-) -> tuple[list[GoldEntry], list[GoldFailure]]:
+) -> Iterator[GoldEntry | GoldFailure]:
+    """Each question's entry (reused or built) or failure, in question order, as it is made:
+    the caller writes and drops it, so memory holds one entry, not the KG's gold."""
     t0 = time.perf_counter()
     store = store_for(kg)
     report.load_seconds += time.perf_counter() - t0
     identity = store_identity(store)
-    entries: list[GoldEntry] = []
-    failures: list[GoldFailure] = []
     for question in kg.questions:
         reused = _reuse(question, identity, config, previous, report)
         result = reused if reused is not None else _build(kg.id, question, store, config, report)
         if isinstance(result, GoldEntry):
-            entries.append(result)
             report.note(kg.id, result)
         else:
-            failures.append(result)
             report.failures.append(result)
         if progress:
             outcome: Outcome = "failed" if isinstance(result, GoldFailure) else "reused" if reused is not None else "built"
             progress(question.id, outcome)
-    return entries, failures
+        yield result
 
 
 def _reuse(

@@ -1,8 +1,9 @@
 """Writing a new gold version: one KG file at a time into a staging directory beside the gold
 in force, then the manifest, then one rename switches it in (see `_layout`).
 
-Memory follows the largest KG's gold, not the holdout's: each KG's entries are written and
-dropped as soon as that KG is done. After every KG the staging directory's own manifest is
+Memory follows the largest entry, not the holdout: each entry is written to its KG's file as
+soon as it is built and then dropped (a holdout of one 1M-triple KG and 10,000 questions holds
+one entry at a time, not 10,000). After every KG the staging directory's own manifest is
 rewritten (marked partial), so a rebuild killed half-way leaves verified KG files that the
 next rebuild reuses instead of executing their queries again.
 """
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from kgeval._files import sha256_text, write_atomic
+from kgeval._files import sha256_text, write_atomic, write_atomic_pieces
 from kgeval.config import GoldConfig
 from kgeval.gold._layout import DISPLAY_DIR, MANIFEST, STAGING_PREFIX, collect_garbage, new_staging_dir, publish
 from kgeval.gold._model import GoldEntry, GoldFailure, display_text
@@ -29,14 +31,6 @@ def build_settings(config: GoldConfig) -> BuildSettings:
     return BuildSettings(executions=config.executions, tie_probe_rows=config.tie_probe_rows, checks=CHECKS_VERSION)
 
 
-def kg_file_text(kg: str, entries: list[GoldEntry], failures: list[GoldFailure]) -> str:
-    """One KG's gold file: compact JSON, entries and failures in question order (pydantic's
-    own serializer: no intermediate dicts)."""
-    parts = ",".join(e.model_dump_json() for e in entries)
-    failed = ",".join(f.model_dump_json() for f in failures)
-    return f'{{"kg":{json.dumps(kg, ensure_ascii=False)},"entries":[{parts}],"failures":[{failed}]}}\n'
-
-
 class GoldWriter:
     """A new gold version being written; `commit()` switches it in."""
 
@@ -49,20 +43,34 @@ class GoldWriter:
         )
         self._engines: set[tuple[str, str]] = set()
 
-    def add_kg(self, kg: str, entries: list[GoldEntry], failures: list[GoldFailure]) -> None:
-        """Write one KG's gold and display files, then the partial manifest naming them."""
+    def add_kg(self, kg: str, results: Iterable[GoldEntry | GoldFailure]) -> None:
+        """Write one KG's gold file as `results` come (entries are written and dropped one by
+        one; failures, few and small, follow them), then its display file and the partial
+        manifest naming both. The file is compact JSON, entries and failures in question order
+        (pydantic's own serializer: no intermediate dicts)."""
         name, display = f"{kg}.json", f"{DISPLAY_DIR}/{kg}.json"
-        text = kg_file_text(kg, entries, failures)
-        write_atomic(self.staging / name, text)
-        shown = {e.question_id: display_text(e.result, self._config.display_items) for e in entries}
+        failures: list[GoldFailure] = []
+        shown: dict[str, str] = {}
+        identities: set[StoreIdentity] = set()
+        written = 0
+        with write_atomic_pieces(self.staging / name) as out:
+            out.write(f'{{"kg":{json.dumps(kg, ensure_ascii=False)},"entries":[')
+            for item in results:
+                if isinstance(item, GoldFailure):
+                    failures.append(item)
+                    continue
+                out.write(("," if written else "") + item.model_dump_json())
+                written += 1
+                shown[item.question_id] = display_text(item.result, self._config.display_items)
+                identities.add(entry_identity(item))
+                self._engines.add((item.engine, item.engine_version))
+            out.write(f'],"failures":[{",".join(f.model_dump_json() for f in failures)}]}}\n')
         display_text_ = json.dumps(shown, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
         write_atomic(self.staging / display, display_text_)
-        self._manifest.files[name] = sha256_text(text)
+        self._manifest.files[name] = out.sha256
         self._manifest.files[display] = sha256_text(display_text_)
-        identities = {entry_identity(e) for e in entries}
         if identities:
             self._manifest.stores[kg] = min(identities, key=StoreIdentity.describe)
-        self._engines |= {(e.engine, e.engine_version) for e in entries}
         self._write_manifest()
 
     def _write_manifest(self) -> str:
