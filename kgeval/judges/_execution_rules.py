@@ -29,7 +29,7 @@ from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._lookup import KgLookup, fold
 from kgeval.judges._model import Candidate, Verdict
-from kgeval.stores import QueryResult, Term, query_algebra
+from kgeval.stores import QueryResult, Term, compares_by_order, query_algebra
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
 """Compare an answer with a gold again (the execution judge's comparison, rules off)."""
@@ -77,6 +77,8 @@ def pairs_rule_applies(config: ExecutionJudgeConfig, question: Question, gold: Q
 def lists_pairs_once(sparql: str) -> bool:
     """True when the reference query filters its two projected variables by order
     (`FILTER(STR(?a) < STR(?b))`): the author listed each unordered pair once."""
+    if compares_by_order(sparql) is False:
+        return False  # no order comparison at all: nothing to parse for
     try:
         algebra = query_algebra(sparql)
     except QueryError:

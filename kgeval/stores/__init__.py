@@ -9,7 +9,7 @@ in a sandbox worker process) and counted (`QueryResources`).
 from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
-from kgeval.stores._query import QueryShape, guard_query, mentioned_iris, query_algebra
+from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, order_probe, order_variables, query_determinism
 from kgeval.stores._results import QueryResources, QueryResult, Row, Term, collect_rows, row_key
 
@@ -24,6 +24,7 @@ __all__ = [
     "Store",
     "Term",
     "collect_rows",
+    "compares_by_order",
     "guard_query",
     "mentioned_iris",
     "open_store",

@@ -305,3 +305,26 @@ def test_vacuous_rule_parses_nothing_when_the_kg_has_every_iri(tmp_path, monkeyp
         assert rules.vacuous_iris(Candidate(result=_run(store, sparql), sparql=sparql, lookup=lookup)) == []
     assert parsed == []
     store.close()
+
+
+PAIRS_CORPUS = [
+    OWN + "SELECT ?a ?b WHERE { ?a ex:worksIn ?d . ?b ex:worksIn ?d FILTER(STR(?a) < STR(?b)) }",
+    OWN + "select ?a ?b where { ?a ex:worksIn ?d . ?b ex:worksIn ?d . filter (?a>?b) } # pairs once",
+    OWN + "SELECT ?a ?b WHERE { ?a ex:worksIn ?d . ?b ex:worksIn ?d FILTER(?a != ?b) }",
+    OWN + "SELECT ?a ?b WHERE { ?a ex:budget ?b FILTER(?b<10&&?b>=0) }",  # < against a number, not a pair
+    OWN + "SELECT ?a ?b WHERE { ?a <http://example.org/v/worksIn> ?b } # a < in a comment",
+    OWN + "SELECT ?a ?b WHERE { { SELECT ?a ?b WHERE { ?a ex:worksIn ?d . ?b ex:worksIn ?d FILTER(str(?a) <= str(?b)) } } }",
+    OWN + "SELECT ?a (COUNT(?p) AS ?b) WHERE { ?p ex:worksIn ?a } GROUP BY ?a HAVING (COUNT(?p) > 1)",
+    OWN + 'SELECT ?a ?b WHERE { ?a rdfs:label ?b FILTER(?b < "M") }',
+    OWN + "SELECT ?a ?b WHERE { ?a ex:worksIn ?d . ?b ex:worksIn ?d FILTER(STR(?a) < STR(?b)) }\r# CR",
+]
+
+
+def test_pairs_shortcut_gives_the_algebra_reading_on_messy_queries(monkeypatch):
+    import kgeval.judges._execution_rules as rules
+
+    shortcut = [rules.lists_pairs_once.__wrapped__(q) for q in PAIRS_CORPUS]
+    monkeypatch.setattr(rules, "compares_by_order", lambda text: None)  # always parse
+    parsed = [rules.lists_pairs_once.__wrapped__(q) for q in PAIRS_CORPUS]
+    assert shortcut == parsed
+    assert shortcut.count(True) == 4 and shortcut.count(False) == 5
