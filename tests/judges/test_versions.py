@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "4", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "c4a793398f077b460301d04b6a020155a7e5df8b4f61df71b734b84414673ea4"),
-    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "25d1be9c0d12a97e5af0b6132f0b77b299da967ceb0ab3f34bcc66893b5843d5"),
+    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "1117f38d9f52295a1b545c954f991a8f01d4a7767297fdbc0dce108378a9df9d"),
 }
 
 
