@@ -1,7 +1,7 @@
 """Runs: plan, pass the pre-eval checklist, dispatch every question x seed to a system (N in
 flight), persist and judge each attempt as it completes; resume; compare runs."""
 
-from kgeval.runs._attempt import call_with_retries, judge_candidate, run_attempt
+from kgeval.runs._attempt import call_with_retries, judge_candidate, judge_output, run_attempt
 from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
 from kgeval.runs._db import ResultsDB, connect_results
 from kgeval.runs._dispatch import RateLimiter, dispatch
@@ -54,6 +54,7 @@ __all__ = [
     "execute_run",
     "git_commit",
     "judge_candidate",
+    "judge_output",
     "new_run_id",
     "plan_run",
     "question_set_sha256",

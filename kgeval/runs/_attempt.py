@@ -167,6 +167,27 @@ def run_attempt(
     and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
     started = time.perf_counter()
     output, tries = call_with_retries(system, question, seed, config, limiter)
+    return judge_output(question, seed, output, store, judges, gold, config, started=started, tries=tries, cache=cache, ties=ties, lookup=lookup)
+
+
+def judge_output(
+    question: Question,
+    seed: int,
+    output: SystemOutput,
+    store: Store,
+    judges: dict[str, Judge],
+    gold: QueryResult,
+    config: KgevalConfig,
+    *,
+    started: float | None = None,
+    tries: list[Try] | None = None,
+    cache: ExecutionCache | None = None,
+    ties: TieInfo | None = None,
+    lookup: KgLookup | None = None,
+) -> tuple[Attempt, list[Verdict]]:
+    """Name the terminal state of one system output and judge it if judgeable: what a run does
+    with every output, and what the service's `/judge` does with one it is given."""
+    started = time.perf_counter() if started is None else started
     base = {
         "kg": question.kg,
         "question_id": question.id,
@@ -178,7 +199,7 @@ def run_attempt(
         "finish_reason": output.finish_reason,
         "served_version": output.served_version,
         "usage": output.usage,
-        "tries": tries,
+        "tries": tries or [],
     }
     refused = _refused(output)
     if refused is not None:

@@ -31,16 +31,16 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from kgeval import __version__
 from kgeval.audit import AuditSample, accepted_items, audit_states, draw_sample, record_decision
-from kgeval.errors import CheckFailed, DatabaseBusy, KgevalError, QueryError
+from kgeval.errors import CheckFailed, DatabaseBusy, KgevalError
 from kgeval.gold import display_text
-from kgeval.judges import Candidate
 from kgeval.reports import build_report, render_html, render_json, render_markdown
 from kgeval.review import NotPermitted, current_hashes, record_review, review_states
-from kgeval.runs import judge_candidate
+from kgeval.runs import judge_output
 from kgeval.service._access import Principal, Role
 from kgeval.service._middleware import SESSION_COOKIE, AuthError, AuthFirst, RequestLog, principal_from_headers
 from kgeval.service._state import Database, ServiceSettings, ServiceState
 from kgeval.service._ui import router as ui_router
+from kgeval.systems import SystemOutput
 
 T = TypeVar("T")
 
@@ -312,20 +312,24 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
 
 
 def _judge_one(state: ServiceState, question: Any, body: JudgeRequest) -> dict[str, Any]:
-    result, sparql_error = None, None
-    if body.sparql:
-        try:
-            cfg = state.settings.config.run
-            result, _ = state.store(question.kg).execute_candidate(body.sparql, timeout_s=cfg.query_timeout_s, row_cap=cfg.row_cap)
-        except QueryError as exc:
-            sparql_error = f"{type(exc).__name__}: {exc}"
-    if sparql_error and body.answer is None:
-        raise HTTPException(400, f"question {question.id}: {sparql_error}")
-    candidate = Candidate(items=body.answer, result=result, sparql_error=sparql_error)
+    """Judge one output exactly as a run judges it (`judge_output`): the same execution, failure
+    sides (a model's failed query is judged wrong, DESIGN invariant 5), ties and KG rules."""
     entry = state.gold[question.id]
-    judged, _ = judge_candidate(question, state.judges, entry.result, candidate, entry.ties)
-    verdicts = [v.model_dump() for v in judged]
-    return {"question_id": question.id, "primary": state.settings.config.judges.primary, "verdicts": verdicts, "sparql_error": sparql_error}
+    output = SystemOutput(sparql=body.sparql, answer=body.answer)
+    store = state.store(question.kg)
+    attempt, verdicts = judge_output(
+        question, 0, output, store, state.judges, entry.result, state.settings.config, ties=entry.ties, lookup=state.lookup(question.kg)
+    )
+    if attempt.state == "error":  # the harness failed (e.g. the store is down): no verdict to give
+        raise HTTPException(503, f"question {question.id}: not judged ({attempt.error_kind}): {attempt.error}")
+    return {
+        "question_id": question.id,
+        "primary": state.settings.config.judges.primary,
+        "verdicts": [v.model_dump() for v in verdicts],
+        "sparql_error": attempt.extra.get("sparql_error"),
+        "failure": attempt.extra.get("failure"),
+        "result_total": attempt.result_total,
+    }
 
 
 def _audit_routes(app: FastAPI) -> None:

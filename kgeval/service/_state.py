@@ -25,7 +25,7 @@ from kgeval.audit import AuditLog
 from kgeval.config import KgevalConfig, ServiceConfig
 from kgeval.gold import GoldEntry, load_gold
 from kgeval.holdout import Holdout, Question, load_holdout
-from kgeval.judges import Judge, judges_from_config
+from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.review import ReviewLog
 from kgeval.runs import ResultsDB
 from kgeval.service._access import Access, Principal
@@ -99,6 +99,7 @@ class ServiceState:
     sessions: Sessions
     lock: threading.RLock = field(default_factory=threading.RLock)
     _stores: dict[str, Store] = field(default_factory=dict)
+    _lookups: dict[str, KgLookup | None] = field(default_factory=dict)
     _heavy: anyio.CapacityLimiter | None = None
 
     @property
@@ -153,6 +154,7 @@ class ServiceState:
             for store in self._stores.values():
                 getattr(store, "close", lambda: None)()
             self._stores.clear()
+            self._lookups.clear()
 
     def question(self, question_id: str) -> Question | None:
         return next((q for q in self.holdout.questions() if q.id == question_id), None)
@@ -162,3 +164,15 @@ class ServiceState:
             if kg not in self._stores:
                 self._stores[kg] = open_store(self.settings.config.store, self.holdout.kg(kg).files)
             return self._stores[kg]
+
+    def lookup(self, kg: str) -> KgLookup | None:
+        """The judges' labels and vocabulary of KG `kg`, as a run has them (kept while serving:
+        the KG does not change under a sealed holdout); none for a property graph."""
+        config = self.settings.config
+        if config.store.kind == "neptune-gremlin":
+            return None
+        store = self.store(kg)
+        with self.lock:
+            if kg not in self._lookups:
+                self._lookups[kg] = kg_lookup(store, kg, config.judges, config.run.candidate_timeout_s)
+            return self._lookups[kg]

@@ -2,6 +2,7 @@
 
 from fastapi.routing import APIRoute
 
+from tests.conftest import PREFIX
 from tests.service.conftest import auth
 
 
@@ -85,9 +86,28 @@ def test_judge_one_answer(client):
     assert right["verdicts"][0]["correct"] is True and right["verdicts"][0]["judge"] == "seed"
     wrong = client.post("/judge", json={"question_id": "mini-02", "sparql": "PREFIX e: <http://example.org/mini/entities/> SELECT ?p WHERE { ?p ?r e:it }"}, headers=auth("ann")).json()
     assert wrong["verdicts"][0]["correct"] is False
-    refused = client.post("/judge", json={"question_id": "mini-02", "sparql": "DELETE WHERE { ?s ?p ?o }"}, headers=auth("ann"))
-    assert refused.status_code == 400 and "QueryRefused" in refused.json()["detail"]
     assert client.post("/judge", json={"question_id": "nope", "answer": []}, headers=auth("ann")).status_code == 404
+    assert client.post("/judge", json={"question_id": "mini-02"}, headers=auth("ann")).status_code == 400
+
+
+def test_judge_route_scores_a_failed_query_wrong_as_a_run_does(client):
+    """DESIGN invariant 5: a refused or unparseable query is the model's failure, judged wrong
+    with the failure named, never an error of the request."""
+    for sparql, failure in (("DELETE WHERE { ?s ?p ?o }", "refused"), ("SELEKT ?p WHERE { ?p ?q ?r }", "invalid_sparql")):
+        body = client.post("/judge", json={"question_id": "mini-02", "sparql": sparql}, headers=auth("ann"))
+        assert body.status_code == 200, body.text
+        judged = body.json()
+        assert judged["failure"] == failure and judged["sparql_error"]
+        assert judged["verdicts"] and all(v["correct"] is False for v in judged["verdicts"])
+
+
+def test_judge_route_applies_the_label_rules_with_the_kg_as_a_run_does(client):
+    """The gold of mini-01 is the IRI e:sales; a query naming it by its label is right under the
+    execution judge's entity-for-label rule, which needs the KG's labels (the run's lookup)."""
+    by_label = PREFIX + 'SELECT ?name WHERE { e:alice ex:worksIn ?d . ?d rdfs:label ?name FILTER(lang(?name) = "en") }'
+    judged = client.post("/judge", json={"question_id": "mini-01", "sparql": by_label}, headers=auth("ann")).json()
+    execution = next(v for v in judged["verdicts"] if v["judge"] == "execution")
+    assert execution["correct"] is True, execution
 
 
 def test_cookie_session_needs_the_page_header_to_change_anything(client, served):
