@@ -74,8 +74,9 @@ class ExecutionCache:
         self._lock = threading.Lock()
 
     def execution(self, key: tuple[str, str], execute: Callable[[], Execution], keep: Callable[[Execution], bool]) -> tuple[Execution, bool]:
-        """(the execution of `key`, whether it came from the cache): `execute()` runs at most
-        once at a time per key; its result is kept for later callers when `keep` says so."""
+        """(the execution of `key`, whether it came from the cache). The first caller runs
+        `execute()`; callers arriving meanwhile wait for it and share its result when `keep`
+        says it is kept, else each runs `execute()` itself (outside the lock)."""
         while True:
             with self._lock:
                 if key in self._results:
@@ -86,8 +87,9 @@ class ExecutionCache:
                     break
             running.wait()
             with self._lock:
-                if key not in self._results:  # not kept: this caller executes on its own
-                    return execute(), False
+                kept = key in self._results
+            if not kept:  # a timeout or a store fault: this caller executes on its own
+                return execute(), False
         try:
             value = execute()
             if keep(value):

@@ -76,3 +76,25 @@ def test_seeds_sharing_a_query_share_one_sandboxed_execution(tmp_path):
     assert len(calls) == 1
     assert all(e.result is not None and e.result.total == 1 for e in executions)
     assert sum(e.resources is not None for e in executions) == 1  # what it cost is counted once
+
+
+def test_a_waiter_executing_on_its_own_does_not_hold_up_other_queries():
+    cache = ExecutionCache()
+
+    def slow_timeout() -> Execution:
+        time.sleep(0.3)
+        return Execution(error="QueryTimeout: too slow", failure="candidate_timeout", sparql="slow")
+
+    def keep(execution: Execution) -> bool:
+        return execution.failure != "candidate_timeout"
+
+    threads = [threading.Thread(target=cache.execution, args=(("kg", "slow"), slow_timeout, keep)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.4)  # the first has timed out; the second is executing on its own
+    started = time.perf_counter()
+    cache.execution(("kg", "quick"), lambda: Execution(sparql="quick"), keep)
+    waited = time.perf_counter() - started
+    for t in threads:
+        t.join()
+    assert waited < 0.1, f"another query waited {waited:.2f} s for the cache"
