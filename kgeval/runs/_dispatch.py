@@ -62,8 +62,9 @@ def dispatch(
     the queue holds. At most `max(concurrency, batch)` results wait (workers block beyond
     that): a bound of `concurrency` alone made eight workers wait on every commit, so a run
     went at eight attempts per commit, not at the system's pace. A killed process loses the
-    results waiting and the attempts in flight; a resume runs them again. Returns the number of jobs done. If `work` or `on_done` raises (or the
-    process is interrupted), no further job starts and the error propagates."""
+    results waiting and the attempts in flight; a resume runs them again. Returns the number of
+    jobs done. If `work` or `on_done` raises (or the process is interrupted), no further job
+    starts and the error propagates."""
     source = iter(jobs)
     source_lock, stop = threading.Lock(), threading.Event()
     results: queue.Queue[R | _Failed] = queue.Queue(maxsize=max(concurrency, batch))
