@@ -1,4 +1,6 @@
-"""A small per-judge cache of prepared golds, so a gold is normalized once, not per answer."""
+"""A small per-judge cache of prepared results, so a gold is normalized once, not per answer,
+and an answer the seeds of a question share (one execution, `runs.ExecutionCache`) once, not
+per seed."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ P = TypeVar("P")
 
 
 class GoldCache(Generic[P]):
-    """Prepared golds by object identity, least recently used first out.
+    """Prepared golds (or answers) by object identity, least recently used first out.
 
     A run loads each gold once and judges every seed and judge against the same object, so
     identity is the cheap key (hashing a 2,000-row result per answer would cost more than

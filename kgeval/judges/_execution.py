@@ -215,6 +215,7 @@ class ExecutionJudge:
         self.untyped = Normalizer(config.list_normalize)
         self._typed_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.typed))
         self._untyped_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.untyped))
+        self._answers: GoldCache[Table] = GoldCache(lambda result: table_of_result(result, self.typed))
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         verdict = self._judge(question, gold, candidate)
@@ -235,7 +236,7 @@ class ExecutionJudge:
             details = {**_NO_FIGURES, "missing_vocabulary": missing}
             return self._verdict(False, "vacuous", gold, reason=vacuous_reason(missing), details=details)
         if candidate.result is not None:
-            answer, gold_table = table_of_result(candidate.result, self.typed), self._typed_golds.get(gold)
+            answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
             answer, gold_table = table_of_items(candidate.items, self.untyped), self._untyped_golds.get(gold)

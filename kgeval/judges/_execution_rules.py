@@ -27,9 +27,10 @@ from rdflib.term import Variable
 from kgeval.config import ExecutionJudgeConfig
 from kgeval.errors import QueryError
 from kgeval.holdout import Question
+from kgeval.judges._cache import GoldCache
 from kgeval.judges._lookup import KgLookup, fold
 from kgeval.judges._model import Candidate, Verdict
-from kgeval.stores import QueryResult, Term, query_algebra
+from kgeval.stores import QueryResult, Term, compares_by_order, query_algebra
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
 """Compare an answer with a gold again (the execution judge's comparison, rules off)."""
@@ -77,6 +78,8 @@ def pairs_rule_applies(config: ExecutionJudgeConfig, question: Question, gold: Q
 def lists_pairs_once(sparql: str) -> bool:
     """True when the reference query filters its two projected variables by order
     (`FILTER(STR(?a) < STR(?b))`): the author listed each unordered pair once."""
+    if compares_by_order(sparql) is False:
+        return False  # no order comparison at all: nothing to parse for
     try:
         algebra = query_algebra(sparql)
     except QueryError:
@@ -117,8 +120,7 @@ def with_named_columns(
 ) -> tuple[QueryResult, dict[str, str], dict[str, int]]:
     """The answer with a derived column beside each column (see module docstring); what each
     rule translated, in words; and the names found ambiguous (name -> entities bearing it)."""
-    gold_names = {fold(t.value): t for row in gold.rows for t in row if t is not None and t.type == "literal"}
-    gold_iris = {t.value for row in gold.rows for t in row if t is not None and t.type == "uri"}
+    gold_names, gold_iris = _GOLD_TERMS.get(gold)
     columns, used, ambiguous = [], {}, {}
     for k, var in enumerate(answer.vars):
         cells = [row[k] for row in answer.rows]
@@ -138,6 +140,17 @@ def with_named_columns(
     rows = [list(row) + [derived[i] for _, derived in columns] for i, row in enumerate(answer.rows)]
     widened = answer.model_copy(update={"vars": [*answer.vars, *(name for name, _ in columns)], "rows": rows})
     return widened, used, ambiguous
+
+
+def gold_names_and_iris(gold: QueryResult) -> tuple[dict[str, Term], set[str]]:
+    """The gold's literals by folded name, and its IRIs."""
+    names = {fold(t.value): t for row in gold.rows for t in row if t is not None and t.type == "literal"}
+    iris = {t.value for row in gold.rows for t in row if t is not None and t.type == "uri"}
+    return names, iris
+
+
+_GOLD_TERMS: GoldCache[tuple[dict[str, Term], set[str]]] = GoldCache(gold_names_and_iris)
+"""Per gold, once: every wrong answer of every seed asks the label rules about the same gold."""
 
 
 def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: KgLookup) -> tuple[list[Term | None], int]:

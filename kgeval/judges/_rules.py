@@ -24,7 +24,7 @@ from rdflib.term import URIRef
 
 from kgeval.errors import QueryError
 from kgeval.judges._model import FAILURE_WORDS, Candidate
-from kgeval.stores import QueryResult, query_algebra
+from kgeval.stores import QueryResult, mentioned_iris, query_algebra
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 _PASS_THROUGH = {
@@ -32,6 +32,9 @@ _PASS_THROUGH = {
     "Group", "AggregateJoin", "ToMultiSet", "Graph",
 }  # fmt: skip
 """Algebra nodes whose result is empty when their (first) input is."""
+_MAX_PROBED = 32
+"""Most IRIs a query may write for the vacuous rule to ask the KG about each (one ASK each)
+before it parses the query to find the few its patterns need."""
 
 
 def failure_reason(candidate: Candidate) -> str:
@@ -47,6 +50,9 @@ def vacuous_iris(candidate: Candidate) -> list[str]:
         return []
     if not is_uninformative(candidate.result):
         return []
+    mentioned = mentioned_iris(candidate.sparql)
+    if mentioned is not None and len(mentioned) <= _MAX_PROBED and all(map(candidate.lookup.occurs, mentioned)):
+        return []  # the KG has every IRI the query writes, those of its patterns included: no parse needed
     try:
         algebra = query_algebra(candidate.sparql)
     except QueryError:

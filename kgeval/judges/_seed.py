@@ -204,9 +204,14 @@ def candidate_items(candidate: Candidate, normalizer: Normalizer) -> list[str] |
     when the system gave neither list nor result."""
     if candidate.items is not None:
         return list(dict.fromkeys(normalizer.items(candidate.items)))
-    result = candidate.result
-    if result is None:
+    if candidate.result is None:
         return None
+    return result_items(candidate.result, normalizer)
+
+
+def result_items(result: QueryResult, normalizer: Normalizer) -> list[str] | list[Item]:
+    """An executed result as distinct items (seeds executing the same query share one
+    result, so the judge prepares it once: `SeedJudge._answers`)."""
     if result.form == "ask":
         return ["true" if result.boolean else "false"]
     rows = (frozenset(v for v in map(normalizer.term, row) if v is not None) for row in result.rows)
@@ -240,6 +245,7 @@ class SeedJudge:
         self.version = f"{self.name}-{LOGIC_VERSION}+{self.config_sha256[:8]}"
         self.normalizer = Normalizer(config.normalize)
         self._golds: GoldCache[GoldIndex] = GoldCache(lambda gold: index_gold(gold, self.normalizer))
+        self._answers: GoldCache[list[str] | list[Item]] = GoldCache(lambda result: result_items(result, self.normalizer))
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         items = candidate.items
@@ -252,7 +258,7 @@ class SeedJudge:
             early = self._model_failure(gold, candidate)
             if early is not None:
                 return early
-            answer = candidate_items(candidate, self.normalizer)
+            answer = self._answers.get(candidate.result) if candidate.result is not None else candidate_items(candidate, self.normalizer)
             if answer is None:
                 return _new_verdict(self._fields(False, "no_answer", gold, reason="the system gave no answer and no SPARQL"))
             index = self._golds.get(gold)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
@@ -62,19 +63,43 @@ class Execution:
 class ExecutionCache:
     """Results of candidate SPARQL already executed in this run, by (KG, query text). The store
     is read-only and deterministic, so the same query returns the same result (or error): seeds
-    that produce the same query are executed once. Thread-safe."""
+    that produce the same query are executed once, even when they are in flight together (the
+    seeds of one question usually are): the first executes, the others wait for its result.
+    A result that may not recur (a timeout, a store fault) is not kept: each waiter then
+    executes on its own. Thread-safe."""
 
     def __init__(self) -> None:
         self._results: dict[tuple[str, str], Execution] = {}
+        self._running: dict[tuple[str, str], threading.Event] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> Execution | None:
-        with self._lock:
-            return self._results.get(key)
-
-    def put(self, key: tuple[str, str], value: Execution) -> None:
-        with self._lock:
-            self._results[key] = value
+    def execution(self, key: tuple[str, str], execute: Callable[[], Execution], keep: Callable[[Execution], bool]) -> tuple[Execution, bool]:
+        """(the execution of `key`, whether it came from the cache). The first caller runs
+        `execute()`; callers arriving meanwhile wait for it and share its result when `keep`
+        says it is kept, else each runs `execute()` itself (outside the lock)."""
+        while True:
+            with self._lock:
+                if key in self._results:
+                    return self._results[key], True
+                running = self._running.get(key)
+                if running is None:
+                    running = self._running[key] = threading.Event()
+                    break
+            running.wait()
+            with self._lock:
+                kept = key in self._results
+            if not kept:  # a timeout or a store fault: this caller executes on its own
+                return execute(), False
+        try:
+            value = execute()
+            if keep(value):
+                with self._lock:
+                    self._results[key] = value
+            return value, False
+        finally:
+            with self._lock:
+                del self._running[key]
+            running.set()
 
 
 def _call(system: System, question: Question, seed: int) -> SystemOutput:
@@ -218,15 +243,19 @@ def _attempt_extra(execution: Execution, config: KgevalConfig) -> dict:
 
 
 def _cached_execution(kg: str, output: SystemOutput, store: Store, config: KgevalConfig, cache: ExecutionCache | None) -> Execution:
-    key = (kg, output.sparql or "")
-    cached = cache.get(key) if cache is not None else None
-    if cached is not None:
-        return replace(cached, resources=None)
-    execution = execute_candidate(output.sparql, store, config)
-    timed_out = execution.failure == "candidate_timeout" or execution.harness in ("candidate_timeout", "store")
-    if cache is not None and not timed_out:  # a timeout or a store fault may not recur: never cached
-        cache.put(key, execution)
-    return execution
+    def execute() -> Execution:
+        return execute_candidate(output.sparql, store, config)
+
+    if cache is None:
+        return execute()
+    execution, cached = cache.execution((kg, output.sparql or ""), execute, _recurs)
+    return replace(execution, resources=None) if cached else execution
+
+
+def _recurs(execution: Execution) -> bool:
+    """Whether executing the same text again would give the same: not after a timeout or a
+    store fault."""
+    return not (execution.failure == "candidate_timeout" or execution.harness in ("candidate_timeout", "store"))
 
 
 def judge_candidate(

@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction
@@ -55,42 +54,27 @@ _JSON_ATTEMPT_COLUMNS = ("answer", "extra", "usage", "tries")
 _ATTEMPT_COLUMNS = list(Attempt.model_fields)
 _VERDICT_COLUMNS = list(Verdict.model_fields)
 
-# Arrow types of the rows a batch appends (JSON columns travel as their text): DuckDB casts
-# each Arrow column to the table's type in one vectorized INSERT ... SELECT.
-_ATTEMPTS_ARROW = pa.schema(
-    [("run_id", pa.string()), ("kg", pa.string()), ("question_id", pa.string()), ("seed", pa.int32()),
-     ("state", pa.string()), ("error_kind", pa.string()), ("error", pa.string()), ("sparql", pa.string()),
-     ("answer", pa.string()), ("stop_reason", pa.string()), ("latency_ms", pa.float64()), ("result_total", pa.int64()),
-     ("extra", pa.string()), ("finish_reason", pa.string()), ("served_version", pa.string()), ("usage", pa.string()),
-     ("tries", pa.string())]
-)  # fmt: skip
-_VERDICTS_ARROW = pa.schema(
-    [("run_id", pa.string()), ("question_id", pa.string()), ("seed", pa.int32()), ("judge", pa.string()),
-     ("version", pa.string()), ("config_sha256", pa.string()), ("correct", pa.bool_()), ("path", pa.string()),
-     ("matched", pa.int32()), ("unmatched", pa.int32()), ("missing", pa.int32()), ("gold_total", pa.int64()),
-     ("reason", pa.string()), ("details", pa.string())]
-)  # fmt: skip
-assert [f.name for f in _ATTEMPTS_ARROW][1:] == _ATTEMPT_COLUMNS, "attempt columns and Arrow schema out of step"
-assert [f.name for f in _VERDICTS_ARROW][3:] == _VERDICT_COLUMNS, "verdict columns and Arrow schema out of step"
+# Columns of the rows a batch appends, in the tables' order (JSON columns travel as their text).
+_ATTEMPTS_TABLE = ("run_id", *_ATTEMPT_COLUMNS)
+_VERDICTS_TABLE = ("run_id", "question_id", "seed", *_VERDICT_COLUMNS)
 
 
-def _append_rows(con: GuardedConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
-    """Append rows (tuples in `schema`'s column order, which is the table's: checked on open)
-    with one vectorized insert through Arrow; a multi-row INSERT with bound parameters costs
-    milliseconds per statement to bind."""
-    if not rows:
-        return
-    batch = pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(zip(*rows), schema)], schema=schema)
-    con.append_arrow(table, batch)
+def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
+    """Append rows (tuples in the table's column order: checked on open) with one insert of a
+    DuckDB values relation, each value converted once and cast to the column's type. Through
+    Arrow it cost more per statement, and pyarrow imports pandas (a second per process) on its
+    first array; a multi-row INSERT with bound parameters costs milliseconds to bind."""
+    if rows:
+        con.append_values(table, rows)
 
 
 def _check_column_order(con: GuardedConnection, path: Path) -> None:
-    """Batches are appended by position: the tables must have the columns in the order the
-    Arrow schemas give (true of every database this code or its predecessor created)."""
-    for table, schema in (("attempts", _ATTEMPTS_ARROW), ("verdicts", _VERDICTS_ARROW)):
+    """Batches are appended by position: the tables must have their columns in this order
+    (true of every database this code or its predecessor created)."""
+    for table, expected in (("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE)):
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index").fetchall()]
-        if columns != schema.names:
-            raise InputError(f"{path}: table {table} has columns {columns}, expected {schema.names}: not a kgeval results database?")
+        if columns != list(expected):
+            raise InputError(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
 
 
 def _json_or_none(value: object) -> str | None:
@@ -98,7 +82,7 @@ def _json_or_none(value: object) -> str | None:
 
 
 def attempt_row(run_id: str, attempt: Attempt) -> tuple:
-    """The attempt as a plain row in `_ATTEMPTS_ARROW` order (JSON columns as text)."""
+    """The attempt as a plain row in `_ATTEMPTS_TABLE` order (JSON columns as text)."""
     a = attempt
     tries = json.dumps([t.model_dump(mode="json") for t in a.tries]) if a.tries else None
     usage = a.usage.model_dump_json() if a.usage is not None else None
@@ -109,7 +93,7 @@ def attempt_row(run_id: str, attempt: Attempt) -> tuple:
 
 
 def verdict_row(run_id: str, question_id: str, seed: int, v: Verdict) -> tuple:
-    """The verdict as a plain row in `_VERDICTS_ARROW` order."""
+    """The verdict as a plain row in `_VERDICTS_TABLE` order."""
     return (
         run_id, question_id, seed, v.judge, v.version, v.config_sha256, v.correct, v.path, v.matched, v.unmatched,
         v.missing, v.gold_total, v.reason, json.dumps(v.details),
@@ -166,9 +150,9 @@ class GuardedConnection:
     def description(self):  # noqa: ANN201
         return self._con.description
 
-    def append_arrow(self, table: str, batch: pa.Table) -> None:
+    def append_values(self, table: str, rows: list[tuple]) -> None:
         try:
-            self._con.from_arrow(batch).insert_into(table)
+            self._con.values(*rows).insert_into(table)
         except self._PASS:
             raise
         except duckdb.Error as exc:
@@ -276,8 +260,8 @@ class ResultsDB:
         attempt_rows = [attempt_row(run_id, attempt) for attempt, _ in results]
         verdict_rows = [verdict_row(run_id, a.question_id, a.seed, v) for a, verdicts in results for v in verdicts]
         with transaction(self._con) as con:
-            _append_rows(con, "attempts", _ATTEMPTS_ARROW, attempt_rows)
-            _append_rows(con, "verdicts", _VERDICTS_ARROW, verdict_rows)
+            _append_rows(con, "attempts", attempt_rows)
+            _append_rows(con, "verdicts", verdict_rows)
 
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""

@@ -57,13 +57,17 @@ def dispatch(
 ) -> int:
     """Run `work` on every job on `concurrency` worker threads; call `on_done` on this thread
     with groups of completed results (see the module docstring). Workers take the next job as
-    soon as they finish one, never waiting for a write; at most `concurrency` results wait to
-    be written (workers block beyond that), so a killed process loses at most those and the
-    attempts in flight. Returns the number of jobs done. If `work` or `on_done` raises (or the
-    process is interrupted), no further job starts and the error propagates."""
+    soon as they finish one, never waiting for a write: every result waiting when a group is
+    handed back goes into it, so a result waits at most `max_wait_s` plus one write whatever
+    the queue holds. At most `max(concurrency, batch)` results wait (workers block beyond
+    that): a bound of `concurrency` alone made eight workers wait on every commit, so a run
+    went at eight attempts per commit, not at the system's pace. A killed process loses the
+    results waiting and the attempts in flight; a resume runs them again. Returns the number of
+    jobs done. If `work` or `on_done` raises (or the process is interrupted), no further job
+    starts and the error propagates."""
     source = iter(jobs)
     source_lock, stop = threading.Lock(), threading.Event()
-    results: queue.Queue[R | _Failed] = queue.Queue(maxsize=concurrency)
+    results: queue.Queue[R | _Failed] = queue.Queue(maxsize=max(concurrency, batch))
 
     def worker() -> None:
         while not stop.is_set():

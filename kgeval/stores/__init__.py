@@ -11,7 +11,7 @@ from kgeval.stores._base import Store
 from kgeval.stores._cells import Cell, CellRow, cell_spelling, cells_key
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
-from kgeval.stores._query import QueryShape, guard_query, query_algebra
+from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
 from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, collect_rows, row_key, rows_from_cells
 
@@ -31,8 +31,10 @@ __all__ = [
     "cell_spelling",
     "cells_key",
     "collect_rows",
+    "compares_by_order",
     "guard_query",
     "limited_sub_selects",
+    "mentioned_iris",
     "open_store",
     "order_probe",
     "order_variables",

@@ -29,7 +29,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
-from kgeval.stores._lexer import Token, canonical_text_and_spans, canonical_tokens
+from kgeval.stores._lexer import _SCHEME, Token, canonical_text_and_spans, canonical_tokens
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
 MAX_NESTING = 64
@@ -281,6 +281,61 @@ def _integer(clause: tree_sitter.Node) -> int:
 
 def _var_name(node: tree_sitter.Node) -> str:
     return (node.text or b"?").decode("utf-8")[1:]
+
+
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+
+
+def mentioned_iris(text: str) -> frozenset[str] | None:
+    """Every IRI `text` writes outside its PREFIX declarations (prefixed names expanded, `a` as
+    rdf:type), read by the guard's lexer in a few microseconds; None when the lexer's reading
+    could differ from rdflib's (see `_rdflib_tokens`), a relative IRI or a percent escape in a
+    prefixed name. A judge rule that reads IRIs of the algebra can skip parsing when every IRI
+    the text mentions passes its test."""
+    tokens = _rdflib_tokens(text)
+    if tokens is None:
+        return None
+    prefixes: dict[str, str] = {}
+    iris: set[str] = set()
+    for i, token in enumerate(tokens):
+        if i >= 1 and tokens[i - 1].keyword == "PREFIX":
+            continue  # the declared prefix name
+        if token.kind == "iri":
+            if i >= 2 and tokens[i - 2].keyword == "PREFIX":
+                prefixes[tokens[i - 1].text[:-1]] = token.text[1:-1]
+                continue
+            if not _SCHEME.match(token.text, 1):
+                return None
+            iris.add(token.text[1:-1])
+        elif token.kind == "pname":
+            prefix, _, local = token.text.partition(":")
+            if "%" in local:  # a percent escape in a local name: left to rdflib's reading
+                return None
+            iris.add(prefixes[prefix] + local)
+        elif token.kind == "word" and token.text == "a":
+            iris.add(_RDF_TYPE)
+    return frozenset(iris)
+
+
+def compares_by_order(text: str) -> bool | None:
+    """Whether `text` holds an order comparison (<, >, <=, >=) anywhere, read by the guard's
+    lexer (which tells `<` from an IRI as rdflib does); None when unsure (see `_rdflib_tokens`)."""
+    tokens = _rdflib_tokens(text)
+    if tokens is None:
+        return None
+    return any(token.kind == "punct" and token.text in ("<", ">", "<=", ">=") for token in tokens)
+
+
+def _rdflib_tokens(text: str) -> list[Token] | None:
+    """The lexer's terminals of `text`, or None where rdflib could read it otherwise: a backslash
+    (escapes), a carriage return (where a comment ends), BASE, or a text that does not lex."""
+    if "\\" in text or "\r" in text:
+        return None
+    try:
+        tokens = canonical_tokens(text)
+    except QuerySyntaxError:
+        return None
+    return None if any(token.keyword == "BASE" for token in tokens) else tokens
 
 
 # rdflib's SPARQL algebra, for the judges' rules that read a query's algebra (kgeval.judges).

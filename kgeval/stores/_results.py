@@ -153,16 +153,28 @@ def collect_rows(
     return keep_rows(rows, row_cap=row_cap, ordered=ordered, key=row_key)
 
 
+_TERMS: dict[Cell, Term] = {}
+"""Terms already built, by cell, shared across results (Terms are frozen): a run meets the same
+IRIs and literals in result after result (seeds, reformatted and wrong variants of a query)."""
+_TERMS_LIMIT = 1 << 16
+"""Cells `_TERMS` keeps (a few MB) before it starts over."""
+
+
 def rows_from_cells(rows: Iterable[Sequence[Cell]]) -> list[Row]:
     """Typed rows from plain cells (already normalized): one Term per distinct cell, shared
-    between rows (Terms are frozen), so a column of repeated IRIs costs one model."""
-    terms: dict[Cell, Term | None] = {None: None}
+    between rows and results, so a column of repeated IRIs costs one model."""
+    terms = _TERMS
     typed: list[Row] = []
     for row in rows:
         out: Row = []
         for cell in row:
+            if cell is None:
+                out.append(None)
+                continue
             term = terms.get(cell)
-            if term is None and cell is not None:
+            if term is None:
+                if len(terms) >= _TERMS_LIMIT:
+                    terms.clear()
                 term = terms[cell] = _term_from_cell(cell)
             out.append(term)
         typed.append(out)
