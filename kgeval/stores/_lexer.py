@@ -119,7 +119,7 @@ def canonical_tokens(query: str) -> list[Token]:
         parens += (raw == "(") - (raw == ")")  # `<` read as less-than comes back as punct here
         append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
         if tokens[-1].kind == "iri" and len(tokens) >= 3 and tokens[-3].keyword == "PREFIX":
-            prefixes[tokens[-2].text[:-1]] = tokens[-1].text[1:-1]
+            prefixes[tokens[-2].text[:-1].removeprefix(_RENAMED)] = tokens[-1].text[1:-1]
 
 
 def _next_terminal(text: str, position: int, before: list[Token], parens: int) -> tuple[str, int, str]:
@@ -179,6 +179,20 @@ _CALLS = frozenset(
 0.5 refuses `CONCAT (...)` and `COALESCE (...)` with a space, although SPARQL allows it."""
 
 
+_RESERVED_PREFIXES = _CALLS | frozenset(
+    "A TRUE FALSE NOT EXISTS IN SELECT CONSTRUCT DESCRIBE ASK WHERE FILTER MINUS GRAPH VALUES BIND "
+    "OPTIONAL UNION SERVICE PREFIX BASE DISTINCT REDUCED AS BY ORDER GROUP HAVING LIMIT OFFSET FROM "
+    "NAMED UNDEF ASC DESC SEPARATOR SILENT LOAD CLEAR DROP CREATE ADD MOVE COPY INSERT DELETE DATA "
+    "WITH INTO TO USING DEFAULT ALL LATERAL".split()
+)
+"""Prefix names that are also SPARQL keywords or function names (`PREFIX str: <...>`, `a:`):
+legal, and Oxigraph reads them, but tree-sitter-sparql takes `true:x` or `str:x` in an
+expression for the keyword. Their uses are written as full IRIs in the canonical text and
+their declaration under a name no keyword has (`_RENAMED` + name), so every reader agrees."""
+
+_RENAMED = "kgeval-reserved-"
+
+
 def _glued(tokens: list[Token], i: int) -> bool:
     if i == 0:
         return True
@@ -209,11 +223,13 @@ def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) ->
     prefix, _, local = raw.partition(":")
     if before and before[-1].keyword == "PREFIX":
         prefixes[prefix] = ""  # declared; its IRI, the next token, is recorded when read
+        if prefix.upper() in _RESERVED_PREFIXES:  # every use is written as a full IRI (below)
+            return Token("pname", f"{_RENAMED}{prefix}:")
         return Token("pname", raw)
     if prefix not in prefixes:
         # no engine's implicit prefixes (Virtuoso's rdfs:, bif: ...): the text names every IRI
         raise QuerySyntaxError(f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)")
-    if "\\" not in local:
+    if "\\" not in local and prefix.upper() not in _RESERVED_PREFIXES:
         return Token("pname", raw)
     namespace = prefixes[prefix]
     iri = namespace + re.sub(r"\\(.)", r"\1", local)

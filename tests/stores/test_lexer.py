@@ -103,3 +103,22 @@ def test_the_canonical_text_of_builtin_calls_runs_on_oxigraph(expression):
     shape = guard_query(f"SELECT ({expression} AS ?v) WHERE {{}}")
     rows = list(ox.Store().query(shape.text))
     assert len(rows) == 1 and rows[0]["v"] is not None
+
+
+RESERVED_NAMES = ["a", "true", "FALSE", "not", "str", "Lang", "count", "bound", "regex", "if", "year", "now", "sum", "exists", "select", "filter", "minus", "graph", "values", "bind", "optional", "in", "as"]
+USES = ["?c {n}:p ?p", "?c ?x {n}:v", "?c ?x ?o FILTER(?o = {n}:v)", "{n}:s ?x ?o", "?c ?x ?o BIND({n}:v AS ?z)", "?c {n}:p {n}:v"]
+
+
+@pytest.mark.parametrize("name", RESERVED_NAMES)
+def test_a_prefix_named_like_a_keyword_is_a_prefix(name):
+    """`PREFIX a: <...>` or `str:` is legal SPARQL and Oxigraph reads it; the guard's grammar read
+    `true:x` as the keyword, so such a candidate was judged invalid_sparql. The canonical text
+    writes each use as its full IRI and the engine answers it as the original."""
+    store = ox.Store()
+    store.extend([ox.Quad(ox.NamedNode("http://x/s"), ox.NamedNode("http://x/p"), ox.NamedNode("http://x/v"))])
+    for use in USES:
+        query = f"PREFIX {name}: <http://x/> SELECT * WHERE {{ {use.format(n=name)} }}"
+        original = [tuple(map(str, row)) for row in store.query(query)]
+        canonical = guard_query(query).text
+        assert [tuple(map(str, row)) for row in store.query(canonical)] == original, (query, canonical)
+        assert f" {name}:" not in canonical  # no reader can take it for the keyword
