@@ -108,6 +108,9 @@ def report(
     else:
         text = {Format.md: render_markdown, Format.json: render_json}[format](built)
     out.print(text, markup=False, end="")
+    if built.gold_refused:  # the figures come from stored verdicts; the evidence behind them is not intact
+        err.print(f"{gold}: {built.gold_refused}", markup=False)
+        raise typer.Exit(1)
 
 
 @user_errors

@@ -47,6 +47,12 @@ class AuditSummary(BaseModel):
     refused: str | None = None
 
 
+GOLD_REFUSED = "gold refused"
+"""How a note begins when a gold directory exists but fails verification (edited, forged,
+half-written): the report is printed, and `kgeval report` exits 1 (DESIGN: evidence that
+cannot change silently)."""
+
+
 def load_gold_or_note(gold_dir: Path | None, notes: list[str]) -> dict[str, GoldEntry] | None:
     if gold_dir is None:
         notes.append("no gold directory given: audits and gold review are not shown")
@@ -54,7 +60,8 @@ def load_gold_or_note(gold_dir: Path | None, notes: list[str]) -> dict[str, Gold
     try:
         return load_gold(gold_dir)
     except KgevalError as exc:
-        notes.append(f"gold unavailable ({exc}): audits and gold review are not shown")
+        cause = GOLD_REFUSED if Path(gold_dir).exists() else "gold unavailable"
+        notes.append(f"{cause} ({exc}): audits and gold review are not shown")
         return None
 
 

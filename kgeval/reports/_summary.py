@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
-from kgeval.reports._oversight import AuditSummary, audit_summary, checklist_receipt, review_summary
+from kgeval.reports._oversight import GOLD_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
@@ -220,6 +220,8 @@ class RunReport(BaseModel):
     """Gold review coverage of the run's holdout against the configured target."""
     notes: list[str] = []
     """What the report could not include, and why."""
+    gold_refused: str | None = None
+    """Set when the gold directory given exists but failed verification: why (also a note)."""
     judge: str = ""
     """The judge whose figures these are; the pre-registered primary is `metadata.primary_judge`."""
     wrong_causes: list[CauseCount] = []
@@ -258,7 +260,9 @@ def build_report(
     notes: list[str] = []
     audit = audit_summary(db, run_id, gold_dir, cfg, notes)
     review = review_summary(db, report.metadata, gold_dir, holdout_dir, cfg, notes)
-    return report.model_copy(update={"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes})
+    refused = next((n for n in notes if n.startswith(GOLD_REFUSED)), None)
+    update = {"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes, "gold_refused": refused}
+    return report.model_copy(update=update)
 
 
 def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunReport:

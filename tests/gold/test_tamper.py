@@ -139,7 +139,7 @@ def test_every_tamper_is_refused_by_every_library_reader(tamper, signed_gold, mi
     assert gold_problems(signed_gold, holdout)  # the run's checklist item "gold"
     with ResultsDB(db, read_only=True) as results:
         report = build_report(results, run_id, gold_dir=signed_gold, config=KgevalConfig())
-    assert report.audit is None and any("gold unavailable" in n for n in report.notes), report.notes
+    assert report.audit is None and report.gold_refused and report.gold_refused in report.notes, report.notes
     settings = ServiceSettings(db=tmp_path / "s.duckdb", holdout=mini_holdout, gold=signed_gold, config=KgevalConfig(), access=Access({}))
     with pytest.raises(CheckFailed):
         ServiceState.open(settings)  # the service refuses to start on it
@@ -169,7 +169,11 @@ def test_cli_readers_refuse_a_keyed_forgery(signed_gold, mini_holdout, tmp_path)
         assert result.returncode == 1, (command, result.stdout, result.stderr)
         assert "integrity tag" in result.stderr and "Traceback" not in result.stderr, (command, result.stderr)
     report = kgeval("report", run_id, "--db", str(db), *common)
-    assert report.returncode == 0 and "gold unavailable" in report.stdout and "integrity tag" in report.stdout
+    # the report is printed (its figures are the stored verdicts), and refused loudly: exit 1
+    assert report.returncode == 1 and "## Accuracy" in report.stdout and "gold refused" in report.stdout, report.stdout
+    assert "integrity tag" in report.stderr and "Traceback" not in report.stderr, report.stderr
+    elsewhere = kgeval("report", run_id, "--db", str(db), "--gold", str(tmp_path / "no-gold-here"))
+    assert elsewhere.returncode == 0 and "gold unavailable" in elsewhere.stdout  # no gold given here: a note, not a refusal
 
 
 def test_a_forgery_signed_with_the_key_is_caught_by_reexecution(signed_gold, mini_holdout):
