@@ -198,7 +198,7 @@ def phase_run(root: Path, args: argparse.Namespace) -> dict:
     peak_run, peak_workers = peak_mb(), peak_mb(resource.RUSAGE_CHILDREN)
     run_cpu = cpu_s() + cpu_s(resource.RUSAGE_CHILDREN) - cpu0  # the sandbox workers' CPU included
     raw_all, raw_cpu, n_all = raw_replay_seconds(root)
-    raw_distinct, n_distinct = run_bench.raw_engine_seconds(root / "holdout", root / "replay.jsonl", distinct=True)
+    raw_distinct, n_distinct, _ = run_bench.raw_engine_seconds(root / "holdout", root / "replay.jsonl", distinct=True)
     loading = timers.seconds.get("store loading", 0.0) + timers.seconds.get("gold loading", 0.0)
     return {
         "run_s": seconds, "store_loading_s": timers.seconds.get("store loading", 0.0), "gold_loading_s": timers.seconds.get("gold loading", 0.0),
@@ -229,22 +229,9 @@ def engine_only_seconds(sent: list) -> tuple[float, float]:
 
 def raw_replay_seconds(root: Path) -> tuple[float, float, int]:
     """(wall s, CPU s, texts): pyoxigraph alone on every candidate text of the replay, each
-    solution's terms read (bench/run.py's raw loop, timed in CPU seconds too, loading apart)."""
-    store = ox.Store()
-    for path in load_holdout(root / "holdout").kgs[0].files:
-        store.bulk_load(path=str(path), format=ox.RdfFormat.TURTLE)
-    texts = [r["sparql"] for r in map(json.loads, (root / "replay.jsonl").read_text().splitlines()) if r.get("sparql")]
-    wall0, cpu0 = time.perf_counter(), cpu_s()
-    for text in texts:
-        try:
-            result = store.query(text)
-        except (SyntaxError, OSError, RuntimeError):
-            continue
-        if isinstance(result, ox.QuerySolutions):
-            for solution in result:
-                for term in solution:
-                    term  # noqa: B018 - reading every term is part of the engine's work
-    return time.perf_counter() - wall0, cpu_s() - cpu0, len(texts)
+    solution's terms read: bench/run.py's raw loop (loading apart)."""
+    wall, texts, cpu = run_bench.raw_engine_seconds(root / "holdout", root / "replay.jsonl", distinct=False)
+    return wall, cpu, texts
 
 
 PHASES = {"load": phase_load, "gold": phase_gold, "run": phase_run}

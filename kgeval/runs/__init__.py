@@ -25,6 +25,7 @@ from kgeval.runs._run import (
     plan_run,
     question_set_sha256,
     resume_run,
+    store_lookup,
 )
 from kgeval.systems import ErrorKind
 
@@ -60,4 +61,5 @@ __all__ = [
     "question_set_sha256",
     "resume_run",
     "run_attempt",
+    "store_lookup",
 ]

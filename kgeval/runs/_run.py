@@ -266,9 +266,15 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:
     """One lookup per KG on the store holding its gold (labels and vocabulary, cached for the
     run); none for property graphs, which SPARQL cannot read."""
+    lookups = {kg: store_lookup(store, kg, config) for kg, store in stores.items()}
+    return {kg: lookup for kg, lookup in lookups.items() if lookup is not None}
+
+
+def store_lookup(store: Store, kg: str, config: KgevalConfig) -> KgLookup | None:
+    """The judges' lookup of KG `kg` on `store`, as a run makes it; None for a property graph."""
     if config.store.kind == "neptune-gremlin":
-        return {}
-    return {kg: kg_lookup(store, kg, config.judges, config.run.candidate_timeout_s) for kg, store in stores.items()}
+        return None
+    return kg_lookup(store, kg, config.judges, config.run.candidate_timeout_s)
 
 
 def _run_question(q: Question) -> RunQuestion:

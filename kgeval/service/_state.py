@@ -25,9 +25,9 @@ from kgeval.audit import AuditLog
 from kgeval.config import KgevalConfig, ServiceConfig
 from kgeval.gold import GoldEntry, load_gold
 from kgeval.holdout import Holdout, Question, load_holdout
-from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
+from kgeval.judges import Judge, KgLookup, judges_from_config
 from kgeval.review import ReviewLog
-from kgeval.runs import ResultsDB
+from kgeval.runs import ResultsDB, store_lookup
 from kgeval.service._access import Access, Principal
 from kgeval.service._contamination import DEFAULT_GATE_DIR, TextMatcher, matcher_for
 from kgeval.stores import Store, open_store
@@ -168,11 +168,8 @@ class ServiceState:
     def lookup(self, kg: str) -> KgLookup | None:
         """The judges' labels and vocabulary of KG `kg`, as a run has them (kept while serving:
         the KG does not change under a sealed holdout); none for a property graph."""
-        config = self.settings.config
-        if config.store.kind == "neptune-gremlin":
-            return None
         store = self.store(kg)
         with self.lock:
             if kg not in self._lookups:
-                self._lookups[kg] = kg_lookup(store, kg, config.judges, config.run.candidate_timeout_s)
+                self._lookups[kg] = store_lookup(store, kg, self.settings.config)
             return self._lookups[kg]

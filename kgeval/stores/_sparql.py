@@ -240,7 +240,6 @@ class SparqlEndpointStore(Store):
         except (ConnectionError, OSError) as exc:
             raise StoreError(f"{self.endpoint}: connection failed: {exc}") from None
 
-
     def _http_error(self, status: int, message: str) -> StoreError:
         """400: the engine refused the query as written: the query's fault, not the store's."""
         error = QueryRejected if status == 400 else StoreError
