@@ -4,7 +4,9 @@
      "stop_reason": "stop"}
 
 `sparql` and/or `answer`; `seed` defaults to 0. An attempt with no record is reported as a
-missing answer, not scored.
+missing answer, not scored. Recorded model output is read as a live model's is (pipeline
+parity): a `sparql` holding a ``` code block gives the query inside it, and `text` (the model's
+whole response, instead of `sparql`) is read by `output_from_text`, as the prompted systems do.
 
 The TEXT2SPARQL client's answer file (`text2sparql ask ... -o answers.json`: a JSON list of
 {"dataset", "question", "query", "qname": "ck25:7-en", "uri"}) is accepted too, over a holdout
@@ -32,6 +34,7 @@ from kgeval._files import sha256_file
 from kgeval.errors import InputError
 from kgeval.holdout import Holdout, KnowledgeGraph, Question
 from kgeval.systems._model import StopReason, SystemOutput
+from kgeval.systems._prompt import extract_sparql, output_from_text
 
 
 class _Record(BaseModel):
@@ -41,6 +44,8 @@ class _Record(BaseModel):
     seed: int = 0
     sparql: str | None = None
     answer: list[Any] | None = None
+    text: str | None = None
+    """The model's whole response, its query read out as a live prompted system reads it."""
     stop_reason: StopReason = "stop"
 
 
@@ -62,15 +67,22 @@ class ReplaySystem:
             key = (record.kg, record.question_id, record.seed)
             if key in self._records:
                 raise InputError(f"{where}: a second record for {key[0]}/{key[1]} seed {key[2]}")
-            if record.sparql is None and record.answer is None:
-                raise InputError(f"{where}: record has neither 'sparql' nor 'answer'")
+            if record.sparql is None and record.answer is None and record.text is None:
+                raise InputError(f"{where}: record has none of 'sparql', 'answer', 'text'")
+            if record.text is not None and record.sparql is not None:
+                raise InputError(f"{where}: record has both 'text' and 'sparql': give the model's response or the query read from it")
             self._records[key] = record
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         record = self._records.get((question.kg, question.id, seed))
         if record is None:
             return SystemOutput(stop_reason="missing", error=f"no recorded answer in {self.path.name}", error_kind="missing")
-        return SystemOutput(sparql=record.sparql, answer=record.answer, stop_reason=record.stop_reason)
+        if record.text is not None:
+            return output_from_text(record.text, record.stop_reason).model_copy(update={"answer": record.answer})
+        sparql = record.sparql
+        if sparql is not None and "```" in sparql:  # a model's code block, as a live system would read it
+            sparql = extract_sparql(sparql) or sparql
+        return SystemOutput(sparql=sparql, answer=record.answer, stop_reason=record.stop_reason)
 
 
 def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", record)
