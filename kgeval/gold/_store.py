@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -198,6 +199,8 @@ class Gold:
     """Every recorded failure by question id."""
 
 
+T = TypeVar("T")
+
 _SCANNED: dict[tuple[str, str | None], KgIndex] = {}
 """KG files scanned in this process, by (resolved path, sha256 the manifest expects): a run's
 checklist and its dispatch scan the same files (summaries only: small)."""
@@ -226,17 +229,23 @@ class GoldIndex:
         return read_entry(summary)
 
 
+def _each_kg_file(reader: GoldReader, read: Callable[[str], T]) -> Iterator[T]:
+    """`read(name)` of every KG file of the version in manifest order; display files, which
+    no judge reads, are checked against their hash only."""
+    for name in reader.manifest.files:
+        if name.startswith(f"{DISPLAY_DIR}/"):
+            reader.check_file(name)
+        else:
+            yield read(name)
+
+
 def index_gold(gold_dir: Path) -> GoldIndex:
     """The gold in force verified as `read_gold` verifies it, streamed: memory follows the
     largest entry, not the gold (CheckFailed names the first problem)."""
     reader = GoldReader(gold_dir)
     entries: dict[str, EntrySummary] = {}
     failures: dict[str, GoldFailure] = {}
-    for name in reader.manifest.files:
-        if name.startswith(f"{DISPLAY_DIR}/"):
-            reader.check_file(name)
-            continue
-        kg = reader.index_kg(name)
+    for kg in _each_kg_file(reader, reader.index_kg):
         entries.update((e.question_id, e) for e in kg.entries)
         failures.update((f.question_id, f) for f in kg.failures)
     return GoldIndex(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
@@ -280,11 +289,7 @@ def read_gold(gold_dir: Path) -> Gold:
     reader = GoldReader(gold_dir)
     entries: dict[str, GoldEntry] = {}
     failures: dict[str, GoldFailure] = {}
-    for name in reader.manifest.files:
-        if name.startswith(f"{DISPLAY_DIR}/"):
-            reader.check_file(name)
-            continue
-        kg = reader.read_kg(name)
+    for kg in _each_kg_file(reader, reader.read_kg):
         entries.update((e.question_id, e) for e in kg.entries)
         failures.update((f.question_id, f) for f in kg.failures)
     return Gold(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
