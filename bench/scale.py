@@ -201,9 +201,11 @@ def phase_run(root: Path, args: argparse.Namespace) -> dict:
     raw_distinct, n_distinct = float("nan"), 0
     if not args.all_texts_only:
         raw_distinct, n_distinct, _ = run_bench.raw_engine_seconds(root / "holdout", root / "replay.jsonl", distinct=True)
+    # the gold's verifying scan runs before dispatch; its entries are read on the worker threads
+    # as their questions start (inside the run's time, like any other per-attempt work)
     loading = timers.seconds.get("store loading", 0.0) + timers.seconds.get("gold loading", 0.0)
     return {
-        "run_s": seconds, "store_loading_s": timers.seconds.get("store loading", 0.0), "gold_loading_s": timers.seconds.get("gold loading", 0.0),
+        "run_s": seconds, "store_loading_s": timers.seconds.get("store loading", 0.0), "gold_loading_s": timers.seconds.get("gold loading", 0.0), "gold_entries_thread_s": timers.seconds.get("gold entries", 0.0),
         "run_without_loading_s": seconds - loading, "raw_all_s": raw_all, "run_cpu_s": run_cpu, "raw_all_cpu_s": raw_cpu, "candidate_texts": n_all, "raw_distinct_s": raw_distinct,
         "distinct_candidate_texts": n_distinct, "peak_run_mb": peak_run, "peak_worker_mb": peak_workers, "python_heap_peak_mb": traced,
         "shares_s": {k: round(v, 3) for k, v in timers.seconds.items()},
@@ -281,8 +283,9 @@ def report(results: dict[str, dict], args: argparse.Namespace) -> None:
         r = results["run"]
         heap = f"; Python heap peak {r['python_heap_peak_mb']:.0f} MB (tracemalloc)" if r["python_heap_peak_mb"] is not None else ""
         print(f"run    {r['candidate_texts']:,} candidate texts ({args.seeds} seed(s)): run {r['run_s']:.1f} s (store loading {r['store_loading_s']:.1f} s, "
-              f"gold loading {r['gold_loading_s']:.1f} s); raw {r['raw_all_s']:.1f} s = {r['run_s'] / r['raw_all_s']:.2f}x, "
-              f"{r['run_without_loading_s'] / r['raw_all_s']:.2f}x without loading; raw on the {r['distinct_candidate_texts']:,} distinct texts {r['raw_distinct_s']:.1f} s")  # fmt: skip
+              f"gold scan {r['gold_loading_s']:.1f} s; entries read on the workers {r.get('gold_entries_thread_s', 0.0):.1f} s summed over threads); raw {r['raw_all_s']:.1f} s = {r['run_s'] / r['raw_all_s']:.2f}x, "
+              f"{r['run_without_loading_s'] / r['raw_all_s']:.2f}x without loading"
+              + (f"; raw on the {r['distinct_candidate_texts']:,} distinct texts {r['raw_distinct_s']:.1f} s" if r["distinct_candidate_texts"] else ""))  # fmt: skip
         print(f"       CPU: run {r['run_cpu_s']:.1f} s with its sandbox workers, loading the KG included (once in the run process and once "
               f"per worker started), raw {r['raw_all_cpu_s']:.1f} s = {r['run_cpu_s'] / r['raw_all_cpu_s']:.2f}x")  # fmt: skip
         print(f"       peak RSS {r['peak_run_mb']:.0f} MB (run process), {r['peak_worker_mb']:.0f} MB (largest sandbox worker){heap}; shares {r['shares_s']}")
