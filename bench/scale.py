@@ -198,10 +198,14 @@ def phase_run(root: Path, args: argparse.Namespace) -> dict:
     peak_run, peak_workers = peak_mb(), peak_mb(resource.RUSAGE_CHILDREN)
     run_cpu = cpu_s() + cpu_s(resource.RUSAGE_CHILDREN) - cpu0  # the sandbox workers' CPU included
     raw_all, raw_cpu, n_all = raw_replay_seconds(root)
-    raw_distinct, n_distinct, _ = run_bench.raw_engine_seconds(root / "holdout", root / "replay.jsonl", distinct=True)
+    raw_distinct, n_distinct = float("nan"), 0
+    if not args.all_texts_only:
+        raw_distinct, n_distinct, _ = run_bench.raw_engine_seconds(root / "holdout", root / "replay.jsonl", distinct=True)
+    # the gold's verifying scan runs before dispatch; its entries are read on the worker threads
+    # as their questions start (inside the run's time, like any other per-attempt work)
     loading = timers.seconds.get("store loading", 0.0) + timers.seconds.get("gold loading", 0.0)
     return {
-        "run_s": seconds, "store_loading_s": timers.seconds.get("store loading", 0.0), "gold_loading_s": timers.seconds.get("gold loading", 0.0),
+        "run_s": seconds, "store_loading_s": timers.seconds.get("store loading", 0.0), "gold_loading_s": timers.seconds.get("gold loading", 0.0), "gold_entries_thread_s": timers.seconds.get("gold entries", 0.0),
         "run_without_loading_s": seconds - loading, "raw_all_s": raw_all, "run_cpu_s": run_cpu, "raw_all_cpu_s": raw_cpu, "candidate_texts": n_all, "raw_distinct_s": raw_distinct,
         "distinct_candidate_texts": n_distinct, "peak_run_mb": peak_run, "peak_worker_mb": peak_workers, "python_heap_peak_mb": traced,
         "shares_s": {k: round(v, 3) for k, v in timers.seconds.items()},
@@ -241,6 +245,8 @@ def run_phase_process(name: str, root: Path, args: argparse.Namespace) -> dict:
     command = [sys.executable, __file__, "--phase", name, "--workdir", str(root), "--seeds", str(args.seeds), "--concurrency", str(args.concurrency)]
     if args.tracemalloc:
         command.append("--tracemalloc")
+    if args.all_texts_only:
+        command.append("--all-texts-only")
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -277,8 +283,9 @@ def report(results: dict[str, dict], args: argparse.Namespace) -> None:
         r = results["run"]
         heap = f"; Python heap peak {r['python_heap_peak_mb']:.0f} MB (tracemalloc)" if r["python_heap_peak_mb"] is not None else ""
         print(f"run    {r['candidate_texts']:,} candidate texts ({args.seeds} seed(s)): run {r['run_s']:.1f} s (store loading {r['store_loading_s']:.1f} s, "
-              f"gold loading {r['gold_loading_s']:.1f} s); raw {r['raw_all_s']:.1f} s = {r['run_s'] / r['raw_all_s']:.2f}x, "
-              f"{r['run_without_loading_s'] / r['raw_all_s']:.2f}x without loading; raw on the {r['distinct_candidate_texts']:,} distinct texts {r['raw_distinct_s']:.1f} s")  # fmt: skip
+              f"gold scan {r['gold_loading_s']:.1f} s; entries read on the workers {r.get('gold_entries_thread_s', 0.0):.1f} s summed over threads); raw {r['raw_all_s']:.1f} s = {r['run_s'] / r['raw_all_s']:.2f}x, "
+              f"{r['run_without_loading_s'] / r['raw_all_s']:.2f}x without loading"
+              + (f"; raw on the {r['distinct_candidate_texts']:,} distinct texts {r['raw_distinct_s']:.1f} s" if r["distinct_candidate_texts"] else ""))  # fmt: skip
         print(f"       CPU: run {r['run_cpu_s']:.1f} s with its sandbox workers, loading the KG included (once in the run process and once "
               f"per worker started), raw {r['raw_all_cpu_s']:.1f} s = {r['run_cpu_s'] / r['raw_all_cpu_s']:.2f}x")  # fmt: skip
         print(f"       peak RSS {r['peak_run_mb']:.0f} MB (run process), {r['peak_worker_mb']:.0f} MB (largest sandbox worker){heap}; shares {r['shares_s']}")
@@ -295,6 +302,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the generated holdout, gold and results here (reused when it holds a holdout)")
     parser.add_argument("--phases", default="load,gold,run")
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--all-texts-only", action="store_true", help="run phase: time raw pyoxigraph on every candidate text, not again on the distinct ones")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:  # inside one phase's process

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kgeval.errors import KgevalError
-from kgeval.gold import gold_problems, load_gold, read_gold
+from kgeval.gold import gold_problems, index_gold
 from kgeval.holdout import holdout_problems
 from kgeval.review import ReviewLog, current_hashes, review_states
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
@@ -85,7 +85,7 @@ def gold_failures(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, gua
     excluded on record; names every exclusion either way."""
     item = "gold_failures"
     try:
-        failures = read_gold(plan.gold_dir).failures
+        failures = index_gold(plan.gold_dir).failures
     except KgevalError as exc:
         return [ChecklistItem(item=item, observed="gold unreadable", passed=False, detail=str(exc)[:600])]
     excluded = plan.holdout.exclusions
@@ -170,17 +170,22 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     reviewer approved that gold at its current hash. An empty gold from a broken reference query
     would accept any answer that finds nothing."""
     try:
-        gold = load_gold(plan.gold_dir)
+        gold = index_gold(plan.gold_dir)  # summaries only: the entries stay on disk
     except KgevalError as exc:
         return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
-    questions = [q for q in plan.holdout.questions() if q.id in gold]
-    empty = [q for q in questions if gold[q.id].result.form == "select" and gold[q.id].result.total == 0]
+    summaries = gold.entries
+    questions = [q for q in plan.holdout.questions() if q.id in summaries]
+    empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
     # an excluded question is never asked: its empty gold needs no confirmation
     excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)
     unconfirmed = [q for q in empty if not q.expect_empty and q.id not in plan.holdout.exclusions]
     if unconfirmed:
+        try:
+            entries = {q.id: gold.entry(q.id) for q in unconfirmed}  # empty entries: small
+        except KgevalError as exc:
+            return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
         with ReviewLog(db.path, read_only=db.read_only) as log:
-            states = review_states(current_hashes(unconfirmed, gold), log.records())
+            states = review_states(current_hashes(unconfirmed, entries), log.records())
         unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
     if unconfirmed:
         ids = ", ".join(f"{q.kg}/{q.id}" for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")

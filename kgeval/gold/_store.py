@@ -14,14 +14,18 @@ exit 1), never read past.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kgeval._files import canonical_json, sha256_bytes
+from kgeval._files import canonical_json, sha256_bytes, sha256_file
 from kgeval.errors import CheckFailed, StaleGold
+from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
 from kgeval.gold._layout import DISPLAY_DIR, MANIFEST, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
@@ -94,6 +98,10 @@ def entry_identity(entry: GoldEntry) -> StoreIdentity:
     return StoreIdentity(engine=entry.engine, engine_version=entry.engine_version, data_sha256=entry.kg_sha256)
 
 
+def summary_identity(entry: EntrySummary) -> StoreIdentity:
+    return StoreIdentity(engine=entry.engine, engine_version=entry.engine_version, data_sha256=entry.kg_sha256)
+
+
 class KgGold(BaseModel):
     """One KG file of a gold (`<kg>.json`)."""
 
@@ -142,6 +150,24 @@ class GoldReader:
                 raise CheckFailed(f"{entry.kg}/{entry.question_id}: result does not match its result_sha256 ({path})")
         return kg
 
+    def index_kg(self, name: str) -> KgIndex:
+        """One KG file streamed (`_index.scan_kg_file`): the same checks as `read_kg`, holding
+        one entry at a time; entries stay on disk. A file scanned before in this process at the
+        same sha256 is only hashed again, not parsed again (its entries' bytes are checked
+        against the scan when read)."""
+        path, expected = self.version / name, self.manifest.files.get(name)
+        key = (str(path.resolve()), expected)
+        scanned = _SCANNED.get(key)
+        if scanned is not None:
+            if not path.is_file() or sha256_file(path) != expected:
+                raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+            return scanned
+        scanned = scan_kg_file(path, name, expected)
+        while len(_SCANNED) >= _SCANNED_LIMIT:
+            _SCANNED.pop(next(iter(_SCANNED)))
+        _SCANNED[key] = scanned
+        return scanned
+
     def check_file(self, name: str) -> None:
         """A file that is not read here (a display file): its hash only."""
         path = self.version / name
@@ -173,16 +199,97 @@ class Gold:
     """Every recorded failure by question id."""
 
 
+T = TypeVar("T")
+
+_SCANNED: dict[tuple[str, str | None], KgIndex] = {}
+"""KG files scanned in this process, by (resolved path, sha256 the manifest expects): a run's
+checklist and its dispatch scan the same files (summaries only: small)."""
+_SCANNED_LIMIT = 64
+
+
+@dataclass
+class GoldIndex:
+    """A whole gold version verified in one streamed pass (tag, every file's sha256, every
+    entry's result hash), its entries left on disk: a summary per entry, `entry()` reads one."""
+
+    version: Path
+    manifest: GoldManifest
+    manifest_sha256: str
+    entries: dict[str, EntrySummary]
+    """Every entry's summary by question id."""
+    failures: dict[str, GoldFailure]
+    """Every recorded failure by question id."""
+
+    def entry(self, question_id: str) -> GoldEntry:
+        """The verified entry of `question_id`, read from its file now (CheckFailed when there
+        is none, or when its bytes changed since the scan)."""
+        summary = self.entries.get(question_id)
+        if summary is None:
+            raise CheckFailed(f"{question_id}: no gold entry in {self.version}; rebuild with `kgeval gold rebuild`")
+        return read_entry(summary)
+
+
+def _each_kg_file(reader: GoldReader, read: Callable[[str], T]) -> Iterator[T]:
+    """`read(name)` of every KG file of the version in manifest order; display files, which
+    no judge reads, are checked against their hash only."""
+    for name in reader.manifest.files:
+        if name.startswith(f"{DISPLAY_DIR}/"):
+            reader.check_file(name)
+        else:
+            yield read(name)
+
+
+def index_gold(gold_dir: Path) -> GoldIndex:
+    """The gold in force verified as `read_gold` verifies it, streamed: memory follows the
+    largest entry, not the gold (CheckFailed names the first problem)."""
+    reader = GoldReader(gold_dir)
+    entries: dict[str, EntrySummary] = {}
+    failures: dict[str, GoldFailure] = {}
+    for kg in _each_kg_file(reader, reader.index_kg):
+        entries.update((e.question_id, e) for e in kg.entries)
+        failures.update((f.question_id, f) for f in kg.failures)
+    return GoldIndex(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
+
+
+class GoldLoans:
+    """Gold entries lent to a run's attempts: each is read from its file (verified) when its
+    question's first attempt needs it and dropped when its last attempt has been judged, so a
+    run holds the entries of the questions in flight, not the holdout. Thread-safe."""
+
+    def __init__(self, gold: GoldIndex, attempts: Mapping[str, int]) -> None:
+        """`attempts`: how many attempts of each question will borrow its entry."""
+        self._gold, self._left = gold, dict(attempts)
+        self._held: dict[str, GoldEntry] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lend(self, question_id: str) -> Iterator[GoldEntry]:
+        """The entry of `question_id` for one attempt; returned when the block ends."""
+        with self._lock:  # one reader at a time: two seeds of a question read it once
+            entry = self._held.get(question_id)
+            if entry is None:
+                entry = self._held[question_id] = self._gold.entry(question_id)
+        try:
+            yield entry
+        finally:
+            with self._lock:
+                left = self._left[question_id] = self._left.get(question_id, 1) - 1
+                if left <= 0:
+                    self._held.pop(question_id, None)
+                    del self._left[question_id]
+
+    @property
+    def held(self) -> int:
+        """Entries in memory now."""
+        return len(self._held)
+
+
 def read_gold(gold_dir: Path) -> Gold:
     """The gold in force, verified file by file (CheckFailed names the first problem)."""
     reader = GoldReader(gold_dir)
     entries: dict[str, GoldEntry] = {}
     failures: dict[str, GoldFailure] = {}
-    for name in reader.manifest.files:
-        if name.startswith(f"{DISPLAY_DIR}/"):
-            reader.check_file(name)
-            continue
-        kg = reader.read_kg(name)
+    for kg in _each_kg_file(reader, reader.read_kg):
         entries.update((e.question_id, e) for e in kg.entries)
         failures.update((f.question_id, f) for f in kg.failures)
     return Gold(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
@@ -223,7 +330,7 @@ def gold_status(gold_dir: Path, holdout: Holdout, store_for: StoreFactory | None
     rebuild or the run would use now), also against the engine and data it would run on."""
     status = GoldStatus()
     try:
-        gold = read_gold(gold_dir)
+        gold = index_gold(gold_dir)  # streamed: the checklist's memory does not follow the gold either
     except CheckFailed as exc:
         status.corrupt.append(str(exc))
         return status  # files are missing or altered: their entries cannot be trusted to load
@@ -244,7 +351,7 @@ def gold_problems(gold_dir: Path, holdout: Holdout, store_for: StoreFactory | No
     return status.corrupt + status.stale
 
 
-def _check_entries(gold: Gold, holdout: Holdout, status: GoldStatus) -> None:
+def _check_entries(gold: GoldIndex, holdout: Holdout, status: GoldStatus) -> None:
     for question in holdout.questions():
         entry, failure = gold.entries.get(question.id), gold.failures.get(question.id)
         if failure is not None:
@@ -258,9 +365,9 @@ def _check_entries(gold: Gold, holdout: Holdout, status: GoldStatus) -> None:
             status.stale.append(f"{question.kg}/{question.id}: reference SPARQL changed since the gold was built")
 
 
-def _check_stores(gold: dict[str, GoldEntry], holdout: Holdout, store_for: StoreFactory, status: GoldStatus) -> None:
+def _check_stores(gold: dict[str, EntrySummary], holdout: Holdout, store_for: StoreFactory, status: GoldStatus) -> None:
     for kg in holdout.kgs:
-        built = {entry_identity(gold[q.id]) for q in kg.questions if q.id in gold}
+        built = {summary_identity(gold[q.id]) for q in kg.questions if q.id in gold}
         if not built:
             continue
         now = store_identity(store_for(kg))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections import OrderedDict
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -66,10 +67,15 @@ class ExecutionCache:
     that produce the same query are executed once, even when they are in flight together (the
     seeds of one question usually are): the first executes, the others wait for its result.
     A result that may not recur (a timeout, a store fault) is not kept: each waiter then
-    executes on its own. Thread-safe."""
+    executes on its own. Bounded by the rows its results hold (`max_rows`), least recently used
+    out, so a run's memory does not follow its number of questions (issue 13: holding every
+    result of a 10,000-question run held one more copy of the gold's size); a run asks question
+    after question, so the seeds of one question meet while their entry is fresh, and a text
+    many questions share (a whole-KG count) stays while it is used. Thread-safe."""
 
-    def __init__(self) -> None:
-        self._results: dict[tuple[str, str], Execution] = {}
+    def __init__(self, max_rows: int = 200_000) -> None:
+        self._results: OrderedDict[tuple[str, str], Execution] = OrderedDict()
+        self._rows, self._max_rows = 0, max_rows
         self._running: dict[tuple[str, str], threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -80,6 +86,7 @@ class ExecutionCache:
         while True:
             with self._lock:
                 if key in self._results:
+                    self._results.move_to_end(key)
                     return self._results[key], True
                 running = self._running.get(key)
                 if running is None:
@@ -94,12 +101,26 @@ class ExecutionCache:
             value = execute()
             if keep(value):
                 with self._lock:
-                    self._results[key] = value
+                    self._keep(key, value)
             return value, False
         finally:
             with self._lock:
                 del self._running[key]
             running.set()
+
+
+    def _keep(self, key: tuple[str, str], value: Execution) -> None:
+        """Keep `value` (called under the lock), dropping the least recently used beyond the bound."""
+        self._results[key] = value
+        self._rows += _rows_held(value)
+        while self._rows > self._max_rows and len(self._results) > 1:
+            _, dropped = self._results.popitem(last=False)
+            self._rows -= _rows_held(dropped)
+
+
+def _rows_held(execution: Execution) -> int:
+    """What an execution costs the cache: its result's rows, at least 1."""
+    return 1 + (len(execution.result.rows) if execution.result is not None else 0)
 
 
 def _call(system: System, question: Question, seed: int) -> SystemOutput:

@@ -9,6 +9,7 @@ nothing to the system unless every item passed.
 from __future__ import annotations
 
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ import kgeval
 from kgeval._files import sha256_json
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import gold_manifest_sha256, load_gold
+from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
 from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, run_attempt
@@ -219,9 +220,11 @@ _MAX_GROUP = 1000
 
 def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
     run_id = plan.metadata.run_id
-    gold = load_gold(plan.gold_dir)
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
+    # verified up front, each entry read when its question's first attempt starts and dropped
+    # when its last is judged: the run's memory follows the questions in flight, not the holdout
+    gold = GoldLoans(index_gold(plan.gold_dir), Counter(q.id for q, _ in jobs))
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
         for kg_id in sorted({q.kg for q, _ in jobs}):
@@ -233,11 +236,11 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
         question, seed = job
-        entry = gold[question.id]
-        return run_attempt(
-            question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
-            limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg),
-        )
+        with gold.lend(question.id) as entry:
+            return run_attempt(
+                question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
+                limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg),
+            )
 
     def record(results: list[tuple[Attempt, list]]) -> None:
         db.record_attempts(run_id, results)

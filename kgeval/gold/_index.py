@@ -1,0 +1,254 @@
+"""Reading a KG's gold file one entry at a time, so a run holds the entries of the questions in
+flight, not the holdout (issue 13: a 10,000-question run over a 1M-triple KG held ~2.1 GB).
+
+`scan_kg_file` streams the file once, block by block, and checks what `GoldReader.read_kg`
+checks: the file's sha256 against the manifest (a half-written or edited file is refused with
+the same message), and each entry's result against its `result_sha256`. Of each entry it keeps
+only an `EntrySummary`: what the checklist reads (query hash, engine, data hash, form, total)
+and where the entry lies in the file, with the sha256 of those bytes. `read_entry` reads one
+entry back and refuses it unless its bytes are exactly those the scan verified, so a file edited
+after the scan is caught entry by entry, not read past.
+
+The scan parses JSON with the standard library's C decoder (no pydantic, no Term per cell);
+`read_entry` builds the typed `GoldEntry` (pydantic at the edge) of one entry only.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, NamedTuple
+
+from pydantic import ValidationError
+
+from kgeval.errors import CheckFailed
+from kgeval.gold._layout import MANIFEST
+from kgeval.gold._model import GoldEntry, GoldFailure
+from kgeval.stores import CellResult
+
+_BLOCK = 1 << 20
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class EntrySummary(NamedTuple):
+    """One verified entry of a KG file, without its rows: what the checklist reads, and where
+    `read_entry` finds the entry again."""
+
+    question_id: str
+    kg: str
+    query_sha256: str
+    engine: str
+    engine_version: str
+    kg_sha256: str
+    form: str
+    """"select" or "ask"."""
+    total: int
+    """The result's true number of rows."""
+    path: Path
+    """The KG file holding the entry."""
+    offset: int
+    """Byte offset of the entry's JSON object in the file."""
+    length: int
+    """Its length in bytes."""
+    sha256: str
+    """sha256 of those bytes, as the scan read (and verified) them."""
+
+
+@dataclass
+class KgIndex:
+    """One KG file scanned: its entries' summaries in file order, and its failures."""
+
+    name: str
+    """The file's path relative to the gold version (`<kg>.json`)."""
+    kg: str
+    entries: list[EntrySummary] = field(default_factory=list)
+    failures: list[GoldFailure] = field(default_factory=list)
+
+
+class _Malformed(Exception):
+    """The file is not a gold KG file (reported once its sha256 is known to match)."""
+
+
+class _Text:
+    """A UTF-8 file read block by block: `text[pos:]` is what is not consumed yet, `offset` the
+    byte offset of `text[pos]` in the file, `digest` the sha256 of every byte read so far."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle, self.digest = handle, hashlib.sha256()
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.text, self.pos, self.offset, self.eof = "", 0, 0, False
+
+    def read_more(self, size: int = _BLOCK) -> None:
+        block = self.handle.read(size)
+        self.digest.update(block)
+        self.eof = not block
+        try:
+            self.text = self.text[self.pos :] + self.decoder.decode(block, final=self.eof)
+        except UnicodeDecodeError as exc:
+            raise _Malformed(f"not UTF-8 at byte {self.offset}: {exc.reason}") from None
+        self.pos = 0
+
+    def read_to_end(self) -> str:
+        while not self.eof:
+            self.read_more()
+        return self.digest.hexdigest()
+
+    def next_char(self, consume: bool = True) -> str:
+        """The next character that is not JSON whitespace ("" at the end of the file)."""
+        while True:
+            end = _SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            self.offset += end - self.pos  # whitespace is ASCII: one byte a character
+            self.pos = end
+            if self.pos < len(self.text) or self.eof:
+                break
+            self.read_more()
+        char = self.text[self.pos : self.pos + 1]
+        if consume and char:
+            self.pos, self.offset = self.pos + 1, self.offset + len(char.encode())
+        return char
+
+    def expect(self, chars: str) -> str:
+        char = self.next_char()
+        if char not in chars or not char:
+            raise _Malformed(f"expected {' or '.join(repr(c) for c in chars)} at byte {self.offset}, found {char!r}")
+        return char
+
+    def value(self) -> tuple[Any, bytes]:
+        """The next JSON value (an object, array or string: they end with their own closing
+        character, so a block boundary cannot cut one into a shorter valid value) and its bytes."""
+        self.next_char(consume=False)
+        size = _BLOCK
+        while True:
+            try:
+                obj, end = _DECODER.raw_decode(self.text, self.pos)
+                break
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    raise _Malformed(f"invalid JSON at byte {self.offset}: {exc.msg}") from None
+                self.read_more(size)  # the value continues past this block
+                size *= 2
+        raw = self.text[self.pos : end].encode()
+        self.pos, self.offset = end, self.offset + len(raw)
+        return obj, raw
+
+
+def scan_kg_file(path: Path, name: str, expected_sha256: str | None) -> KgIndex:
+    """Stream one KG file: CheckFailed when its sha256 is not `expected_sha256` (missing,
+    half-written, edited), when it is not a gold file, or when an entry's result does not match
+    its result_sha256 (the same checks and messages as `GoldReader.read_kg`)."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise CheckFailed(f"{path}: missing; build it with `kgeval gold rebuild`") from None
+    except OSError as exc:
+        raise CheckFailed(f"{path}: unreadable: {exc}") from None
+    with handle:
+        text = _Text(handle)
+        index, problem = KgIndex(name=name, kg=""), None
+        try:
+            problem = _scan_object(text, index, path)
+        except _Malformed as exc:
+            problem = f"{path}: not a gold file: {exc}"
+        try:
+            digest = text.read_to_end()
+        except _Malformed:
+            digest = ""
+    if digest != expected_sha256:
+        raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+    if problem is not None:
+        raise CheckFailed(problem)
+    return index
+
+
+def _scan_object(text: _Text, index: KgIndex, path: Path) -> str | None:
+    """Read `{"kg": ..., "entries": [...], "failures": [...]}` (any key order, any spacing) into
+    `index`; returns the first entry whose result does not match its hash, as a message."""
+    mismatch = None
+    text.expect("{")
+    if text.next_char(consume=False) == "}":
+        raise _Malformed("no entries")
+    while True:
+        key, _ = text.value()
+        text.expect(":")
+        if key == "entries":
+            mismatch = _scan_entries(text, index, path)
+        elif key == "failures":
+            failures, _ = text.value()
+            index.failures = [_failure(f, path) for f in failures]
+        else:
+            value, _ = text.value()
+            if key == "kg":
+                index.kg = value
+        if text.expect(",}") == "}":
+            break
+    if text.next_char():
+        raise _Malformed(f"text after the end at byte {text.offset}")
+    return mismatch
+
+
+def _scan_entries(text: _Text, index: KgIndex, path: Path) -> str | None:
+    mismatch = None
+    text.expect("[")
+    if text.next_char(consume=False) == "]":
+        text.next_char()
+        return None
+    while True:
+        offset = text.offset
+        entry, raw = text.value()
+        summary, matches = _summary(entry, raw, path, offset)
+        index.entries.append(summary)
+        if not matches and mismatch is None:
+            mismatch = f"{summary.kg}/{summary.question_id}: result does not match its result_sha256 ({path})"
+        if text.expect(",]") == "]":
+            return mismatch
+
+
+def _summary(entry: Any, raw: bytes, path: Path, offset: int) -> tuple[EntrySummary, bool]:
+    """The entry's summary, and whether its result matches its result_sha256 (hashed on plain
+    cells: the same hash `QueryResult.sha256` computes on Terms)."""
+    try:
+        result = entry["result"]
+        rows = [
+            tuple(None if c is None else (c["type"], c["value"], c.get("datatype"), c.get("lang")) for c in row)
+            for row in result.get("rows", [])
+        ]
+        cells = CellResult(result["form"], tuple(result.get("vars", [])), rows, result.get("total", 0), result.get("boolean"), result.get("ordered", False))
+        summary = EntrySummary(
+            entry["question_id"], entry["kg"], entry["query_sha256"], entry["engine"], entry["engine_version"], entry["kg_sha256"],
+            result["form"], result.get("total", 0), path, offset, len(raw), hashlib.sha256(raw).hexdigest(),
+        )  # fmt: skip
+        return summary, cells.sha256() == entry["result_sha256"]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise _Malformed(f"entry at byte {offset}: missing or malformed {exc}") from None
+
+
+def _failure(item: Any, path: Path) -> GoldFailure:
+    try:
+        return GoldFailure.model_validate(item)
+    except ValidationError as exc:
+        raise _Malformed(f"failure record: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+
+
+def read_entry(summary: EntrySummary) -> GoldEntry:
+    """The entry `summary` describes, read from its file: CheckFailed unless its bytes are those
+    the scan verified (the file was edited or replaced since) and it is a valid entry."""
+    try:
+        with open(summary.path, "rb") as handle:
+            handle.seek(summary.offset)
+            raw = handle.read(summary.length)
+    except OSError as exc:
+        raise CheckFailed(f"{summary.path}: unreadable: {exc}") from None
+    if hashlib.sha256(raw).hexdigest() != summary.sha256:
+        raise CheckFailed(
+            f"{summary.kg}/{summary.question_id}: gold entry changed on disk since the gold was verified ({summary.path}); "
+            "a gold version is never edited: check it with `kgeval gold verify`, rebuild with `kgeval gold rebuild`"
+        )
+    try:
+        return GoldEntry.model_validate_json(raw)
+    except ValidationError as exc:
+        raise CheckFailed(f"{summary.path}: not a gold entry ({summary.question_id}): {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
