@@ -124,3 +124,26 @@ def test_a_reference_query_with_escaped_local_names_is_indexed_as_the_engine_rea
     index = build_index(load_holdout(holdout), GuardsConfig())
     found = {(m.kind, m.holdout_item) for m in index.match_text("training example:\n" + SPELLED_OUT)}
     assert ("sparql", "geo/geo-1") in found, found
+
+
+def test_the_byte_table_splits_an_ascii_line_into_exactly_its_tokens():
+    """`line_mask` splits ASCII lines with a byte table, not `tokens`: the two must agree on
+    every ASCII line (case, digits, `_` and punctuation as separators), also on a slice of a
+    larger array (Arrow offsets not at 0) and around nulls."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from kgeval.guards._index import _ascii_words
+
+    rng = random.Random(9)
+    alphabet = string.ascii_letters + string.digits + string.punctuation + " \t_"
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80))) for _ in range(2000)]
+    lines += ["Karen_Novak's DEPARTMENT(hr-01)", "x\u00a0y", "E1015.\tPV:Employee"]
+    for array in (pa.array(lines), pa.array(lines, pa.large_string()), pa.array(["pad", *lines])[1:]):
+        split = pc.ascii_split_whitespace(_ascii_words(array)).to_pylist()
+        for line, words in zip(lines, split):
+            if line.isascii():  # Arrow gives an empty word for leading blanks: in no vocabulary
+                assert [w for w in words if w] == tokens(line), line
+    with_null = pc.ascii_split_whitespace(_ascii_words(pa.array(["A b", None, "C_d"])[1:])).to_pylist()
+    assert with_null == [None, ["c", "d"]]
+    assert pc.ascii_split_whitespace(_ascii_words(pa.array(["Caf\u00e9"]))).to_pylist() != [tokens("Caf\u00e9")]
