@@ -19,7 +19,8 @@ Questions: exact (normalized) containment, and near-duplicates (content-word Jac
 
 Prefilter: one regular expression of literal strings that every match must contain: the
 distinctive namespaces (or the IRI itself when its namespace is not distinctive), the
-identifiers, the longest needle of any reference query without a distinctive IRI, and for
+identifiers, one needle of each reference query without a distinctive IRI (its rarest: not a
+common namespace; in the data's sample, the least frequent), and for
 each question enough *anchor* words that any text reaching its near-duplicate threshold
 contains one (prefix filtering: a window with Jaccard >= t shares >= ceil(t*|F|) of the
 question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of them). Which
@@ -120,17 +121,27 @@ class HoldoutIndex:
     prefilter: str
     """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
     literals: frozenset[str]
-    """Namespaces, IRIs, identifiers and needles of undistinctive queries."""
+    """Namespaces, IRIs and identifiers: what `match_line` finds."""
     query_prefilter: str
     """One needle of each reference query (case-sensitive): texts without any are no query."""
     undistinctive_queries: list[str] = field(default_factory=list)
-    """Reference queries with no distinctive IRI: the prefilter holds their longest needle."""
+    """Reference queries with no distinctive IRI: the prefilter holds one needle of each."""
+    undistinctive_needles: list[frozenset[str]] = field(default_factory=list)
+    """The needles of each undistinctive query."""
+    query_literals: frozenset[str] = frozenset()
+    """One needle of each undistinctive query (the rarest known): in the prefilter, so a text
+    holding the query is tried as one, but not in `line_mask`'s literals (a line matcher finds
+    IRIs, identifiers and questions, never a query: the needle may be a common namespace)."""
 
     def __post_init__(self) -> None:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
         self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
         self._literal_prefilter = _prefilter(set(self.literals), set())
         self._words = _QuestionWords(self.questions)
+        # Each token whose feature is a question's (few spellings each): a dict look-up per
+        # word instead of `feature` of every word of a line.
+        spellings = {t for k in self.by_key for t in (k, k + "s", k + "ing")}
+        self._spelled = {t: f for t in spellings if t not in STOPWORDS and (f := feature(t)) in self.by_key}
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -189,7 +200,10 @@ class HoldoutIndex:
         joined = "\n".join(sample)
         seen = {x: joined.count(x) for x in set().union(*self.needles)}  # queries share namespaces
         keys = {min(n, key=lambda x: (seen[x], -len(x))) for n in self.needles if n}
-        return replace(self, prefilter=_prefilter(set(self.literals), anchors), query_prefilter=_query_prefilter(keys))
+        lower = joined.lower()  # the prefilter ignores case
+        rarest = {min(n, key=lambda x: (lower.count(x.lower()), *_needle_rank(x))) for n in self.undistinctive_needles}
+        prefilter = _prefilter(set(self.literals) | rarest, anchors)
+        return replace(self, prefilter=prefilter, query_prefilter=_query_prefilter(keys), query_literals=frozenset(rarest))
 
     def _match_identifiers(self, text: str) -> list[Match]:
         if self._ids is None:
@@ -211,13 +225,13 @@ class HoldoutIndex:
 
     def _match_questions(self, text: str) -> list[Match]:
         words = tokens(text)
-        feats = [None if w in STOPWORDS else feature(w) for w in words]
         positions: dict[str, list[int]] = defaultdict(list)
-        for i, f in enumerate(feats):
-            if f in self.by_key:
+        for i, w in enumerate(words):
+            if (f := self._spelled.get(w)) is not None:
                 positions[f].append(i)
         candidates = sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
         padded = f" {' '.join(words)} "
+        feats: list[str | None] = []  # every word's feature, for windows: computed once, if needed
         found = []
         for i in candidates:
             q = self.questions[i]
@@ -228,6 +242,7 @@ class HoldoutIndex:
             have = [f for f in q.features if f in positions]
             if not q.near or len(have) < math.ceil(q.threshold * len(q.features)):
                 continue
+            feats = feats or [None if w in STOPWORDS else feature(w) for w in words]
             score, window = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
             if score >= q.threshold:
                 found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
@@ -396,7 +411,8 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     anchors = _anchors(questions)
     needles = list({query_needles(q.sparql) for q in holdout.questions()})
     undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
-    literals |= {max(n, key=len) for q in undistinctive if (n := query_needles(q.sparql))}
+    undistinctive_needles = list({n for q in undistinctive if (n := query_needles(q.sparql))})
+    query_literals = {min(n, key=_needle_rank) for n in undistinctive_needles}
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
         identifiers=identifiers,
@@ -407,11 +423,19 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         sparql=sparql,
         needles=needles,
         near_duplicate=config.contamination.near_duplicate,
-        prefilter=_prefilter(literals, anchors),
+        prefilter=_prefilter(literals | query_literals, anchors),
         literals=frozenset(literals),
+        query_literals=frozenset(query_literals),
+        undistinctive_needles=undistinctive_needles,
         query_prefilter=_query_prefilter({max(n, key=len) for n in needles if n}),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
+
+
+def _needle_rank(needle: str) -> tuple[bool, int]:
+    """Which needle of a query without a distinctive IRI to look for: not a namespace (its
+    namespaces are common ones, declared by much SPARQL in training data), then the longest."""
+    return "://" in needle, -len(needle)
 
 
 def _kg_iris(files: tuple) -> set[str]:

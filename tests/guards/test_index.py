@@ -147,3 +147,28 @@ def test_the_byte_table_splits_an_ascii_line_into_exactly_its_tokens():
     with_null = pc.ascii_split_whitespace(_ascii_words(pa.array(["A b", None, "C_d"])[1:])).to_pylist()
     assert with_null == [None, ["c", "d"]]
     assert pc.ascii_split_whitespace(_ascii_words(pa.array(["Caf\u00e9"]))).to_pylist() != [tokens("Caf\u00e9")]
+
+
+CATALOGUE_02_RENAMED = (
+    "prefix s: <http://www.w3.org/2000/01/rdf-schema#>\nselect ?n where { ?p s:label \"Eskara Coffee Grinder X448\"@en ;"
+    " s:label ?n . filter (lang(?n) = \"de\") }"
+)
+
+
+def test_a_query_without_a_distinctive_iri_is_prefiltered_by_its_rarest_needle(index):
+    """catalogue-02 uses only rdfs: its prefilter needle was its longest, the rdfs namespace,
+    which half the SPARQL in training data declares: every such line went to the Python line
+    matchers, which cannot match a query. Now the needle is its rarest (the product's label),
+    a line that only declares rdfs is no longer sent to them, and the query is still found."""
+    import pyarrow as pa
+
+    assert index.undistinctive_queries == ["catalogue/catalogue-02"]
+    assert index.query_literals == {"Eskara Coffee Grinder X448"}
+    assert not index.line_mask(pa.array(["PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>"]))[0]
+    found = {(m.kind, m.holdout_item) for m in index.match_text("Translate.\n" + CATALOGUE_02_RENAMED)}
+    assert ("sparql", "catalogue/catalogue-02") in found
+    sampled = index.with_anchors_from(["ordinary text", "Eskara Coffee Grinder X448 is sold out"] * 50)
+    assert sampled.query_literals and sampled.query_literals <= {"label", "de", "Eskara Coffee Grinder X448"}
+    assert "rdf-schema" not in sampled.prefilter
+    found = {(m.kind, m.holdout_item) for m in sampled.match_text("Translate.\n" + CATALOGUE_02_RENAMED)}
+    assert ("sparql", "catalogue/catalogue-02") in found
