@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import math
 import re
+import string
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -56,6 +59,7 @@ from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
+    TOKEN,
     canonical_sparql,
     feature,
     features,
@@ -269,8 +273,11 @@ class HoldoutIndex:
 class _QuestionWords:
     """Counts, per line and question, the question's distinct features in the line, in Arrow
     and numpy: a line with fewer than a match needs (near: ceil(t x |F|), exact: all) cannot
-    hold the question. Tokens are lower-cased and split as `tokens` does; lines with
-    non-ASCII characters (where NFKC and case folding may differ) are always kept."""
+    hold the question. Lines are split into words by a byte table (`_ascii_words`): on an
+    ASCII line these are its `tokens`. On a line with other characters, a `tokens` word the
+    table split misses involves a character that NFKC and case folding turn into a letter or
+    digit of ASCII or of some question feature, or a combining mark (`_hidden_word_weights`):
+    the line's count of each question is raised by how many words such characters can make."""
 
     def __init__(self, questions: list[HeldQuestion]) -> None:
         feats = sorted({f for q in questions for f in (q.features or {q.normalized.split(" ")[0]})})
@@ -287,9 +294,11 @@ class _QuestionWords:
         self.question_of = np.array([qi for b in by_feature for qi in b], dtype=np.int64)
         self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
         self.n_features, self.n_questions = len(feats), len(questions)
+        self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
 
     def line_mask(self, lines: pa.Array) -> np.ndarray:
-        keep = ~pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False)
+        hidden = self.hidden_words(lines)
+        keep = hidden >= (self.need.min() if self.n_questions else 1)
         if not self.n_questions:
             return keep
         words = pc.ascii_split_whitespace(_ascii_words(lines))
@@ -302,14 +311,72 @@ class _QuestionWords:
         starts, counts = self.indptr[feat], np.diff(self.indptr)[feat]
         offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
+        have += hidden[key // self.n_questions]
         enough = key[have >= self.need[key % self.n_questions]] // self.n_questions
         keep[enough] = True
         return keep
+
+    def hidden_words(self, lines: pa.Array) -> np.ndarray:
+        """Per line, at most how many of its `tokens` words the byte table split misses."""
+        hidden = np.zeros(len(lines), dtype=np.int64)
+        other = np.flatnonzero(~pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False))
+        if not len(other):
+            return hidden
+        some = lines.take(pa.array(other, pa.int64()))
+        for weight, chars in self.hidden.items():
+            hidden[other] += weight * pc.count_substring_regex(some, pattern=chars).to_numpy(zero_copy_only=False)
+        return hidden
 
 
 _WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48 <= b <= 57 else 32 for b in range(256))
 """ASCII letters lower-cased, digits kept, every other byte a space: on an ASCII line,
 `tokens` (NFKC and case folding change no ASCII character; `[^\\W_]+` is `[A-Za-z0-9]+`)."""
+
+
+@lru_cache(maxsize=8)
+def _hidden_word_weights(feature_chars: frozenset[str]) -> dict[int, str]:
+    """RE2 character classes by weight: the non-ASCII characters that can make or join a
+    `tokens` word the byte table split misses, each weighted by how many words it can be
+    part of. Those are the characters that NFKC and case folding turn into text with an
+    ASCII letter or digit or a non-ASCII character of a question feature (`ﬁ`, `Ｋ`, `ß`,
+    KELVIN SIGN, `Ö`) or into nothing, a feature's own non-ASCII characters and the marks
+    that compose into them (`o` + U+0308 is `ö`; a mark joined to an ASCII letter makes a
+    word no ASCII feature is)."""
+    wanted = set(feature_chars) | set(string.ascii_lowercase + string.digits)
+    by_weight: dict[int, set[int]] = defaultdict(set)
+    for c, folded in _folded_characters():
+        if not folded or not wanted.isdisjoint(folded):  # a character folded to nothing would join words
+            by_weight[max(1, len(TOKEN.findall(folded)))].add(ord(c))
+    by_weight[1].update(ord(x) for c in feature_chars for x in unicodedata.normalize("NFD", c) + c if not x.isascii())
+    return {w: _char_class(sorted(points)) for w, points in sorted(by_weight.items())}
+
+
+@lru_cache(maxsize=1)
+def _folded_characters() -> list[tuple[str, str]]:
+    """(character, NFKC + case folded) of every non-ASCII character that they change. Blocks
+    of 4096 characters are normalized at once, joined by NULs (which compose with nothing),
+    and looked into only when something in them changed: ~0.3 s, once per process."""
+    changed = []
+    for start in range(0x80, 0x110000, 4096):
+        points = np.arange(start, min(start + 4096, 0x110000), dtype=np.uint32)
+        points = points[(points < 0xD800) | (points > 0xDFFF)]
+        if not len(points):
+            continue
+        block = np.stack([points, np.zeros_like(points)], axis=1).tobytes().decode("utf-32-le")
+        folded = unicodedata.normalize("NFKC", block).casefold()
+        if folded != block:
+            changed += [(c, f) for c, f in zip(block[::2], folded.split("\0")) if c != f]
+    return changed
+
+
+def _char_class(points: list[int]) -> str:
+    """An RE2 class of the code points (sorted), as ranges."""
+    ranges, start = [], points[0]
+    for a, b in zip(points, points[1:] + [-1]):
+        if b != a + 1:
+            ranges.append(f"\\x{{{start:x}}}" + (f"-\\x{{{a:x}}}" if a != start else ""))
+            start = b
+    return "[" + "".join(ranges) + "]"
 
 
 def _ascii_words(lines: pa.Array) -> pa.Array:

@@ -172,3 +172,53 @@ def test_a_query_without_a_distinctive_iri_is_prefiltered_by_its_rarest_needle(i
     assert "rdf-schema" not in sampled.prefilter
     found = {(m.kind, m.holdout_item) for m in sampled.match_text("Translate.\n" + CATALOGUE_02_RENAMED)}
     assert ("sparql", "catalogue/catalogue-02") in found
+
+
+def _fullwidth(word: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in word)
+
+
+HOSTILE_SPELLINGS = (
+    str.upper,
+    _fullwidth,
+    lambda w: w.replace("fi", "\ufb01"),  # the ligature NFKC spells 'fi'
+    lambda w: w.replace("k", "\u212a"),  # KELVIN SIGN, NFKC 'K'
+    lambda w: w.replace("s", "\u017f"),  # LONG S, NFKC 's'
+    lambda w: w.replace("ss", "\u00df"),  # case folding spells it 'ss'
+    lambda w: __import__("unicodedata").normalize("NFD", w),  # 'o' + U+0308, composed by NFKC into 'ö'
+    lambda w: w.replace("1", "\u00b9").replace("2", "\u2082"),  # superscript / subscript digits
+    lambda w: w + "\u00bd",  # one half: NFKC '1⁄2', two words
+)
+
+
+def test_line_mask_keeps_every_non_ascii_line_a_question_matches_in(index):
+    """Lines with characters outside ASCII are split by the byte table too, and their count
+    raised by what such characters can spell after NFKC and case folding: every random line
+    of question words in full-width forms, ligatures, KELVIN SIGN, long s, decomposed accents,
+    between Cyrillic, CJK, dashes and ideographic spaces, in which `match_line` finds a question,
+    is kept; lines of foreign words with at most one question word are not."""
+    import pyarrow as pa
+
+    rng = random.Random(12)
+    noise = ["\u041f\u0440\u0438\u0432\u0435\u0442", "\u516c\u53f8", "caf\u00e9", "the", "\u2014", "stra\u00dfe"]
+    lines = []
+    for q in index.questions:
+        words = sorted(q.features) + ["universit\u00e9", "gartenm\u00f6bel"]
+        for _ in range(25):
+            picked = [rng.choice(HOSTILE_SPELLINGS)(w) if rng.random() < 0.4 else w for w in rng.sample(words, min(len(words), rng.randrange(1, 9)))]
+            picked += rng.sample(noise, 2)
+            rng.shuffle(picked)
+            lines.append("".join(w + rng.choice([" ", "\u3000", "\u2014", " \u00b7 ", ", "]) for w in picked))
+    foreign = [f"{rng.choice(noise)} {rng.choice(noise)} {w} \u516c\u53f8" for w in sorted({f for q in index.questions for f in q.features})]
+    mask = index.line_mask(pa.array(lines + foreign))
+    found = 0
+    for line, kept in zip(lines, mask):
+        matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
+        found += bool(matched)
+        assert kept or not matched, (line, matched)
+    assert found > 100, found
+    assert sum(mask[len(lines):]) < len(foreign) / 4, "most lines with one question word among foreign words pass"
+    # Exactly catalogue-13's three words, one decomposed: the byte table sees two.
+    decomposed = "english category gartenmo\u0308bel"
+    assert [m.holdout_item for m in index.match_line(decomposed)] == ["catalogue/catalogue-13"]
+    assert index.line_mask(pa.array([decomposed]))[0]
