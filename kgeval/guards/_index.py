@@ -572,16 +572,19 @@ def _anchors(questions: list[HeldQuestion], rank: Callable[[str, HeldQuestion], 
 
     Rarity in training text is guessed, in this order: names (capitalized inside the
     question, or letters mixed with digits: "Novak", "NCT05937709"), then long words, then the
-    rest, short numbers last; within a rank, fewer holdout questions using it, then longer."""
+    rest, short numbers last; within a rank, fewer holdout questions using it, then longer.
+    A `rank` measured on the data (counts in a sample) ranks first the features already
+    anchors of other questions: they cost the prefilter nothing more."""
     df = Counter(f for q in questions for f in q.features)
+    measured = rank is not None
     rank = rank or (lambda f, q: (_commonness(f, q.names), df[f], -len(f), f))
     anchors: set[str] = set()
-    for q in questions:
+    for q in sorted(questions, key=lambda q: len(q.features)):  # the fewest choices first
         if not q.features:
             anchors.add(q.normalized.split(" ")[0])
             continue
         need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
-        ranked = sorted(q.features, key=lambda f: rank(f, q))
+        ranked = sorted(q.features, key=lambda f: (measured and f not in anchors, *rank(f, q)))
         anchors.update(ranked[: max(1, need)])
     return anchors
 

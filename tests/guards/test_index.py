@@ -222,3 +222,24 @@ def test_line_mask_keeps_every_non_ascii_line_a_question_matches_in(index):
     decomposed = "english category gartenmo\u0308bel"
     assert [m.holdout_item for m in index.match_line(decomposed)] == ["catalogue/catalogue-13"]
     assert index.line_mask(pa.array([decomposed]))[0]
+
+
+def test_anchors_chosen_from_a_sample_cover_every_question_and_are_shared(index):
+    """Prefix filtering's rule holds for the anchors chosen on data: each question keeps
+    |F| - ceil(t|F|) + 1 of its features in the prefilter (fewer would let a near-duplicate
+    through unseen); anchors already chosen for another question are preferred (they cost
+    the prefilter nothing), so fewer words are anchors than when each question picks alone."""
+    import math
+
+    from kgeval.guards._index import _anchors
+
+    rng = random.Random(3)
+    words = sorted({f for q in index.questions for f in q.features})
+    sample = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(400)]
+    sampled = index.with_anchors_from(sample)
+    anchors = {a for a in sampled.prefilter.replace("(?:\\b|_)", "").split("|")}
+    for q in index.questions:
+        need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
+        assert len(q.features & anchors) >= need, (q.id, sorted(q.features & anchors))
+    alone = set().union(*(_anchors([q], lambda f, q: (0, f)) for q in index.questions))
+    assert len(_anchors(index.questions, lambda f, q: (0, f))) < len(alone)
