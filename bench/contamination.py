@@ -4,11 +4,13 @@ Generates, in a temporary directory deleted afterwards, a JSONL file of text-to-
 training records (half in prompt/completion form, half as chat messages) with leaks of every
 kind planted at random records: a holdout question with case, spacing and punctuation
 changed; a light paraphrase; a reference query with variables and prefixes renamed and its
-layout changed; a distinctive holdout IRI; a holdout question id.
+layout changed; a distinctive holdout IRI; a holdout question id; half of them written with
+`/` as `\\/` and vowels and quotes (keys too) as `\\u` escapes, so their raw bytes hold no needle.
 
 `--corpus unique` (default): no record and no line repeats (random prose over a 30,000-word
 vocabulary with CK25 and holdout words mixed in, CK25 questions with varied names, queries
-with varied entity IRIs), so no cache helps. `--corpus repeating`: a pool of 20,000 records
+with varied entity IRIs, passages in six other languages, code, `\\u` and `\\/` escapes: see
+`UniqueRecords`), so no cache helps. `--corpus repeating`: a pool of 20,000 records
 drawn again and again (system prompts repeat in real data; the line cache then helps).
 
 Prints the check's MB/s per core, records/s, peak memory (RSS of the whole process tree) and
