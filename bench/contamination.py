@@ -4,11 +4,13 @@ Generates, in a temporary directory deleted afterwards, a JSONL file of text-to-
 training records (half in prompt/completion form, half as chat messages) with leaks of every
 kind planted at random records: a holdout question with case, spacing and punctuation
 changed; a light paraphrase; a reference query with variables and prefixes renamed and its
-layout changed; a distinctive holdout IRI; a holdout question id.
+layout changed; a distinctive holdout IRI; a holdout question id; half of them written with
+`/` as `\\/` and vowels and quotes (keys too) as `\\u` escapes, so their raw bytes hold no needle.
 
 `--corpus unique` (default): no record and no line repeats (random prose over a 30,000-word
 vocabulary with CK25 and holdout words mixed in, CK25 questions with varied names, queries
-with varied entity IRIs), so no cache helps. `--corpus repeating`: a pool of 20,000 records
+with varied entity IRIs, passages in six other languages, code, `\\u` and `\\/` escapes: see
+`UniqueRecords`), so no cache helps. `--corpus repeating`: a pool of 20,000 records
 drawn again and again (system prompts repeat in real data; the line cache then helps).
 
 Prints the check's MB/s per core, records/s, peak memory (RSS of the whole process tree) and
@@ -91,9 +93,34 @@ def clean_pool(size: int, rng: random.Random) -> list[str]:
 SYLLABLES = "ka lo mi ne ra su ti vo be da fe gu hi jo ku la me ni or pa qu re si to un ve wa xe yo ze an el in on ar er ir st tr pl gr ch sh th".split()
 
 
+FOREIGN = {
+    "de": "der die das und nicht mit für über Straße Größe Mitarbeiter Abteilung Gehalt Büro Kunde Lieferung "
+          "Bestellung bezahlt geöffnet Übersicht Änderung schön heißt würde können müssen",
+    "fr": "le la les des une être avoir très déjà où été élève français employé société prix "
+          "commande reçu fenêtre garçon naïve cœur Noël année première dernière",
+    "es": "el los las del una está año niño señor compañía empleado precio pedido información "
+          "también después según acción canción corazón",
+    "ru": "и в не на что это как сотрудник отдел зарплата компания цена заказ клиент "
+          "поставщик дата город страна работа",
+    "zh": "的 是 在 有 我们 公司 员工 部门 工资 价格 订单 客户 供应商 城市 国家 工作 数据 查询",
+    "ja": "の は を に が 会社 社員 部署 給料 価格 注文 顧客 データ 検索 です ます",
+}
+CODE = [
+    "def {f}(rows):\n    \"\"\"Sum the {w} column.\"\"\"\n    total = 0\n    for r in rows:\n        total += r['{w}']  # {w2}\n    return total\n",
+    "SELECT {w}, COUNT(*) AS n FROM {t} WHERE {w2} LIKE '%{w3}%' GROUP BY {w} ORDER BY n DESC;",
+    "const {f} = async (id) => {{\n  const res = await fetch(`/api/{w}/${{id}}?q={w2}`);\n  return res.json();\n}};",
+    "for f in data/{w}/*.csv; do\n  grep -c \"{w2}\" \"$f\" >> /tmp/{w3}.txt\ndone",
+    "{{\"{w}\": {{\"{w2}\": [1, 2, 3], \"path\": \"C:\\\\Users\\\\{w3}\"}}}}",
+]
+
+
 class UniqueRecords:
     """Records in which no line repeats: prose drawn word by word from a vocabulary of
-    30,000 made-up words plus the CK25 and holdout questions' words and function words."""
+    30,000 made-up words plus the CK25 and holdout questions' words and function words; one
+    record in eight with a passage in another language (German, French, Spanish, Russian,
+    Chinese, Japanese), one in eight with code (Python, SQL, JavaScript, shell, JSON with
+    backslashes); a quarter of the records written as UTF-8, the rest with `\\u` escapes
+    (json.dumps' default), and one in ten with every `/` escaped as `\\/` (PHP's default)."""
 
     def __init__(self, holdout, rng: random.Random) -> None:  # noqa: ANN001
         doc = yaml.safe_load((CK25 / "questions.yml").read_text(encoding="utf-8"))
@@ -115,10 +142,32 @@ class UniqueRecords:
         question = question.replace("Ms. Brant", f"{self.prose(1).title()} {self.prose(1).title()}") + f" ({self.prose(3)})"
         sparql = re.sub(r"empl-[\w.%]+", f"empl-{self.prose(1)}.{i}", sparql).replace("?result", f"?r{i % 997}")
         context = f"{self.prose(60)}.\n{self.prose(40)}.\n"
+        if i % 8 == 3:
+            context += self.foreign(30) + "\n"
+        elif i % 8 == 5:
+            context += self.code() + "\n"
         if i % 2:
-            return json.dumps({"prompt": context + "\nQuestion: " + question, "completion": sparql, "meta": {"source": "gen", "n": i}})
-        return json.dumps({"messages": [{"role": "system", "content": context}, {"role": "user", "content": question},
-                                        {"role": "assistant", "content": sparql}]})
+            record = {"prompt": context + "\nQuestion: " + question, "completion": sparql, "meta": {"source": "gen", "n": i}}
+        else:
+            record = {"messages": [{"role": "system", "content": context}, {"role": "user", "content": question},
+                                   {"role": "assistant", "content": sparql}]}
+        return encoded(record, i)
+
+    def foreign(self, words: int) -> str:
+        vocab = FOREIGN[self.rng.choice(sorted(FOREIGN))].split()
+        sep = "" if vocab[0] in ("的", "の") else " "
+        return sep.join(self.rng.choice(vocab) for _ in range(words)) + f" ({self.prose(2)})"
+
+    def code(self) -> str:
+        w = self.prose(4).split()
+        return self.rng.choice(CODE).format(f=f"get_{w[0]}", w=w[1], w2=w[2], w3=w[3], t=f"t_{w[0]}")
+
+
+def encoded(record: dict, i: int) -> str:
+    """One JSONL line: UTF-8 for a quarter of the records, `\\u` escapes for the rest; every
+    tenth with `/` written `\\/`."""
+    line = json.dumps(record, ensure_ascii=i % 4 != 0)
+    return line.replace("/", "\\/") if i % 10 == 7 else line
 
 
 def rename_query(sparql: str, rng: random.Random) -> str:
@@ -154,6 +203,20 @@ def planted_leaks(index, holdout, rng: random.Random, per_kind: int) -> list[tup
     return leaks
 
 
+def escaped_leak(record: dict) -> str:
+    """A leak whose raw JSON holds no needle: `/` as `\\/`, vowels and quotes as `\\u` escapes
+    (valid JSON that some writers produce; the check reads parsed text)."""
+    line = json.dumps(record).replace("/", "\\/")
+    return re.sub(r'\\u[0-9a-fA-F]{4}|\\(.)|([aeiouAEIOU])', _escape_more, line)
+
+
+def _escape_more(m: re.Match) -> str:
+    """A vowel or an escaped quote as a `\\u` escape; other escapes as they were."""
+    if m.group(2):
+        return f"\\u{ord(m.group(2)):04x}"
+    return "\\u0022" if m.group(1) == '"' else m.group(0)
+
+
 def write_file(path: Path, target_bytes: int, make, leaks, rng: random.Random) -> dict[int, tuple[str, str]]:  # noqa: ANN001
     """Write clean records (`make(i)` -> JSON line) up to `target_bytes` with the leaks at
     random records; return them by record."""
@@ -161,7 +224,7 @@ def write_file(path: Path, target_bytes: int, make, leaks, rng: random.Random) -
     n_records = int(target_bytes / avg) + 1
     positions = sorted(rng.sample(range(n_records), len(leaks)))
     planted = {pos: (kind, item) for pos, (kind, item, _) in zip(positions, leaks)}
-    at = dict(zip(positions, (json.dumps(rec) for _, _, rec in leaks)))
+    at = dict(zip(positions, (escaped_leak(rec) if n % 2 else json.dumps(rec) for n, (_, _, rec) in enumerate(leaks))))
     with open(path, "w", encoding="utf-8") as fh:
         block: list[str] = []
         for i in range(n_records):

@@ -19,7 +19,8 @@ Questions: exact (normalized) containment, and near-duplicates (content-word Jac
 
 Prefilter: one regular expression of literal strings that every match must contain: the
 distinctive namespaces (or the IRI itself when its namespace is not distinctive), the
-identifiers, the longest needle of any reference query without a distinctive IRI, and for
+identifiers, one needle of each reference query without a distinctive IRI (its rarest: not a
+common namespace; in the data's sample, the least frequent), and for
 each question enough *anchor* words that any text reaching its near-duplicate threshold
 contains one (prefix filtering: a window with Jaccard >= t shares >= ceil(t*|F|) of the
 question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of them). Which
@@ -38,9 +39,12 @@ from __future__ import annotations
 
 import math
 import re
+import string
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -55,6 +59,7 @@ from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
+    TOKEN,
     canonical_sparql,
     feature,
     features,
@@ -120,17 +125,27 @@ class HoldoutIndex:
     prefilter: str
     """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
     literals: frozenset[str]
-    """Namespaces, IRIs, identifiers and needles of undistinctive queries."""
+    """Namespaces, IRIs and identifiers: what `match_line` finds."""
     query_prefilter: str
     """One needle of each reference query (case-sensitive): texts without any are no query."""
     undistinctive_queries: list[str] = field(default_factory=list)
-    """Reference queries with no distinctive IRI: the prefilter holds their longest needle."""
+    """Reference queries with no distinctive IRI: the prefilter holds one needle of each."""
+    undistinctive_needles: list[frozenset[str]] = field(default_factory=list)
+    """The needles of each undistinctive query."""
+    query_literals: frozenset[str] = frozenset()
+    """One needle of each undistinctive query (the rarest known): in the prefilter, so a text
+    holding the query is tried as one, but not in `line_mask`'s literals (a line matcher finds
+    IRIs, identifiers and questions, never a query: the needle may be a common namespace)."""
 
     def __post_init__(self) -> None:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
         self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
         self._literal_prefilter = _prefilter(set(self.literals), set())
         self._words = _QuestionWords(self.questions)
+        # Each token whose feature is a question's (few spellings each): a dict look-up per
+        # word instead of `feature` of every word of a line.
+        spellings = {t for k in self.by_key for t in (k, k + "s", k + "ing")}
+        self._spelled = {t: f for t in spellings if t not in STOPWORDS and (f := feature(t)) in self.by_key}
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -189,7 +204,10 @@ class HoldoutIndex:
         joined = "\n".join(sample)
         seen = {x: joined.count(x) for x in set().union(*self.needles)}  # queries share namespaces
         keys = {min(n, key=lambda x: (seen[x], -len(x))) for n in self.needles if n}
-        return replace(self, prefilter=_prefilter(set(self.literals), anchors), query_prefilter=_query_prefilter(keys))
+        lower = joined.lower()  # the prefilter ignores case
+        rarest = {min(n, key=lambda x: (lower.count(x.lower()), *_needle_rank(x))) for n in self.undistinctive_needles}
+        prefilter = _prefilter(set(self.literals) | rarest, anchors)
+        return replace(self, prefilter=prefilter, query_prefilter=_query_prefilter(keys), query_literals=frozenset(rarest))
 
     def _match_identifiers(self, text: str) -> list[Match]:
         if self._ids is None:
@@ -211,13 +229,13 @@ class HoldoutIndex:
 
     def _match_questions(self, text: str) -> list[Match]:
         words = tokens(text)
-        feats = [None if w in STOPWORDS else feature(w) for w in words]
         positions: dict[str, list[int]] = defaultdict(list)
-        for i, f in enumerate(feats):
-            if f in self.by_key:
+        for i, w in enumerate(words):
+            if (f := self._spelled.get(w)) is not None:
                 positions[f].append(i)
         candidates = sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
         padded = f" {' '.join(words)} "
+        feats: list[str | None] = []  # every word's feature, for windows: computed once, if needed
         found = []
         for i in candidates:
             q = self.questions[i]
@@ -228,6 +246,7 @@ class HoldoutIndex:
             have = [f for f in q.features if f in positions]
             if not q.near or len(have) < math.ceil(q.threshold * len(q.features)):
                 continue
+            feats = feats or [None if w in STOPWORDS else feature(w) for w in words]
             score, window = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
             if score >= q.threshold:
                 found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
@@ -254,8 +273,11 @@ class HoldoutIndex:
 class _QuestionWords:
     """Counts, per line and question, the question's distinct features in the line, in Arrow
     and numpy: a line with fewer than a match needs (near: ceil(t x |F|), exact: all) cannot
-    hold the question. Tokens are lower-cased and split as `tokens` does; lines with
-    non-ASCII characters (where NFKC and case folding may differ) are always kept."""
+    hold the question. Lines are split into words by a byte table (`_ascii_words`): on an
+    ASCII line these are its `tokens`. On a line with other characters, a `tokens` word the
+    table split misses involves a character that NFKC and case folding turn into a letter or
+    digit of ASCII or of some question feature, or a combining mark (`_hidden_word_weights`):
+    the line's count of each question is raised by how many words such characters can make."""
 
     def __init__(self, questions: list[HeldQuestion]) -> None:
         feats = sorted({f for q in questions for f in (q.features or {q.normalized.split(" ")[0]})})
@@ -272,12 +294,14 @@ class _QuestionWords:
         self.question_of = np.array([qi for b in by_feature for qi in b], dtype=np.int64)
         self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
         self.n_features, self.n_questions = len(feats), len(questions)
+        self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
 
     def line_mask(self, lines: pa.Array) -> np.ndarray:
-        keep = ~pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False)
+        hidden = self.hidden_words(lines)
+        keep = hidden >= (self.need.min() if self.n_questions else 1)
         if not self.n_questions:
             return keep
-        words = pc.split_pattern_regex(pc.utf8_lower(lines), r"[^\p{L}\p{N}]+")
+        words = pc.ascii_split_whitespace(_ascii_words(lines))
         at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
         valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
         line = pc.list_parent_indices(words).to_numpy()[valid]
@@ -287,9 +311,93 @@ class _QuestionWords:
         starts, counts = self.indptr[feat], np.diff(self.indptr)[feat]
         offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
+        have += hidden[key // self.n_questions]
         enough = key[have >= self.need[key % self.n_questions]] // self.n_questions
         keep[enough] = True
         return keep
+
+    def hidden_words(self, lines: pa.Array) -> np.ndarray:
+        """Per line, at most how many of its `tokens` words the byte table split misses."""
+        hidden = np.zeros(len(lines), dtype=np.int64)
+        other = np.flatnonzero(~pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False))
+        if not len(other):
+            return hidden
+        some = lines.take(pa.array(other, pa.int64()))
+        for weight, chars in self.hidden.items():
+            hidden[other] += weight * pc.count_substring_regex(some, pattern=chars).to_numpy(zero_copy_only=False)
+        return hidden
+
+
+_WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48 <= b <= 57 else 32 for b in range(256))
+"""ASCII letters lower-cased, digits kept, every other byte a space: on an ASCII line,
+`tokens` (NFKC and case folding change no ASCII character; `[^\\W_]+` is `[A-Za-z0-9]+`)."""
+
+
+@lru_cache(maxsize=8)
+def _hidden_word_weights(feature_chars: frozenset[str]) -> dict[int, str]:
+    """RE2 character classes by weight: the non-ASCII characters that can make or join a
+    `tokens` word the byte table split misses, each weighted by how many words it can be
+    part of. Those are the characters that NFKC and case folding turn into text with an
+    ASCII letter or digit or a non-ASCII character of a question feature (`ﬁ`, `Ｋ`, `ß`,
+    KELVIN SIGN, `Ö`) or into nothing, a feature's own non-ASCII characters and the marks
+    that compose into them (`o` + U+0308 is `ö`; a mark joined to an ASCII letter makes a
+    word no ASCII feature is)."""
+    wanted = set(feature_chars) | set(string.ascii_lowercase + string.digits)
+    by_weight: dict[int, set[int]] = defaultdict(set)
+    for c, folded in _folded_characters():
+        if not folded or not wanted.isdisjoint(folded):  # a character folded to nothing would join words
+            by_weight[max(1, len(TOKEN.findall(folded)))].add(ord(c))
+    by_weight[1].update(ord(x) for c in feature_chars for x in unicodedata.normalize("NFD", c) + c if not x.isascii())
+    return {w: _char_class(sorted(points)) for w, points in sorted(by_weight.items())}
+
+
+@lru_cache(maxsize=1)
+def _folded_characters() -> list[tuple[str, str]]:
+    """(character, NFKC + case folded) of every non-ASCII character that they change. Blocks
+    of 4096 characters are normalized at once, joined by NULs (which compose with nothing),
+    and looked into only when something in them changed: ~0.3 s, once per process."""
+    changed = []
+    for start in range(0x80, 0x110000, 4096):
+        points = np.arange(start, min(start + 4096, 0x110000), dtype=np.uint32)
+        points = points[(points < 0xD800) | (points > 0xDFFF)]
+        if not len(points):
+            continue
+        block = np.stack([points, np.zeros_like(points)], axis=1).tobytes().decode("utf-32-le")
+        folded = unicodedata.normalize("NFKC", block).casefold()
+        if folded != block:
+            changed += [(c, f) for c, f in zip(block[::2], folded.split("\0")) if c != f]
+    return changed
+
+
+def _char_class(points: list[int]) -> str:
+    """An RE2 class of the code points (sorted), as ranges."""
+    ranges, start = [], points[0]
+    for a, b in zip(points, points[1:] + [-1]):
+        if b != a + 1:
+            ranges.append(f"\\x{{{start:x}}}" + (f"-\\x{{{a:x}}}" if a != start else ""))
+            start = b
+    return "[" + "".join(ranges) + "]"
+
+
+def _ascii_words(lines: pa.Array) -> pa.Array:
+    """`lines` with every byte mapped by `_WORD_BYTES` (one `bytes.translate`, ~10x faster
+    than a Unicode regex split in Arrow): split at whitespace, an ASCII line gives exactly its
+    `tokens`. Lines with other characters come out mangled; `line_mask` keeps them anyway."""
+    lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
+    wide = pa.types.is_large_string(lines.type)
+    validity, offsets, data = lines.buffers()
+    bounds = np.frombuffer(offsets, np.int64 if wide else np.int32)[lines.offset : lines.offset + len(lines) + 1]
+    words = data[int(bounds[0]) : int(bounds[-1])].to_pybytes().translate(_WORD_BYTES) if data is not None else b""
+    rebased = pa.py_buffer((bounds - bounds[0]).tobytes())
+    kind = pa.large_string() if wide else pa.string()
+    return pa.Array.from_buffers(kind, len(lines), [_validity(lines), rebased, pa.py_buffer(words)])
+
+
+def _validity(array: pa.Array) -> pa.Buffer | None:
+    """`array`'s validity bitmap starting at bit 0 (a sliced array's starts at its offset)."""
+    if not array.null_count:
+        return None
+    return pc.is_valid(array).buffers()[1]
 
 
 def _needed(q: HeldQuestion) -> int:
@@ -370,7 +478,8 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     anchors = _anchors(questions)
     needles = list({query_needles(q.sparql) for q in holdout.questions()})
     undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
-    literals |= {max(n, key=len) for q in undistinctive if (n := query_needles(q.sparql))}
+    undistinctive_needles = list({n for q in undistinctive if (n := query_needles(q.sparql))})
+    query_literals = {min(n, key=_needle_rank) for n in undistinctive_needles}
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
         identifiers=identifiers,
@@ -381,11 +490,19 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         sparql=sparql,
         needles=needles,
         near_duplicate=config.contamination.near_duplicate,
-        prefilter=_prefilter(literals, anchors),
+        prefilter=_prefilter(literals | query_literals, anchors),
         literals=frozenset(literals),
+        query_literals=frozenset(query_literals),
+        undistinctive_needles=undistinctive_needles,
         query_prefilter=_query_prefilter({max(n, key=len) for n in needles if n}),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
+
+
+def _needle_rank(needle: str) -> tuple[bool, int]:
+    """Which needle of a query without a distinctive IRI to look for: not a namespace (its
+    namespaces are common ones, declared by much SPARQL in training data), then the longest."""
+    return "://" in needle, -len(needle)
 
 
 def _kg_iris(files: tuple) -> set[str]:
@@ -455,16 +572,19 @@ def _anchors(questions: list[HeldQuestion], rank: Callable[[str, HeldQuestion], 
 
     Rarity in training text is guessed, in this order: names (capitalized inside the
     question, or letters mixed with digits: "Novak", "NCT05937709"), then long words, then the
-    rest, short numbers last; within a rank, fewer holdout questions using it, then longer."""
+    rest, short numbers last; within a rank, fewer holdout questions using it, then longer.
+    A `rank` measured on the data (counts in a sample) ranks first the features already
+    anchors of other questions: they cost the prefilter nothing more."""
     df = Counter(f for q in questions for f in q.features)
+    measured = rank is not None
     rank = rank or (lambda f, q: (_commonness(f, q.names), df[f], -len(f), f))
     anchors: set[str] = set()
-    for q in questions:
+    for q in sorted(questions, key=lambda q: len(q.features)):  # the fewest choices first
         if not q.features:
             anchors.add(q.normalized.split(" ")[0])
             continue
         need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
-        ranked = sorted(q.features, key=lambda f: rank(f, q))
+        ranked = sorted(q.features, key=lambda f: (measured and f not in anchors, *rank(f, q)))
         anchors.update(ranked[: max(1, need)])
     return anchors
 

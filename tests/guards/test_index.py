@@ -124,3 +124,122 @@ def test_a_reference_query_with_escaped_local_names_is_indexed_as_the_engine_rea
     index = build_index(load_holdout(holdout), GuardsConfig())
     found = {(m.kind, m.holdout_item) for m in index.match_text("training example:\n" + SPELLED_OUT)}
     assert ("sparql", "geo/geo-1") in found, found
+
+
+def test_the_byte_table_splits_an_ascii_line_into_exactly_its_tokens():
+    """`line_mask` splits ASCII lines with a byte table, not `tokens`: the two must agree on
+    every ASCII line (case, digits, `_` and punctuation as separators), also on a slice of a
+    larger array (Arrow offsets not at 0) and around nulls."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from kgeval.guards._index import _ascii_words
+
+    rng = random.Random(9)
+    alphabet = string.ascii_letters + string.digits + string.punctuation + " \t_"
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80))) for _ in range(2000)]
+    lines += ["Karen_Novak's DEPARTMENT(hr-01)", "x\u00a0y", "E1015.\tPV:Employee"]
+    for array in (pa.array(lines), pa.array(lines, pa.large_string()), pa.array(["pad", *lines])[1:]):
+        split = pc.ascii_split_whitespace(_ascii_words(array)).to_pylist()
+        for line, words in zip(lines, split):
+            if line.isascii():  # Arrow gives an empty word for leading blanks: in no vocabulary
+                assert [w for w in words if w] == tokens(line), line
+    with_null = pc.ascii_split_whitespace(_ascii_words(pa.array(["A b", None, "C_d"])[1:])).to_pylist()
+    assert with_null == [None, ["c", "d"]]
+    assert pc.ascii_split_whitespace(_ascii_words(pa.array(["Caf\u00e9"]))).to_pylist() != [tokens("Caf\u00e9")]
+
+
+CATALOGUE_02_RENAMED = (
+    "prefix s: <http://www.w3.org/2000/01/rdf-schema#>\nselect ?n where { ?p s:label \"Eskara Coffee Grinder X448\"@en ;"
+    " s:label ?n . filter (lang(?n) = \"de\") }"
+)
+
+
+def test_a_query_without_a_distinctive_iri_is_prefiltered_by_its_rarest_needle(index):
+    """catalogue-02 uses only rdfs: its prefilter needle was its longest, the rdfs namespace,
+    which half the SPARQL in training data declares: every such line went to the Python line
+    matchers, which cannot match a query. Now the needle is its rarest (the product's label),
+    a line that only declares rdfs is no longer sent to them, and the query is still found."""
+    import pyarrow as pa
+
+    assert index.undistinctive_queries == ["catalogue/catalogue-02"]
+    assert index.query_literals == {"Eskara Coffee Grinder X448"}
+    assert not index.line_mask(pa.array(["PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>"]))[0]
+    found = {(m.kind, m.holdout_item) for m in index.match_text("Translate.\n" + CATALOGUE_02_RENAMED)}
+    assert ("sparql", "catalogue/catalogue-02") in found
+    sampled = index.with_anchors_from(["ordinary text", "Eskara Coffee Grinder X448 is sold out"] * 50)
+    assert sampled.query_literals and sampled.query_literals <= {"label", "de", "Eskara Coffee Grinder X448"}
+    assert "rdf-schema" not in sampled.prefilter
+    found = {(m.kind, m.holdout_item) for m in sampled.match_text("Translate.\n" + CATALOGUE_02_RENAMED)}
+    assert ("sparql", "catalogue/catalogue-02") in found
+
+
+def _fullwidth(word: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in word)
+
+
+HOSTILE_SPELLINGS = (
+    str.upper,
+    _fullwidth,
+    lambda w: w.replace("fi", "\ufb01"),  # the ligature NFKC spells 'fi'
+    lambda w: w.replace("k", "\u212a"),  # KELVIN SIGN, NFKC 'K'
+    lambda w: w.replace("s", "\u017f"),  # LONG S, NFKC 's'
+    lambda w: w.replace("ss", "\u00df"),  # case folding spells it 'ss'
+    lambda w: __import__("unicodedata").normalize("NFD", w),  # 'o' + U+0308, composed by NFKC into 'ö'
+    lambda w: w.replace("1", "\u00b9").replace("2", "\u2082"),  # superscript / subscript digits
+    lambda w: w + "\u00bd",  # one half: NFKC '1⁄2', two words
+)
+
+
+def test_line_mask_keeps_every_non_ascii_line_a_question_matches_in(index):
+    """Lines with characters outside ASCII are split by the byte table too, and their count
+    raised by what such characters can spell after NFKC and case folding: every random line
+    of question words in full-width forms, ligatures, KELVIN SIGN, long s, decomposed accents,
+    between Cyrillic, CJK, dashes and ideographic spaces, in which `match_line` finds a question,
+    is kept; lines of foreign words with at most one question word are not."""
+    import pyarrow as pa
+
+    rng = random.Random(12)
+    noise = ["\u041f\u0440\u0438\u0432\u0435\u0442", "\u516c\u53f8", "caf\u00e9", "the", "\u2014", "stra\u00dfe"]
+    lines = []
+    for q in index.questions:
+        words = sorted(q.features) + ["universit\u00e9", "gartenm\u00f6bel"]
+        for _ in range(25):
+            picked = [rng.choice(HOSTILE_SPELLINGS)(w) if rng.random() < 0.4 else w for w in rng.sample(words, min(len(words), rng.randrange(1, 9)))]
+            picked += rng.sample(noise, 2)
+            rng.shuffle(picked)
+            lines.append("".join(w + rng.choice([" ", "\u3000", "\u2014", " \u00b7 ", ", "]) for w in picked))
+    foreign = [f"{rng.choice(noise)} {rng.choice(noise)} {w} \u516c\u53f8" for w in sorted({f for q in index.questions for f in q.features})]
+    mask = index.line_mask(pa.array(lines + foreign))
+    found = 0
+    for line, kept in zip(lines, mask):
+        matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
+        found += bool(matched)
+        assert kept or not matched, (line, matched)
+    assert found > 100, found
+    assert sum(mask[len(lines):]) < len(foreign) / 4, "most lines with one question word among foreign words pass"
+    # Exactly catalogue-13's three words, one decomposed: the byte table sees two.
+    decomposed = "english category gartenmo\u0308bel"
+    assert [m.holdout_item for m in index.match_line(decomposed)] == ["catalogue/catalogue-13"]
+    assert index.line_mask(pa.array([decomposed]))[0]
+
+
+def test_anchors_chosen_from_a_sample_cover_every_question_and_are_shared(index):
+    """Prefix filtering's rule holds for the anchors chosen on data: each question keeps
+    |F| - ceil(t|F|) + 1 of its features in the prefilter (fewer would let a near-duplicate
+    through unseen); anchors already chosen for another question are preferred (they cost
+    the prefilter nothing), so fewer words are anchors than when each question picks alone."""
+    import math
+
+    from kgeval.guards._index import _anchors
+
+    rng = random.Random(3)
+    words = sorted({f for q in index.questions for f in q.features})
+    sample = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(400)]
+    sampled = index.with_anchors_from(sample)
+    anchors = {a for a in sampled.prefilter.replace("(?:\\b|_)", "").split("|")}
+    for q in index.questions:
+        need = len(q.features) - math.ceil(q.threshold * len(q.features)) + 1 if q.near else 1
+        assert len(q.features & anchors) >= need, (q.id, sorted(q.features & anchors))
+    alone = set().union(*(_anchors([q], lambda f, q: (0, f)) for q in index.questions))
+    assert len(_anchors(index.questions, lambda f, q: (0, f))) < len(alone)
