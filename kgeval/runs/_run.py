@@ -8,6 +8,7 @@ nothing to the system unless every item passed.
 
 from __future__ import annotations
 
+import gc
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import gold_manifest_sha256, load_gold
 from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
-from kgeval.runs._attempt import ExecutionCache, run_attempt
+from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
@@ -219,15 +220,17 @@ _MAX_GROUP = 1000
 
 def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
     run_id = plan.metadata.run_id
-    gold = load_gold(plan.gold_dir)
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
+    for kg_id in sorted({q.kg for q, _ in jobs}):  # sandbox workers load their KG while the gold loads
+        plan.stores[kg_id].start_ahead(plan.config.run.concurrency)
+    gold = load_gold(plan.gold_dir)
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
         for kg_id in sorted({q.kg for q, _ in jobs}):
             prepare(kg_id, plan.stores[kg_id])
     limiter = RateLimiter(plan.config.run.rate_limit_per_s)
-    cache = ExecutionCache()
+    cache, verdicts = ExecutionCache(), VerdictCache()
     lookups = kg_lookups(plan.stores, plan.config)
     served: set[str] = set()
 
@@ -236,7 +239,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         entry = gold[question.id]
         return run_attempt(
             question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
-            limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg),
+            limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg), verdicts=verdicts,
         )
 
     def record(results: list[tuple[Attempt, list]]) -> None:
@@ -247,6 +250,10 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
             if progress:
                 progress(attempt.question_id)
 
+    # The gold, the stores and the holdout are read-only from here on: the cyclic garbage
+    # collector need not walk their hundreds of thousands of objects again and again (each full
+    # collection did, at a cost that grew with the gold).
+    gc.freeze()
     try:
         run = plan.config.run
         # A commit costs milliseconds whatever it holds, so attempts are written in groups: every
@@ -254,6 +261,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         # (the group is capped so one transaction stays small).
         dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
+        gc.unfreeze()
         close = getattr(plan.system, "close", None)
         if close is not None:
             close()
