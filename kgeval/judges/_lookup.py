@@ -99,16 +99,16 @@ class KgLookup:
             return {}
         values = " ".join(f"<{p}>" for p in self.label_predicates)
         query = f"SELECT ?s ?l WHERE {{ VALUES ?p {{ {values} }} ?s ?p ?l . FILTER(isIRI(?s) && isLiteral(?l)) }}"
-        try:
-            result = self.store.execute(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
+        try:  # plain cells: every label of the KG, no Term built for each
+            result = self.store.execute_cells(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
         except QueryError:
             self._complete = False
             return {}
-        self._complete = not result.truncated
+        self._complete = result.total <= len(result.rows)
         names: dict[str, set[str]] = defaultdict(set)
         for subject, label in result.rows:
             if subject is not None and label is not None:
-                names[subject.value].add(fold(label.value))
+                names[subject[1]].add(fold(label[1]))
         bearers: dict[str, set[str]] = defaultdict(set)
         for subject, labels in names.items():
             for name in labels | ({fold(iri_tail(subject))} if self.iri_tail else set()):
