@@ -108,7 +108,10 @@ class WorkerPool:
             return
         with self._free:
             closed = self._closed
-        if closed:  # the pool closed while this worker loaded: nobody would stop it
+            if closed:  # the pool closed while this worker loaded: nobody else would stop it
+                self._all.discard(worker)
+                self._started -= 1
+        if closed:
             worker.kill()
             return
         self._release(worker, True)
