@@ -53,6 +53,7 @@ import kgeval.judges._execution_rules as execution_rules_module  # noqa: E402
 import kgeval.stores._base as base_module  # noqa: E402
 import kgeval.stores._query as query_module  # noqa: E402
 import kgeval.stores._value_size as value_size_module  # noqa: E402
+import kgeval.stores._rewrite as rewrite_module  # noqa: E402
 import kgeval.stores._results as results_module  # noqa: E402
 from kgeval.stores._sandbox import WorkerPool  # noqa: E402
 from kgeval.runs import ResultsDB, execute_run  # noqa: E402
@@ -229,6 +230,7 @@ def forget_process_caches() -> None:
     building as a fresh `kgeval run` would."""
     _analyse.cache_clear()
     value_size_module.estimated_value_bytes.cache_clear()
+    rewrite_module.order_variables.cache_clear()
     query_module._algebra.cache_clear()
     execution_module.order_keys.cache_clear()
     execution_rules_module.lists_pairs_once.cache_clear()

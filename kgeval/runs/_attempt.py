@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections import OrderedDict
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
