@@ -12,9 +12,9 @@ import gc
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import kgeval
 from kgeval._files import sha256_json
