@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import resource
 import statistics
@@ -52,6 +53,8 @@ import kgeval.judges._execution as execution_module  # noqa: E402
 import kgeval.judges._execution_rules as execution_rules_module  # noqa: E402
 import kgeval.stores._base as base_module  # noqa: E402
 import kgeval.stores._query as query_module  # noqa: E402
+import kgeval.stores._value_size as value_size_module  # noqa: E402
+import kgeval.stores._rewrite as rewrite_module  # noqa: E402
 import kgeval.stores._results as results_module  # noqa: E402
 from kgeval.stores._sandbox import WorkerPool  # noqa: E402
 from kgeval.runs import ResultsDB, execute_run  # noqa: E402
@@ -227,6 +230,8 @@ def forget_process_caches() -> None:
     """Empty every cache a process keeps across runs, so each run pays for parsing and term
     building as a fresh `kgeval run` would."""
     _analyse.cache_clear()
+    value_size_module.estimated_value_bytes.cache_clear()
+    rewrite_module.order_variables.cache_clear()
     query_module._algebra.cache_clear()
     execution_module.order_keys.cache_clear()
     execution_rules_module.lists_pairs_once.cache_clear()
@@ -305,6 +310,10 @@ def print_shares(seconds: float, timers: _Timers) -> None:
         print(f"  {label:<72} {value:8.3f} s  {value / seconds:6.1%} of the run")
 
 
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg()) + " (1/5/15 min)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--predictions", type=int, default=1050)
@@ -322,6 +331,7 @@ def main() -> None:
         report = rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp / "gold")
         assert report.ok, report.failures
         n_records = len(replay.read_text().splitlines())
+        print(f"machine: {os.cpu_count()} cores, load average {_load()} at the start (ratios of one build move with the load)")
         print(f"holdout: {len(holdout.kgs)} KGs, {len(holdout.questions())} questions, {args.seeds} seeds; {n_records} predictions in the replay")
         print(f"{'run':>4} {'raw all s':>10} {'raw distinct s':>15} {'run s':>8} {'attempts':>9} {'x raw all':>10} {'x raw distinct':>15} {'CPU x raw all':>14}")
         ratios, cpu_ratios = [], []
@@ -333,6 +343,7 @@ def main() -> None:
             ratios.append(seconds / raw_all)
             cpu_ratios.append(cpu / raw_cpu)
             print(f"{i + 1:>4} {raw_all:>10.3f} {raw_distinct:>15.3f} {seconds:>8.3f} {attempts:>9} {ratios[-1]:>9.2f}x {seconds / raw_distinct:>14.2f}x {cpu_ratios[-1]:>13.2f}x")
+        print(f"load average {_load()} at the end")
         print(f"run / raw all: best {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x over {len(ratios)} runs (target: within 2x); "
               f"CPU seconds (run: this process + its sandbox workers): best {min(cpu_ratios):.2f}x, median {statistics.median(cpu_ratios):.2f}x")
         print(f"raw all = {n_all} candidate texts executed one by one; raw distinct = the {n_distinct} distinct (KG, text) pairs")

@@ -120,7 +120,7 @@ def with_named_columns(
 ) -> tuple[QueryResult, dict[str, str], dict[str, int]]:
     """The answer with a derived column beside each column (see module docstring); what each
     rule translated, in words; and the names found ambiguous (name -> entities bearing it)."""
-    gold_names, gold_iris = _GOLD_TERMS.get(gold)
+    gold_names, gold_iris, gold_iris_named = _GOLD_TERMS.get(gold)
     columns, used, ambiguous = [], {}, {}
     for k, var in enumerate(answer.vars):
         cells = [row[k] for row in answer.rows]
@@ -131,7 +131,7 @@ def with_named_columns(
                 columns.append((f"{var}__name", derived))
                 used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
         elif kinds == {"literal"} and gold_iris and config.labels.label_for_entity:
-            derived, n = _entities_for(cells, gold_iris, lookup, ambiguous)
+            derived, n = _entities_for(cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous)
             if n:
                 columns.append((f"{var}__entity", derived))
                 used["label_for_entity"] = f"{n} answer name(s) of ?{var} taken as the gold's entities they label"
@@ -142,14 +142,35 @@ def with_named_columns(
     return widened, used, ambiguous
 
 
-def gold_names_and_iris(gold: QueryResult) -> tuple[dict[str, Term], set[str]]:
-    """The gold's literals by folded name, and its IRIs."""
+class _IrisByName:
+    """The gold's IRIs by each of their folded names in a KG (`KgLookup.names`), per lookup:
+    which gold IRIs a name is a name of, in one dict lookup instead of a pass over the gold."""
+
+    def __init__(self, iris: set[str]) -> None:
+        self._iris = iris
+        self._by_lookup: dict[int, tuple[KgLookup, dict[str, frozenset[str]]]] = {}
+
+    def __call__(self, lookup: KgLookup) -> dict[str, frozenset[str]]:
+        kept = self._by_lookup.get(id(lookup))
+        if kept is not None and kept[0] is lookup:
+            return kept[1]
+        by_name: dict[str, set[str]] = {}
+        for iri in self._iris:
+            for name in lookup.names(iri):
+                by_name.setdefault(name, set()).add(iri)
+        frozen = {name: frozenset(iris) for name, iris in by_name.items()}
+        self._by_lookup[id(lookup)] = (lookup, frozen)  # a run has one lookup per KG: a few entries
+        return frozen
+
+
+def gold_names_and_iris(gold: QueryResult) -> tuple[dict[str, Term], set[str], _IrisByName]:
+    """The gold's literals by folded name, its IRIs, and its IRIs by name (per lookup)."""
     names = {fold(t.value): t for row in gold.rows for t in row if t is not None and t.type == "literal"}
     iris = {t.value for row in gold.rows for t in row if t is not None and t.type == "uri"}
-    return names, iris
+    return names, iris, _IrisByName(iris)
 
 
-_GOLD_TERMS: GoldCache[tuple[dict[str, Term], set[str]]] = GoldCache(gold_names_and_iris)
+_GOLD_TERMS: GoldCache[tuple[dict[str, Term], set[str], _IrisByName]] = GoldCache(gold_names_and_iris)
 """Per gold, once: every wrong answer of every seed asks the label rules about the same gold."""
 
 
@@ -162,12 +183,14 @@ def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: Kg
     return derived, n
 
 
-def _entities_for(cells: list[Term | None], gold_iris: set[str], lookup: KgLookup, ambiguous: dict[str, int]) -> tuple[list[Term | None], int]:
+def _entities_for(
+    cells: list[Term | None], gold_iris: set[str], gold_iris_by_name: dict[str, frozenset[str]], lookup: KgLookup, ambiguous: dict[str, int]
+) -> tuple[list[Term | None], int]:
     derived, n = [], 0
     for cell in cells:
         target = None
         if cell is not None:
-            bearers = lookup.bearers(cell.value) | {iri for iri in gold_iris if fold(cell.value) in lookup.names(iri)}
+            bearers = lookup.bearers(cell.value) | gold_iris_by_name.get(fold(cell.value), frozenset())
             named = bearers & gold_iris
             if len(named) == 1 and len(bearers) == 1:
                 target = Term.iri(next(iter(named)))

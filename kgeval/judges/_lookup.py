@@ -22,6 +22,10 @@ from kgeval.judges._normalize import iri_tail
 from kgeval.stores import Store
 
 
+_NAMES_KEPT = 1 << 18
+"""IRIs whose names a lookup keeps (then it starts over): bounded memory."""
+
+
 def fold(text: str) -> str:
     """How the label rules compare names: case- and whitespace-insensitive."""
     return " ".join(text.casefold().split())
@@ -43,11 +47,19 @@ class KgLookup:
         self._bearers: dict[str, frozenset[str]] = {}
         self._complete = True
         self._occurs: dict[str, bool] = {}
+        self._named: dict[str, frozenset[str]] = {}
 
     def names(self, iri: str) -> frozenset[str]:
-        """The folded names of `iri`: its labels, and its tail when `iri_tail` is on."""
-        labels = self._label_index().get(iri, frozenset())
-        return labels | {fold(iri_tail(iri))} if self.iri_tail else labels
+        """The folded names of `iri`: its labels, and its tail when `iri_tail` is on (kept: the
+        label rules ask about the same IRIs for every seed and every wrong answer)."""
+        found = self._named.get(iri)
+        if found is None:
+            labels = self._label_index().get(iri, frozenset())
+            found = labels | {fold(iri_tail(iri))} if self.iri_tail else labels
+            if len(self._named) >= _NAMES_KEPT:
+                self._named.clear()
+            self._named[iri] = found
+        return found
 
     def bearers(self, name: str) -> frozenset[str]:
         """IRIs of the KG one of whose labels (or tails, among labelled IRIs) folds to `name`."""
@@ -87,16 +99,16 @@ class KgLookup:
             return {}
         values = " ".join(f"<{p}>" for p in self.label_predicates)
         query = f"SELECT ?s ?l WHERE {{ VALUES ?p {{ {values} }} ?s ?p ?l . FILTER(isIRI(?s) && isLiteral(?l)) }}"
-        try:
-            result = self.store.execute(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
+        try:  # plain cells: every label of the KG, no Term built for each
+            result = self.store.execute_cells(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
         except QueryError:
             self._complete = False
             return {}
-        self._complete = not result.truncated
+        self._complete = result.total <= len(result.rows)
         names: dict[str, set[str]] = defaultdict(set)
         for subject, label in result.rows:
             if subject is not None and label is not None:
-                names[subject.value].add(fold(label.value))
+                names[subject[1]].add(fold(label[1]))
         bearers: dict[str, set[str]] = defaultdict(set)
         for subject, labels in names.items():
             for name in labels | ({fold(iri_tail(subject))} if self.iri_tail else set()):

@@ -52,7 +52,7 @@ _MEMO_LIMIT = 1 << 14
 index remembers (then each starts over)."""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class GoldIndex:
     """A gold prepared for the seed judge."""
 
@@ -62,7 +62,8 @@ class GoldIndex:
     """Gold items: non-empty kept rows plus the rows beyond the cap (1 for ASK)."""
     spelled: dict[str, str]
     """A gold cell's own text -> its key, where the text normalizes to the cell's key: an answer
-    item spelt as the gold spells it skips normalization."""
+    item spelt as the gold spells it skips normalization. Filled by `learn_spellings` when the
+    first answer list is judged against the gold (executed results never read it)."""
     injective: bool = False
     """Each value is in one gold row and no two values share a row (a one-column gold of
     distinct values): gold items covered by an answer's hits = the number of its hit values."""
@@ -85,6 +86,20 @@ class GoldIndex:
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while an answer list is counted (`list_counts`): which texts are lone changes as
     texts are met, and a run's worker threads share the index."""
+    spellings_known: bool = False
+    """`spelled` (and the memos it seeds) are filled."""
+
+    def learn_spellings(self, gold: QueryResult, normalizer: Normalizer) -> None:
+        """Fill `spelled` and the memos from the gold's cells, once (under `lock`)."""
+        if self.spellings_known:
+            return
+        for row in gold.rows if gold.form == "select" else ():
+            for term in row:
+                key = normalizer.term(term)
+                if key is not None and normalizer.text(term.value) == key:
+                    self.spelled[_own_copy(term.value)] = key
+        self.forget()
+        self.spellings_known = True
 
     def forget(self) -> None:
         """Start the text memos over (bounded memory)."""
@@ -107,18 +122,13 @@ class GoldIndex:
 
 def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
     if gold.form == "ask":
-        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {}, True)
+        return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {}, True, spellings_known=True)
     rows: dict[str, list[int]] = {}
-    spelled: dict[str, str] = {}
     kept = 0
+    term = normalizer.term
     for row in gold.rows:
-        values = set()
-        for term in row:
-            key = normalizer.term(term)
-            if key is not None:
-                values.add(key)
-                if normalizer.text(term.value) == key:
-                    spelled[_own_copy(term.value)] = key
+        values = set(map(term, row))
+        values.discard(None)
         if not values:
             continue
         for value in values:
@@ -126,9 +136,7 @@ def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
         kept += 1
     frozen = {v: tuple(ids) for v, ids in rows.items()}
     injective = all(len(ids) == 1 for ids in frozen.values()) and len({ids[0] for ids in frozen.values()}) == len(frozen)
-    index = GoldIndex(frozen, kept + gold.total - len(gold.rows), spelled, injective)
-    index.forget()
-    return index
+    return GoldIndex(frozen, kept + gold.total - len(gold.rows), {}, injective)
 
 
 def _own_copy(text: str) -> str:
@@ -252,6 +260,7 @@ class SeedJudge:
         if items is not None:
             index = self._golds.get(gold)
             with index.lock:
+                index.learn_spellings(gold, self.normalizer)
                 answer_items, matched, covered = list_counts(items, index, self.normalizer)
             full_answer = True
         else:

@@ -17,10 +17,12 @@ Terminal states (DESIGN invariant 5):
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections import OrderedDict
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -108,7 +110,6 @@ class ExecutionCache:
                 del self._running[key]
             running.set()
 
-
     def _keep(self, key: tuple[str, str], value: Execution) -> None:
         """Keep `value` (called under the lock), dropping the least recently used beyond the bound."""
         self._results[key] = value
@@ -121,6 +122,42 @@ class ExecutionCache:
 def _rows_held(execution: Execution) -> int:
     """What an execution costs the cache: its result's rows, at least 1."""
     return 1 + (len(execution.result.rows) if execution.result is not None else 0)
+
+
+VerdictKey = tuple[str, str, str, str | None]
+"""(KG, question id, candidate SPARQL, answer list as JSON)."""
+
+
+class VerdictCache:
+    """Verdicts already given in this run, by question and candidate (SPARQL text and answer
+    list). Judges are deterministic by design (DESIGN invariant 3) and a kept execution of one
+    text is one result (`ExecutionCache`), so seeds and retries that give the same candidate get
+    the same verdicts: they are judged once. Only candidates whose execution recurs are kept
+    (see `_recurs`). Bounded: least recently used out (a run asks question after question, so
+    the seeds of one question meet while their entry is fresh). Thread-safe."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._entries: OrderedDict[VerdictKey, tuple[list[Verdict], bool]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(question: Question, output: SystemOutput) -> VerdictKey:
+        answer = None if output.answer is None else json.dumps(output.answer, default=repr)
+        return question.kg, question.id, output.sparql or "", answer
+
+    def get(self, key: VerdictKey) -> tuple[list[Verdict], bool] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: VerdictKey, judged: tuple[list[Verdict], bool]) -> None:
+        with self._lock:
+            self._entries[key] = judged
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
 
 
 def _call(system: System, question: Question, seed: int) -> SystemOutput:
@@ -182,6 +219,7 @@ def run_attempt(
     cache: ExecutionCache | None = None,
     ties: TieInfo | None = None,
     lookup: KgLookup | None = None,
+    verdicts: VerdictCache | None = None,
 ) -> tuple[Attempt, list[Verdict]]:
     """Ask the system (with retries), name the terminal state, judge what is judgeable.
 
@@ -190,7 +228,10 @@ def run_attempt(
     and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
     started = time.perf_counter()
     output, tries = call_with_retries(system, question, seed, config, limiter)
-    return judge_output(question, seed, output, store, judges, gold, config, started=started, tries=tries, cache=cache, ties=ties, lookup=lookup)
+    return judge_output(
+        question, seed, output, store, judges, gold, config,
+        started=started, tries=tries, cache=cache, ties=ties, lookup=lookup, verdicts=verdicts,
+    )  # fmt: skip
 
 
 def judge_output(
@@ -207,9 +248,11 @@ def judge_output(
     cache: ExecutionCache | None = None,
     ties: TieInfo | None = None,
     lookup: KgLookup | None = None,
+    verdicts: VerdictCache | None = None,
 ) -> tuple[Attempt, list[Verdict]]:
     """Name the terminal state of one system output and judge it if judgeable: what a run does
-    with every output, and what the service's `/judge` does with one it is given."""
+    with every output, and what the service's `/judge` does with one it is given. With
+    `verdicts`, a candidate judged before in the run is not judged again."""
     started = time.perf_counter() if started is None else started
     base = {
         "kg": question.kg,
@@ -234,17 +277,40 @@ def judge_output(
         return Attempt(**base, state="error", error_kind=execution.harness, error=execution.error), []
     if execution.failure is not None and output.answer is None and cut_off:
         return Attempt(**base, state="error", error_kind="truncated_empty", error=execution.error), []
-    candidate = Candidate(
-        items=output.answer, result=execution.result, sparql_error=execution.error, failure=execution.failure,
-        sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), lookup=lookup,
-    )
-    verdicts, tie_resolved = judge_candidate(question, judges, gold, candidate, ties)
+    judged, tie_resolved = _judged(question, output, execution, judges, gold, ties, lookup, verdicts)
     extra = _attempt_extra(execution, config)
     if tie_resolved:
         extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
     total = execution.result.total if execution.result is not None else None
     state = "incomplete" if cut_off else "answered"
-    return Attempt(**base, state=state, result_total=total, extra=extra), verdicts
+    return Attempt(**base, state=state, result_total=total, extra=extra), judged
+
+
+def _judged(
+    question: Question,
+    output: SystemOutput,
+    execution: Execution,
+    judges: dict[str, Judge],
+    gold: QueryResult,
+    ties: TieInfo | None,
+    lookup: KgLookup | None,
+    verdicts: VerdictCache | None,
+) -> tuple[list[Verdict], bool]:
+    """Every judge's verdict on the output and whether a tie resolution changed the gold judged,
+    from `verdicts` when this candidate was judged before in the run."""
+    key = VerdictCache.key(question, output) if verdicts is not None and _recurs(execution) else None
+    if key is not None:
+        found = verdicts.get(key)  # type: ignore[union-attr]
+        if found is not None:
+            return found
+    candidate = Candidate(
+        items=output.answer, result=execution.result, sparql_error=execution.error, failure=execution.failure,
+        sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), lookup=lookup,
+    )
+    judged = judge_candidate(question, judges, gold, candidate, ties)
+    if key is not None:
+        verdicts.put(key, judged)  # type: ignore[union-attr]
+    return judged
 
 
 def _attempt_extra(execution: Execution, config: KgevalConfig) -> dict:

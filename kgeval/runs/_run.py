@@ -8,12 +8,14 @@ nothing to the system unless every item passed.
 
 from __future__ import annotations
 
+import gc
 import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import kgeval
 from kgeval._files import sha256_json
@@ -22,7 +24,7 @@ from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
 from kgeval.holdout import Holdout, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
-from kgeval.runs._attempt import ExecutionCache, run_attempt
+from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
@@ -30,6 +32,7 @@ from kgeval.stores import Store, open_store
 from kgeval.systems import System
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
 class ChecklistFailed(CheckFailed):
@@ -222,15 +225,17 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     run_id = plan.metadata.run_id
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
+    for kg_id in sorted({q.kg for q, _ in jobs}):  # sandbox workers load their KG while the gold is indexed
+        plan.stores[kg_id].start_ahead(plan.config.run.concurrency)
     # verified up front, each entry read when its question's first attempt starts and dropped
     # when its last is judged: the run's memory follows the questions in flight, not the holdout
-    gold = GoldLoans(index_gold(plan.gold_dir), Counter(q.id for q, _ in jobs))
+    gold = GoldLoans(_without_gc_passes(index_gold, plan.gold_dir), Counter(q.id for q, _ in jobs))
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
         for kg_id in sorted({q.kg for q, _ in jobs}):
             prepare(kg_id, plan.stores[kg_id])
     limiter = RateLimiter(plan.config.run.rate_limit_per_s)
-    cache = ExecutionCache()
+    cache, verdicts = ExecutionCache(), VerdictCache()
     lookups = kg_lookups(plan.stores, plan.config)
     served: set[str] = set()
 
@@ -239,7 +244,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         with gold.lend(question.id) as entry:
             return run_attempt(
                 question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
-                limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg),
+                limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg), verdicts=verdicts,
             )
 
     def record(results: list[tuple[Attempt, list]]) -> None:
@@ -250,6 +255,11 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
             if progress:
                 progress(attempt.question_id)
 
+    # The gold index, the stores, the lookups and the holdout are read-only from here on: the
+    # cyclic garbage collector need not walk their objects again and again (each full collection
+    # did, at a cost that grew with what the run had loaded). Gold entries are read later, per
+    # question, and are not frozen: they are dropped when their question is judged.
+    gc.freeze()
     try:
         run = plan.config.run
         # A commit costs milliseconds whatever it holds, so attempts are written in groups: every
@@ -257,6 +267,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         # (the group is capped so one transaction stays small).
         dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
+        gc.unfreeze()
         close = getattr(plan.system, "close", None)
         if close is not None:
             close()
@@ -264,6 +275,19 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata
+
+
+def _without_gc_passes(load: Callable[[Path], T], path: Path) -> T:
+    """`load(path)` with the cyclic garbage collector paused: loading builds hundreds of
+    thousands of objects that all stay alive, and the passes that allocation triggered over
+    them were half of loading a gold's CPU. Paused only while loading, then back as it was."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return load(path)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:

@@ -84,6 +84,10 @@ class Store(ABC):
             error.resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000)
             raise error from None
 
+    def start_ahead(self, workers: int) -> None:
+        """Get ready for up to `workers` candidate queries at once, in the background (the
+        embedded store starts its sandbox workers); returns at once. Nothing to do by default."""
+
     def _run_candidate(
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[QueryResult, QueryResources]:

@@ -68,6 +68,10 @@ class EmbeddedStore(Store):
         """The worker processes that run this store's candidate queries."""
         return self._pool
 
+    def start_ahead(self, workers: int) -> None:
+        if self.candidate_limits.sandbox:
+            self._pool.start_ahead(workers)
+
     def close(self) -> None:
         """Stop the sandbox workers (they also stop when the store is collected or the process ends)."""
         self._finalizer()

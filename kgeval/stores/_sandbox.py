@@ -69,6 +69,7 @@ class WorkerPool:
         self._all: set[_Worker] = set()
         self._started = 0
         self._free = threading.Condition()
+        self._closed = False
         self.network_isolated: bool | None = None
         """Whether the workers run without network (None until one has started)."""
 
@@ -89,6 +90,32 @@ class WorkerPool:
         _, answer, peak = message
         return WorkerReply(Answer(*answer), (time.perf_counter() - started) * 1000, peak)
 
+    def start_ahead(self, count: int) -> None:
+        """Start up to `count` workers (at most `workers`, those running included) in background
+        threads and leave them idle, so the first queries do not wait for a worker to load the KG:
+        a run calls it before it loads its gold. A worker that fails to start is dropped
+        silently; the query that needs one then starts its own and reports why it cannot."""
+        with self._free:
+            wanted = max(0, min(count, self._config.workers) - self._started)
+            self._started += wanted
+        for _ in range(wanted):
+            threading.Thread(target=self._start_idle, daemon=True, name="kgeval-sandbox-start").start()
+
+    def _start_idle(self) -> None:
+        try:
+            worker = self._new_worker()
+        except BaseException:  # noqa: BLE001 - reported by the query that starts the next one
+            return
+        with self._free:
+            closed = self._closed
+            if closed:  # the pool closed while this worker loaded: nobody else would stop it
+                self._all.discard(worker)
+                self._started -= 1
+        if closed:
+            worker.kill()
+            return
+        self._release(worker, True)
+
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (tests check a killed one is gone)."""
         with self._free:
@@ -97,6 +124,7 @@ class WorkerPool:
     def close(self) -> None:
         """Stop every worker (idle or busy)."""
         with self._free:
+            self._closed = True
             workers, self._all, self._idle = list(self._all), set(), []
         for worker in workers:
             worker.kill()
@@ -114,6 +142,10 @@ class WorkerPool:
                 self._all.discard(worker)  # died while idle (killed from outside): never blamed on a query
                 self._started -= 1
             self._started += 1
+        return self._new_worker()
+
+    def _new_worker(self) -> _Worker:
+        """A started worker that loaded this pool's KG (counted in `_started` by the caller)."""
         try:
             worker = _Worker.start(self._files, self._config, self._label)
         except BaseException:

@@ -19,6 +19,7 @@ every reference query of CK25 and the sample holdout through it).
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import tree_sitter
@@ -33,12 +34,16 @@ _TRIPLING = {"ENCODE_FOR_URI", "UCASE", "LCASE"}
 """%XX for every byte; case mapping of some characters yields up to three."""
 _BUILDERS = {"CONCAT", "REPLACE", *_TRIPLING}
 """The calls whose value can be larger than their largest argument: what the cap is about."""
+_BUILDER_WORDS = re.compile("|".join(sorted(_BUILDERS)), re.IGNORECASE)
+"""Any of `_BUILDERS` in a text, in any case (keywords are case-insensitive)."""
 
 
 @lru_cache(maxsize=4096)
 def estimated_value_bytes(canonical: str, assumed_value_bytes: int) -> float:
     """The largest value (UTF-8 bytes) the query `canonical` (a `QueryShape.text`) may build,
     with every data value taken to be `assumed_value_bytes` long."""
+    if _BUILDER_WORDS.search(canonical) is None:
+        return 0.0  # no builder's keyword in the text the tree is parsed from: no builder node
     root = parsed_tree(canonical).root_node
     data = float(assumed_value_bytes)
     bound: dict[str, float] = {}

@@ -13,7 +13,9 @@ Bounds set here, in the worker itself:
 - lifetime: it is SIGKILLed when its parent dies (PR_SET_PDEATHSIG), even mid-query; as a
   backstop, RLIMIT_CPU = CPU used so far + a bound per query.
 
-Protocol (multiprocessing.connection over a socketpair, pickled plain tuples):
+Protocol (multiprocessing.connection's framing over a socketpair, pickled plain tuples; the
+worker speaks it with `_Channel`, since importing multiprocessing cost each worker more CPU
+than the rest of its start-up together):
 parent -> ("load", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
 parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s)
 worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
@@ -27,7 +29,8 @@ import hashlib
 import os
 import signal
 import sys
-from multiprocessing.connection import Connection
+import pickle
+import struct
 from pathlib import Path
 
 BOOTSTRAP = (
@@ -44,9 +47,45 @@ _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 
 
+class _Channel:
+    """The worker's end of the socketpair, framed as `multiprocessing.connection.Connection`
+    frames messages (the parent's end is one): a 4-byte big-endian signed length (-1, then an
+    8-byte length, past 2 GiB), then the pickle."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def send(self, message: object) -> None:
+        payload = pickle.dumps(message)
+        size = len(payload)
+        header = struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
+        self._write(header + payload)
+
+    def recv(self) -> object:
+        (size,) = struct.unpack("!i", self._read(4))
+        if size == -1:
+            (size,) = struct.unpack("!Q", self._read(8))
+        return pickle.loads(self._read(size))
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def _read(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = os.read(self._fd, left)
+            if not chunk:
+                raise EOFError("the parent closed the connection")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+
 def main(fd: int, parent_pid: int) -> None:
     die_with_parent(parent_pid)
-    conn = Connection(fd)
+    conn = _Channel(fd)
     isolated = isolate_network()
     from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
 
@@ -63,7 +102,7 @@ def main(fd: int, parent_pid: int) -> None:
     _serve(conn, store, _engine)
 
 
-def _serve(conn: Connection, store: object, engine: object) -> None:
+def _serve(conn: _Channel, store: object, engine: object) -> None:
     while True:
         try:
             request = conn.recv()
@@ -137,11 +176,21 @@ def _limit_cpu(backstop_s: int) -> None:
 
 
 def _reset_peak_memory() -> None:
+    """Reset VmHWM to the current RSS (Linux >= 4.0), through a descriptor kept open: opening
+    /proc/self/clear_refs cost more than the write, on every query."""
+    global _CLEAR_REFS
+    if _CLEAR_REFS == -1:
+        return
     try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+        if _CLEAR_REFS is None:
+            _CLEAR_REFS = os.open("/proc/self/clear_refs", os.O_WRONLY)
+        os.write(_CLEAR_REFS, b"5")
     except OSError:
-        pass
+        _CLEAR_REFS = -1  # no such file (not Linux): never tried again
+        return
+
+
+_CLEAR_REFS: int | None = None
 
 
 def _peak_memory() -> int | None:
@@ -150,14 +199,21 @@ def _peak_memory() -> int | None:
 
 
 def _status_kb(field: str) -> int:
+    """A field of /proc/self/status in kB; 0 where there is none (read as bytes: decoding the
+    whole file line by line cost twice as much, on every query)."""
     try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        with open("/proc/self/status", "rb") as handle:
+            status = handle.read()
+    except OSError:
+        return 0
+    start = status.find(b"\n" + field.encode() + b":")
+    if start < 0:
+        return 0
+    line = status[start + len(field) + 2 : status.find(b"\n", start + 1)].split()
+    try:
+        return int(line[0])
+    except (ValueError, IndexError):
+        return 0
 
 
 def _sha256(path: str) -> str:

@@ -98,3 +98,69 @@ def test_a_waiter_executing_on_its_own_does_not_hold_up_other_queries():
     for t in threads:
         t.join()
     assert waited < 0.1, f"another query waited {waited:.2f} s for the cache"
+
+
+def test_seeds_giving_the_same_candidate_are_judged_once(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """Seeds that give the same SPARQL and answer list for a question share one judging (the
+    verdicts are a function of question and candidate); another answer list beside the same
+    SPARQL, or other SPARQL, is judged on its own. Every verdict is the one judging each
+    attempt alone gives, field for field."""
+    import json
+
+    import kgeval.runs._attempt as attempt_module
+    from kgeval.config import RunConfig
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import ResultsDB, execute_run
+    from kgeval.runs._model import Receipt
+    from kgeval.systems import ReplaySystem
+    from tests.conftest import MINI_QUESTIONS
+
+    reference, wrong = MINI_QUESTIONS[1]["sparql"], MINI_QUESTIONS[1]["sparql"].replace("e:sales", "e:it")
+    records = [
+        {"kg": "mini", "question_id": "mini-02", "seed": 0, "sparql": reference},
+        {"kg": "mini", "question_id": "mini-02", "seed": 1, "sparql": reference},
+        {"kg": "mini", "question_id": "mini-02", "seed": 2, "sparql": reference, "answer": ["Alice"]},
+        {"kg": "mini", "question_id": "mini-02", "seed": 3, "sparql": wrong},
+        *({"kg": "mini", "question_id": "mini-06", "seed": s, "answer": ["item1", "item2"]} for s in range(4)),
+    ]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    calls = []
+    judge = attempt_module.judge_candidate
+    monkeypatch.setattr(attempt_module, "judge_candidate", lambda *args: calls.append(args[0].id) or judge(*args))
+
+    def verdict_rows(db_name: str) -> dict:
+        with ResultsDB(tmp_path / db_name) as db:
+            meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=4)), db,
+                               checklist=lambda plan, db: Receipt(checklist_sha256="test", items=[]))  # fmt: skip
+            return {(q, s, v.judge): v.model_dump() for q, s, v in db.verdicts(meta.run_id)}
+
+    memoized = verdict_rows("memo.duckdb")
+    assert sorted(calls) == ["mini-02"] * 3 + ["mini-06"]
+    assert memoized[("mini-02", 0, "seed")] == memoized[("mini-02", 1, "seed")] and len(memoized) == 16
+    calls.clear()
+    monkeypatch.setattr(attempt_module.VerdictCache, "get", lambda self, key: None)  # every attempt judged alone
+    alone = verdict_rows("alone.duckdb")
+    assert len(calls) == 8 and alone == memoized
+
+
+def test_a_candidate_that_timed_out_is_judged_again(monkeypatch):
+    """A timeout may not recur: its verdicts are not kept for the next seed."""
+    import kgeval.runs._attempt as attempt_module
+    from kgeval.config import JudgesConfig
+    from kgeval.holdout import Question
+    from kgeval.judges import judges_from_config
+    from kgeval.runs._attempt import VerdictCache, _judged
+    from kgeval.stores import QueryResult
+
+    calls = []
+    judge = attempt_module.judge_candidate
+    monkeypatch.setattr(attempt_module, "judge_candidate", lambda *args: calls.append(1) or judge(*args))
+    question = Question(id="q1", kg="k", question="Is there a triple?", sparql="ASK { ?s ?p ?o }", domain="d")
+    gold, output = QueryResult(form="ask", boolean=True, total=1), SystemOutput(sparql="ASK { ?s ?p ?o }")
+    timed_out = Execution(error="QueryTimeout: too slow", failure="candidate_timeout", sparql=output.sparql)
+    answered = Execution(result=QueryResult(form="ask", boolean=True, total=1), sparql=output.sparql)
+    judges, cache = judges_from_config(JudgesConfig()), VerdictCache()
+    verdicts = [_judged(question, output, e, judges, gold, None, None, cache) for e in (timed_out, timed_out, answered, answered)]
+    assert len(calls) == 3  # both timeouts, the answer once
+    assert [v.path for v in verdicts[0][0]] == ["candidate_timeout"] * 2 and all(v.correct for v in verdicts[3][0])

@@ -208,3 +208,50 @@ def test_in_process_candidates_when_the_sandbox_is_off(tmp_path):
         store.execute_candidate('SELECT ?v WHERE { BIND("0123456789abc" AS ?v) }', timeout_s=30, row_cap=1)
     result, resources = store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
     assert result.boolean and not resources.sandboxed and store.sandbox.worker_pids() == []
+
+
+def test_workers_started_ahead_serve_the_first_queries(mini_store):
+    """A run starts its stores' workers while it loads its gold: they load the KG without any
+    query, at most `workers` of them, and the first candidate queries run on them."""
+    mini_store.start_ahead(8)  # more than the pool's 2
+    deadline = time.monotonic() + 60
+    while len(mini_store.sandbox.worker_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = mini_store.sandbox.worker_pids()
+    assert len(started) == 2
+    mini_store.start_ahead(8)  # enough are running: none more
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(mini_store.execute_candidate(MINI_QUESTIONS[1]["sparql"], timeout_s=30, row_cap=10))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [result.total for result, _ in results] == [2] * 4 and all(resources.sandboxed for _, resources in results)
+    assert mini_store.sandbox.worker_pids() == started
+
+
+def test_workers_still_loading_when_the_store_closes_are_stopped(tmp_path):
+    store = EmbeddedStore([_kg(tmp_path)])
+    before = {t.ident for t in threading.enumerate()}
+    store.start_ahead(2)
+    starters = [t for t in threading.enumerate() if t.name == "kgeval-sandbox-start" and t.ident not in before]
+    store.close()  # before they are ready
+    for thread in starters:
+        thread.join(60)
+    assert starters and not any(t.is_alive() for t in starters)
+    assert store.sandbox.worker_pids() == []
+    children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _is_worker_child(p)]
+    assert children == []
+
+
+def _is_worker_child(proc: Path) -> bool:
+    """A live sandbox worker whose parent is this process."""
+    import os
+
+    try:
+        stat = (proc / "stat").read_text()
+        cmdline = (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+    parent = int(stat.rsplit(")", 1)[1].split()[1])
+    return parent == os.getpid() and b"_worker import main" in cmdline and _alive(int(proc.name))

@@ -127,3 +127,20 @@ def _kg(tmp_path: Path) -> Path:
     path = tmp_path / "mini.ttl"
     path.write_text(MINI_TTL, encoding="utf-8")
     return path
+
+
+def test_the_keyword_shortcut_gives_the_full_walks_estimate(monkeypatch):
+    """A text with no builder keyword (CONCAT, REPLACE, UCASE, LCASE, ENCODE_FOR_URI, any case)
+    is answered 0 without walking its tree: on every query here (bombs, legitimate ones, the
+    reference queries), the shortcut's estimate is the full walk's."""
+    import re
+
+    import kgeval.stores._value_size as value_size
+
+    texts = [guard_query(t).text for t in [*BOMBS.values(), *LEGITIMATE.values(), *(q for _, q in _reference_queries())]]
+    texts += [guard_query(P + "SELECT ?s WHERE { ?s ex:name ?n FILTER(STRLEN(?n) > 3) } ORDER BY ?n").text]
+    shortcut = [value_size.estimated_value_bytes.__wrapped__(t, LIMITS.assumed_value_bytes) for t in texts]
+    monkeypatch.setattr(value_size, "_BUILDER_WORDS", re.compile(""))  # matches every text: always the full walk
+    full = [value_size.estimated_value_bytes.__wrapped__(t, LIMITS.assumed_value_bytes) for t in texts]
+    assert shortcut == full
+    assert sum(s == 0 for s in shortcut) > 10 and sum(s > 0 for s in shortcut) > 10  # both kinds were compared
