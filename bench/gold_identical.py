@@ -1,6 +1,7 @@
 """Gold files before and after a change: build the gold of each holdout with the kgeval on
 `sys.path` and print the sha256 of every file of it (MANIFEST.json, each KG file, each display
-file), one line each. Run it at two commits and diff the outputs: a change to how the gold is
+file), one line each; then rebuild it unchanged (every entry reused) and check the files are
+the same bytes. Run it at two commits and diff the outputs: a change to how the gold is
 BUILT (speed, memory) must leave every byte of it as it was.
 
     python bench/gold_identical.py [--ck25 DIR] [--questions 1000] > after.txt
@@ -39,8 +40,16 @@ def gold_file_hashes(label: str, holdout_dir: Path, out: Path) -> list[str]:
     stores = {kg.id: EmbeddedStore(kg.files) for kg in holdout.kgs}
     report = rebuild_gold(holdout, lambda kg: stores[kg.id], GoldConfig(), out, force=True)
     assert report.version is not None
-    files = sorted(p for p in report.version.rglob("*") if p.is_file())
-    return [f"{label} {p.relative_to(report.version)} {hashlib.sha256(p.read_bytes()).hexdigest()}" for p in files]
+    lines = _file_hashes(label, report.version)
+    again = rebuild_gold(holdout, lambda kg: stores[kg.id], GoldConfig(), out)  # unchanged: every entry reused
+    assert again.version is not None and not again.built, f"{label}: an unchanged rebuild executed {len(again.built)} queries"
+    assert _file_hashes(label, again.version) == lines, f"{label}: the unchanged rebuild wrote other bytes than the forced one"
+    return lines
+
+
+def _file_hashes(label: str, version: Path) -> list[str]:
+    files = sorted(p for p in version.rglob("*") if p.is_file())
+    return [f"{label} {p.relative_to(version)} {hashlib.sha256(p.read_bytes()).hexdigest()}" for p in files]
 
 
 def main() -> None:
