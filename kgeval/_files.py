@@ -38,6 +38,14 @@ def sha256_json(obj: Any) -> str:
     return sha256_text(canonical_json(obj))
 
 
+def parse_yaml(text: str) -> Any:
+    """`yaml.safe_load`, through libyaml when PyYAML was built with it (its wheels are): the
+    same safe constructor and resolver, about twice as fast on a holdout's questions files."""
+    import yaml  # local: most commands never read YAML
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+
+
 def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
     import yaml  # local: most commands never read YAML
@@ -45,7 +53,7 @@ def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     from kgeval.errors import InputError
 
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return parse_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: {what} missing" + (f" ({missing_hint})" if missing_hint else "")) from None
     except OSError as exc:

@@ -50,6 +50,14 @@ class QuerySyntaxError(QueryError):
     """The query does not parse."""
 
 
+class UndeclaredPrefix(QuerySyntaxError):
+    """The query uses a prefix it never declares (no engine's implicit prefixes are assumed)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__(f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)")
+        self.prefix = prefix
+
+
 class QueryRefused(QueryError):
     """The read-only guard refused the query (update, SERVICE, size) before any store saw it."""
 

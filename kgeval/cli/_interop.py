@@ -16,12 +16,14 @@ from kgeval.holdout import load_holdout, verify_holdout
 from kgeval.errors import InputError
 from kgeval.interop import (
     ImportReport,
+    QuestionRules,
     excluded_without_gold,
     gold_to_qald,
     import_qald,
     import_qald_benchmark,
     import_text2sparql,
     import_text2sparql_datasets,
+    prefix_table,
     run_to_qald,
 )
 from kgeval.interop._write import kg_name
@@ -42,6 +44,22 @@ OrderOpt = Annotated[
         help="Mark questions whose reference query has ORDER BY order-sensitive (their answer order is judged).",
     ),
 ]
+PrefixOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--prefix",
+        help="NAME=IRI: declare this prefix in each reference query that uses it undeclared, as written for an endpoint"
+        " with predefined prefixes (QALD on DBpedia: --prefix dbo=http://dbpedia.org/ontology/). Repeatable.",
+    ),
+]
+PrefixFileOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--prefixes", help="A file of 'PREFIX name: <iri>' or '@prefix name: <iri> .' lines, used as --prefix. Repeatable."),
+]
+
+
+def _rules(order_by_sensitive: bool, prefix: list[str] | None, prefixes: list[Path] | None) -> QuestionRules:
+    return QuestionRules(order_by_sensitive=order_by_sensitive, prefixes=prefix_table(prefix or [], prefixes or []))
 
 
 def _print_import(report: ImportReport) -> None:
@@ -72,18 +90,21 @@ def import_text2sparql_cmd(
     id_prefix: Annotated[str | None, typer.Option("--id-prefix", help="Single dataset: ids become PREFIX-<source id> (default: the dataset's prefix, else the KG id).")] = None,
     replace: ReplaceOpt = None,
     order_by_sensitive: OrderOpt = True,
+    prefix: PrefixOpt = None,
+    prefixes: PrefixFileOpt = None,
 ) -> None:
     """Import TEXT2SPARQL datasets (questions.yml + graphs/*.ttl with *.ttl.graph IRIs), one KG each."""
     if len(paths) > 1 and (name or domain or id_prefix):
         raise InputError("--name, --domain and --id-prefix apply to one dataset; several are named after their directories")
+    rules = _rules(order_by_sensitive, prefix, prefixes)
     if len(paths) == 1:
         kg = name or kg_name(paths[0].resolve().name)
         if replace is not None and replace != kg:
             raise InputError(f"--replace {replace}: this dataset imports as KG {kg!r}")
-        report = import_text2sparql(paths[0], kg, out_dir, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace is not None, order_by_sensitive=order_by_sensitive)
+        report = import_text2sparql(paths[0], kg, out_dir, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace is not None, rules=rules)
         _print_imports([report])
         return
-    _print_imports(import_text2sparql_datasets(paths, out_dir, lang=lang, replace=replace, order_by_sensitive=order_by_sensitive))
+    _print_imports(import_text2sparql_datasets(paths, out_dir, lang=lang, replace=replace, rules=rules))
 
 
 @import_app.command("qald")
@@ -100,20 +121,23 @@ def import_qald_cmd(
     id_prefix: Annotated[str | None, typer.Option("--id-prefix", help="Question ids become PREFIX-<source id> (default: its KG id).")] = None,
     replace: ReplaceOpt = None,
     order_by_sensitive: OrderOpt = True,
+    prefix: PrefixOpt = None,
+    prefixes: PrefixFileOpt = None,
 ) -> None:
     """Import a QALD JSON file (QALD-9-plus style): over one KG (--name, --kg), or over several
     KGs at once (--kg-dir, each question naming its KG in --kg-field)."""
     if (kg_dir is None) == (not kg):
         raise InputError("give either --kg FILE... (one KG, with --name) or --kg-dir DIR (one KG per file or directory)")
+    rules = _rules(order_by_sensitive, prefix, prefixes)
     if kg_dir is not None:
-        reports = import_qald_benchmark(path, out_dir, kg_dir, kg_field, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace, order_by_sensitive=order_by_sensitive)
+        reports = import_qald_benchmark(path, out_dir, kg_dir, kg_field, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace, rules=rules)
         _print_imports(reports)
         return
     if not name:
         raise InputError("--kg needs --name: the KG id to create under --out")
     if replace is not None and replace != name:
         raise InputError(f"--replace {replace}: this import writes KG {name!r}")
-    _print_imports([import_qald(path, name, out_dir, kg, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace is not None, order_by_sensitive=order_by_sensitive)])
+    _print_imports([import_qald(path, name, out_dir, kg, lang=lang, domain=domain, id_prefix=id_prefix, replace=replace is not None, rules=rules)])
 
 
 class ExportFormat(StrEnum):

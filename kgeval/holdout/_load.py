@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kgeval._files import parse_yaml
 from kgeval.errors import InputError, first_validation_error
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
@@ -48,7 +49,7 @@ def load_holdout(root: Path) -> Holdout:
 def _load_kg(kg_dir: Path) -> KnowledgeGraph:
     path = kg_dir / QUESTIONS_FILE
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = parse_yaml(path.read_text(encoding="utf-8"))
         parsed = _QuestionsFile.model_validate(raw)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None

@@ -5,11 +5,13 @@ from kgeval.interop._infer import inferred_tags
 from kgeval.interop._qald import excluded_without_gold, gold_to_qald, import_qald, import_qald_benchmark, run_to_qald
 from kgeval.interop._rdf import DataFileNote
 from kgeval.interop._text2sparql import import_text2sparql, import_text2sparql_datasets
-from kgeval.interop._write import ImportReport
+from kgeval.interop._write import ImportReport, QuestionRules, declare_prefixes, prefix_table
 
 __all__ = [
     "DataFileNote",
     "ImportReport",
+    "QuestionRules",
+    "declare_prefixes",
     "excluded_without_gold",
     "gold_to_qald",
     "import_qald",
@@ -17,5 +19,6 @@ __all__ = [
     "import_text2sparql",
     "import_text2sparql_datasets",
     "inferred_tags",
+    "prefix_table",
     "run_to_qald",
 ]

@@ -21,14 +21,14 @@ from kgeval._files import sha256_file
 from kgeval.errors import InputError, QueryError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
-from kgeval.interop._write import ImportReport, KgImport, QuestionProblems, check_question, kg_name, read_questions, write_kgs
+from kgeval.interop._write import ImportReport, KgImport, QuestionProblems, QuestionRules, check_question, kg_name, read_questions, write_kgs
 from kgeval.runs import ResultsDB
 from kgeval.stores import QueryResult, Store, Term, rdf_format
 
 
 def import_qald(
     path: Path, name: str, out: Path, kg_files: list[Path], *, lang: str = "en",
-    domain: str | None = None, id_prefix: str | None = None, replace: bool = False, order_by_sensitive: bool = True,
+    domain: str | None = None, id_prefix: str | None = None, replace: bool = False, rules: QuestionRules = QuestionRules(),
 ) -> ImportReport:
     """Import the QALD JSON file at `path`, asked over `kg_files`, as KG `name` of `out`; seal.
     Question ids are `<id_prefix or name>-<source id>`, the domain `domain or name`."""
@@ -38,13 +38,13 @@ def import_qald(
     for kg_file in kg_files:
         if not Path(kg_file).is_file():
             raise InputError(f"{kg_file}: KG file does not exist")
-    kg = _kg_import(Path(path), doc, doc["questions"], name, [Path(f) for f in kg_files], lang, domain, id_prefix, order_by_sensitive)
+    kg = _kg_import(Path(path), doc, doc["questions"], name, [Path(f) for f in kg_files], lang, domain, id_prefix, rules)
     return write_kgs(out, [kg], replace=name if replace else None)[0]
 
 
 def import_qald_benchmark(
     path: Path, out: Path, kg_dir: Path, kg_field: str, *, lang: str = "en", domain: str | None = None,
-    id_prefix: str | None = None, replace: str | None = None, order_by_sensitive: bool = True,
+    id_prefix: str | None = None, replace: str | None = None, rules: QuestionRules = QuestionRules(),
 ) -> list[ImportReport]:
     """Import a QALD JSON file whose questions are asked over several KGs: each question names
     its KG in the field `kg_field`; the KG's data is `kg_dir/<value>` (a directory of RDF
@@ -69,7 +69,7 @@ def import_qald_benchmark(
             continue
         try:
             kgs.append(_kg_import(path, doc, raws, names[value], _kg_data_files(Path(kg_dir), value), lang, domain, id_prefix,
-                                  order_by_sensitive, extra={"kg_field": kg_field, "kg_value": value}))
+                                  rules, extra={"kg_field": kg_field, "kg_value": value}))
         except QuestionProblems as exc:  # every KG's bad questions in one message
             problems.append(exc)
     if problems:
@@ -89,15 +89,16 @@ def _read_qald(path: Path) -> dict:
 
 def _kg_import(
     path: Path, doc: dict, raws: list, name: str, files: list[Path], lang: str, domain: str | None,
-    id_prefix: str | None, order_by_sensitive: bool, extra: dict | None = None,
+    id_prefix: str | None, rules: QuestionRules, extra: dict | None = None,
 ) -> KgImport:
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
     prefix = id_prefix or name
-    questions = read_questions(raws, lambda raw, i: _question(path, raw, i, prefix, lang, domain or name, order_by_sensitive))
+    questions = read_questions(raws, lambda raw, i: _question(path, raw, i, prefix, lang, domain or name, rules))
     provenance = {
         "format": "qald",
         "dataset": str(dataset.get("id", "")),
         "lang": lang,
+        **({"declared_prefixes": dict(rules.prefixes)} if rules.prefixes else {}),
         "sha256": sha256_file(path),
         **(extra or {}),
         "ids": {q.id: str(raw["id"]) for q, raw in zip(questions, raws)},
@@ -138,7 +139,7 @@ def _is_rdf(path: Path) -> bool:
         return False
 
 
-def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str, order_by_sensitive: bool) -> Question:
+def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str, rules: QuestionRules) -> Question:
     if not isinstance(raw, dict) or "id" not in raw:
         raise InputError(f"{source}: question #{index}: expected an object with an 'id'")
     qid = raw["id"]
@@ -155,7 +156,7 @@ def _question(source: Path, raw: object, index: int, prefix: str, lang: str, dom
     if raw.get("aggregation") in (True, "true"):
         tags.append(Tag.AGGREGATE.value)
     fields = {"id": f"{prefix}-{qid}", "question": texts[lang].strip(), "sparql": sparql, "domain": domain, "tags": tags}
-    return check_question(source, fields, qid, order_by_sensitive=order_by_sensitive)
+    return check_question(source, fields, qid, rules)
 
 
 def term_binding(term: Term) -> dict[str, str]:

@@ -20,7 +20,7 @@ from kgeval._files import read_yaml
 from kgeval.errors import InputError
 from kgeval.holdout import Question, Tag
 from kgeval.interop._rdf import repaired_triples, strict_triples
-from kgeval.interop._write import ImportReport, KgImport, check_question, kg_name, read_questions, write_kgs
+from kgeval.interop._write import ImportReport, KgImport, QuestionRules, check_question, kg_name, read_questions, write_kgs
 from kgeval.stores import rdf_format
 
 QUESTIONS = "questions.yml"
@@ -32,15 +32,15 @@ _FEATURE_TAGS = {"ASK": Tag.ASK, "COUNT": Tag.COUNT, "GROUP": Tag.AGGREGATE, "AV
 
 def import_text2sparql(
     path: Path, name: str, out: Path, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None,
-    replace: bool = False, order_by_sensitive: bool = True,
+    replace: bool = False, rules: QuestionRules = QuestionRules(),
 ) -> ImportReport:
     """Import the TEXT2SPARQL dataset at `path` as KG `name` of the holdout at `out`, and seal."""
-    kg = read_text2sparql(path, name, lang=lang, domain=domain, id_prefix=id_prefix, order_by_sensitive=order_by_sensitive)
+    kg = read_text2sparql(path, name, lang=lang, domain=domain, id_prefix=id_prefix, rules=rules)
     return write_kgs(out, [kg], replace=name if replace else None)[0]
 
 
 def import_text2sparql_datasets(
-    paths: list[Path], out: Path, *, lang: str = "en", replace: str | None = None, order_by_sensitive: bool = True
+    paths: list[Path], out: Path, *, lang: str = "en", replace: str | None = None, rules: QuestionRules = QuestionRules()
 ) -> list[ImportReport]:
     """Import several TEXT2SPARQL datasets at once, each as the KG named after its directory
     (ids and domains from each dataset); sealed once. With `replace`, only that KG is
@@ -51,7 +51,7 @@ def import_text2sparql_datasets(
     if replace is not None and replace not in names.values():
         raise InputError(f"--replace {replace}: none of the datasets is named so ({', '.join(sorted(names.values()))})")
     kgs = [
-        read_text2sparql(p, n, lang=lang, order_by_sensitive=order_by_sensitive)
+        read_text2sparql(p, n, lang=lang, rules=rules)
         for p, n in names.items()
         if replace is None or n == replace
     ]
@@ -59,7 +59,7 @@ def import_text2sparql_datasets(
 
 
 def read_text2sparql(
-    path: Path, name: str, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None, order_by_sensitive: bool = True
+    path: Path, name: str, *, lang: str = "en", domain: str | None = None, id_prefix: str | None = None, rules: QuestionRules = QuestionRules()
 ) -> KgImport:
     """One TEXT2SPARQL dataset as a KG to write: its questions and data files, answer-key
     graphs left out (module docstring)."""
@@ -71,8 +71,9 @@ def read_text2sparql(
         raise InputError(f"{source}: expected a mapping with 'dataset' and a 'questions' list")
     prefix = id_prefix or str(dataset.get("prefix") or name)
     domain = domain or _domain_from(dataset.get("id")) or name
-    questions = read_questions(doc["questions"], lambda raw, i: _question(source, raw, i, prefix, lang, domain, order_by_sensitive))
-    references = {" ".join(q.sparql.split()) for q in questions}
+    questions = read_questions(doc["questions"], lambda raw, i: _question(source, raw, i, prefix, lang, domain, rules))
+    # the source's own texts: an answer-key graph holds them as written, before any PREFIX is added
+    references = {" ".join(raw["query"]["sparql"].split()) for raw in doc["questions"]}
     files, excluded = {}, {}
     for ttl, iri in _graph_files(path / GRAPHS):
         if _holds_any(ttl, references):
@@ -85,6 +86,7 @@ def read_text2sparql(
         "format": "text2sparql",
         "dataset": str(dataset.get("id", "")),
         "lang": lang,
+        **({"declared_prefixes": dict(rules.prefixes)} if rules.prefixes else {}),
         "ids": {q.id: str(raw.get("id")) for q, raw in zip(questions, doc["questions"])},
         "excluded_graphs": excluded,
     }
@@ -106,7 +108,7 @@ def _domain_from(dataset_id: object) -> str | None:
     return segments[-1] if segments else None
 
 
-def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str, order_by_sensitive: bool) -> Question:
+def _question(source: Path, raw: object, index: int, prefix: str, lang: str, domain: str, rules: QuestionRules) -> Question:
     if not isinstance(raw, dict) or "id" not in raw:
         raise InputError(f"{source}: question #{index}: expected a mapping with an 'id'")
     qid = raw["id"]
@@ -126,7 +128,7 @@ def _question(source: Path, raw: object, index: int, prefix: str, lang: str, dom
         "domain": domain,
         "tags": _tags(features),
         "order_sensitive": "RESULT_ORDER_MATTERS" in features,
-    }, qid, order_by_sensitive=order_by_sensitive)
+    }, qid, rules)
 
 
 def _tags(features: set[str]) -> list[str]:

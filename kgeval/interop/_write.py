@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval.errors import InputError, QueryError
+from kgeval.errors import InputError, QueryError, UndeclaredPrefix
 from kgeval.holdout import MANIFEST, QUESTIONS_FILE, Question, Tag, holdout_problems, load_holdout, seal_holdout
 from kgeval.interop._infer import has_order_by, inferred_tags
 from kgeval.interop._rdf import DataFileNote, import_data_file
@@ -93,23 +93,96 @@ def read_questions(raws: list, read: Callable[[object, int], Question]) -> list[
     return questions
 
 
-def check_question(source: Path, raw: dict, original_id: object, *, order_by_sensitive: bool = True) -> Question:
+class QuestionRules(BaseModel):
+    """How an importer turns a source's question into ours (the CLI's import options)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    order_by_sensitive: bool = True
+    """A reference query with a top-level ORDER BY marks the question order-sensitive."""
+    prefixes: dict[str, str] = {}
+    """Prefix name -> namespace IRI, declared in a reference query that uses the prefix without
+    declaring it (benchmarks written for an endpoint with predefined prefixes, such as QALD's
+    `res:`/`dbo:` on DBpedia's Virtuoso). The stored query then declares it: self-contained."""
+
+
+def check_question(source: Path, raw: dict, original_id: object, rules: QuestionRules = QuestionRules()) -> Question:
     """Validate one imported question: the model, and that its reference SPARQL parses as a
-    read-only SELECT/ASK. Adds the type inferred from the query (kgeval.interop._infer) to the
-    source's tags, and marks a query with ORDER BY order-sensitive when `order_by_sensitive`.
-    Errors name the source file and the question's original id."""
+    read-only SELECT/ASK (after declaring the prefixes `rules` gives that it uses undeclared).
+    Adds the type inferred from the query (kgeval.interop._infer) to the source's tags, and
+    marks a query with ORDER BY order-sensitive per `rules`. Errors name the source file and
+    the question's original id."""
     try:
         question = Question.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"{source}: question {original_id}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     try:
-        guard_query(question.sparql)
-        tags = sorted({*(t.value for t in question.tags), *inferred_tags(question.sparql)})
-        ordered = question.order_sensitive or (order_by_sensitive and has_order_by(question.sparql))
+        sparql = declare_prefixes(question.sparql, rules.prefixes)
+        tags = sorted({*(t.value for t in question.tags), *inferred_tags(sparql)})
+        ordered = question.order_sensitive or (rules.order_by_sensitive and has_order_by(sparql))
+    except UndeclaredPrefix as exc:
+        raise InputError(
+            f"{source}: question {original_id}: reference SPARQL: {exc}; or declare it for the whole import with"
+            f" --prefix {exc.prefix}=<namespace IRI>"
+        ) from None
     except QueryError as exc:
         raise InputError(f"{source}: question {original_id}: reference SPARQL: {exc}") from None
-    return question.model_copy(update={"tags": tuple(Tag(t) for t in tags), "order_sensitive": ordered})
+    return question.model_copy(update={"sparql": sparql, "tags": tuple(Tag(t) for t in tags), "order_sensitive": ordered})
+
+
+_PREFIX_NAME = re.compile(r"(?:[A-Za-z](?:[\w.-]*[\w-])?)?")
+_NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^<>\"{}|^`\\\x00-\x20]*")
+_DECLARATION = re.compile(r"\s*@?prefix\s+(\S*?):\s*<([^>]*)>\s*\.?\s*(?:#.*)?", re.IGNORECASE)
+
+
+def prefix_table(pairs: list[str], files: list[Path]) -> dict[str, str]:
+    """The prefixes to declare at import, from `NAME=IRI` pairs (`--prefix`) and from files of
+    SPARQL or Turtle declarations (`--prefixes`: `PREFIX dbo: <...>` or `@prefix dbo: <...> .`
+    lines; blank and `#` lines skipped). A name given twice must name one IRI."""
+    table: dict[str, str] = {}
+    entries = [(f"--prefix {pair}", *pair.partition("=")[::2]) for pair in pairs if "=" in pair]
+    if bad := [pair for pair in pairs if "=" not in pair]:
+        raise InputError(f"--prefix {bad[0]}: expected NAME=IRI, e.g. --prefix dbo=http://dbpedia.org/ontology/")
+    for file in files:
+        entries += _declarations(Path(file))
+    for where, name, iri in entries:
+        name = name.removesuffix(":")
+        if not _PREFIX_NAME.fullmatch(name) or not _NAMESPACE.fullmatch(iri):
+            raise InputError(f"{where}: not a prefix name and an absolute IRI ({name!r}, {iri!r})")
+        if table.setdefault(name, iri) != iri:
+            raise InputError(f"{where}: prefix {name}: is already <{table[name]}>")
+    return table
+
+
+def _declarations(path: Path) -> list[tuple[str, str, str]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the prefix file: {exc}") from None
+    found = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not (match := _DECLARATION.fullmatch(line)):
+            raise InputError(f"{path}:{number}: expected 'PREFIX name: <iri>' or '@prefix name: <iri> .', got {line.strip()[:80]!r}")
+        found.append((f"{path}:{number}", match[1], match[2]))
+    return found
+
+
+def declare_prefixes(sparql: str, prefixes: dict[str, str]) -> str:
+    """`sparql` with `PREFIX p: <iri>` put before it for each prefix in `prefixes` it uses
+    without declaring (the guard decides what is used: a `dbo:` inside a string or an IRI is
+    not a use), unchanged when it declares all it uses; raises the guard's error otherwise."""
+    text = sparql
+    while True:
+        try:
+            guard_query(text)
+            return text
+        except UndeclaredPrefix as exc:
+            if exc.prefix not in prefixes:
+                raise
+            text = f"PREFIX {exc.prefix}: <{prefixes[exc.prefix]}>\n{text}"
 
 
 def write_kg(

@@ -90,7 +90,7 @@ def review_summary(
         return None
     root = Path(holdout_dir or metadata.holdout)
     try:
-        questions = load_holdout(root).questions()
+        questions = load_holdout(root).evaluated_questions()  # an excluded question's gold is not scored
     except KgevalError as exc:
         notes.append(f"holdout {root} unavailable ({exc}): gold review coverage is not shown")
         return None

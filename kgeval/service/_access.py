@@ -32,6 +32,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from kgeval._files import parse_yaml
 from kgeval.errors import InputError
 from kgeval.review import Reviewer
 
@@ -109,7 +110,7 @@ def load_access(path: Path | None, env: Mapping[str, str] | None = None) -> Acce
     entries: list[TokenEntry] = []
     if path is not None:
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            data = parse_yaml(Path(path).read_text(encoding="utf-8")) or {}
             entries = AccessFile.model_validate(data).tokens
         except OSError as exc:
             raise InputError(f"{path}: cannot read access file: {exc}") from None

@@ -4,13 +4,22 @@
      "stop_reason": "stop"}
 
 `sparql` and/or `answer`; `seed` defaults to 0. An attempt with no record is reported as a
-missing answer, not scored.
+missing answer, not scored. Recorded model output is read as a live model's is (pipeline
+parity): a `sparql` holding a ``` code block gives the query inside it, and `text` (the model's
+whole response, instead of `sparql`) is read by `output_from_text`, as the prompted systems do.
 
 The TEXT2SPARQL client's answer file (`text2sparql ask ... -o answers.json`: a JSON list of
 {"dataset", "question", "query", "qname": "ck25:7-en", "uri"}) is accepted too, over a holdout
 KG imported with `kgeval holdout import text2sparql`: each answer is matched to its question by
 the dataset and the source id in `qname` (else `uri`, else the question text), answers in other
 languages than the one imported are left aside, and every answer is seed 0 (run `--seeds 1`).
+
+A QALD JSON file (`{"questions": [{"id", "query": {"sparql"}, "answers": [...]}]}`: a QALD
+challenge submission, or `kgeval export RUN --format qald`) is accepted too, over holdout KGs
+imported with `kgeval holdout import qald`: each question is matched by its source id (and by
+the KG field the benchmark was imported with, when it carries one); every answer is seed 0. A
+question's SPARQL is executed as any replayed query; a question without one is judged on its
+`answers` (one SPARQL JSON result: a boolean, or the values of its one variable).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from kgeval._files import sha256_file
 from kgeval.errors import InputError
 from kgeval.holdout import Holdout, KnowledgeGraph, Question
 from kgeval.systems._model import StopReason, SystemOutput
+from kgeval.systems._prompt import extract_sparql, output_from_text
 
 
 class _Record(BaseModel):
@@ -34,6 +44,8 @@ class _Record(BaseModel):
     seed: int = 0
     sparql: str | None = None
     answer: list[Any] | None = None
+    text: str | None = None
+    """The model's whole response, its query read out as a live prompted system reads it."""
     stop_reason: StopReason = "stop"
 
 
@@ -51,20 +63,26 @@ class ReplaySystem:
             raise InputError(f"{self.path}: replay file does not exist (--replay: a JSONL of attempts, or a TEXT2SPARQL answer list)")
         self.version = sha256_file(self.path)[:12]
         self._records: dict[tuple[str, str, int], _Record] = {}
-        read = _read_text2sparql if _is_json_list(self.path) else lambda path, _: _read_records(path)
-        for where, record in read(self.path, holdout):
+        for where, record in _reader(self.path)(self.path, holdout):
             key = (record.kg, record.question_id, record.seed)
             if key in self._records:
                 raise InputError(f"{where}: a second record for {key[0]}/{key[1]} seed {key[2]}")
-            if record.sparql is None and record.answer is None:
-                raise InputError(f"{where}: record has neither 'sparql' nor 'answer'")
+            if record.sparql is None and record.answer is None and record.text is None:
+                raise InputError(f"{where}: record has none of 'sparql', 'answer', 'text'")
+            if record.text is not None and record.sparql is not None:
+                raise InputError(f"{where}: record has both 'text' and 'sparql': give the model's response or the query read from it")
             self._records[key] = record
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         record = self._records.get((question.kg, question.id, seed))
         if record is None:
             return SystemOutput(stop_reason="missing", error=f"no recorded answer in {self.path.name}", error_kind="missing")
-        return SystemOutput(sparql=record.sparql, answer=record.answer, stop_reason=record.stop_reason)
+        if record.text is not None:
+            return output_from_text(record.text, record.stop_reason).model_copy(update={"answer": record.answer})
+        sparql = record.sparql
+        if sparql is not None and "```" in sparql:  # a model's code block, as a live system would read it
+            sparql = extract_sparql(sparql) or sparql
+        return SystemOutput(sparql=sparql, answer=record.answer, stop_reason=record.stop_reason)
 
 
 def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", record)
@@ -84,14 +102,21 @@ def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", reco
             raise InputError(f"{path}:{lineno}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
-def _is_json_list(path: Path) -> bool:
-    """A TEXT2SPARQL answer file is one JSON list; a replay file is JSON lines of objects."""
+def _reader(path: Path):  # noqa: ANN202 - one of the readers below
+    """A TEXT2SPARQL answer file is one JSON list, a QALD file one JSON object with a
+    "questions" list (often over many lines); a replay file is JSON lines of objects."""
     try:
         with open(path, encoding="utf-8") as fh:
-            head = fh.read(4096).lstrip()
-    except OSError as exc:
+            first = next((line for line in fh if line.strip()), "").strip()
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read replay file: {exc}") from None
-    return head.startswith("[")
+    if first.startswith("["):
+        return _read_text2sparql
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:  # not one object per line: a whole-file JSON document
+        return _read_qald if first.startswith("{") else lambda path, _: _read_records(path)
+    return _read_qald if isinstance(record, dict) and "questions" in record else lambda path, _: _read_records(path)
 
 
 def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator of ("file: answer N", record)
@@ -131,3 +156,64 @@ def _question_of(path: Path, n: int, answer: dict, kg: KnowledgeGraph) -> str | 
     if not found:
         raise InputError(f"{path}: answer {n}: no 'qname' or 'uri', and its question {text[:80]!r} is not in holdout KG {kg.id}")
     return found[0]
+
+
+def _read_qald(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator of ("file: question ID", record)
+    """Replay records from a QALD JSON file, matched to the holdout's KGs imported from QALD."""
+    if holdout is None:
+        raise InputError(f"{path}: a QALD file needs the holdout it answers (its questions' source ids)")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a QALD JSON file: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
+        raise InputError(f"{path}: expected a QALD object with a 'questions' list")
+    kgs = [kg for kg in holdout.kgs if kg.source.get("format") == "qald"]
+    if not kgs:
+        raise InputError(f"{path}: the holdout has no KG imported from QALD (`kgeval holdout import qald`) to match its questions to")
+    for n, raw in enumerate(doc["questions"], 1):
+        where = f"{path}: question {raw.get('id', f'#{n}') if isinstance(raw, dict) else f'#{n}'}"
+        if not isinstance(raw, dict) or "id" not in raw:
+            raise InputError(f"{where}: expected an object with an 'id'")
+        kg, question_id = _qald_question_of(where, raw, kgs)
+        query = raw.get("query")
+        sparql = query.get("sparql") if isinstance(query, dict) else None
+        if isinstance(sparql, str) and sparql.strip():
+            yield where, _Record(kg=kg.id, question_id=question_id, sparql=sparql)
+        else:
+            yield where, _Record(kg=kg.id, question_id=question_id, answer=_qald_answer(where, raw.get("answers")))
+
+
+def _qald_question_of(where: str, raw: dict, kgs: list[KnowledgeGraph]) -> tuple[KnowledgeGraph, str]:
+    """The holdout KG and our question id of one QALD question, by its source id (and KG field)."""
+    source_id = str(raw["id"])
+    found = []
+    for kg in kgs:
+        field = kg.source.get("kg_field")
+        if field and field in raw and str(raw[field]).strip() != kg.source.get("kg_value"):
+            continue
+        found += [(kg, ours) for ours, theirs in kg.source.get("ids", {}).items() if theirs == source_id]
+    if not found:
+        raise InputError(f"{where}: no question of the holdout was imported from source id {source_id!r} (KGs: {', '.join(kg.id for kg in kgs)})")
+    if len(found) > 1:
+        field = next((kg.source.get("kg_field") for kg in kgs if kg.source.get("kg_field")), "kg")
+        raise InputError(f"{where}: source id {source_id!r} is a question of KGs {', '.join(kg.id for kg, _ in found)}: give its {field!r} field")
+    return found[0]
+
+
+def _qald_answer(where: str, answers: object) -> list[Any]:
+    """A QALD `answers` list (one SPARQL JSON result) as an answer list."""
+    if not answers:
+        return []
+    result = answers[0] if isinstance(answers, list) and len(answers) == 1 else None
+    if not isinstance(result, dict):
+        raise InputError(f"{where}: answers: expected a list holding one SPARQL JSON result, and no query.sparql was given")
+    if isinstance(result.get("boolean"), bool):
+        return [result["boolean"]]
+    bindings = (result.get("results") or {}).get("bindings")
+    variables = (result.get("head") or {}).get("vars") or (
+        sorted({v for b in bindings if isinstance(b, dict) for v in b}) if isinstance(bindings, list) else []
+    )  # some submissions leave out the head: the variables the bindings use
+    if not isinstance(bindings, list) or len(variables) != 1:
+        raise InputError(f"{where}: answers: a result of {len(variables)} variables cannot be judged as an answer list: give the query (query.sparql)")
+    return [b[variables[0]]["value"] for b in bindings if isinstance(b, dict) and isinstance(b.get(variables[0]), dict)]

@@ -97,3 +97,22 @@ def test_coverage_against_target(tmp_path, mini_holdout, mini_gold):
     assert (low.approved, low.meets_target) == (1, False)  # 1/8 < 20%
     assert (met.approved, met.meets_target) == (2, True)  # 2/8 >= 20%
     assert {d.domain: (d.approved, d.questions) for d in met.by_domain} == {"hr": (2, 7), "retail": (0, 1)}
+
+
+def test_report_coverage_counts_the_questions_a_run_scores(tmp_path, mini_holdout, mini_gold):
+    """An excluded question is not asked, so its gold is not reviewed for the run: 2 approved of
+    the 6 scored questions is 33%, not 2 of 8 (25%)."""
+    from kgeval.config import KgevalConfig
+    from kgeval.holdout import exclude_questions
+    from kgeval.reports._oversight import review_summary
+    from kgeval.runs import ResultsDB
+
+    exclude_questions(mini_holdout, ["mini-03", "mini-04"], why="reference query times out on the engine")
+    db = tmp_path / "r.duckdb"
+    with ReviewLog(db) as log:
+        _approve(log, mini_holdout, mini_gold, "mini-01")
+        _approve(log, mini_holdout, mini_gold, "mini-02")
+    with ResultsDB(db) as results:
+        coverage = review_summary(results, None, mini_gold, mini_holdout, KgevalConfig(), [])
+    assert (coverage.questions, coverage.approved) == (6, 2)
+    assert round(coverage.coverage, 3) == 0.333

@@ -41,7 +41,8 @@ def test_replay_reads_attempts_by_kg_question_seed(tmp_path):
     [
         ('{"kg": "hr", "question_id": "hr-01", "answer": []}\n{not json\n', r"r.jsonl:2: not valid JSON"),
         ('{"kg": "hr", "answer": []}\n', r"r.jsonl:1: question_id: Field required"),
-        ('{"kg": "hr", "question_id": "hr-01"}\n', r"r.jsonl:1: record has neither"),
+        ('{"kg": "hr", "question_id": "hr-01"}\n', r"r.jsonl:1: record has none of 'sparql', 'answer', 'text'"),
+        ('{"kg": "hr", "question_id": "hr-01", "text": "x", "sparql": "ASK {}"}\n', r"r.jsonl:1: record has both 'text' and 'sparql'"),
         ('{"kg": "hr", "question_id": "hr-01", "answer": []}\n' * 2, r"r.jsonl:2: a second record"),
     ],
 )
@@ -50,6 +51,34 @@ def test_replay_errors_name_the_line(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(InputError, match=message):
         ReplaySystem(path)
+
+
+def test_replayed_model_output_is_read_as_a_live_model_reads_it(tmp_path):
+    """Pipeline parity: recorded raw output (a public benchmark's predictions are often the
+    model's whole response) gives the query a live prompted system would have run."""
+    from kgeval.systems._prompt import output_from_text
+
+    query = "PREFIX ex: <http://x/>\nselect ?p where { ?p ex:dept ex:d1 } # staff"
+    texts = [
+        f"Here is the query:\n```sparql\n{query}\n```\nIt lists the staff.",
+        f"```\n{query}\n```",
+        "I cannot answer that from the schema.",  # no query at a natural stop: the model's failure
+        "",
+    ]
+    records = [{"kg": "hr", "question_id": "hr-01", "seed": i, "text": t} for i, t in enumerate(texts)]
+    records.append({"kg": "hr", "question_id": "hr-01", "seed": 9, "sparql": f"```sparql\n{query}\n```"})
+    records.append({"kg": "hr", "question_id": "hr-01", "seed": 10, "sparql": "# a comment first\n" + query})
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    replay = ReplaySystem(path)
+    for i, text in enumerate(texts):
+        live = output_from_text(text, "stop")
+        got = replay.respond(Q, i)
+        assert (got.sparql, got.error_kind, got.raw_text) == (live.sparql, live.error_kind, live.raw_text), text
+    assert replay.respond(Q, 0).sparql == replay.respond(Q, 1).sparql == query
+    assert replay.respond(Q, 2).error_kind == "invalid_sparql"
+    assert replay.respond(Q, 9).sparql == query  # a code block in the sparql field
+    assert replay.respond(Q, 10).sparql == "# a comment first\n" + query  # no block: verbatim
 
 
 def test_system_names():

@@ -1,0 +1,116 @@
+"""A QALD JSON file (a QALD challenge submission, or `kgeval export RUN --format qald`) as a
+replay, over a benchmark imported with `kgeval holdout import qald --kg-dir` (three KGs, ids of
+the source file). Checked by a second route: a run's own QALD export, replayed, gives the
+same verdict on every question, with its SPARQL and (one-variable results) from its answers
+alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kgeval.cli import app
+from kgeval.errors import InputError
+from kgeval.holdout import load_holdout
+from kgeval.runs import ResultsDB
+from kgeval.systems import ReplaySystem
+from tests.interop.test_benchmark_import import benchmark  # noqa: F401 - the fixture
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def imported(benchmark, tmp_path):  # noqa: F811 - the fixture imported above
+    qald, kg_dir = benchmark
+    holdout, gold = tmp_path / "h", tmp_path / "g"
+    done = runner.invoke(app, ["holdout", "import", "qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(holdout)])
+    assert done.exit_code == 0, done.output
+    rebuilt = runner.invoke(app, ["gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    excluded = runner.invoke(app, ["holdout", "exclude", "pharma-41", "--why", "empty gold", "--holdout", str(holdout)])
+    assert excluded.exit_code == 0, excluded.output
+    rebuilt = runner.invoke(app, ["gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)])  # executes nothing
+    assert rebuilt.exit_code == 0, rebuilt.output
+    return json.loads(qald.read_text()), holdout, gold
+
+
+def _run(tmp_path: Path, holdout: Path, gold: Path, replay: Path, db: Path) -> str:
+    ran = runner.invoke(app, ["run", "--system", "replay", "--replay", str(replay), "--seeds", "1",
+                              "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    return ran.output.strip().splitlines()[-1]
+
+
+def _verdicts(db: Path, run_id: str) -> dict[str, bool]:
+    """Question id -> the primary judge's decision, from the results database."""
+    with ResultsDB(db, read_only=True) as results:
+        primary = results.metadata(run_id).primary_judge
+        return {qid: v.correct for qid, _, v in results.verdicts(run_id) if v.judge == primary}
+
+
+def test_a_runs_qald_export_replays_to_the_same_verdicts(imported, tmp_path):
+    source, holdout, gold = imported
+    loaded = load_holdout(holdout)
+    ours = {theirs: (kg.id, qid) for kg in loaded.kgs for qid, theirs in kg.source["ids"].items()}
+    lines = []
+    for i, q in enumerate(source["questions"]):
+        kg, qid = ours[q["id"]]
+        if qid == "pharma-41":
+            continue
+        sparql = q["query"]["sparql"] if i % 3 else "SELECT ?x WHERE { ?x ?p ?o } LIMIT 2"  # every third wrong
+        lines.append(json.dumps({"kg": kg, "question_id": qid, "sparql": sparql.upper() if i % 5 == 1 else sparql}))
+    jsonl = tmp_path / "attempts.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    first = _run(tmp_path, holdout, gold, jsonl, db)
+    expected = _verdicts(db, first)
+    assert 0 < sum(expected.values()) < len(expected) == 47
+
+    exported = tmp_path / "submission.json"
+    done = runner.invoke(app, ["export", first, "--db", str(db), "--format", "qald", "--holdout", str(holdout), "--output", str(exported)])
+    assert done.exit_code == 0, done.output
+    replayed = _run(tmp_path, holdout, gold, exported, db)
+    assert _verdicts(db, replayed) == expected
+
+    # answers alone (a submission without queries): one-variable results and booleans
+    doc = json.loads(exported.read_text())
+    single = [q for q in doc["questions"] if len(q["answers"][0].get("head", {}).get("vars", [])) <= 1]
+    for q in single:
+        del q["query"]
+    answers_only = tmp_path / "answers.json"
+    answers_only.write_text(json.dumps({"dataset": doc["dataset"], "questions": single}, indent=2), encoding="utf-8")
+    ids = {ours[q["id"]][1] for q in single}
+    assert len(ids) >= 30
+    ran = runner.invoke(app, ["run", "--system", "replay", "--replay", str(answers_only), "--seeds", "1",
+                              "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)])  # fmt: skip
+    # the questions it leaves out are missing answers: too many to publish an accuracy, but judged
+    run_id = ran.output.strip().splitlines()[-1]
+    assert {qid: ok for qid, ok in _verdicts(db, run_id).items() if qid in ids} == {qid: expected[qid] for qid in ids}
+
+
+def test_questions_it_cannot_match_are_named(imported, tmp_path):
+    source, holdout, _ = imported
+    loaded = load_holdout(holdout)
+
+    def replay(questions: list[dict]) -> ReplaySystem:
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps({"questions": questions}), encoding="utf-8")
+        return ReplaySystem(path, loaded)
+
+    with pytest.raises(InputError, match="question 999: no question of the holdout was imported from source id '999'"):
+        replay([{"id": 999, "query": {"sparql": "ASK {}"}}])
+    with pytest.raises(InputError, match="question 3: no question of the holdout"):
+        replay([{"id": 3, "kg": "pharma", "query": {"sparql": "ASK {}"}}])  # question 3 is hr's
+    pair = {"head": {"vars": ["a", "b"]}, "results": {"bindings": []}}
+    with pytest.raises(InputError, match="question 2: answers: a result of 2 variables cannot be judged as an answer list"):
+        replay([{"id": 2, "answers": [pair]}])
+    with pytest.raises(InputError, match="question a second record|a second record for hr/hr-1"):
+        replay([{"id": 1, "query": {"sparql": "ASK {}"}}, {"id": "1", "answers": [{"boolean": True}]}])
+    system = replay([{"id": 4, "kg": "hr", "answers": [{"head": {}, "boolean": False}]}])
+    assert system.respond(loaded.kg("hr").questions[3], 0).answer == [False]
+    headless = {"results": {"bindings": [{"d": {"type": "uri", "value": "http://bench.example/hr/d1"}}]}}
+    system = replay([{"id": 1, "answers": [headless]}])
+    assert system.respond(loaded.kg("hr").questions[0], 0).answer == ["http://bench.example/hr/d1"]
