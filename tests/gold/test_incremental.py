@@ -92,6 +92,29 @@ def test_an_altered_previous_gold_is_never_reused(tmp_path):
     verify_gold(gold, load_holdout(holdout))
 
 
+def test_a_reused_entry_that_fails_its_result_hash_when_read_makes_its_kg_execute_again(tmp_path):
+    # a row edited and the manifest's plain file hash "fixed" (no key): the file indexes, but the
+    # entry's own result hash fails when it is read back to be written; nothing of that KG is
+    # reused, the report counts each question once, and the new gold holds no edited row
+    import json
+
+    from kgeval._files import sha256_file
+
+    holdout = write_holdout(tmp_path / "h")
+    gold = tmp_path / "gold"
+    _rebuild(holdout, gold)
+    path = gold / "mini.json"
+    path.write_text(path.read_text().replace("alice", "alicia", 1))
+    manifest = json.loads((gold / "MANIFEST.json").read_text())
+    manifest["files"]["mini.json"] = sha256_file(path)
+    (gold / "MANIFEST.json").write_text(json.dumps(manifest))
+    report = _rebuild(holdout, gold)
+    assert "result does not match" in (report.reuse_note or "")
+    assert sorted(report.built) == sorted(q["id"] for q in MINI_QUESTIONS) and not report.reused and report.ok
+    assert "alicia" not in (gold / "mini.json").read_text()
+    verify_gold(gold, load_holdout(holdout))
+
+
 def test_excluded_failure_is_kept_on_record_and_not_retried(tmp_path):
     questions = [dict(q) for q in MINI_QUESTIONS]
     questions[2]["sparql"] = PREFIX + "SELECT ?x WHERE { ?x ex:unknown:bad }"
