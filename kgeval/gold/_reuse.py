@@ -125,7 +125,8 @@ def _add(previous: PreviousKg, key: str, stream: _JsonStream) -> None:
             path=stream.path, offset=offset, length=len(span), span_sha256=hashlib.sha256(span).hexdigest(),
         )  # fmt: skip
     except (KeyError, TypeError, ValidationError) as exc:
-        raise CheckFailed(f"{stream.path}: not a gold file: an {key[:-1]} without {exc}") from None
+        what = "a failure" if key == "failures" else "an entry"
+        raise CheckFailed(f"{stream.path}: not a gold file: {what} at byte {offset} is malformed ({type(exc).__name__}: {exc})") from None
     previous.entries[entry.question_id] = entry
 
 
