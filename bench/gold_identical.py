@@ -31,8 +31,6 @@ from kgeval.gold import rebuild_gold  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
 from kgeval.stores import EmbeddedStore  # noqa: E402
 
-from gold_rebuild import generate_holdout  # noqa: E402, I001 - its generator only (seeded); imported after kgeval, as it puts this checkout first on sys.path
-
 
 def gold_file_hashes(label: str, holdout_dir: Path, out: Path) -> list[str]:
     """`label path sha256` for every file of a freshly built gold of `holdout_dir`."""
@@ -62,6 +60,7 @@ def main() -> None:
     for name in ("KGEVAL_INTEGRITY_KEY", "KGEVAL_INTEGRITY_KEY_FILE"):
         os.environ.pop(name, None)
     import kgeval
+    from gold_rebuild import generate_holdout  # imported after kgeval: it puts this checkout first on sys.path
 
     print(f"# kgeval from {Path(kgeval.__file__).parent}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
