@@ -59,8 +59,11 @@ def main() -> None:
     args = parser.parse_args()
     for name in ("KGEVAL_INTEGRITY_KEY", "KGEVAL_INTEGRITY_KEY_FILE"):
         os.environ.pop(name, None)
+    from gold_rebuild import (
+        generate_holdout,  # imported after kgeval: it puts this checkout first on sys.path
+    )
+
     import kgeval
-    from gold_rebuild import generate_holdout  # imported after kgeval: it puts this checkout first on sys.path
 
     print(f"# kgeval from {Path(kgeval.__file__).parent}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
