@@ -49,13 +49,18 @@ class QueryError(KgevalError):
 class QuerySyntaxError(QueryError):
     """The query does not parse."""
 
+    def __init__(self, message: str, *, undeclared_prefix: str | None = None) -> None:
+        super().__init__(message)
+        self.undeclared_prefix = undeclared_prefix
+        """The prefix the query uses without declaring it, when that is why (no engine's implicit
+        prefixes are assumed); the importer's `--prefix` can declare it."""
 
-class UndeclaredPrefix(QuerySyntaxError):
-    """The query uses a prefix it never declares (no engine's implicit prefixes are assumed)."""
 
-    def __init__(self, prefix: str) -> None:
-        super().__init__(f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)")
-        self.prefix = prefix
+def undeclared_prefix(prefix: str) -> QuerySyntaxError:
+    """The error for a query that uses `prefix:` without declaring it."""
+    return QuerySyntaxError(
+        f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)", undeclared_prefix=prefix
+    )
 
 
 class QueryRefused(QueryError):

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval.errors import InputError, QueryError, UndeclaredPrefix
+from kgeval.errors import InputError, QueryError, QuerySyntaxError
 from kgeval.holdout import MANIFEST, QUESTIONS_FILE, Question, Tag, holdout_problems, load_holdout, seal_holdout
 from kgeval.interop._infer import has_order_by, inferred_tags
 from kgeval.interop._rdf import DataFileNote, import_data_file
@@ -121,13 +121,10 @@ def check_question(source: Path, raw: dict, original_id: object, rules: Question
         sparql = declare_prefixes(question.sparql, rules.prefixes)
         tags = sorted({*(t.value for t in question.tags), *inferred_tags(sparql)})
         ordered = question.order_sensitive or (rules.order_by_sensitive and has_order_by(sparql))
-    except UndeclaredPrefix as exc:
-        raise InputError(
-            f"{source}: question {original_id}: reference SPARQL: {exc}; or declare it for the whole import with"
-            f" --prefix {exc.prefix}=<namespace IRI>"
-        ) from None
     except QueryError as exc:
-        raise InputError(f"{source}: question {original_id}: reference SPARQL: {exc}") from None
+        prefix = exc.undeclared_prefix if isinstance(exc, QuerySyntaxError) else None
+        hint = f"; or declare it for the whole import with --prefix {prefix}=<namespace IRI>" if prefix else ""
+        raise InputError(f"{source}: question {original_id}: reference SPARQL: {exc}{hint}") from None
     return question.model_copy(update={"sparql": sparql, "tags": tuple(Tag(t) for t in tags), "order_sensitive": ordered})
 
 
@@ -179,10 +176,10 @@ def declare_prefixes(sparql: str, prefixes: dict[str, str]) -> str:
         try:
             guard_query(text)
             return text
-        except UndeclaredPrefix as exc:
-            if exc.prefix not in prefixes:
+        except QuerySyntaxError as exc:
+            if exc.undeclared_prefix not in prefixes:
                 raise
-            text = f"PREFIX {exc.prefix}: <{prefixes[exc.prefix]}>\n{text}"
+            text = f"PREFIX {exc.undeclared_prefix}: <{prefixes[exc.undeclared_prefix]}>\n{text}"
 
 
 def write_kg(

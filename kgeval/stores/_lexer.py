@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-from kgeval.errors import QuerySyntaxError, UndeclaredPrefix
+from kgeval.errors import QuerySyntaxError, undeclared_prefix
 
 TokenKind = Literal["iri", "pname", "bnode", "var", "langtag", "number", "string", "nil", "anon", "word", "punct"]
 
@@ -228,7 +228,7 @@ def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) ->
         return Token("pname", raw)
     if prefix not in prefixes:
         # no engine's implicit prefixes (Virtuoso's rdfs:, bif: ...): the text names every IRI
-        raise UndeclaredPrefix(prefix)
+        raise undeclared_prefix(prefix)
     if "\\" not in local and prefix.upper() not in _RESERVED_PREFIXES:
         return Token("pname", raw)
     namespace = prefixes[prefix]
