@@ -10,13 +10,15 @@ Incremental: a question's previous entry is reused when its query hash, the KG's
 the engine and its version, the row cap and the build settings are unchanged (`force`
 executes everything). A query that fails is recorded as a failed entry with its error and the
 rest of the gold is still written. Each entry is written to its KG's file as soon as it is
-built (memory holds one new entry, not the holdout's gold; an incremental rebuild also holds
-the previous gold's entries of the KG being built, for reuse), and the new version is switched
-in with one rename at the end (`_write`, `_layout`).
+built, and a reused entry is read back from the previous gold only when it is written
+(`_reuse`: the previous KG file is indexed, not held), so memory follows the largest entry, not
+the holdout; the new version is switched in with one rename at the end (`_write`, `_layout`).
 """
 
 from __future__ import annotations
 
+import gc
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +29,8 @@ from kgeval.config import GoldConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
 from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry, GoldFailure, GoldFlag
-from kgeval.gold._store import GoldReader, StoreIdentity, entry_identity, load_gold, store_identity
+from kgeval.gold._reuse import PreviousEntry, PreviousKg, index_kg_file
+from kgeval.gold._store import GoldReader, StoreIdentity, load_gold, store_identity
 from kgeval.gold._ties import find_ties, needs_tie_check
 from kgeval.gold._write import GoldWriter, build_settings, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
@@ -87,6 +90,16 @@ class RebuildReport:
         for flag in entry.flags:
             self.flagged[flag].append(f"{kg}/{entry.question_id}")
 
+    def _mark(self) -> tuple[int, ...]:
+        """Where the lists stand, to undo one KG's outcomes (`_undo`) when it is built again."""
+        return (len(self.built), len(self.reused), len(self.failures), *(len(v) for v in self.flagged.values()))
+
+    def _undo(self, mark: tuple[int, ...]) -> None:
+        built, reused, failures, *flagged = mark
+        del self.built[built:], self.reused[reused:], self.failures[failures:]
+        for names, kept in zip(self.flagged.values(), flagged):
+            del names[kept:]
+
 
 def rebuild_gold(
     holdout: Holdout,
@@ -102,15 +115,61 @@ def rebuild_gold(
     written and the entries are kept in the report."""
     started = time.perf_counter()
     report = RebuildReport(excluded=set(holdout.exclusions))
+    with _RARE_COLLECTIONS:
+        _rebuild(holdout, store_for, config, out_dir, report, progress, force)
+    report.total_seconds = time.perf_counter() - started
+    return report
+
+
+def _rebuild(
+    holdout: Holdout, store_for: StoreFactory, config: GoldConfig, out_dir: Path | None, report: RebuildReport, progress: Progress | None, force: bool
+) -> None:
     if out_dir is None:
         report._kept = []
         for kg in holdout.kgs:
-            report._kept += [r for r in _rebuild_kg(kg, store_for, config, _Previous(), report, progress) if isinstance(r, GoldEntry)]
+            report._kept += [r for r in _rebuild_kg(kg, store_for, config, PreviousKg({}, {}), report, progress) if isinstance(r, GoldEntry)]
     else:
         with writer_lock(out_dir):
             _rebuild_into(holdout, store_for, config, Path(out_dir), report, progress, force)
-    report.total_seconds = time.perf_counter() - started
-    return report
+
+
+class _RareCollections:
+    """CPython's cyclic collector run seldom and blind to what exists already, while any
+    rebuild of the process runs (`with _RARE_COLLECTIONS:`; rebuilds in threads share it).
+
+    Why: a rebuild allocates millions of short-lived tuples (cells, row keys) and holds a few
+    thousand at a time (the rows an unordered result keeps while ranking them). With the
+    default thresholds the collector runs every 700 net allocations and its older generations
+    re-scan everything the process holds (holdout, stores, modules): measured 13% of a
+    rebuild, and up to twice the engine's own time on a 5,000-row unordered result. Reference
+    counting still frees every cell at once; only cyclic garbage (rare here: a failed query's
+    traceback) waits for the next, rarer collection. `gc.freeze()` moves what exists now out
+    of the collector's sight; the previous settings come back when the last rebuild leaves."""
+
+    FIRST_THRESHOLD = 100_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._saved = gc.get_threshold()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._holders == 0:
+                self._saved = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(max(self._saved[0], self.FIRST_THRESHOLD), *self._saved[1:])
+            self._holders += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0:
+                gc.set_threshold(*self._saved)
+                gc.unfreeze()
+
+
+_RARE_COLLECTIONS = _RareCollections()
 
 
 def _rebuild_into(
@@ -122,8 +181,13 @@ def _rebuild_into(
     # removed once a rebuild switches its version in.
     writer = GoldWriter(out_dir, read_manifest(holdout.root)["sha256"], config)
     for kg in holdout.kgs:
-        previous = _previous_kg(sources, kg.id, report)
-        writer.add_kg(kg.id, _rebuild_kg(kg, store_for, config, previous, report, progress))  # written as built
+        previous, mark = _previous_kg(sources, kg.id, report), report._mark()
+        try:
+            writer.add_kg(kg.id, _rebuild_kg(kg, store_for, config, previous, report, progress))  # written as built
+        except _ReuseFailed as exc:  # a previous entry failed its checks when read: nothing of this KG is reused
+            report._undo(mark)
+            report.reuse_note = f"the previous gold does not verify, KG {kg.id} is executed again: {exc}"
+            writer.add_kg(kg.id, _rebuild_kg(kg, store_for, config, PreviousKg({}, {}), report, progress))
     report.version = writer.commit()
 
 
@@ -144,42 +208,40 @@ def _previous_golds(out_dir: Path, config: GoldConfig, report: RebuildReport) ->
     return sources
 
 
-@dataclass
-class _Previous:
-    """One KG's entries and failures in the previous gold, by question id."""
-
-    entries: dict[str, GoldEntry] = field(default_factory=dict)
-    failures: dict[str, GoldFailure] = field(default_factory=dict)
+class _ReuseFailed(CheckFailed):
+    """A previous entry indexed for reuse did not verify when read back to be written."""
 
 
-def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> _Previous:
-    """The previous entries and failures of one KG (earlier sources win), each file verified."""
-    previous = _Previous()
+def _previous_kg(sources: list[GoldReader], kg: str, report: RebuildReport) -> PreviousKg:
+    """The previous entries (indexed) and failures of one KG (earlier sources win), each file
+    verified before it is indexed."""
+    previous = PreviousKg({}, {})
     for reader in reversed(sources):
         if f"{kg}.json" not in reader.manifest.files:
             continue
         try:
-            read = reader.read_kg(f"{kg}.json")
+            read = index_kg_file(reader, f"{kg}.json")
         except CheckFailed as exc:  # an altered file is never reused: its questions are executed again
             report.reuse_note = f"the previous gold does not verify, KG {kg} is executed again: {exc}"
             continue
-        previous.entries.update((e.question_id, e) for e in read.entries)
-        previous.failures.update((f.question_id, f) for f in read.failures)
+        previous.entries.update(read.entries)
+        previous.failures.update(read.failures)
     return previous
 
 
 def _rebuild_kg(
-    kg: KnowledgeGraph, store_for: StoreFactory, config: GoldConfig, previous: _Previous, report: RebuildReport, progress: Progress | None
+    kg: KnowledgeGraph, store_for: StoreFactory, config: GoldConfig, previous: PreviousKg, report: RebuildReport, progress: Progress | None
 ) -> Iterator[GoldEntry | GoldFailure]:
     """Each question's entry (reused or built) or failure, in question order, as it is made:
-    the caller writes and drops it, so memory holds one entry, not the KG's gold."""
+    the caller writes and drops it, so memory holds one entry, not the KG's gold. _ReuseFailed
+    when a reused entry does not verify as it is read."""
     t0 = time.perf_counter()
     store = store_for(kg)
     report.load_seconds += time.perf_counter() - t0
     identity = store_identity(store)
     for question in kg.questions:
         reused = _reuse(question, identity, config, previous, report)
-        result = reused if reused is not None else _build(kg.id, question, store, config, report)
+        result = _read(reused) if isinstance(reused, PreviousEntry) else reused or _build(kg.id, question, store, config, report)
         if isinstance(result, GoldEntry):
             report.note(kg.id, result)
         else:
@@ -190,14 +252,21 @@ def _rebuild_kg(
         yield result
 
 
+def _read(previous: PreviousEntry) -> GoldEntry:
+    try:
+        return previous.read()
+    except CheckFailed as exc:
+        raise _ReuseFailed(str(exc)) from None
+
+
 def _reuse(
-    question: Question, identity: StoreIdentity, config: GoldConfig, previous: _Previous, report: RebuildReport
-) -> GoldEntry | GoldFailure | None:
+    question: Question, identity: StoreIdentity, config: GoldConfig, previous: PreviousKg, report: RebuildReport
+) -> PreviousEntry | GoldFailure | None:
     """The previous entry when nothing that shapes it changed; the previous failure of an
     excluded question whose query is unchanged (excluded on record: not tried again until
     `--force`); else None (execute)."""
     old = previous.entries.get(question.id)
-    if old is not None and old.query_sha256 == question.sparql_sha256 and old.row_cap == config.row_cap and entry_identity(old) == identity:
+    if old is not None and old.query_sha256 == question.sparql_sha256 and old.row_cap == config.row_cap and old.identity == identity:
         report.reused.append(question.id)
         return old
     failed = previous.failures.get(question.id)
@@ -225,7 +294,11 @@ def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig
         store.execute_cells(question.reference_query, timeout_s=config.timeout_s, row_cap=config.row_cap)
         for _ in range(config.executions)
     ]
-    result, hashes = executions[0].typed(), [e.sha256() for e in executions]
+    first = executions[0]
+    first_sha256 = first.sha256()
+    # an execution equal to the first (compared in C, cell by cell) has its hash: most do
+    hashes = [first_sha256 if e == first else e.sha256() for e in executions[1:]]
+    result, hashes = first.typed(), [first_sha256, *hashes]
     sparql = question.query_language == "sparql"  # the static checks and the tie probe parse SPARQL
     determinism = query_determinism(question.sparql) if sparql else None
     volatile = determinism.volatile if determinism else ()

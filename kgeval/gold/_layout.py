@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kgeval._files import sha256_file
 from kgeval.errors import CheckFailed, InputError
 
 MANIFEST = "MANIFEST.json"
@@ -107,7 +108,7 @@ def _intact(version: Path, manifest_sha256: str) -> bool:
         raw = (version / MANIFEST).read_bytes()
         files = json.loads(raw)["files"]
         return hashlib.sha256(raw).hexdigest() == manifest_sha256 and all(
-            hashlib.sha256((version / name).read_bytes()).hexdigest() == digest for name, digest in files.items()
+            sha256_file(version / name) == digest for name, digest in files.items()  # streamed: a KG file can be GBs
         )
     except (OSError, ValueError, KeyError, TypeError):
         return False

@@ -176,13 +176,13 @@ def _columns(indexes: list[int]) -> Callable[[CellRow], CellRow]:
 def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> list[tuple[CellRow, tuple, CellRow]]:
     """(row in the answer's columns, comparable key, key cells) in order; DISTINCT keeps first
     occurrences, as SPARQL's Distinct does on an ordered sequence. Key values are computed
-    once per distinct cell (probes repeat the same keys over many rows)."""
+    once per distinct key (probes repeat the same keys over many rows: one dict look-up a row)."""
     column = {v: i for i, v in enumerate(probed.variables)}
     missing = [v for v in (*variables, *probe.key_vars) if v not in column]
     if missing:
         raise QueryError(f"the order probe did not return the variables {', '.join(missing)}")
     project, key_cells = _columns([column[v] for v in variables]), _columns([column[v] for v in probe.key_vars])
-    values: dict[Cell, object] = {}
+    keys: dict[CellRow, tuple] = {}
     seq, seen = [], set()
     for row in probed.rows:
         projected = project(row)
@@ -192,6 +192,8 @@ def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> li
                 continue
             seen.add(spelled)
         cells = key_cells(row)
-        key = tuple([values[c] if c in values else values.setdefault(c, _key_value(c)) for c in cells])
+        key = keys.get(cells)
+        if key is None:
+            key = keys[cells] = tuple([_key_value(c) for c in cells])
         seq.append((projected, key, cells))
     return seq

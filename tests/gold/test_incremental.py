@@ -80,14 +80,39 @@ def test_changed_data_row_cap_or_force_execute_again(tmp_path):
     assert len(report.built) == len(MINI_QUESTIONS) and read_gold(tmp_path / "gold").manifest.row_cap == 5
 
 
-def test_an_altered_previous_gold_is_never_reused(tmp_path):
+def _gold_with_an_edited_row(tmp_path: Path) -> tuple[Path, Path]:
+    """The mini holdout and its gold, one row of which was then edited ("alice" -> "alicia")."""
     holdout = write_holdout(tmp_path / "h")
     gold = tmp_path / "gold"
     _rebuild(holdout, gold)
     path = gold / "mini.json"
     path.write_text(path.read_text().replace("alice", "alicia", 1))
+    return holdout, gold
+
+
+def test_an_altered_previous_gold_is_never_reused(tmp_path):
+    holdout, gold = _gold_with_an_edited_row(tmp_path)
     report = _rebuild(holdout, gold)
     assert len(report.built) == len(MINI_QUESTIONS) and "does not verify" in (report.reuse_note or "")
+    assert "alicia" not in (gold / "mini.json").read_text()
+    verify_gold(gold, load_holdout(holdout))
+
+
+def test_a_reused_entry_that_fails_its_result_hash_when_read_makes_its_kg_execute_again(tmp_path):
+    # a row edited and the manifest's plain file hash "fixed" (no key): the file indexes, but the
+    # entry's own result hash fails when it is read back to be written; nothing of that KG is
+    # reused, the report counts each question once, and the new gold holds no edited row
+    import json
+
+    from kgeval._files import sha256_file
+
+    holdout, gold = _gold_with_an_edited_row(tmp_path)
+    manifest = json.loads((gold / "MANIFEST.json").read_text())
+    manifest["files"]["mini.json"] = sha256_file(gold / "mini.json")
+    (gold / "MANIFEST.json").write_text(json.dumps(manifest))
+    report = _rebuild(holdout, gold)
+    assert "result does not match" in (report.reuse_note or "")
+    assert sorted(report.built) == sorted(q["id"] for q in MINI_QUESTIONS) and not report.reused and report.ok
     assert "alicia" not in (gold / "mini.json").read_text()
     verify_gold(gold, load_holdout(holdout))
 
