@@ -243,12 +243,17 @@ def index_gold(gold_dir: Path) -> GoldIndex:
     """The gold in force verified as `read_gold` verifies it, streamed: memory follows the
     largest entry, not the gold (CheckFailed names the first problem)."""
     reader = GoldReader(gold_dir)
-    entries: dict[str, EntrySummary] = {}
-    failures: dict[str, GoldFailure] = {}
-    for kg in _each_kg_file(reader, reader.index_kg):
+    entries, failures = _by_question(_each_kg_file(reader, reader.index_kg))
+    return GoldIndex(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
+
+
+def _by_question(kgs: Iterator) -> tuple[dict, dict[str, GoldFailure]]:
+    """The entries (or their summaries) and the failures of KG files, by question id."""
+    entries, failures = {}, {}
+    for kg in kgs:
         entries.update((e.question_id, e) for e in kg.entries)
         failures.update((f.question_id, f) for f in kg.failures)
-    return GoldIndex(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
+    return entries, failures
 
 
 class GoldLoans:
@@ -287,11 +292,7 @@ class GoldLoans:
 def read_gold(gold_dir: Path) -> Gold:
     """The gold in force, verified file by file (CheckFailed names the first problem)."""
     reader = GoldReader(gold_dir)
-    entries: dict[str, GoldEntry] = {}
-    failures: dict[str, GoldFailure] = {}
-    for kg in _each_kg_file(reader, reader.read_kg):
-        entries.update((e.question_id, e) for e in kg.entries)
-        failures.update((f.question_id, f) for f in kg.failures)
+    entries, failures = _by_question(_each_kg_file(reader, reader.read_kg))
     return Gold(reader.version, reader.manifest, reader.manifest_sha256, entries, failures)
 
 
