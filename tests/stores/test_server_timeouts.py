@@ -103,6 +103,26 @@ def test_a_partial_answer_at_the_servers_limit_is_a_timeout(reply):
             store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
 
 
+def test_a_transaction_error_at_the_servers_timeout_is_a_timeout():
+    """Virtuoso sometimes ends a query its timeout stopped with SR177 (seen in CI on the
+    cartesian ORDER BY above); before the deadline the same error stays a store error."""
+    aborted = b"Virtuoso 4000X Error SR177: Misc Transaction Error\n\nSPARQL query:\nSELECT ?o"
+
+    def slow(_: Recorded):
+        time.sleep(2.3)  # at the server's 2.5 s timeout, within the client's socket timeout
+        return 500, {"Content-Type": "text/plain"}, aborted
+
+    with loopback(slow) as (url, _):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product="Virtuoso"), [])
+        with pytest.raises(QueryTimeout, match="the server aborted it: Virtuoso 4000X Error SR177"):
+            store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=2.5, row_cap=10)
+    with loopback(lambda _: (500, {"Content-Type": "text/plain"}, aborted)) as (url, _):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product="Virtuoso"), [])
+        with pytest.raises(StoreError, match="SR177") as caught:
+            store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
+        assert not isinstance(caught.value, QueryTimeout)
+
+
 def test_other_server_errors_stay_store_errors():
     with loopback(lambda _: (500, {"Content-Type": "text/plain"}, b"Virtuoso 42000 Error SR186: No permission")) as (url, _):
         store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x", product="Virtuoso"), [])
