@@ -262,6 +262,12 @@ def machine() -> str:
     return f"{os.cpu_count()} CPUs ({cpu}), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python {platform.python_version()}, pyoxigraph {ox.__version__}"
 
 
+def _heap_peak(r: dict, separator: str) -> str:
+    """The phase's tracemalloc peak, when it was measured."""
+    peak = r["python_heap_peak_mb"]
+    return "" if peak is None else f"{separator}Python heap peak {peak:.0f} MB (tracemalloc)"
+
+
 def report(results: dict[str, dict], args: argparse.Namespace) -> None:
     print(f"\nmachine at the end: {machine()}")
     if "load" in results:
@@ -270,7 +276,7 @@ def report(results: dict[str, dict], args: argparse.Namespace) -> None:
               f"({r['kgeval_load_s'] / r['raw_load_s']:.2f}x; CPU {r['kgeval_load_cpu_s']:.1f} s / {r['raw_load_cpu_s']:.1f} s); RSS with the store loaded {r['rss_loaded_mb']:.0f} MB, peak {r['peak_mb']:.0f} MB")  # fmt: skip
     if "gold" in results:
         r = results["gold"]
-        heap = f", Python heap peak {r['python_heap_peak_mb']:.0f} MB (tracemalloc)" if r["python_heap_peak_mb"] is not None else ""
+        heap = _heap_peak(r, ", ")
         print(f"gold   {r['questions']:,} questions: rebuild {r['rebuild_s']:.1f} s, raw {r['raw_s']:.1f} s on the {r['texts_sent']:,} texts it sent "
               f"({r['distinct_texts']:,} distinct) = {r['rebuild_s'] / r['raw_s']:.2f}x; unchanged rebuild {r['unchanged_s']:.1f} s; "
               f"{r['failed']} failed; flagged {r['flagged']}")  # fmt: skip
@@ -281,7 +287,7 @@ def report(results: dict[str, dict], args: argparse.Namespace) -> None:
               f"{r['peak_with_loading_mb']:.0f} MB with the bulk load's peak{heap}")  # fmt: skip
     if "run" in results:
         r = results["run"]
-        heap = f"; Python heap peak {r['python_heap_peak_mb']:.0f} MB (tracemalloc)" if r["python_heap_peak_mb"] is not None else ""
+        heap = _heap_peak(r, "; ")
         print(f"run    {r['candidate_texts']:,} candidate texts ({args.seeds} seed(s)): run {r['run_s']:.1f} s (store loading {r['store_loading_s']:.1f} s, "
               f"gold scan {r['gold_loading_s']:.1f} s; entries read on the workers {r.get('gold_entries_thread_s', 0.0):.1f} s summed over threads); raw {r['raw_all_s']:.1f} s = {r['run_s'] / r['raw_all_s']:.2f}x, "
               f"{r['run_without_loading_s'] / r['raw_all_s']:.2f}x without loading"

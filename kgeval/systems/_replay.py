@@ -171,11 +171,15 @@ def _read_qald(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator
     kgs = [kg for kg in holdout.kgs if kg.source.get("format") == "qald"]
     if not kgs:
         raise InputError(f"{path}: the holdout has no KG imported from QALD (`kgeval holdout import qald`) to match its questions to")
+    imported: dict[str, list[tuple[KnowledgeGraph, str]]] = {}  # source id -> (KG, our id)
+    for kg in kgs:
+        for ours, theirs in kg.source.get("ids", {}).items():
+            imported.setdefault(str(theirs), []).append((kg, ours))
     for n, raw in enumerate(doc["questions"], 1):
         where = f"{path}: question {raw.get('id', f'#{n}') if isinstance(raw, dict) else f'#{n}'}"
         if not isinstance(raw, dict) or "id" not in raw:
             raise InputError(f"{where}: expected an object with an 'id'")
-        kg, question_id = _qald_question_of(where, raw, kgs)
+        kg, question_id = _qald_question_of(where, raw, imported, kgs)
         query = raw.get("query")
         sparql = query.get("sparql") if isinstance(query, dict) else None
         if isinstance(sparql, str) and sparql.strip():
@@ -184,15 +188,15 @@ def _read_qald(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator
             yield where, _Record(kg=kg.id, question_id=question_id, answer=_qald_answer(where, raw.get("answers")))
 
 
-def _qald_question_of(where: str, raw: dict, kgs: list[KnowledgeGraph]) -> tuple[KnowledgeGraph, str]:
+def _qald_question_of(
+    where: str, raw: dict, imported: dict[str, list[tuple[KnowledgeGraph, str]]], kgs: list[KnowledgeGraph]
+) -> tuple[KnowledgeGraph, str]:
     """The holdout KG and our question id of one QALD question, by its source id (and KG field)."""
     source_id = str(raw["id"])
-    found = []
-    for kg in kgs:
-        field = kg.source.get("kg_field")
-        if field and field in raw and str(raw[field]).strip() != kg.source.get("kg_value"):
-            continue
-        found += [(kg, ours) for ours, theirs in kg.source.get("ids", {}).items() if theirs == source_id]
+    found = [
+        (kg, ours) for kg, ours in imported.get(source_id, [])
+        if not ((field := kg.source.get("kg_field")) and field in raw and str(raw[field]).strip() != kg.source.get("kg_value"))
+    ]
     if not found:
         raise InputError(f"{where}: no question of the holdout was imported from source id {source_id!r} (KGs: {', '.join(kg.id for kg in kgs)})")
     if len(found) > 1:
