@@ -47,6 +47,7 @@ from kgeval.config import GoldConfig, KgevalConfig, RunConfig  # noqa: E402
 from kgeval.gold import GoldIndex, rebuild_gold  # noqa: E402
 from kgeval.holdout import load_holdout, seal_holdout  # noqa: E402
 import kgeval.gold._store as gold_store_module  # noqa: E402
+import kgeval.gold._index as gold_index_module  # noqa: E402
 import kgeval.runs._attempt as attempt_module  # noqa: E402
 import kgeval.runs._run as run_module  # noqa: E402
 import kgeval.judges._execution as execution_module  # noqa: E402
@@ -237,6 +238,7 @@ def forget_process_caches() -> None:
     execution_rules_module.lists_pairs_once.cache_clear()
     results_module._TERMS.clear()
     gold_store_module._SCANNED.clear()
+    gold_index_module._VERIFIED.clear()
 
 
 def _children_cpu() -> float:

@@ -11,6 +11,12 @@ after the scan is caught entry by entry, not read past.
 
 The scan parses JSON with the standard library's C decoder (no pydantic, no Term per cell);
 `read_entry` builds the typed `GoldEntry` (pydantic at the edge) of one entry only.
+
+Golds repeat results (several questions with one answer list, count or ASK). Each summary keeps
+the sha256 of its result's JSON as stored (`result_digest`): the scan spells a result
+canonically (the costly part of checking result_sha256) once per distinct content, and a run
+reads each distinct result into one object (`read_entry`'s `results`), which the judges then
+prepare once.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import MutableMapping
 from typing import Any, BinaryIO, NamedTuple
 
 from pydantic import ValidationError
@@ -28,7 +35,7 @@ from pydantic import ValidationError
 from kgeval.errors import CheckFailed
 from kgeval.gold._layout import MANIFEST
 from kgeval.gold._model import GoldEntry, GoldFailure
-from kgeval.stores import CellResult
+from kgeval.stores import CellResult, QueryResult
 
 _BLOCK = 1 << 20
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -57,6 +64,9 @@ class EntrySummary(NamedTuple):
     """Its length in bytes."""
     sha256: str
     """sha256 of those bytes, as the scan read (and verified) them."""
+    result_digest: str = ""
+    """sha256 of the entry's result exactly as stored (`result_digest`): entries whose results
+    have the same digest hold the same result, so a run reads and prepares it once."""
 
 
 @dataclass
@@ -209,22 +219,48 @@ def _scan_entries(text: _Text, index: KgIndex, path: Path) -> str | None:
 
 
 def _summary(entry: Any, raw: bytes, path: Path, offset: int) -> tuple[EntrySummary, bool]:
-    """The entry's summary, and whether its result matches its result_sha256 (hashed on plain
-    cells: the same hash `QueryResult.sha256` computes on Terms)."""
+    """The entry's summary, and whether its result matches its result_sha256."""
     try:
         result = entry["result"]
-        rows = [
-            tuple(None if c is None else (c["type"], c["value"], c.get("datatype"), c.get("lang")) for c in row)
-            for row in result.get("rows", [])
-        ]
-        cells = CellResult(result["form"], tuple(result.get("vars", [])), rows, result.get("total", 0), result.get("boolean"), result.get("ordered", False))
+        digest = result_digest(result)
         summary = EntrySummary(
             entry["question_id"], entry["kg"], entry["query_sha256"], entry["engine"], entry["engine_version"], entry["kg_sha256"],
-            result["form"], result.get("total", 0), path, offset, len(raw), hashlib.sha256(raw).hexdigest(),
+            result["form"], result.get("total", 0), path, offset, len(raw), hashlib.sha256(raw).hexdigest(), digest,
         )  # fmt: skip
-        return summary, cells.sha256() == entry["result_sha256"]
+        return summary, _matches(result, digest, entry["result_sha256"])
     except (KeyError, TypeError, AttributeError) as exc:
         raise _Malformed(f"entry at byte {offset}: missing or malformed {exc}") from None
+
+
+def result_digest(result: Any) -> str:
+    """sha256 of a result's JSON exactly as parsed (key order kept): equal digests, equal
+    results. Much cheaper than `result_sha256`, which spells every cell canonically."""
+    return hashlib.sha256(json.dumps(result, separators=(",", ":")).encode()).hexdigest()
+
+
+_VERIFIED: dict[str, str] = {}
+"""Result digest -> the result_sha256 its result was found to match, in this process: golds
+repeat results (the same list or count for several questions), and whether a result matches a
+hash is a function of the two, so a result verified once is not spelled out again."""
+_VERIFIED_LIMIT = 1 << 16
+
+
+def _matches(result: Any, digest: str, result_sha256: Any) -> bool:
+    """Whether the result (as parsed) hashes to `result_sha256` (on plain cells: the same hash
+    `QueryResult.sha256` computes on Terms)."""
+    if _VERIFIED.get(digest) == result_sha256:
+        return True
+    rows = [
+        tuple(None if c is None else (c["type"], c["value"], c.get("datatype"), c.get("lang")) for c in row)
+        for row in result.get("rows", [])
+    ]
+    cells = CellResult(result["form"], tuple(result.get("vars", [])), rows, result.get("total", 0), result.get("boolean"), result.get("ordered", False))
+    if cells.sha256() != result_sha256:
+        return False
+    if len(_VERIFIED) >= _VERIFIED_LIMIT:
+        _VERIFIED.clear()
+    _VERIFIED[digest] = result_sha256
+    return True
 
 
 def _failure(item: Any, path: Path) -> GoldFailure:
@@ -234,9 +270,14 @@ def _failure(item: Any, path: Path) -> GoldFailure:
         raise _Malformed(f"failure record: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
 
 
-def read_entry(summary: EntrySummary) -> GoldEntry:
+def read_entry(summary: EntrySummary, results: MutableMapping[str, QueryResult] | None = None) -> GoldEntry:
     """The entry `summary` describes, read from its file: CheckFailed unless its bytes are those
-    the scan verified (the file was edited or replaced since) and it is a valid entry."""
+    the scan verified (the file was edited or replaced since) and it is a valid entry.
+
+    `results` (result digest -> result) shares results between entries: an entry whose result
+    is there (read before from identical JSON) gets that very object, and a new one is added.
+    Judges prepare a gold once per result object (`judges.GoldCache`), so questions that share
+    a gold share its preparation."""
     try:
         with open(summary.path, "rb") as handle:
             handle.seek(summary.offset)
@@ -248,7 +289,16 @@ def read_entry(summary: EntrySummary) -> GoldEntry:
             f"{summary.kg}/{summary.question_id}: gold entry changed on disk since the gold was verified ({summary.path}); "
             "a gold version is never edited: check it with `kgeval gold verify`, rebuild with `kgeval gold rebuild`"
         )
+    shared = results.get(summary.result_digest) if results is not None and summary.result_digest else None
     try:
-        return GoldEntry.model_validate_json(raw)
+        if shared is None:
+            entry = GoldEntry.model_validate_json(raw)
+        else:  # the same bytes as the scan's, so the same result: the one already built
+            fields = json.loads(raw)
+            fields["result"] = shared
+            entry = GoldEntry.model_validate(fields)
     except ValidationError as exc:
         raise CheckFailed(f"{summary.path}: not a gold entry ({summary.question_id}): {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+    if results is not None and shared is None and summary.result_digest:
+        results[summary.result_digest] = entry.result
+    return entry

@@ -15,7 +15,8 @@ exit 1), never read past.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from kgeval.gold._layout import DISPLAY_DIR, MANIFEST, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
 from kgeval.integrity import check_tag, integrity_key
-from kgeval.stores import Store
+from kgeval.stores import QueryResult, Store
 
 
 class StoreIdentity(BaseModel, frozen=True):
@@ -220,13 +221,14 @@ class GoldIndex:
     failures: dict[str, GoldFailure]
     """Every recorded failure by question id."""
 
-    def entry(self, question_id: str) -> GoldEntry:
+    def entry(self, question_id: str, results: MutableMapping[str, QueryResult] | None = None) -> GoldEntry:
         """The verified entry of `question_id`, read from its file now (CheckFailed when there
-        is none, or when its bytes changed since the scan)."""
+        is none, or when its bytes changed since the scan); `results` shares equal results
+        between entries (`_index.read_entry`)."""
         summary = self.entries.get(question_id)
         if summary is None:
             raise CheckFailed(f"{question_id}: no gold entry in {self.version}; rebuild with `kgeval gold rebuild`")
-        return read_entry(summary)
+        return read_entry(summary, results)
 
 
 def _each_kg_file(reader: GoldReader, read: Callable[[str], T]) -> Iterator[T]:
@@ -265,6 +267,9 @@ class GoldLoans:
         """`attempts`: how many attempts of each question will borrow its entry."""
         self._gold, self._left = gold, dict(attempts)
         self._held: dict[str, GoldEntry] = {}
+        # entries with equal results share one result object while any holder (an entry lent,
+        # a judge's cache of prepared golds) keeps it: no memory of its own
+        self._results: weakref.WeakValueDictionary[str, QueryResult] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
 
     @contextmanager
@@ -273,7 +278,7 @@ class GoldLoans:
         with self._lock:  # one reader at a time: two seeds of a question read it once
             entry = self._held.get(question_id)
             if entry is None:
-                entry = self._held[question_id] = self._gold.entry(question_id)
+                entry = self._held[question_id] = self._gold.entry(question_id, self._results)
         try:
             yield entry
         finally:

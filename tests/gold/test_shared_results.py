@@ -1,0 +1,62 @@
+"""Questions whose golds are equal share one result (issue 13, run speed): the verifying scan
+spells a result canonically once per distinct content, and a run reads it into one object that
+the judges prepare once. Sharing must never blur two different golds, and must not weaken the
+tamper checks (an entry edited after the scan, a result_sha256 that does not match)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgeval._files import sha256_file
+from kgeval.errors import CheckFailed
+from kgeval.gold import GoldLoans, index_gold
+import kgeval.gold._index as gold_index
+from tests.runs.test_run_memory import PEOPLE, _built
+
+
+def test_entries_with_equal_results_are_lent_one_result_object(tmp_path):
+    _, gold, _ = _built(tmp_path, 3)  # three reference queries (comments differ), one answer
+    index = index_gold(gold)
+    loans = GoldLoans(index, {"q000": 1, "q001": 1, "q002": 1})
+    with loans.lend("q000") as first, loans.lend("q001") as second:
+        assert (first.question_id, second.question_id) == ("q000", "q001")
+        assert first.query_sha256 != second.query_sha256
+        assert second.result is first.result  # read once, prepared once by the judges
+        alone = index.entry("q001")  # read without sharing: the same entry, field for field
+        assert alone.result is not first.result and alone.model_dump() == second.model_dump()
+        assert first.result.total == PEOPLE and first.result.sha256() == first.result_sha256
+
+
+def test_a_shared_result_does_not_excuse_an_entry_edited_after_the_scan(tmp_path):
+    _, gold, _ = _built(tmp_path, 3)
+    index = index_gold(gold)
+    loans = GoldLoans(index, {"q000": 2, "q002": 1})
+    with loans.lend("q000"):  # its result is now shared, and q002's result was equal
+        path = index.entries["q002"].path
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace('"Person number 7"', '"Person number 8"', 3), encoding="utf-8")  # q002's row too
+        with pytest.raises(CheckFailed, match="q002: gold entry changed on disk since the gold was verified"):
+            with loans.lend("q002"):
+                pass
+
+
+def test_a_result_verified_once_does_not_pass_a_wrong_result_sha256_later(tmp_path):
+    """The scan remembers results it has verified (by the digest of their JSON); a later entry
+    with the same result but another result_sha256 is still refused."""
+    _, gold, _ = _built(tmp_path, 3)
+    version = (gold / "current").resolve()
+    path = version / "mini.json"
+    payload = json.loads(path.read_text())
+    payload["entries"][2]["result_sha256"] = "0" * 64  # q000 and q001 verify the result first
+    path.write_text(json.dumps(payload))
+    manifest_path = version / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"]["mini.json"] = sha256_file(path)
+    manifest.pop("tag", None)
+    manifest_path.write_text(json.dumps(manifest))
+    gold_index._VERIFIED.clear()
+    with pytest.raises(CheckFailed, match="q002: result does not match its result_sha256"):
+        index_gold(gold)
+    assert gold_index._VERIFIED  # the equal results before it were verified and remembered
