@@ -13,7 +13,7 @@ The scan parses JSON with the standard library's C decoder (no pydantic, no Term
 `read_entry` builds the typed `GoldEntry` (pydantic at the edge) of one entry only.
 
 Golds repeat results (several questions with one answer list, count or ASK). Each summary keeps
-the sha256 of its result's JSON as stored (`result_digest`): the scan spells a result
+the sha256 of its result's bytes as stored (`result_digest`) and where they lie: the scan spells a result
 canonically (the costly part of checking result_sha256) once per distinct content, and a run
 reads each distinct result into one object (`read_entry`'s `results`), which the judges then
 prepare once.
@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, BinaryIO, NamedTuple
 
 from pydantic import ValidationError
@@ -65,8 +65,12 @@ class EntrySummary(NamedTuple):
     sha256: str
     """sha256 of those bytes, as the scan read (and verified) them."""
     result_digest: str = ""
-    """sha256 of the entry's result exactly as stored (`result_digest`): entries whose results
-    have the same digest hold the same result, so a run reads and prepares it once."""
+    """sha256 of the bytes of the entry's result as stored: entries whose results have the same
+    digest hold the same result, so a run reads and prepares it once."""
+    result_offset: int = 0
+    """Byte offset of the result in the entry's bytes."""
+    result_length: int = 0
+    """Its length in bytes."""
 
 
 @dataclass
@@ -128,14 +132,16 @@ class _Text:
             raise _Malformed(f"expected {' or '.join(repr(c) for c in chars)} at byte {self.offset}, found {char!r}")
         return char
 
-    def value(self) -> tuple[Any, bytes]:
+    def value(self, decode: Callable[[str, int], tuple[Any, int]] = _DECODER.raw_decode) -> tuple[Any, bytes]:
         """The next JSON value (an object, array or string: they end with their own closing
-        character, so a block boundary cannot cut one into a shorter valid value) and its bytes."""
+        character, so a block boundary cannot cut one into a shorter valid value) and its bytes.
+        `decode(text, pos)`: what is decoded of it, and where it ends (JSONDecodeError when the
+        text ends before the value does)."""
         self.next_char(consume=False)
         size = _BLOCK
         while True:
             try:
-                obj, end = _DECODER.raw_decode(self.text, self.pos)
+                obj, end = decode(self.text, self.pos)
                 break
             except json.JSONDecodeError as exc:
                 if self.eof:
@@ -208,9 +214,10 @@ def _scan_entries(text: _Text, index: KgIndex, path: Path) -> str | None:
         text.next_char()
         return None
     while True:
+        text.next_char(consume=False)  # the entry starts after the whitespace before it
         offset = text.offset
-        entry, raw = text.value()
-        summary, matches = _summary(entry, raw, path, offset)
+        (entry, result), raw = text.value(_entry_and_result)
+        summary, matches = _summary(entry, result, raw, path, offset)
         index.entries.append(summary)
         if not matches and mismatch is None:
             mismatch = f"{summary.kg}/{summary.question_id}: result does not match its result_sha256 ({path})"
@@ -218,24 +225,56 @@ def _scan_entries(text: _Text, index: KgIndex, path: Path) -> str | None:
             return mismatch
 
 
-def _summary(entry: Any, raw: bytes, path: Path, offset: int) -> tuple[EntrySummary, bool]:
+def _entry_and_result(text: str, pos: int) -> tuple[tuple[dict, _StoredResult | None], int]:
+    """Decode the JSON object at `pos` member by member, as `raw_decode` would (the last of
+    duplicate keys wins), keeping where its "result" lies: ((the object, the result as
+    stored), end). JSONDecodeError when the text ends or breaks before the object does."""
+    start, obj, result = pos, {}, None
+    if text[pos : pos + 1] != "{":
+        raise json.JSONDecodeError("Expecting '{'", text, pos)
+    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] == "}":
+        return (obj, None), pos + 1
+    while True:
+        key, pos = _DECODER.raw_decode(text, pos)
+        if not isinstance(key, str):
+            raise json.JSONDecodeError("Expecting property name", text, pos)
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if text[pos : pos + 1] != ":":
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+        pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        obj[key], end = _DECODER.raw_decode(text, pos)
+        if key == "result":
+            result = _StoredResult(len(text[start:pos].encode()), text[pos:end].encode())
+        pos = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+        char = text[pos : pos + 1]
+        if char == "}":
+            return (obj, result), pos + 1
+        if char != ",":  # also a number cut at the end of a block: the caller reads on
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+
+
+class _StoredResult(NamedTuple):
+    offset: int
+    """Byte offset of the entry's result in the entry's JSON."""
+    raw: bytes
+    """The result's JSON bytes as stored."""
+
+
+def _summary(entry: Any, stored: _StoredResult | None, raw: bytes, path: Path, offset: int) -> tuple[EntrySummary, bool]:
     """The entry's summary, and whether its result matches its result_sha256."""
     try:
         result = entry["result"]
-        digest = result_digest(result)
+        digest = hashlib.sha256(stored.raw).hexdigest()  # type: ignore[union-attr] - there is a result
         summary = EntrySummary(
             entry["question_id"], entry["kg"], entry["query_sha256"], entry["engine"], entry["engine_version"], entry["kg_sha256"],
-            result["form"], result.get("total", 0), path, offset, len(raw), hashlib.sha256(raw).hexdigest(), digest,
+            result["form"], result.get("total", 0), path, offset, len(raw), hashlib.sha256(raw).hexdigest(),
+            digest, stored.offset, len(stored.raw),  # type: ignore[union-attr]
         )  # fmt: skip
         return summary, _matches(result, digest, entry["result_sha256"])
     except (KeyError, TypeError, AttributeError) as exc:
         raise _Malformed(f"entry at byte {offset}: missing or malformed {exc}") from None
-
-
-def result_digest(result: Any) -> str:
-    """sha256 of a result's JSON exactly as parsed (key order kept): equal digests, equal
-    results. Much cheaper than `result_sha256`, which spells every cell canonically."""
-    return hashlib.sha256(json.dumps(result, separators=(",", ":")).encode()).hexdigest()
 
 
 _VERIFIED: dict[str, str] = {}
@@ -294,7 +333,8 @@ def read_entry(summary: EntrySummary, results: MutableMapping[str, QueryResult] 
         if shared is None:
             entry = GoldEntry.model_validate_json(raw)
         else:  # the same bytes as the scan's, so the same result: the one already built
-            fields = json.loads(raw)
+            start, end = summary.result_offset, summary.result_offset + summary.result_length
+            fields = json.loads(raw[:start] + b"null" + raw[end:])
             fields["result"] = shared
             entry = GoldEntry.model_validate(fields)
     except ValidationError as exc:

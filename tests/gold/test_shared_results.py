@@ -60,3 +60,41 @@ def test_a_result_verified_once_does_not_pass_a_wrong_result_sha256_later(tmp_pa
     with pytest.raises(CheckFailed, match="q002: result does not match its result_sha256"):
         index_gold(gold)
     assert gold_index._VERIFIED  # the equal results before it were verified and remembered
+
+
+def _rewrite_kg_file(gold, rewrite) -> None:
+    """Rewrite mini.json with `rewrite(payload) -> text` and fix its hash in the manifest."""
+    version = (gold / "current").resolve()
+    path = version / "mini.json"
+    path.write_text(rewrite(json.loads(path.read_text())), encoding="utf-8")
+    manifest_path = version / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"]["mini.json"] = sha256_file(path)
+    manifest.pop("tag", None)
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def test_the_scan_reads_entries_cut_by_small_blocks_and_any_spacing_or_key_order(tmp_path, monkeypatch):
+    """Entries are decoded member by member (to find each result's bytes): a block boundary
+    anywhere (inside a number too) and a file written with other spacing and key order give
+    the same entries, and the results are still shared."""
+    _, gold, _ = _built(tmp_path, 3)
+    expected = {qid: index_gold(gold).entry(qid).model_dump() for qid in ("q000", "q001", "q002")}
+
+    def pretty(payload: dict) -> str:
+        payload["entries"] = [dict(reversed(list(e.items()))) for e in payload["entries"]]  # "result" last but one
+        return json.dumps(payload, indent=3, ensure_ascii=False)
+
+    _rewrite_kg_file(gold, pretty)
+    for block in (7, 64, 1 << 20):
+        monkeypatch.setattr(gold_index._Text.read_more, "__defaults__", (block,))
+        monkeypatch.setattr(gold_index, "_BLOCK", block)
+        from kgeval.gold import _store
+
+        _store._SCANNED.clear()
+        index = index_gold(gold)
+        loans = GoldLoans(index, {"q000": 1, "q002": 1})
+        with loans.lend("q000") as first, loans.lend("q002") as third:
+            assert third.result is first.result
+            assert {"q000": first.model_dump(), "q002": third.model_dump()} == {q: expected[q] for q in ("q000", "q002")}
+        assert index.entry("q001").model_dump() == expected["q001"]
