@@ -18,6 +18,7 @@ judge compares again; the rule accepts only when that comparison accepts. Each i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -30,7 +31,7 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._lookup import KgLookup, fold
 from kgeval.judges._model import Candidate, Verdict
-from kgeval.stores import QueryResult, Term, compares_by_order, query_algebra
+from kgeval.stores import QueryResult, Term, compares_by_order, guard_query, query_algebra
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
 """Compare an answer with a gold again (the execution judge's comparison, rules off)."""
@@ -78,8 +79,11 @@ def pairs_rule_applies(config: ExecutionJudgeConfig, question: Question, gold: Q
 def lists_pairs_once(sparql: str) -> bool:
     """True when the reference query filters its two projected variables by order
     (`FILTER(STR(?a) < STR(?b))`): the author listed each unordered pair once."""
-    if compares_by_order(sparql) is False:
+    compares = compares_by_order(sparql)
+    if compares is False:
         return False  # no order comparison at all: nothing to parse for
+    if compares and not _may_compare_variables(sparql):
+        return False  # none between two variables (?n > 20): nothing to parse for either
     try:
         algebra = query_algebra(sparql)
     except QueryError:
@@ -98,6 +102,23 @@ def lists_pairs_once(sparql: str) -> bool:
         elif isinstance(node, (list, tuple)):
             stack.extend(node)
     return False
+
+
+_VARIABLES_BY_ORDER = re.compile(r"(?:\?[^ ]+|\)) (?:<|>|<=|>=) (?:\?|STR ?\(|\()", re.IGNORECASE)
+"""In the guard's canonical text (one space between tokens, comments dropped, `$x` as `?x`):
+an order comparison whose left operand ends with a variable or `)` and whose right one starts
+with a variable, `STR(` or `(`. Every comparison the algebra walk of `lists_pairs_once` looks
+for (?a < ?b, STR(?a) < STR(?b), bracketed) has this shape; a text without one has none."""
+
+
+def _may_compare_variables(sparql: str) -> bool:
+    """False only when the query surely compares no two variables by order (read as the guard
+    reads it, which `compares_by_order` said is how rdflib reads it); True when unsure."""
+    try:
+        canonical = guard_query(sparql).text
+    except QueryError:
+        return True
+    return _VARIABLES_BY_ORDER.search(canonical) is not None
 
 
 def _variable(expr: object) -> str | None:

@@ -328,3 +328,23 @@ def test_pairs_shortcut_gives_the_algebra_reading_on_messy_queries(monkeypatch):
     parsed = [rules.lists_pairs_once.__wrapped__(q) for q in PAIRS_CORPUS]
     assert shortcut == parsed
     assert shortcut.count(True) == 4 and shortcut.count(False) == 5
+
+
+def test_pairs_shortcut_parses_only_queries_that_may_compare_two_variables(monkeypatch):
+    """A query whose order comparisons all have a number, a string or an aggregate on one side
+    (?b < 10, ?b < "M", HAVING (COUNT(?p) > 1)) cannot list pairs once: it is not parsed."""
+    import kgeval.judges._execution_rules as rules
+
+    parsed: list[str] = []
+    real = rules.query_algebra
+
+    def counting(text: str):  # noqa: ANN202
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(rules, "query_algebra", counting)
+    answers = [rules.lists_pairs_once.__wrapped__(q) for q in PAIRS_CORPUS]
+    assert answers == [True, True, False, False, False, True, False, False, True]
+    not_parsed = [q for q in PAIRS_CORPUS if q not in parsed]
+    assert PAIRS_CORPUS[3] in not_parsed and PAIRS_CORPUS[6] in not_parsed and PAIRS_CORPUS[7] in not_parsed
+    assert all(q in parsed for q, listed in zip(PAIRS_CORPUS, answers) if listed)
