@@ -268,9 +268,11 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
         gc.unfreeze()
-        close = getattr(plan.system, "close", None)
-        if close is not None:
-            close()
+        # the stores' sandbox workers end with the run, not when a cache lets go of a store
+        for closeable in (plan.system, *plan.stores.values()):
+            close = getattr(closeable, "close", None)
+            if close is not None:
+                close()
     served |= db.served_versions(run_id)  # those of attempts persisted before a resume too
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
