@@ -34,7 +34,6 @@ import signal
 import sys
 import pickle
 import struct
-from pathlib import Path
 
 BOOTSTRAP = (
     "import sys, types\n"
@@ -96,7 +95,7 @@ def main(fd: int, parent_pid: int) -> None:
     kind, files, memory_bytes = conn.recv()
     assert kind == "load"
     try:
-        store = _engine.load_kg([Path(f) for f in files])
+        store = _engine.load_kg(files)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return
