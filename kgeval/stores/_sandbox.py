@@ -56,7 +56,8 @@ def _cores() -> int:
 # the process that asked: loading is CPU work, so eight workers loading together on two cores
 # were not ready sooner, and took the cores from the run's own start (its gold verification
 # got a third of a core: a 0.4 s longer start on the bench of bench/run.py). A query that finds
-# no worker starts its own at once, outside this gate.
+# no worker starts its own at once, outside this gate, and a pool's start ahead leaves the queue
+# as soon as a query of its pool waits (on a loaded machine the queue fell behind the run).
 _START_AHEAD_GATE = threading.BoundedSemaphore(max(1, _cores() - 1))
 _STDERR_TAIL = 600
 _NAMED_ERRORS = {
@@ -90,6 +91,8 @@ class WorkerPool:
         self._started = 0
         self._free = threading.Condition()
         self._closed = False
+        self._waiting = 0
+        """Queries waiting for a worker of this pool (its starts ahead then skip the gate's queue)."""
         self.network_isolated: bool | None = None
         """Whether the workers run without network (None until one has started)."""
 
@@ -123,7 +126,11 @@ class WorkerPool:
             threading.Thread(target=self._start_idle, daemon=True, name="kgeval-sandbox-start").start()
 
     def _start_idle(self) -> None:
-        with _START_AHEAD_GATE:
+        # waits its turn, unless a query of this pool is waiting for a worker: then it goes at once
+        gated = False
+        while not gated and not self._waiting:
+            gated = _START_AHEAD_GATE.acquire(timeout=0.01)
+        try:
             with self._free:
                 closed = self._closed
                 if closed:  # closed while this start waited for its turn
@@ -134,6 +141,9 @@ class WorkerPool:
                 worker = self._new_worker()
             except BaseException:  # noqa: BLE001 - reported by the query that starts the next one
                 return
+        finally:
+            if gated:
+                _START_AHEAD_GATE.release()
         with self._free:
             closed = self._closed
             if closed:  # the pool closed while this worker loaded: nobody else would stop it
@@ -161,7 +171,11 @@ class WorkerPool:
         with self._free:
             while True:
                 while not self._idle and self._started >= self._config.workers:
-                    self._free.wait()
+                    self._waiting += 1
+                    try:
+                        self._free.wait()
+                    finally:
+                        self._waiting -= 1
                 if not self._idle:
                     break
                 worker = self._idle.pop()
