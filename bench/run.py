@@ -324,6 +324,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--no-shares", action="store_true", help="skip the table of where one more run's time goes")
     parser.add_argument("--persist-within-s", type=float, default=RunConfig().persist_within_s, help="run.persist_within_s (default: the configuration's)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -350,6 +351,8 @@ def main() -> None:
               f"CPU seconds (run: this process + its sandbox workers): best {min(cpu_ratios):.2f}x, median {statistics.median(cpu_ratios):.2f}x")
         print(f"raw all = {n_all} candidate texts executed one by one; raw distinct = the {n_distinct} distinct (KG, text) pairs")
         print("run = execute_run with the replay system: store loading, guard, execution, judges, DuckDB writes")
+        if args.no_shares:
+            return
         # one worker thread: with more, time waiting for a lock (rdflib's parser is serialized)
         # would be counted once per waiting thread
         cfg = KgevalConfig(run=RunConfig(seeds=args.seeds, concurrency=1, retry_backoff_s=0.0, persist_within_s=args.persist_within_s))

@@ -57,6 +57,7 @@ _VERDICT_COLUMNS = list(Verdict.model_fields)
 # Columns of the rows a batch appends, in the tables' order (JSON columns travel as their text).
 _ATTEMPTS_TABLE = ("run_id", *_ATTEMPT_COLUMNS)
 _VERDICTS_TABLE = ("run_id", "question_id", "seed", *_VERDICT_COLUMNS)
+_QUESTIONS_TABLE = ("run_id", "kg", "question_id", "question", "domain", "qtype", "honeypot")
 
 
 def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
@@ -72,7 +73,7 @@ def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
 def _check_column_order(con: GuardedConnection, path: Path) -> None:
     """Batches are appended by position: the tables must have their columns in this order
     (true of every database this code or its predecessor created)."""
-    for table, expected in (("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE)):
+    for table, expected in (("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE), ("run_questions", _QUESTIONS_TABLE)):
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index").fetchall()]
         if columns != list(expected):
             raise InputError(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
@@ -209,11 +210,8 @@ class ResultsDB:
         always passes the receipt; records imported from elsewhere have none."""
         with transaction(self._con) as con:
             con.execute("INSERT INTO runs VALUES (?, ?, ?)", [metadata.run_id, status, metadata.model_dump_json()])
-            if questions:
-                con.executemany(
-                    "INSERT INTO run_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [[metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot] for q in questions],
-                )
+            # appended, not bound: binding 352 rows' parameters cost 90 ms on the run's start
+            _append_rows(con, "run_questions", [(metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot) for q in questions])
             if receipt is not None:
                 self._insert_receipt(con, metadata.run_id, "start", receipt)
 

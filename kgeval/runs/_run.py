@@ -225,7 +225,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     run_id = plan.metadata.run_id
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
-    for kg_id in sorted({q.kg for q, _ in jobs}):  # sandbox workers load their KG while the gold is indexed
+    for kg_id in dict.fromkeys(q.kg for q, _ in jobs):  # sandbox workers load their KG while the gold is indexed, in the order asked
         plan.stores[kg_id].start_ahead(plan.config.run.concurrency)
     # verified up front, each entry read when its question's first attempt starts and dropped
     # when its last is judged: the run's memory follows the questions in flight, not the holdout
@@ -268,9 +268,11 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
         gc.unfreeze()
-        close = getattr(plan.system, "close", None)
-        if close is not None:
-            close()
+        # the stores' sandbox workers end with the run, not when a cache lets go of a store
+        for closeable in (plan.system, *plan.stores.values()):
+            close = getattr(closeable, "close", None)
+            if close is not None:
+                close()
     served |= db.served_versions(run_id)  # those of attempts persisted before a resume too
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)

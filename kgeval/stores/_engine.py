@@ -13,16 +13,19 @@ Imports only the standard library, pyoxigraph and the light modules `_cells`, `_
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from itertools import chain, islice
-from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import pyoxigraph as ox
 
 from kgeval.errors import InputError, KgevalError, QueryOverBudget, QueryRejected
 from kgeval.stores._cells import Cell, CellRow, canonical_spelling, keep_rows, literal_cell
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
+
+if TYPE_CHECKING:  # a sandbox worker never imports pathlib (with urllib, a sixth of its start)
+    from pathlib import Path
 
 _FORMATS = {
     ".ttl": ox.RdfFormat.TURTLE,
@@ -59,15 +62,15 @@ class Answer(NamedTuple):
     caps: nothing reads it there)."""
 
 
-def rdf_format(path: Path) -> ox.RdfFormat:
+def rdf_format(path: Path | str) -> ox.RdfFormat:
     """The RDF syntax of a KG file, from its extension."""
     try:
-        return _FORMATS[path.suffix.lower()]
+        return _FORMATS[os.path.splitext(path)[1].lower()]
     except KeyError:
         raise InputError(f"{path}: unknown RDF file extension (use one of {', '.join(_FORMATS)})") from None
 
 
-def load_kg(files: Sequence[Path]) -> ox.Store:
+def load_kg(files: Sequence[Path | str]) -> ox.Store:
     """An in-memory store holding every file in its default graph."""
     store = ox.Store()
     for path in files:

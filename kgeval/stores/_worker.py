@@ -1,8 +1,11 @@
 """A sandbox worker process: loads one KG once, then evaluates candidate queries sent to it.
 
-Started by `_sandbox.WorkerPool` as `python -c BOOTSTRAP STORES_DIR FD`: the bootstrap makes
-`kgeval.stores` a bare package path, so the worker imports only this module, `_engine`,
-`_cells`, `_functions`, `kgeval.errors` and pyoxigraph (a light process, quick to replace).
+Started by `_sandbox.WorkerPool` as `python -I -S -c BOOTSTRAP STORES_DIR FD PARENT_PID
+IMPORT_DIRS...`: isolated and without `site` (no .pth files, no user or current directory on the
+path: `site` alone was a third of a worker's start), with the directories holding kgeval and
+pyoxigraph on its path. The bootstrap makes `kgeval.stores` a bare package path, so the worker
+imports only this module, `_engine`, `_cells`, `_functions`, `kgeval.errors` and pyoxigraph (a
+light process, quick to replace).
 
 Bounds set here, in the worker itself:
 - network: the worker leaves the host's network namespace before it loads anything (a new,
@@ -31,10 +34,10 @@ import signal
 import sys
 import pickle
 import struct
-from pathlib import Path
 
 BOOTSTRAP = (
     "import sys, types\n"
+    "sys.path[:0] = sys.argv[4:]\n"
     "import kgeval\n"
     "package = types.ModuleType('kgeval.stores')\n"
     "package.__path__ = [sys.argv[1]]\n"
@@ -92,7 +95,7 @@ def main(fd: int, parent_pid: int) -> None:
     kind, files, memory_bytes = conn.recv()
     assert kind == "load"
     try:
-        store = _engine.load_kg([Path(f) for f in files])
+        store = _engine.load_kg(files)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return

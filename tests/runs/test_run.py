@@ -98,3 +98,42 @@ def test_run_refuses_unverified_gold(mini_holdout, mini_gold, tmp_path):
     path.write_text(path.read_text().replace("alice", "alicia", 1))
     with ResultsDB(tmp_path / "r.duckdb") as db, pytest.raises(CheckFailed):
         execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), _config(), db, checklist=CHECKLIST)
+
+
+def _sandbox_workers_of_this_process() -> set[int]:
+    """Live sandbox worker processes whose parent is this process."""
+    import os
+    from pathlib import Path
+
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            stat, cmdline = (proc / "stat").read_text(), (proc / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"_worker import main" in cmdline:
+            found.add(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not __import__("pathlib").Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_finished_run_stops_its_stores_sandbox_workers(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """The run's candidate queries ran in sandbox workers; when the run ends they end with it,
+    even while something else (here the test, in a run a judge's cache) still holds the run's
+    stores: before, they lived on until the store was collected."""
+    import time
+
+    import kgeval.runs._run as run_module
+
+    held, open_store = [], run_module.open_store
+    monkeypatch.setattr(run_module, "open_store", lambda *a: held.append(open_store(*a)) or held[-1])
+    before = _sandbox_workers_of_this_process()
+    records = [{"kg": "mini", "question_id": q["id"], "sparql": q["sparql"]} for q in MINI_QUESTIONS]
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db, checklist=CHECKLIST)
+    assert held and held[0].sandbox.worker_pids() == []
+    deadline = time.monotonic() + 30  # a worker still loading when the run ended stops once loaded
+    while _sandbox_workers_of_this_process() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sandbox_workers_of_this_process() - before == set()
