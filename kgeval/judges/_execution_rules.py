@@ -19,6 +19,7 @@ judge compares again; the rule accepts only when that comparison accepts. Each i
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -169,18 +170,20 @@ class _IrisByName:
 
     def __init__(self, iris: set[str]) -> None:
         self._iris = iris
-        self._by_lookup: dict[int, tuple[KgLookup, dict[str, frozenset[str]]]] = {}
+        # held weakly: the prepared gold outlives its run in the module's cache, and a lookup
+        # holds its KG's store and label index, which must go when the run's stores close
+        self._by_lookup: weakref.WeakKeyDictionary[KgLookup, dict[str, frozenset[str]]] = weakref.WeakKeyDictionary()
 
     def __call__(self, lookup: KgLookup) -> dict[str, frozenset[str]]:
-        kept = self._by_lookup.get(id(lookup))
-        if kept is not None and kept[0] is lookup:
-            return kept[1]
+        kept = self._by_lookup.get(lookup)
+        if kept is not None:
+            return kept
         by_name: dict[str, set[str]] = {}
         for iri in self._iris:
             for name in lookup.names(iri):
                 by_name.setdefault(name, set()).add(iri)
         frozen = {name: frozenset(iris) for name, iris in by_name.items()}
-        self._by_lookup[id(lookup)] = (lookup, frozen)  # a run has one lookup per KG: a few entries
+        self._by_lookup[lookup] = frozen  # a run has one lookup per KG: a few entries
         return frozen
 
 

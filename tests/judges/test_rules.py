@@ -348,3 +348,28 @@ def test_pairs_shortcut_parses_only_queries_that_may_compare_two_variables(monke
     not_parsed = [q for q in PAIRS_CORPUS if q not in parsed]
     assert PAIRS_CORPUS[3] in not_parsed and PAIRS_CORPUS[6] in not_parsed and PAIRS_CORPUS[7] in not_parsed
     assert all(q in parsed for q, listed in zip(PAIRS_CORPUS, answers) if listed)
+
+
+def test_a_prepared_gold_does_not_keep_a_finished_runs_lookup_alive(tmp_path):
+    """The label rules keep each gold's IRIs by name per lookup, in a module-wide cache that
+    outlives the run; a lookup holds its KG's store and labels, so it must be held weakly (a
+    long-lived service kept every finished run's stores)."""
+    import gc
+    import weakref
+
+    path = tmp_path / "org.ttl"
+    path.write_text(AMBIGUOUS_TTL)
+    store = EmbeddedStore([path])
+    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
+    answer = "SELECT ?name WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf>/<http://www.w3.org/2000/01/rdf-schema#label> ?name }"
+    gold = _run(store, gold_q)
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+    question = Question(id="org-2", question="Which team is Ana in?", sparql=gold_q, domain="hr", kg="org")
+    candidate = _candidate(store, answer, lookup)
+    verdict = EXECUTION.judge(question, gold, candidate)
+    assert verdict.correct and verdict.details["rule"] == "label_for_entity", verdict.reason
+    held = weakref.ref(lookup)
+    del lookup, candidate
+    gc.collect()
+    assert held() is None
+    assert EXECUTION.judge(question, gold, Candidate(result=_run(store, answer), sparql=answer)).correct is False
