@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "4", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "f9af633bb359d807cde231f04eee90d9a9c03264cecc2e6d39c912dd9d2c9974"),
-    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "b0972884d6e9eff1db64f4cff254aab6d7fc8c8bb9156c79e592165771f83be8"),
+    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "ec7e126fa98ccb458eefa4b06cf50b4d82721cd5ce1b346916f257d8b1b7b70b"),
 }
 
 
