@@ -234,15 +234,28 @@ class ShardScanner:
             per_line[i] = self._line_matches(line)
         line_code = distinct.indices.to_numpy()
         line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
-        # As before, a text is tried as a query only when one of its lines passed the prefilter.
-        candidates = np.unique(owner)
-        maybe_query = re2_mask(texts.take(pa.array(candidates, pa.int64())), self.index.query_prefilter)
+        candidates, maybe_query = self._query_candidates(texts, owner, words, line_code)
         for t in np.union1d(owner[line_hit], candidates[maybe_query]).tolist():
             found = [m for i in _span(owner, t) if line_hit[i] for m in per_line[line_code[i]]]
             if maybe_query[np.searchsorted(candidates, t)]:
                 found += self._query_matches(texts[t].as_py())
             if unique := unique_matches(found):
                 yield t, unique
+
+    def _query_candidates(
+        self, texts: pa.Array, owner: np.ndarray, words: pa.Array, line_code: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The texts with a kept line (sorted), and which of them hold a query key. Keys
+        the prefilter covers are looked for in the distinct kept lines only (a text holds one
+        exactly when one of its kept lines does); the others in the whole texts."""
+        candidates = np.unique(owner)
+        key_line = re2_mask(words, self.index.line_query_prefilter)[line_code]
+        maybe_query = np.isin(candidates, owner[key_line])
+        if self.index.text_query_prefilter is not None:
+            rest = np.flatnonzero(~maybe_query)
+            found = re2_mask(texts.take(pa.array(candidates[rest], pa.int64())), self.index.text_query_prefilter)
+            maybe_query[rest[found]] = True
+        return candidates, maybe_query
 
 
 def _span(owner: np.ndarray, t: int) -> range:

@@ -126,8 +126,10 @@ class HoldoutIndex:
     """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
     literals: frozenset[str]
     """Namespaces, IRIs and identifiers: what `match_line` finds."""
-    query_prefilter: str
-    """One needle of each reference query (case-sensitive): texts without any are no query."""
+    query_keys: frozenset[str]
+    """One needle of each reference query (case-sensitive): texts without any are no query.
+    Chosen, where a query has one, among needles holding a prefilter literal (`_covered`):
+    those are found in the lines the prefilter keeps, the others only in whole texts."""
     undistinctive_queries: list[str] = field(default_factory=list)
     """Reference queries with no distinctive IRI: the prefilter holds one needle of each."""
     undistinctive_needles: list[frozenset[str]] = field(default_factory=list)
@@ -141,6 +143,13 @@ class HoldoutIndex:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
         self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
         self._literal_prefilter = _prefilter(set(self.literals), set())
+        self.query_prefilter = _query_prefilter(set(self.query_keys))
+        covered = {k for k in self.query_keys if _covered(k, self.literals | self.query_literals)}
+        self.line_query_prefilter = _query_prefilter(covered)
+        """The keys every line holding one of passes the prefilter: a text holds one of them
+        exactly when one of its kept lines does."""
+        self.text_query_prefilter = _query_prefilter(set(self.query_keys) - covered) if self.query_keys - covered else None
+        """The other keys (or None): looked for in whole texts."""
         self._words = _QuestionWords(self.questions)
         # Each token whose feature is a question's (few spellings each): a dict look-up per
         # word instead of `feature` of every word of a line.
@@ -202,12 +211,15 @@ class HoldoutIndex:
             counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
-        seen = {x: joined.count(x) for x in set().union(*self.needles)}  # queries share namespaces
-        keys = {min(n, key=lambda x: (seen[x], -len(x))) for n in self.needles if n}
         lower = joined.lower()  # the prefilter ignores case
         rarest = {min(n, key=lambda x: (lower.count(x.lower()), *_needle_rank(x))) for n in self.undistinctive_needles}
+        covering = self.literals | rarest
+        seen = lru_cache(maxsize=None)(joined.count)  # queries share namespaces
+        # Each query's key: a covered needle if it has one (found in kept lines), the rarest.
+        tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needles if n]
+        keys = {min(tier, key=lambda x: (seen(x), -len(x))) for tier in tiers}
         prefilter = _prefilter(set(self.literals) | rarest, anchors)
-        return replace(self, prefilter=prefilter, query_prefilter=_query_prefilter(keys), query_literals=frozenset(rarest))
+        return replace(self, prefilter=prefilter, query_keys=frozenset(keys), query_literals=frozenset(rarest))
 
     def _match_identifiers(self, text: str) -> list[Match]:
         if self._ids is None:
@@ -494,7 +506,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         literals=frozenset(literals),
         query_literals=frozenset(query_literals),
         undistinctive_needles=undistinctive_needles,
-        query_prefilter=_query_prefilter({max(n, key=len) for n in needles if n}),
+        query_keys=frozenset(min(n, key=lambda x: (not _covered(x, literals | query_literals), -len(x))) for n in needles if n),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
 
@@ -631,6 +643,12 @@ def _prefilter(literals: set[str], anchors: set[str]) -> str:
 def _query_prefilter(keys: set[str]) -> str:
     """One needle per reference query (case-sensitive): a text holding none holds no query."""
     return "|".join(sorted(_escape(k) for k in keys)) or r"[^\s\S]"
+
+
+def _covered(key: str, literals: frozenset[str] | set[str]) -> bool:
+    """Does every line holding `key` pass the prefilter? It does when a literal of the
+    prefilter (matched anywhere, ignoring case) is part of `key` and `key` is one line."""
+    return "\n" not in key and any(lit in key for lit in literals)
 
 
 def _word_start(word: str) -> str:
