@@ -150,14 +150,15 @@ class HoldoutIndex:
         exactly when one of its kept lines does."""
         self.text_query_prefilter = _query_prefilter(set(self.query_keys) - covered) if self.query_keys - covered else None
         """The other keys (or None): looked for in whole texts."""
-        self._words = _QuestionWords(self.questions)
+        # Kept when unpickled: rebuilding it costs a worker ~0.3 s of Unicode tables.
+        self._words = self.__dict__.get("_words") or _QuestionWords(self.questions)
         # Each token whose feature is a question's (few spellings each): a dict look-up per
         # word instead of `feature` of every word of a line.
         spellings = {t for k in self.by_key for t in (k, k + "s", k + "ing")}
         self._spelled = {t: f for t in spellings if t not in STOPWORDS and (f := feature(t)) in self.by_key}
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_words"}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
