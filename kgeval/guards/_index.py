@@ -42,7 +42,7 @@ import re
 import string
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Literal
@@ -178,9 +178,17 @@ class HoldoutIndex:
         """Of lines that passed the prefilter: those `match_line` may find something in. A
         line holds a literal (IRI, namespace, identifier), or for some question as many of
         its features as an exact or near match needs (counted in Arrow, not in Python)."""
+        return self.line_candidates(lines)[0]
+
+    def line_candidates(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
+        """`line_mask`, and for the kept lines whose word count rules questions out, the
+        indexes of the only questions each may match (for `match_line(questions=...)`)."""
         if not len(lines):
-            return np.zeros(0, dtype=bool)
-        return re2_mask(lines, self._literal_prefilter, ignore_case=True) | self._words.line_mask(lines)
+            return np.zeros(0, dtype=bool), {}
+        literal = re2_mask(lines, self._literal_prefilter, ignore_case=True)
+        question, only = self._words.line_questions(lines)
+        only.update((i, []) for i in np.flatnonzero(literal & ~question).tolist())
+        return literal | question, only
 
     def match_text(self, text: str) -> list[Match]:
         """Every holdout match in `text`: each line, then the text as a query."""
@@ -191,9 +199,10 @@ class HoldoutIndex:
         hit_lines = kept.filter(pa.array(self.line_mask(kept))).to_pylist()
         return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
 
-    def match_line(self, line: str) -> list[Match]:
-        """Identifiers, IRIs and questions in one line (questions are matched within a line)."""
-        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line)]
+    def match_line(self, line: str, questions: Sequence[int] | None = None) -> list[Match]:
+        """Identifiers, IRIs and questions in one line (questions are matched within a line);
+        `questions`: the only ones to try (from `line_candidates`), None: all."""
+        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line, questions)]
 
     def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
         """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the
@@ -240,13 +249,15 @@ class HoldoutIndex:
                     break
         return found
 
-    def _match_questions(self, text: str) -> list[Match]:
+    def _match_questions(self, text: str, only: Sequence[int] | None = None) -> list[Match]:
+        if only is not None and not only:
+            return []
         words = tokens(text)
         positions: dict[str, list[int]] = defaultdict(list)
         for i, w in enumerate(words):
             if (f := self._spelled.get(w)) is not None:
                 positions[f].append(i)
-        candidates = sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
+        candidates = sorted(only) if only is not None else sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
         padded = f" {' '.join(words)} "
         feats: list[str | None] = []  # every word's feature, for windows: computed once, if needed
         found = []
@@ -309,11 +320,13 @@ class _QuestionWords:
         self.n_features, self.n_questions = len(feats), len(questions)
         self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
 
-    def line_mask(self, lines: pa.Array) -> np.ndarray:
+    def line_questions(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
+        """Which lines may hold a question, and for those without characters the byte table
+        may miss, the questions with enough features in them (the others cannot match)."""
         hidden = self.hidden_words(lines)
         keep = hidden >= (self.need.min() if self.n_questions else 1)
         if not self.n_questions:
-            return keep
+            return keep, {}
         words = pc.ascii_split_whitespace(_ascii_words(lines))
         at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
         valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
@@ -325,9 +338,14 @@ class _QuestionWords:
         offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
         have += hidden[key // self.n_questions]
-        enough = key[have >= self.need[key % self.n_questions]] // self.n_questions
-        keep[enough] = True
-        return keep
+        enough = key[have >= self.need[key % self.n_questions]]
+        line = enough // self.n_questions
+        keep[line] = True
+        plain = hidden[line] == 0  # a line with hidden words keeps every question (no entry)
+        only: dict[int, list[int]] = {}
+        for i, q in zip(line[plain].tolist(), (enough[plain] % self.n_questions).tolist()):
+            only.setdefault(i, []).append(q)
+        return keep, only
 
     def hidden_words(self, lines: pa.Array) -> np.ndarray:
         """Per line, at most how many of its `tokens` words the byte table split misses."""
