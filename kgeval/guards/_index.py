@@ -215,10 +215,7 @@ class HoldoutIndex:
         features is sound; the rarest make the prefilter pass the fewest lines."""
         if not sample:
             return self
-        wanted = {f for q in self.questions for f in q.features}
-        counts: Counter[str] = Counter()
-        for line in sample:
-            counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
+        counts = self._words.lines_with_feature(sample)
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
         lower = joined.lower()  # the prefilter ignores case
@@ -317,7 +314,7 @@ class _QuestionWords:
         self.indptr = np.cumsum([0] + [len(b) for b in by_feature])
         self.question_of = np.array([qi for b in by_feature for qi in b], dtype=np.int64)
         self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
-        self.n_features, self.n_questions = len(feats), len(questions)
+        self.features, self.n_features, self.n_questions = feats, len(feats), len(questions)
         self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
 
     def line_questions(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
@@ -327,13 +324,7 @@ class _QuestionWords:
         keep = hidden >= (self.need.min() if self.n_questions else 1)
         if not self.n_questions:
             return keep, {}
-        words = pc.ascii_split_whitespace(_ascii_words(lines))
-        at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
-        valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
-        line = pc.list_parent_indices(words).to_numpy()[valid]
-        feat = self.vocab_feature[pc.drop_null(at).to_numpy()]
-        pairs = np.unique(line * self.n_features + feat)  # distinct features per line
-        line, feat = np.divmod(pairs, self.n_features)
+        line, feat = self._features_by_line(lines)
         starts, counts = self.indptr[feat], np.diff(self.indptr)[feat]
         offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
@@ -346,6 +337,27 @@ class _QuestionWords:
         for i, q in zip(line[plain].tolist(), (enough[plain] % self.n_questions).tolist()):
             only.setdefault(i, []).append(q)
         return keep, only
+
+    def _features_by_line(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(line, feature id) of each distinct question feature the byte table finds in a line."""
+        words = pc.ascii_split_whitespace(_ascii_words(lines))
+        at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
+        valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
+        line = pc.list_parent_indices(words).to_numpy()[valid]
+        feat = self.vocab_feature[pc.drop_null(at).to_numpy()]
+        return np.divmod(np.unique(line * self.n_features + feat), self.n_features)
+
+    def lines_with_feature(self, lines: list[str]) -> Counter[str]:
+        """In how many of `lines` each question feature occurs, as `tokens` splits them: the
+        ASCII lines counted in Arrow (the byte table splits them the same), the others in Python."""
+        array = pa.array(lines, pa.large_string())
+        plain = pc.fill_null(pc.string_is_ascii(array), True).to_numpy(zero_copy_only=False)
+        _, feat = self._features_by_line(array.filter(pa.array(plain)))
+        counts = Counter({self.features[f]: int(n) for f, n in enumerate(np.bincount(feat, minlength=self.n_features)) if n})
+        wanted = set(self.features)
+        for line in array.filter(pa.array(~plain)).to_pylist():
+            counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
+        return counts
 
     def hidden_words(self, lines: pa.Array) -> np.ndarray:
         """Per line, at most how many of its `tokens` words the byte table split misses."""

@@ -254,3 +254,23 @@ def test_anchors_chosen_from_a_sample_cover_every_question_and_are_shared(index)
         assert len(q.features & anchors) >= need, (q.id, sorted(q.features & anchors))
     alone = set().union(*(_anchors([q], lambda f, q: (0, f)) for q in index.questions))
     assert len(_anchors(index.questions, lambda f, q: (0, f))) < len(alone)
+
+
+def test_sample_word_counts_in_arrow_equal_the_python_count(index):
+    """Anchors are chosen by how many sample lines hold each question feature: counted in Arrow
+    for ASCII lines, in Python for the others, the same as `tokens` counts every line."""
+    from collections import Counter
+
+    from kgeval.guards._text import feature, tokens
+
+    rng = random.Random(9)
+    words = sorted({f for q in index.questions for f in q.features}) + ["employees", "working", "the", "x-ray", "Caf\u00e9"]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 12))) for _ in range(400)]
+    lines += ["\uff2b\uff41\uff52\uff45\uff4e department", "de\u0301partement Karen", "DEPARTMENTS; karen_novak"]
+    expected: Counter = Counter()
+    for line in lines:
+        expected.update(set(map(feature, tokens(line))))
+    counted = index._words.lines_with_feature(lines)
+    features = {f for q in index.questions for f in q.features}
+    assert {f: counted[f] for f in features} == {f: expected[f] for f in features}
+    assert counted["karen"] >= 2 and counted["department"] >= 3
