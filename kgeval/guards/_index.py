@@ -27,8 +27,10 @@ question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of t
 features serve as anchors is free, so `with_anchors_from` picks those rarest in a sample of
 the data being checked. The prefilter runs per line (RE2, in Arrow); questions are matched
 within a line, so a question broken across lines is found only if one line reaches the
-threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds one
-needle of some query (`query_prefilter`) and then all needles of it (`query_needles`).
+threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds the
+key of some query (one of its needles, `query_keys`) and then all its needles
+(`query_needles`). A key holding a prefilter literal is preferred: every line with it passes
+the prefilter, so it is looked for in the kept lines only; other keys in whole texts.
 
 Folding: Python matchers use NFKC + casefold; the RE2 prefilter uses simple case folding.
 They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
