@@ -143,16 +143,23 @@ def audit_record(
 def review_status(
     holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold"), db: DbOpt = Path("kgeval.duckdb"),
     domain: Annotated[str | None, typer.Option("--domain", help="Only this domain.")] = None,
+    all_questions: Annotated[bool, typer.Option("--all", help="Also the questions excluded from evaluation on record (marked 'excluded').")] = False,
 ) -> None:
-    """Each question's review state and content hash (tab-separated)."""
-    questions = [q for q in load_holdout(holdout).questions() if domain is None or q.domain == domain]
+    """Each question a run asks: its review state and content hash (tab-separated)."""
+    loaded = load_holdout(holdout)
+    questions = [q for q in loaded.questions() if domain is None or q.domain == domain]
+    excluded = [q.id for q in questions if q.id in loaded.exclusions]
+    if not all_questions:
+        questions = [q for q in questions if q.id not in loaded.exclusions]
     hashes = current_hashes(questions, load_gold(gold))
     with ReviewLog(db, read_only=True) as log:
         states = review_states(hashes, log.records())
         if log.problem and Path(db).exists():
             err.print(f"warning: {log.problem}; reading as empty", markup=False)
     for q in questions:
-        print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}")
+        print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}" + ("\texcluded" if q.id in loaded.exclusions else ""))
+    if excluded and not all_questions:
+        err.print(f"{len(excluded)} question(s) excluded from evaluation on record, not listed ({', '.join(excluded)}): --all lists them", markup=False)
 
 
 def _review(question_id: str, decision: str, content_sha256: str, note: str, token: str, access: Path | None, holdout: Path, gold: Path, db: Path) -> None:

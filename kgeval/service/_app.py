@@ -401,16 +401,20 @@ def _review_routes(app: FastAPI) -> None:
                 "content_sha256": hashes[q.id],
                 "state": states[q.id],
                 "may_review": reviewer.may_review(q.domain),
+                "excluded": q.id in state.holdout.exclusions,
             }
             for q in questions
             if domain is None or q.domain == domain
         ]
 
     @app.get("/review/questions", tags=["review"])
-    def questions(state: State, principal: Reader, domain: str | None = None) -> dict[str, Any]:
+    def questions(state: State, principal: Reader, domain: str | None = None, all: bool = False) -> dict[str, Any]:  # noqa: A002 - the query parameter's name
+        """The questions runs ask, with their review state; questions excluded from evaluation
+        on record are listed apart (with `all=true`, also among the questions)."""
         with state.database() as db:
-            rows = listing(state, db, principal, domain)
-            return {"store_problem": db.reviews.problem, "questions": rows}
+            rows, problem = listing(state, db, principal, domain), db.reviews.problem
+        excluded = [{"question_id": r["question_id"], "why": state.holdout.exclusions[r["question_id"]].why} for r in rows if r["excluded"]]
+        return {"store_problem": problem, "questions": [r for r in rows if all or not r["excluded"]], "excluded_on_record": excluded}
 
     @app.get("/review/questions/{question_id}", tags=["review"])
     def question(question_id: str, state: State, principal: Reader) -> dict[str, Any]:

@@ -80,6 +80,13 @@ def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
     md = kgeval("report", ran.stdout.strip().splitlines()[-1], "--db", str(db)).stdout
     assert "excluded on record (1, not asked): mini-05: query invalid; ticket 42" in md
     assert "(7/7)" in md
+    # reviewers are shown the questions runs ask; the excluded one only with --all, marked
+    status = kgeval("review", "status", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
+    assert status.returncode == 0, status.stderr
+    assert [line.split("\t")[0] for line in status.stdout.splitlines()] == [f"mini-0{i}" for i in (1, 2, 3, 4, 6, 7, 8)]
+    assert "1 question(s) excluded from evaluation on record, not listed (mini-05): --all lists them" in status.stderr
+    listed = kgeval("review", "status", "--all", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)).stdout.splitlines()
+    assert len(listed) == 8 and [line.split("\t")[4:] for line in listed if line.startswith("mini-05")] == [["excluded"]]
 
 
 def test_quickstart_runs_both_controls_through_the_checklist(mini_holdout, tmp_path):

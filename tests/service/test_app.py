@@ -1,7 +1,13 @@
 """The service's routes driven over HTTP (FastAPI TestClient) with a real access file."""
 
 from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
 
+from kgeval.config import GoldConfig, KgevalConfig
+from kgeval.gold import rebuild_gold
+from kgeval.holdout import exclude_questions, load_holdout
+from kgeval.service import ServiceSettings, create_app, load_access
+from kgeval.stores import EmbeddedStore
 from tests.conftest import PREFIX
 from tests.service.conftest import auth
 
@@ -138,3 +144,18 @@ def test_swagger_ui_and_bearer_scheme_in_the_schema(client):
     assert client.get("/openapi.json").status_code == 200  # Swagger UI's fetch carries the session
     elsewhere = client.post("/session", data={"token": "auditor-token", "next": "https://evil.example/"}, follow_redirects=False)
     assert elsewhere.headers["location"] == "/ui"  # no open redirect
+
+
+def test_review_listing_sets_questions_excluded_on_record_apart(served):
+    """Reviewers see the questions runs ask (what review coverage counts); an excluded question
+    is named apart with its reason, and listed (marked) only when asked for."""
+    exclude_questions(served.holdout, ["mini-03"], "reference query is ambiguous; ticket 7")
+    assert rebuild_gold(load_holdout(served.holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), served.gold).ok
+    settings = ServiceSettings(db=served.db, holdout=served.holdout, gold=served.gold, config=KgevalConfig(), access=load_access(served.access, env={}))
+    with TestClient(create_app(settings)) as client:
+        body = client.get("/review/questions", headers=auth("ann")).json()
+        assert "mini-03" not in [q["question_id"] for q in body["questions"]] and len(body["questions"]) == 7
+        assert body["excluded_on_record"] == [{"question_id": "mini-03", "why": "reference query is ambiguous; ticket 7"}]
+        every = client.get("/review/questions", params={"all": "true"}, headers=auth("ann")).json()["questions"]
+        assert [q["question_id"] for q in every if q["excluded"]] == ["mini-03"] and len(every) == 8
+        assert client.get("/review/questions/mini-03", headers=auth("ann")).json()["excluded"] is True
