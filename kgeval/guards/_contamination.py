@@ -170,7 +170,7 @@ class ShardScanner:
 
     def _caches(self) -> None:
         # Cached because training data repeats lines and texts (system prompts, schema context).
-        self._line_matches = lru_cache(maxsize=65_536)(lambda line: tuple(self.index.match_line(line)))
+        self._line_matches = lru_cache(maxsize=65_536)(lambda line, questions: tuple(self.index.match_line(line, questions)))
         self._query_matches = lru_cache(maxsize=4096)(lambda text: tuple(self.index.match_query(text, prefiltered=True)))
         self._frozen = False
 
@@ -228,21 +228,35 @@ class ShardScanner:
         words = distinct.dictionary
         # Only the distinct lines some matcher may fire on meet Python (most lines that pass the
         # prefilter for one question word hold too few of its words to match it).
-        worth = np.flatnonzero(self.index.line_mask(words))
+        mask, only = self.index.line_candidates(words)
+        worth = np.flatnonzero(mask)
         per_line: list[tuple[Match, ...]] = [()] * len(words)
         for i, line in zip(worth.tolist(), words.take(pa.array(worth, pa.int64())).to_pylist()):
-            per_line[i] = self._line_matches(line)
+            per_line[i] = self._line_matches(line, tuple(only[i]) if i in only else None)
         line_code = distinct.indices.to_numpy()
         line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
-        # As before, a text is tried as a query only when one of its lines passed the prefilter.
-        candidates = np.unique(owner)
-        maybe_query = re2_mask(texts.take(pa.array(candidates, pa.int64())), self.index.query_prefilter)
+        candidates, maybe_query = self._query_candidates(texts, owner, words, line_code)
         for t in np.union1d(owner[line_hit], candidates[maybe_query]).tolist():
             found = [m for i in _span(owner, t) if line_hit[i] for m in per_line[line_code[i]]]
             if maybe_query[np.searchsorted(candidates, t)]:
                 found += self._query_matches(texts[t].as_py())
             if unique := unique_matches(found):
                 yield t, unique
+
+    def _query_candidates(
+        self, texts: pa.Array, owner: np.ndarray, words: pa.Array, line_code: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The texts with a kept line (sorted), and which of them hold a query key. Keys
+        the prefilter covers are looked for in the distinct kept lines only (a text holds one
+        exactly when one of its kept lines does); the others in the whole texts."""
+        candidates = np.unique(owner)
+        key_line = re2_mask(words, self.index.line_query_prefilter)[line_code]
+        maybe_query = np.isin(candidates, owner[key_line])
+        if self.index.text_query_prefilter is not None:
+            rest = np.flatnonzero(~maybe_query)
+            found = re2_mask(texts.take(pa.array(candidates[rest], pa.int64())), self.index.text_query_prefilter)
+            maybe_query[rest[found]] = True
+        return candidates, maybe_query
 
 
 def _span(owner: np.ndarray, t: int) -> range:
@@ -353,6 +367,9 @@ def scan_shards(shards: Sequence[Shard], scanner: ShardScanner, workers: int) ->
     if workers <= 1:
         return _in_process(shards, scanner)
     ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+    if ctx.get_start_method() == "forkserver":
+        # Workers fork from a server that imported this module once (~0.7 CPU-s each otherwise).
+        ctx.set_forkserver_preload([__name__])
     pool = ctx.Pool(workers, initializer=_install, initargs=(scanner,))
 
     def ordered() -> Iterable[PartialReport]:

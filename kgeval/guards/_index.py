@@ -27,8 +27,10 @@ question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of t
 features serve as anchors is free, so `with_anchors_from` picks those rarest in a sample of
 the data being checked. The prefilter runs per line (RE2, in Arrow); questions are matched
 within a line, so a question broken across lines is found only if one line reaches the
-threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds one
-needle of some query (`query_prefilter`) and then all needles of it (`query_needles`).
+threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds the
+key of some query (one of its needles, `query_keys`) and then all its needles
+(`query_needles`). A key holding a prefilter literal is preferred: every line with it passes
+the prefilter, so it is looked for in the kept lines only; other keys in whole texts.
 
 Folding: Python matchers use NFKC + casefold; the RE2 prefilter uses simple case folding.
 They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
@@ -42,7 +44,7 @@ import re
 import string
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Literal
@@ -126,8 +128,10 @@ class HoldoutIndex:
     """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
     literals: frozenset[str]
     """Namespaces, IRIs and identifiers: what `match_line` finds."""
-    query_prefilter: str
-    """One needle of each reference query (case-sensitive): texts without any are no query."""
+    query_keys: frozenset[str]
+    """One needle of each reference query (case-sensitive): texts without any are no query.
+    Chosen, where a query has one, among needles holding a prefilter literal (`_covered`):
+    those are found in the lines the prefilter keeps, the others only in whole texts."""
     undistinctive_queries: list[str] = field(default_factory=list)
     """Reference queries with no distinctive IRI: the prefilter holds one needle of each."""
     undistinctive_needles: list[frozenset[str]] = field(default_factory=list)
@@ -141,14 +145,22 @@ class HoldoutIndex:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
         self._ids = re.compile(rf"(?<![\w-])(?:{ids})(?![\w-])") if ids else None
         self._literal_prefilter = _prefilter(set(self.literals), set())
-        self._words = _QuestionWords(self.questions)
+        self.query_prefilter = _query_prefilter(set(self.query_keys))
+        covered = {k for k in self.query_keys if _covered(k, self.literals | self.query_literals)}
+        self.line_query_prefilter = _query_prefilter(covered)
+        """The keys every line holding one of passes the prefilter: a text holds one of them
+        exactly when one of its kept lines does."""
+        self.text_query_prefilter = _query_prefilter(set(self.query_keys) - covered) if self.query_keys - covered else None
+        """The other keys (or None): looked for in whole texts."""
+        # Kept when unpickled: rebuilding it costs a worker ~0.3 s of Unicode tables.
+        self._words = self.__dict__.get("_words") or _QuestionWords(self.questions)
         # Each token whose feature is a question's (few spellings each): a dict look-up per
         # word instead of `feature` of every word of a line.
         spellings = {t for k in self.by_key for t in (k, k + "s", k + "ing")}
         self._spelled = {t: f for t in spellings if t not in STOPWORDS and (f := feature(t)) in self.by_key}
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_words"}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -168,9 +180,17 @@ class HoldoutIndex:
         """Of lines that passed the prefilter: those `match_line` may find something in. A
         line holds a literal (IRI, namespace, identifier), or for some question as many of
         its features as an exact or near match needs (counted in Arrow, not in Python)."""
+        return self.line_candidates(lines)[0]
+
+    def line_candidates(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
+        """`line_mask`, and for the kept lines whose word count rules questions out, the
+        indexes of the only questions each may match (for `match_line(questions=...)`)."""
         if not len(lines):
-            return np.zeros(0, dtype=bool)
-        return re2_mask(lines, self._literal_prefilter, ignore_case=True) | self._words.line_mask(lines)
+            return np.zeros(0, dtype=bool), {}
+        literal = re2_mask(lines, self._literal_prefilter, ignore_case=True)
+        question, only = self._words.line_questions(lines)
+        only.update((i, []) for i in np.flatnonzero(literal & ~question).tolist())
+        return literal | question, only
 
     def match_text(self, text: str) -> list[Match]:
         """Every holdout match in `text`: each line, then the text as a query."""
@@ -181,9 +201,10 @@ class HoldoutIndex:
         hit_lines = kept.filter(pa.array(self.line_mask(kept))).to_pylist()
         return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
 
-    def match_line(self, line: str) -> list[Match]:
-        """Identifiers, IRIs and questions in one line (questions are matched within a line)."""
-        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line)]
+    def match_line(self, line: str, questions: Sequence[int] | None = None) -> list[Match]:
+        """Identifiers, IRIs and questions in one line (questions are matched within a line);
+        `questions`: the only ones to try (from `line_candidates`), None: all."""
+        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line, questions)]
 
     def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
         """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the
@@ -196,18 +217,18 @@ class HoldoutIndex:
         features is sound; the rarest make the prefilter pass the fewest lines."""
         if not sample:
             return self
-        wanted = {f for q in self.questions for f in q.features}
-        counts: Counter[str] = Counter()
-        for line in sample:
-            counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
+        counts = self._words.lines_with_feature(sample)
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
-        seen = {x: joined.count(x) for x in set().union(*self.needles)}  # queries share namespaces
-        keys = {min(n, key=lambda x: (seen[x], -len(x))) for n in self.needles if n}
         lower = joined.lower()  # the prefilter ignores case
         rarest = {min(n, key=lambda x: (lower.count(x.lower()), *_needle_rank(x))) for n in self.undistinctive_needles}
+        covering = self.literals | rarest
+        seen = lru_cache(maxsize=None)(joined.count)  # queries share namespaces
+        # Each query's key: a covered needle if it has one (found in kept lines), the rarest.
+        tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needles if n]
+        keys = {min(tier, key=lambda x: (seen(x), -len(x))) for tier in tiers}
         prefilter = _prefilter(set(self.literals) | rarest, anchors)
-        return replace(self, prefilter=prefilter, query_prefilter=_query_prefilter(keys), query_literals=frozenset(rarest))
+        return replace(self, prefilter=prefilter, query_keys=frozenset(keys), query_literals=frozenset(rarest))
 
     def _match_identifiers(self, text: str) -> list[Match]:
         if self._ids is None:
@@ -227,13 +248,15 @@ class HoldoutIndex:
                     break
         return found
 
-    def _match_questions(self, text: str) -> list[Match]:
+    def _match_questions(self, text: str, only: Sequence[int] | None = None) -> list[Match]:
+        if only is not None and not only:
+            return []
         words = tokens(text)
         positions: dict[str, list[int]] = defaultdict(list)
         for i, w in enumerate(words):
             if (f := self._spelled.get(w)) is not None:
                 positions[f].append(i)
-        candidates = sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
+        candidates = sorted(only) if only is not None else sorted({i for k in {*positions, *words} for i in self.by_key.get(k, ())})
         padded = f" {' '.join(words)} "
         feats: list[str | None] = []  # every word's feature, for windows: computed once, if needed
         found = []
@@ -293,28 +316,50 @@ class _QuestionWords:
         self.indptr = np.cumsum([0] + [len(b) for b in by_feature])
         self.question_of = np.array([qi for b in by_feature for qi in b], dtype=np.int64)
         self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
-        self.n_features, self.n_questions = len(feats), len(questions)
+        self.features, self.n_features, self.n_questions = feats, len(feats), len(questions)
         self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
 
-    def line_mask(self, lines: pa.Array) -> np.ndarray:
+    def line_questions(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
+        """Which lines may hold a question, and for those without characters the byte table
+        may miss, the questions with enough features in them (the others cannot match)."""
         hidden = self.hidden_words(lines)
         keep = hidden >= (self.need.min() if self.n_questions else 1)
         if not self.n_questions:
-            return keep
+            return keep, {}
+        line, feat = self._features_by_line(lines)
+        starts, counts = self.indptr[feat], np.diff(self.indptr)[feat]
+        offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
+        have += hidden[key // self.n_questions]
+        enough = key[have >= self.need[key % self.n_questions]]
+        line = enough // self.n_questions
+        keep[line] = True
+        plain = hidden[line] == 0  # a line with hidden words keeps every question (no entry)
+        only: dict[int, list[int]] = {}
+        for i, q in zip(line[plain].tolist(), (enough[plain] % self.n_questions).tolist()):
+            only.setdefault(i, []).append(q)
+        return keep, only
+
+    def _features_by_line(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(line, feature id) of each distinct question feature the byte table finds in a line."""
         words = pc.ascii_split_whitespace(_ascii_words(lines))
         at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
         valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
         line = pc.list_parent_indices(words).to_numpy()[valid]
         feat = self.vocab_feature[pc.drop_null(at).to_numpy()]
-        pairs = np.unique(line * self.n_features + feat)  # distinct features per line
-        line, feat = np.divmod(pairs, self.n_features)
-        starts, counts = self.indptr[feat], np.diff(self.indptr)[feat]
-        offsets = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-        key, have = np.unique(np.repeat(line, counts) * self.n_questions + self.question_of[offsets], return_counts=True)
-        have += hidden[key // self.n_questions]
-        enough = key[have >= self.need[key % self.n_questions]] // self.n_questions
-        keep[enough] = True
-        return keep
+        return np.divmod(np.unique(line * self.n_features + feat), self.n_features)
+
+    def lines_with_feature(self, lines: list[str]) -> Counter[str]:
+        """In how many of `lines` each question feature occurs, as `tokens` splits them: the
+        ASCII lines counted in Arrow (the byte table splits them the same), the others in Python."""
+        array = pa.array(lines, pa.large_string())
+        plain = pc.fill_null(pc.string_is_ascii(array), True).to_numpy(zero_copy_only=False)
+        _, feat = self._features_by_line(array.filter(pa.array(plain)))
+        counts = Counter({self.features[f]: int(n) for f, n in enumerate(np.bincount(feat, minlength=self.n_features)) if n})
+        wanted = set(self.features)
+        for line in array.filter(pa.array(~plain)).to_pylist():
+            counts.update(wanted.intersection(map(feature, set(tokens(line)))))  # set: lines repeat words
+        return counts
 
     def hidden_words(self, lines: pa.Array) -> np.ndarray:
         """Per line, at most how many of its `tokens` words the byte table split misses."""
@@ -494,7 +539,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         literals=frozenset(literals),
         query_literals=frozenset(query_literals),
         undistinctive_needles=undistinctive_needles,
-        query_prefilter=_query_prefilter({max(n, key=len) for n in needles if n}),
+        query_keys=frozenset(min(n, key=lambda x: (not _covered(x, literals | query_literals), -len(x))) for n in needles if n),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
 
@@ -631,6 +676,12 @@ def _prefilter(literals: set[str], anchors: set[str]) -> str:
 def _query_prefilter(keys: set[str]) -> str:
     """One needle per reference query (case-sensitive): a text holding none holds no query."""
     return "|".join(sorted(_escape(k) for k in keys)) or r"[^\s\S]"
+
+
+def _covered(key: str, literals: frozenset[str] | set[str]) -> bool:
+    """Does every line holding `key` pass the prefilter? It does when a literal of the
+    prefilter (matched anywhere, ignoring case) is part of `key` and `key` is one line."""
+    return "\n" not in key and any(lit in key for lit in literals)
 
 
 def _word_start(word: str) -> str:

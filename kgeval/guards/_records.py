@@ -279,7 +279,8 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tu
     if name not in batch.schema.names:
         return np.empty(0, dtype=np.int64), pa.array([], pa.string())
     arr = batch.column(name)
-    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    if isinstance(arr, pa.ChunkedArray):  # one chunk as it is (combining copies it)
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     rows = np.arange(n, dtype=np.int64)
     for i, (step, is_list) in enumerate(f.steps):
         if i > 0:
@@ -295,5 +296,7 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tu
         if pa.types.is_null(arr.type):
             return np.empty(0, dtype=np.int64), pa.array([], pa.string())
         raise InputError(f"{path}: field {f.text!r} is {arr.type}, not a string")
+    if not arr.null_count:
+        return rows, arr
     valid = pc.is_valid(arr)
     return rows[valid.to_numpy(zero_copy_only=False)], arr.filter(valid)

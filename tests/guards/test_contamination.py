@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -236,3 +237,18 @@ def test_command_line_options_override_the_configuration():
     assert with_options(configured, [], 0).workers == 0  # 0 (one per core) overrides, it is not "no option"
     overridden = with_options(configured, ["text", "meta.note"], 2)
     assert (overridden.workers, overridden.fields) == (2, ("text", "meta.note"))
+
+
+def test_a_query_is_found_whether_the_prefilter_covers_its_key_or_not(index, tmp_path):
+    """A text is parsed as SPARQL only when it holds a query's key. Keys holding a prefilter
+    literal (a holdout namespace) are looked for in the text's kept lines, the others in the
+    whole text: a query spread over lines, its key on a line of its own, is found either way."""
+    spread = "Here:\n" + HR02_RENAMED.replace(" select", "\nselect").replace(" ?d l:label", "\n?d l:label")
+    path = _jsonl(tmp_path / "t.jsonl", [{"prompt": "Write the query.", "completion": spread}, {"prompt": "clean", "completion": "x"}])
+    off = GuardsConfig(contamination=ContaminationConfig(sample_mb=0, workers=1))  # keeps the index's keys
+    assert index.text_query_prefilter is None  # every key of the shipped holdout is a covered one
+    local_names = replace(index, query_keys=frozenset(min(n, key=lambda x: ("/" in x, -len(x))) for n in index.needles if n))
+    assert "Engineering" in local_names.text_query_prefilter.split("|")  # hr-02's key: a literal of its query
+    for idx in (index, local_names):
+        report = check_contamination([path], idx, off)
+        assert [(h.record, h.kind, h.holdout_item) for h in report.hits] == [(0, "namespace", "kg hr"), (0, "sparql", "hr/hr-02")]

@@ -97,10 +97,13 @@ def test_line_mask_keeps_every_line_a_question_matches_in(index):
     import pyarrow as pa
 
     mask = index.line_mask(pa.array(lines))
-    for line, kept in zip(lines, mask):
+    _, only = index.line_candidates(pa.array(lines))
+    for i, (line, kept) in enumerate(zip(lines, mask)):
         matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
         found.append(bool(matched))
         assert kept or not matched, (line, matched)
+        # The questions the count leaves a kept line are the only ones it can match.
+        assert not kept or index.match_line(line, only.get(i)) == index.match_line(line), line
     assert sum(found) > 100 and not mask[-3] and not mask[-2] and mask[-1] and mask[-4]
 
 
@@ -211,17 +214,25 @@ def test_line_mask_keeps_every_non_ascii_line_a_question_matches_in(index):
             lines.append("".join(w + rng.choice([" ", "\u3000", "\u2014", " \u00b7 ", ", "]) for w in picked))
     foreign = [f"{rng.choice(noise)} {rng.choice(noise)} {w} \u516c\u53f8" for w in sorted({f for q in index.questions for f in q.features})]
     mask = index.line_mask(pa.array(lines + foreign))
+    _, only = index.line_candidates(pa.array(lines + foreign))
     found = 0
-    for line, kept in zip(lines, mask):
+    for i, (line, kept) in enumerate(zip(lines, mask)):
         matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
         found += bool(matched)
         assert kept or not matched, (line, matched)
+        assert not kept or index.match_line(line, only.get(i)) == index.match_line(line), line
     assert found > 100, found
     assert sum(mask[len(lines):]) < len(foreign) / 4, "most lines with one question word among foreign words pass"
     # Exactly catalogue-13's three words, one decomposed: the byte table sees two.
     decomposed = "english category gartenmo\u0308bel"
     assert [m.holdout_item for m in index.match_line(decomposed)] == ["catalogue/catalogue-13"]
     assert index.line_mask(pa.array([decomposed]))[0]
+    # A question written all in full-width forms has no word the byte table sees: a line with it
+    # and another question in ASCII keeps every question (not only the one it counted).
+    wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in "In which department does Karen Novak work?")
+    both = wide + " \u2014 " + next(q.normalized for q in index.questions if q.id == "hr-03")
+    _, only = index.line_candidates(pa.array([both]))
+    assert {"hr/hr-01", "hr/hr-03"} <= {m.holdout_item for m in index.match_line(both, only.get(0))}
 
 
 def test_anchors_chosen_from_a_sample_cover_every_question_and_are_shared(index):
@@ -243,3 +254,23 @@ def test_anchors_chosen_from_a_sample_cover_every_question_and_are_shared(index)
         assert len(q.features & anchors) >= need, (q.id, sorted(q.features & anchors))
     alone = set().union(*(_anchors([q], lambda f, q: (0, f)) for q in index.questions))
     assert len(_anchors(index.questions, lambda f, q: (0, f))) < len(alone)
+
+
+def test_sample_word_counts_in_arrow_equal_the_python_count(index):
+    """Anchors are chosen by how many sample lines hold each question feature: counted in Arrow
+    for ASCII lines, in Python for the others, the same as `tokens` counts every line."""
+    from collections import Counter
+
+    from kgeval.guards._text import feature, tokens
+
+    rng = random.Random(9)
+    words = sorted({f for q in index.questions for f in q.features}) + ["employees", "working", "the", "x-ray", "Caf\u00e9"]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 12))) for _ in range(400)]
+    lines += ["\uff2b\uff41\uff52\uff45\uff4e department", "de\u0301partement Karen", "DEPARTMENTS; karen_novak"]
+    expected: Counter = Counter()
+    for line in lines:
+        expected.update(set(map(feature, tokens(line))))
+    counted = index._words.lines_with_feature(lines)
+    features = {f for q in index.questions for f in q.features}
+    assert {f: counted[f] for f in features} == {f: expected[f] for f in features}
+    assert counted["karen"] >= 2 and counted["department"] >= 3
