@@ -41,11 +41,11 @@ _SERVER_HEADERS: dict[str, str] = {}
 """Server header last answered by each endpoint: a run opens one store per KG on one endpoint,
 and each knows its server's product (and timeout parameter) once any of them has been answered."""
 _ANYTIME_STATE = "S1TAT"
+"""Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 _ABORTED_AT_TIMEOUT = "SR177"
 """Virtuoso's "Misc Transaction Error": how it sometimes answers a query its timeout stopped."""
 _EARLY_SHARE = 0.1
 """An SR177 counts as the timeout when it came within this share of the timeout before the deadline."""
-"""Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 
 
 class SparqlEndpointStore(Store):
