@@ -231,6 +231,8 @@ def forget_process_caches() -> None:
     """Empty every cache a process keeps across runs, so each run pays for parsing and term
     building as a fresh `kgeval run` would."""
     _analyse.cache_clear()
+    query_module.terminals.cache_clear()
+    query_module.mentioned_iris.cache_clear()
     value_size_module.estimated_value_bytes.cache_clear()
     rewrite_module.order_variables.cache_clear()
     query_module._algebra.cache_clear()

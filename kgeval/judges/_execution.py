@@ -96,8 +96,7 @@ def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
     if result.form == "ask":
         cell = normalizer.term(Term.literal("true" if result.boolean else "false", _XSD_BOOLEAN))
         return Table(("boolean",), ((cell,),), 1, False, False, "ask")
-    term = normalizer.term
-    rows = tuple(tuple(map(term, row)) for row in result.rows)
+    rows = tuple(normalizer.rows(result.rows, len(result.vars)))
     return Table(tuple(result.vars), rows, result.total, result.truncated, result.ordered)
 
 

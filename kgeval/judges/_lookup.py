@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 
 from kgeval.config import JudgesConfig
 from kgeval.errors import QueryError
@@ -87,6 +88,33 @@ class KgLookup:
         with self._lock:
             self._occurs[iri] = found
         return found
+
+    def lacks(self, iris: Iterable[str]) -> bool:
+        """True when one of `iris` occurs nowhere in the KG (`occurs` of each); those not asked
+        before are asked in one query (a candidate's IRIs together: one guard and one engine
+        call instead of one ASK each), and by one ASK each if the store fails that query."""
+        with self._lock:
+            unknown = sorted({iri for iri in iris if iri not in self._occurs})
+        if len(unknown) > 1:
+            found = self._occurring(unknown)
+            if found is not None:
+                with self._lock:
+                    self._occurs.update((iri, n in found) for n, iri in enumerate(unknown))
+        return not all(map(self.occurs, iris))
+
+    def _occurring(self, iris: list[str]) -> set[int] | None:
+        """Positions in `iris` of those that occur in the KG, as `occurs` asks of each; None
+        when the store fails the query."""
+        rows = " ".join(f"({n} <{iri}>)" for n, iri in enumerate(iris))
+        query = (
+            f"SELECT ?n WHERE {{ VALUES (?n ?iri) {{ {rows} }} "
+            "FILTER(EXISTS { ?s ?iri ?o } || EXISTS { ?s ?p ?iri } || EXISTS { ?iri ?p ?o }) }"
+        )
+        try:
+            result = self.store.execute_cells(query, timeout_s=self.timeout_s, row_cap=len(iris))
+        except QueryError:
+            return None
+        return {int(row[0][1]) for row in result.rows if row[0] is not None}
 
     def _label_index(self) -> dict[str, frozenset[str]]:
         with self._lock:

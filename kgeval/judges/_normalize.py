@@ -40,7 +40,9 @@ Unbound cells stay None.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
+from operator import attrgetter
 from urllib.parse import unquote
 
 from kgeval.config import SEED_NORMALIZATION, NormalizationConfig
@@ -53,6 +55,8 @@ _BOOLEAN_FORMS = {"1": "true", "0": "false", "true": "true", "false": "false"}
 _IRI_MARK = "\x01"
 _BNODE_KEY = "_:"
 _CACHE_LIMIT = 1 << 18
+_SPEC = attrgetter("type", "value", "datatype", "lang")
+"""A term's identity as one tuple, read in C (the key of `Normalizer._terms`)."""
 
 
 def iri_tail(iri: str) -> str:
@@ -127,6 +131,24 @@ class Normalizer:
                 self._terms.clear()
             key = self._terms[spec] = sys.intern(self._typed(term))
         return key
+
+    def cells(self, cells: Sequence[Term | None]) -> list[str | None]:
+        """Keys of many result cells, in order: `term` of each, with the cells seen before
+        looked up in C (a result's cells are read by the thousand, most of them seen before)."""
+        try:
+            keys = list(map(self._terms.get, map(_SPEC, cells)))
+        except AttributeError:  # an unbound cell (None): the general path
+            return list(map(self.term, cells))
+        if None in keys:  # cells not seen yet: normalize those
+            return [self.term(cell) if key is None else key for key, cell in zip(keys, cells)]
+        return keys
+
+    def rows(self, rows: Sequence[Sequence[Term | None]], width: int) -> list[tuple[str | None, ...]]:
+        """Keys of a result's rows of `width` cells each: one tuple per row, as `term` maps them."""
+        if width == 0 or set(map(len, rows)) != {width}:
+            return [tuple(map(self.term, row)) for row in rows]
+        keys = self.cells([cell for row in rows for cell in row])
+        return list(zip(*[iter(keys)] * width))
 
     def _untyped(self, text: str) -> str:
         stripped = text.strip()

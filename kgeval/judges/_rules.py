@@ -51,7 +51,7 @@ def vacuous_iris(candidate: Candidate) -> list[str]:
     if not is_uninformative(candidate.result):
         return []
     mentioned = mentioned_iris(candidate.sparql)
-    if mentioned is not None and len(mentioned) <= _MAX_PROBED and all(map(candidate.lookup.occurs, mentioned)):
+    if mentioned is not None and len(mentioned) <= _MAX_PROBED and not candidate.lookup.lacks(mentioned):
         return []  # the KG has every IRI the query writes, those of its patterns included: no parse needed
     try:
         algebra = query_algebra(candidate.sparql)

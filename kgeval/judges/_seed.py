@@ -46,6 +46,7 @@ wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are
 other decision is as in 3."""
 
 Item = frozenset[str]
+_UNBOUND = frozenset([None])
 
 _MEMO_LIMIT = 1 << 14
 """Answer texts an index remembers beyond the gold's own spellings, and verdict contents an
@@ -93,11 +94,11 @@ class GoldIndex:
         """Fill `spelled` and the memos from the gold's cells, once (under `lock`)."""
         if self.spellings_known:
             return
-        for row in gold.rows if gold.form == "select" else ():
-            for term in row:
-                key = normalizer.term(term)
-                if key is not None and normalizer.text(term.value) == key:
-                    self.spelled[_own_copy(term.value)] = key
+        cells = [term for row in gold.rows for term in row if term is not None] if gold.form == "select" else []
+        values = [term.value for term in cells]
+        for value, key, spelt in zip(values, normalizer.cells(cells), normalizer.items(values)):
+            if spelt == key:
+                self.spelled[_own_copy(value)] = key
         self.forget()
         self.spellings_known = True
 
@@ -125,9 +126,8 @@ def index_gold(gold: QueryResult, normalizer: Normalizer) -> GoldIndex:
         return GoldIndex({"true" if gold.boolean else "false": (0,)}, 1, {}, True, spellings_known=True)
     rows: dict[str, list[int]] = {}
     kept = 0
-    term = normalizer.term
-    for row in gold.rows:
-        values = set(map(term, row))
+    for row in normalizer.rows(gold.rows, len(gold.vars)):
+        values = set(row)
         values.discard(None)
         if not values:
             continue
@@ -222,8 +222,8 @@ def result_items(result: QueryResult, normalizer: Normalizer) -> list[str] | lis
     result, so the judge prepares it once: `SeedJudge._answers`)."""
     if result.form == "ask":
         return ["true" if result.boolean else "false"]
-    rows = (frozenset(v for v in map(normalizer.term, row) if v is not None) for row in result.rows)
-    return list(dict.fromkeys(r for r in rows if r))
+    rows = map(frozenset, normalizer.rows(result.rows, len(result.vars)))
+    return list(dict.fromkeys(row - _UNBOUND if None in row else row for row in rows if row and row != _UNBOUND))
 
 
 def _match(index: GoldIndex, answer: list[str] | list[Item]) -> tuple[int, int]:

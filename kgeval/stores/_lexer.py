@@ -15,6 +15,7 @@ in the query. Stores send that text only.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from kgeval.errors import QuerySyntaxError, undeclared_prefix
@@ -141,17 +142,17 @@ def _next_terminal(text: str, position: int, before: list[Token], parens: int) -
     return kind, start, raw
 
 
-def canonical_text(tokens: list[Token]) -> str:
+def canonical_text(tokens: Sequence[Token]) -> str:
     """The tokens joined by single spaces (none before a language tag or around `^^`)."""
     return canonical_text_and_spans(tokens)[0]
 
 
-def byte_spans(tokens: list[Token]) -> list[tuple[int, int]]:
+def byte_spans(tokens: Sequence[Token]) -> list[tuple[int, int]]:
     """Where each token lies in the UTF-8 bytes of `canonical_text(tokens)`."""
     return canonical_text_and_spans(tokens)[1]
 
 
-def canonical_text_and_spans(tokens: list[Token]) -> tuple[str, list[tuple[int, int]]]:
+def canonical_text_and_spans(tokens: Sequence[Token]) -> tuple[str, list[tuple[int, int]]]:
     """The canonical text and where each token lies in its UTF-8 bytes, in one pass."""
     parts: list[str] = []
     spans: list[tuple[int, int]] = []
@@ -193,7 +194,7 @@ their declaration under a name no keyword has (`_RENAMED` + name), so every read
 _RENAMED = "kgeval-reserved-"
 
 
-def _glued(tokens: list[Token], i: int) -> bool:
+def _glued(tokens: Sequence[Token], i: int) -> bool:
     if i == 0:
         return True
     kind, text = tokens[i]

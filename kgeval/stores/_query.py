@@ -74,7 +74,7 @@ def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Query
 
 @lru_cache(maxsize=16384)
 def _analyse(text: str) -> QueryShape:
-    tokens = canonical_tokens(text)
+    tokens = terminals(text)
     _refuse_unsafe(tokens)
     canonical, spans = canonical_text_and_spans(tokens)
     root = parsed_tree(canonical).root_node
@@ -90,6 +90,14 @@ def _analyse(text: str) -> QueryShape:
     return _select_shape(query, canonical)
 
 
+@lru_cache(maxsize=512)
+def terminals(text: str) -> tuple[Token, ...]:
+    """The lexer's canonical terminals of `text` (QuerySyntaxError when it does not lex), kept a
+    while: the guard reads a candidate, and the judges read the same text's IRIs right after
+    (`mentioned_iris`, once per judge): one lexing serves them all."""
+    return tuple(canonical_tokens(text))
+
+
 def parsed_tree(canonical: str) -> tree_sitter.Tree:
     """The tree-sitter tree of a canonical text (this thread's parser)."""
     parser = getattr(_PARSERS, "parser", None)
@@ -98,7 +106,7 @@ def parsed_tree(canonical: str) -> tree_sitter.Tree:
     return parser.parse(canonical.encode("utf-8"))
 
 
-def _refuse_unsafe(tokens: list[Token]) -> None:
+def _refuse_unsafe(tokens: tuple[Token, ...]) -> None:
     """Refuse by keyword before any grammar runs: a bare word is always a keyword in SPARQL."""
     words = {t.keyword for t in tokens if t.kind == "word"}
     if words & _UPDATE_WORDS:
@@ -119,7 +127,7 @@ def _refuse_unsafe(tokens: list[Token]) -> None:
         raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
 
 
-def _check_same_terminals(root: tree_sitter.Node, tokens: list[Token], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:
+def _check_same_terminals(root: tree_sitter.Node, tokens: tuple[Token, ...], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:
     """Refuse unless the grammar parsed the whole text with the lexer's terminals: no error,
     no comment, and each string and IRI exactly where the lexer put one (every other terminal
     is a run of characters between spaces, which no reader can join or split differently)."""
@@ -286,6 +294,7 @@ def _var_name(node: tree_sitter.Node) -> str:
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
+@lru_cache(maxsize=1024)  # each judge asks about the same candidate
 def mentioned_iris(text: str) -> frozenset[str] | None:
     """Every IRI `text` writes outside its PREFIX declarations (prefixed names expanded, `a` as
     rdf:type), read by the guard's lexer in a few microseconds; None when the lexer's reading
@@ -326,13 +335,13 @@ def compares_by_order(text: str) -> bool | None:
     return any(token.kind == "punct" and token.text in ("<", ">", "<=", ">=") for token in tokens)
 
 
-def _rdflib_tokens(text: str) -> list[Token] | None:
+def _rdflib_tokens(text: str) -> tuple[Token, ...] | None:
     """The lexer's terminals of `text`, or None where rdflib could read it otherwise: a backslash
     (escapes), a carriage return (where a comment ends), BASE, or a text that does not lex."""
     if "\\" in text or "\r" in text:
         return None
     try:
-        tokens = canonical_tokens(text)
+        tokens = terminals(text)
     except QuerySyntaxError:
         return None
     return None if any(token.keyword == "BASE" for token in tokens) else tokens
