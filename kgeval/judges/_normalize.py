@@ -94,6 +94,11 @@ class Normalizer:
 
     def __init__(self, config: NormalizationConfig) -> None:
         self.config = config
+        # the rules as plain attributes: a cell met for the first time reads several of them
+        self._iri_tail, self._trailing_slash, self._percent_decode = config.iri_tail, config.trailing_slash, config.percent_decode
+        self._whitespace, self._casefold, self._numbers = config.whitespace, config.casefold, config.numbers
+        self._booleans, self._kinds_ignored = config.booleans, config.ignore_term_kinds
+        self._datatypes_kept, self._tags_kept = not config.drop_datatypes, not config.drop_language_tags
         self._texts: dict[str, str] = {}
         self._terms: dict[tuple[str, str, str | None, str | None], str] = {}
 
@@ -126,21 +131,26 @@ class Normalizer:
             return None
         spec = (term.type, term.value, term.datatype, term.lang)
         key = self._terms.get(spec)
-        if key is None:
-            if len(self._terms) >= _CACHE_LIMIT:
-                self._terms.clear()
-            key = self._terms[spec] = sys.intern(self._typed(term))
+        return self._new_term_key(spec) if key is None else key
+
+    def _new_term_key(self, spec: tuple[str, str, str | None, str | None]) -> str:
+        """Key of a cell not memoized yet, memoized."""
+        if len(self._terms) >= _CACHE_LIMIT:
+            self._terms.clear()
+        key = self._terms[spec] = sys.intern(self._iri(spec[1]) if spec[0] == "uri" else self._typed(*spec))
         return key
 
     def cells(self, cells: Sequence[Term | None]) -> list[str | None]:
         """Keys of many result cells, in order: `term` of each, with the cells seen before
         looked up in C (a result's cells are read by the thousand, most of them seen before)."""
         try:
-            keys = list(map(self._terms.get, map(_SPEC, cells)))
+            specs = list(map(_SPEC, cells))
         except AttributeError:  # an unbound cell (None): the general path
             return list(map(self.term, cells))
+        keys = list(map(self._terms.get, specs))
         if None in keys:  # cells not seen yet: normalize those
-            return [self.term(cell) if key is None else key for key, cell in zip(keys, cells)]
+            known, new = self._terms.get, self._new_term_key
+            return [key if key is not None else known(spec) or new(spec) for key, spec in zip(keys, specs)]
         return keys
 
     def rows(self, rows: Sequence[Sequence[Term | None]], width: int) -> list[tuple[str | None, ...]]:
@@ -158,40 +168,36 @@ class Normalizer:
             return self._iri(stripped)
         return self._literal(stripped)
 
-    def _typed(self, term: Term) -> str:
-        cfg = self.config
-        if term.type == "bnode":
-            return _BNODE_KEY if cfg.ignore_term_kinds else _IRI_MARK + _BNODE_KEY
-        if term.type == "uri":
-            return self._iri(term.value)
-        value = term.value
-        if cfg.booleans and term.datatype == _XSD_BOOLEAN:
+    def _typed(self, kind: str, value: str, datatype: str | None, lang: str | None) -> str:
+        if kind == "bnode":
+            return _BNODE_KEY if self._kinds_ignored else _IRI_MARK + _BNODE_KEY
+        if kind == "uri":
+            return self._iri(value)
+        if self._booleans and datatype == _XSD_BOOLEAN:
             value = _BOOLEAN_FORMS.get(value.strip(), value)
-        key = self._untyped(value) if cfg.ignore_term_kinds else self._literal(value)
-        if not cfg.drop_datatypes and term.datatype:
-            key += "^^" + term.datatype
-        if not cfg.drop_language_tags and term.lang:
-            key += "@" + term.lang
+        key = self._untyped(value) if self._kinds_ignored else self._literal(value)
+        if self._datatypes_kept and datatype:
+            key += "^^" + datatype
+        if self._tags_kept and lang:
+            key += "@" + lang
         return key
 
     def _iri(self, iri: str) -> str:
-        cfg = self.config
-        if cfg.iri_tail:
+        if self._iri_tail:
             iri = _tail(iri)
-        elif cfg.trailing_slash:
+        elif self._trailing_slash:
             iri = iri.rstrip("/") or iri
-        if cfg.percent_decode:
+        if self._percent_decode and "%" in iri:  # unquote returns a text without % unchanged
             iri = unquote(iri)
         key = self._literal(iri)
-        return key if cfg.ignore_term_kinds else _IRI_MARK + key
+        return key if self._kinds_ignored else _IRI_MARK + key
 
     def _literal(self, value: str) -> str:
-        cfg = self.config
-        if cfg.whitespace:
+        if self._whitespace:
             value = " ".join(value.split())
-        if cfg.casefold:
+        if self._casefold:
             value = value.casefold()
-        if cfg.numbers and value.strip()[:1] in _NUMBER_START:
+        if self._numbers and value.strip()[:1] in _NUMBER_START:
             number = _canonical_number(value)
             if number is not None:
                 return number

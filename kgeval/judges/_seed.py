@@ -64,7 +64,8 @@ class GoldIndex:
     spelled: dict[str, str]
     """A gold cell's own text -> its key, where the text normalizes to the cell's key: an answer
     item spelt as the gold spells it skips normalization. Filled by `learn_spellings` when the
-    first answer list is judged against the gold (executed results never read it)."""
+    second answer list is judged against the gold (executed results never read it; one list
+    costs less to normalize than the gold's every cell, twice)."""
     injective: bool = False
     """Each value is in one gold row and no two values share a row (a one-column gold of
     distinct values): gold items covered by an answer's hits = the number of its hit values."""
@@ -89,10 +90,16 @@ class GoldIndex:
     texts are met, and a run's worker threads share the index."""
     spellings_known: bool = False
     """`spelled` (and the memos it seeds) are filled."""
+    lists_met: int = 0
+    """Answer lists judged against the gold so far (up to the one that fills `spelled`)."""
 
     def learn_spellings(self, gold: QueryResult, normalizer: Normalizer) -> None:
-        """Fill `spelled` and the memos from the gold's cells, once (under `lock`)."""
+        """Fill `spelled` and the memos from the gold's cells, once (under `lock`), when the
+        second answer list comes: the first is normalized item by item (and memoized)."""
         if self.spellings_known:
+            return
+        self.lists_met += 1
+        if self.lists_met < 2:
             return
         cells = [term for row in gold.rows for term in row if term is not None] if gold.form == "select" else []
         values = [term.value for term in cells]
@@ -232,12 +239,10 @@ def _match(index: GoldIndex, answer: list[str] | list[Item]) -> tuple[int, int]:
     if not answer or isinstance(answer[0], str):
         hits = [rows[v] for v in answer if v in rows]
         matched = len(hits)
-    else:
-        hits, matched = [], 0
-        for item in answer:
-            found = [rows[v] for v in item if v in rows]
-            matched += bool(found)
-            hits += found
+    else:  # value sets: an item matches when it shares a value with the gold (counted in C)
+        shared = rows.keys() & set().union(*answer)
+        matched = len(answer) - sum(map(shared.isdisjoint, answer))
+        hits = list(map(rows.__getitem__, shared))
     covered = len(set().union(*hits)) if hits else 0
     return matched, covered
 
