@@ -89,7 +89,9 @@ class Table:
     @cached_property
     def column_sets(self) -> tuple[frozenset[Key], ...]:
         """Distinct values of each column."""
-        return tuple(frozenset(row[j] for row in self.rows) for j in range(len(self.vars)))
+        if not self.vars or set(map(len, self.rows)) != {len(self.vars)}:
+            return tuple(frozenset(row[j] for row in self.rows) for j in range(len(self.vars)))
+        return tuple(map(frozenset, zip(*self.rows)))  # columns in C: rows are as wide as vars
 
 
 def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:

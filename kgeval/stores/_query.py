@@ -44,6 +44,10 @@ with warnings.catch_warnings():  # the grammar package still hands over its lang
 _TERMINALS = tree_sitter.Query(LANGUAGE, "(comment) @comment (string) @string (iri_reference) @iri")
 _SUB_SELECTS = tree_sitter.Query(LANGUAGE, "(sub_select) @select")
 _AGGREGATES = tree_sitter.Query(LANGUAGE, "(aggregate) @aggregate")
+_PROJECTION_WORDS = frozenset("GROUP AS COUNT SUM MIN MAX AVG SAMPLE GROUP_CONCAT".split())
+"""Keywords without which `_check_projection` has nothing to check (no GROUP BY, no aggregate,
+no `AS`): each of its rules needs one of them in the query, as a bare word (tree-sitter reads
+the lexer's terminals, `_check_same_terminals`)."""
 _PARSERS = threading.local()  # a tree-sitter parser is not shared between threads
 
 
@@ -75,16 +79,17 @@ def guard_query(text: str, *, max_bytes: int = DEFAULT_MAX_QUERY_BYTES) -> Query
 @lru_cache(maxsize=16384)
 def _analyse(text: str) -> QueryShape:
     tokens = terminals(text)
-    _refuse_unsafe(tokens)
+    words = _refuse_unsafe(tokens)
     canonical, spans = canonical_text_and_spans(tokens)
     root = parsed_tree(canonical).root_node
     _check_same_terminals(root, tokens, canonical, spans)
     query = next((c for c in root.named_children if c.type.endswith("_query")), None)
     if query is None or query.type not in ("select_query", "ask_query"):
         raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
-    for select in [query, *tree_sitter.QueryCursor(_SUB_SELECTS).captures(root).get("select", [])]:
-        if select.type != "ask_query":
-            _check_projection(select)
+    if words & _PROJECTION_WORDS:  # without them no projection rule can be broken
+        for select in [query, *tree_sitter.QueryCursor(_SUB_SELECTS).captures(root).get("select", [])]:
+            if select.type != "ask_query":
+                _check_projection(select)
     if query.type == "ask_query":
         return QueryShape("ask", False, None, 0, (), canonical)
     return _select_shape(query, canonical)
@@ -106,8 +111,9 @@ def parsed_tree(canonical: str) -> tree_sitter.Tree:
     return parser.parse(canonical.encode("utf-8"))
 
 
-def _refuse_unsafe(tokens: tuple[Token, ...]) -> None:
-    """Refuse by keyword before any grammar runs: a bare word is always a keyword in SPARQL."""
+def _refuse_unsafe(tokens: tuple[Token, ...]) -> set[str]:
+    """Refuse by keyword before any grammar runs: a bare word is always a keyword in SPARQL.
+    The keywords of the query come back."""
     words = {t.keyword for t in tokens if t.kind == "word"}
     if words & _UPDATE_WORDS:
         raise QueryRefused("updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) are refused")
@@ -125,6 +131,7 @@ def _refuse_unsafe(tokens: tuple[Token, ...]) -> None:
             depth -= 1
     if deepest > MAX_NESTING:
         raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
+    return words
 
 
 def _check_same_terminals(root: tree_sitter.Node, tokens: tuple[Token, ...], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:

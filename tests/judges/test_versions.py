@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "4", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "83c4d8cd43a238e9ad4f304b596305a9c5bfc227f3f82e3b253196c466424283"),
-    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "5cba7f567766b729aace89d4e84ac71438106afdf0bf46cd6fb51c8fc3326cc6"),
+    "execution": (EXECUTION_LOGIC, "2", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "6439f91770c5578b73da51dbbc075a0bf8cfa4986937460388ff5f3aa3920481"),
 }
 
 
