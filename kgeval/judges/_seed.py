@@ -45,6 +45,9 @@ LOGIC_VERSION = "4"
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3."""
 
+_LISTS_BEFORE_SPELLINGS = 8
+"""Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""
+
 Item = frozenset[str]
 _UNBOUND = frozenset([None])
 
@@ -64,8 +67,9 @@ class GoldIndex:
     spelled: dict[str, str]
     """A gold cell's own text -> its key, where the text normalizes to the cell's key: an answer
     item spelt as the gold spells it skips normalization. Filled by `learn_spellings` when the
-    second answer list is judged against the gold (executed results never read it; one list
-    costs less to normalize than the gold's every cell, twice)."""
+    `_LISTS_BEFORE_SPELLINGS`-th answer list is judged against the gold (executed results never
+    read it): learning costs two normalizations per gold cell, and a text met in an earlier list
+    is memoized anyway, so it pays only where many lists are judged against one gold."""
     injective: bool = False
     """Each value is in one gold row and no two values share a row (a one-column gold of
     distinct values): gold items covered by an answer's hits = the number of its hit values."""
@@ -95,11 +99,12 @@ class GoldIndex:
 
     def learn_spellings(self, gold: QueryResult, normalizer: Normalizer) -> None:
         """Fill `spelled` and the memos from the gold's cells, once (under `lock`), when the
-        second answer list comes: the first is normalized item by item (and memoized)."""
+        `_LISTS_BEFORE_SPELLINGS`-th answer list comes: the earlier ones are normalized item by
+        item (and memoized)."""
         if self.spellings_known:
             return
         self.lists_met += 1
-        if self.lists_met < 2:
+        if self.lists_met < _LISTS_BEFORE_SPELLINGS:
             return
         cells = [term for row in gold.rows for term in row if term is not None] if gold.form == "select" else []
         values = [term.value for term in cells]
