@@ -110,8 +110,18 @@ def canonical_tokens(query: str) -> list[Token]:
             position = match.end(group)  # type: ignore[union-attr]
             append(Token(kind, match.group(group)))  # type: ignore[union-attr, arg-type]
             continue
+        if kind == "var":  # as `_canonical` writes it, without the call: the next most common
+            position = match.end(group)  # type: ignore[union-attr]
+            append(Token("var", "?" + match.group(group)[1:]))  # type: ignore[union-attr]
+            continue
+        if kind == "word":
+            position = match.end(group)  # type: ignore[union-attr]
+            raw = match.group(group)  # type: ignore[union-attr]
+            upper = raw.upper()
+            append(Token("word", raw if raw == "a" else _SPELLING.get(upper, upper)))
+            continue
         if kind in ("", "iri"):  # no match, or `<` that may be less-than: the careful path
-            kind, start, raw = _next_terminal(text, position, tokens, parens)
+            kind, start, raw = _next_terminal(text, position, tokens, parens, match)
         else:
             start, raw = match.start(group), match.group(group)  # type: ignore[union-attr]
         if kind == "end":
@@ -123,15 +133,16 @@ def canonical_tokens(query: str) -> list[Token]:
             prefixes[tokens[-2].text[:-1].removeprefix(_RENAMED)] = tokens[-1].text[1:-1]
 
 
-def _next_terminal(text: str, position: int, before: list[Token], parens: int) -> tuple[str, int, str]:
+def _next_terminal(text: str, position: int, before: list[Token], parens: int, match: re.Match[str] | None = None) -> tuple[str, int, str]:
     """(kind, start, raw text) of the terminal after the white space and comments at `position`.
 
     `<` is ambiguous: the start of an IRI or less-than. Longest match (an IRI) is the rule,
     except inside parentheses right after an operand when the would-be IRI has no scheme
     (`FILTER(?x<10&&?y>5)`): that is how Oxigraph and rdflib read it, and a relative IRI there
     is never meant. The canonical text then writes ` < ` with spaces, so no reader can doubt.
+    `match`: the lexer's match at `position`, when the caller has it already.
     """
-    match = _LEXER.match(text, position)
+    match = match or _LEXER.match(text, position)
     if match is None:
         start = re.compile(_SKIPPED).match(text, position).end()  # type: ignore[union-attr]
         raise QuerySyntaxError(f"SPARQL does not parse at {_where(text, start)}: unexpected {text[start:start + 20]!r}")
