@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from kgeval.config import KgevalConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QueryRejected, QuerySyntaxError, QueryTimeout
@@ -64,8 +64,9 @@ class Execution:
 
 
 class ExecutionCache:
-    """Results of candidate SPARQL already executed in this run, by (KG, query text). The store
-    is read-only and deterministic, so the same query returns the same result (or error): seeds
+    """Results of candidate SPARQL already executed in this run, by (KG, query as the guard
+    approved it: `QueryKey`). The store is read-only and deterministic, and its engine runs only
+    the approved text, so the same query returns the same result (or error): seeds
     that produce the same query are executed once, even when they are in flight together (the
     seeds of one question usually are): the first executes, the others wait for its result.
     A result that may not recur (a timeout, a store fault) is not kept: each waiter then
@@ -76,12 +77,12 @@ class ExecutionCache:
     many questions share (a whole-KG count) stays while it is used. Thread-safe."""
 
     def __init__(self, max_rows: int = 200_000) -> None:
-        self._results: OrderedDict[tuple[str, str], Execution] = OrderedDict()
+        self._results: OrderedDict[tuple[str, str, str], Execution] = OrderedDict()
         self._rows, self._max_rows = 0, max_rows
-        self._running: dict[tuple[str, str], threading.Event] = {}
+        self._running: dict[tuple[str, str, str], threading.Event] = {}
         self._lock = threading.Lock()
 
-    def execution(self, key: tuple[str, str], execute: Callable[[], Execution], keep: Callable[[Execution], bool]) -> tuple[Execution, bool]:
+    def execution(self, key: tuple[str, str, str], execute: Callable[[], Execution], keep: Callable[[Execution], bool]) -> tuple[Execution, bool]:
         """(the execution of `key`, whether it came from the cache). The first caller runs
         `execute()`; callers arriving meanwhile wait for it and share its result when `keep`
         says it is kept, else each runs `execute()` itself (outside the lock)."""
@@ -110,7 +111,7 @@ class ExecutionCache:
                 del self._running[key]
             running.set()
 
-    def _keep(self, key: tuple[str, str], value: Execution) -> None:
+    def _keep(self, key: tuple[str, str, str], value: Execution) -> None:
         """Keep `value` (called under the lock), dropping the least recently used beyond the bound."""
         self._results[key] = value
         self._rows += _rows_held(value)
@@ -124,14 +125,18 @@ def _rows_held(execution: Execution) -> int:
     return 1 + (len(execution.result.rows) if execution.result is not None else 0)
 
 
-VerdictKey = tuple[str, str, str, str | None]
-"""(KG, question id, candidate SPARQL, answer list as JSON)."""
+QueryKey = tuple[str, Literal["approved", "written"]]
+"""A candidate query as the run's caches know it (`_query_key`): the text the guard approved it
+as, or the text as written when the guard refused it, and which of the two."""
+VerdictKey = tuple[str, str, str, str, str | None]
+"""(KG, question id, candidate query as `QueryKey`, answer list as JSON)."""
 
 
 class VerdictCache:
-    """Verdicts already given in this run, by question and candidate (SPARQL text and answer
-    list). Judges are deterministic by design (DESIGN invariant 3) and a kept execution of one
-    text is one result (`ExecutionCache`), so seeds and retries that give the same candidate get
+    """Verdicts already given in this run, by question and candidate (its query as the guard
+    approved it, and its answer list). Judges are deterministic by design (DESIGN invariant 3)
+    and a kept execution of one query is one result (`ExecutionCache`, by the same key), so
+    seeds and retries that give the same candidate, however they lay its SPARQL out, get
     the same verdicts: they are judged once. Only candidates whose execution recurs are kept
     (see `_recurs`). Bounded: least recently used out (a run asks question after question, so
     the seeds of one question meet while their entry is fresh). Thread-safe."""
@@ -142,9 +147,9 @@ class VerdictCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(question: Question, output: SystemOutput) -> VerdictKey:
+    def key(question: Question, output: SystemOutput, query: QueryKey) -> VerdictKey:
         answer = None if output.answer is None else json.dumps(output.answer, default=repr)
-        return question.kg, question.id, output.sparql or "", answer
+        return question.kg, question.id, *query, answer
 
     def get(self, key: VerdictKey) -> tuple[list[Verdict], bool] | None:
         with self._lock:
@@ -271,13 +276,14 @@ def judge_output(
     if refused is not None:
         kind, error = refused
         return Attempt(**base, state="error", error_kind=kind, error=error), []
-    execution = _cached_execution(question.kg, output, store, config, cache)
+    query_key = _query_key(output.sparql, store) if cache is not None or verdicts is not None else (output.sparql or "", "written")
+    execution = _cached_execution(question.kg, output, store, config, cache, query_key)
     cut_off = output.stop_reason == "length"
     if execution.harness is not None:
         return Attempt(**base, state="error", error_kind=execution.harness, error=execution.error), []
     if execution.failure is not None and output.answer is None and cut_off:
         return Attempt(**base, state="error", error_kind="truncated_empty", error=execution.error), []
-    judged, tie_resolved = _judged(question, output, execution, judges, gold, ties, lookup, verdicts)
+    judged, tie_resolved = _judged(question, output, execution, judges, gold, ties, lookup, verdicts, query_key)
     extra = _attempt_extra(execution, config)
     if tie_resolved:
         extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
@@ -295,10 +301,13 @@ def _judged(
     ties: TieInfo | None,
     lookup: KgLookup | None,
     verdicts: VerdictCache | None,
+    query_key: QueryKey | None = None,
 ) -> tuple[list[Verdict], bool]:
     """Every judge's verdict on the output and whether a tie resolution changed the gold judged,
-    from `verdicts` when this candidate was judged before in the run."""
-    key = VerdictCache.key(question, output) if verdicts is not None and _recurs(execution) else None
+    from `verdicts` when this candidate was judged before in the run (`query_key`: the query as
+    the caches know it; by default its text as written)."""
+    query_key = query_key or (output.sparql or "", "written")
+    key = VerdictCache.key(question, output, query_key) if verdicts is not None and _recurs(execution) else None
     if key is not None:
         found = verdicts.get(key)  # type: ignore[union-attr]
         if found is not None:
@@ -329,13 +338,28 @@ def _attempt_extra(execution: Execution, config: KgevalConfig) -> dict:
     return extra
 
 
-def _cached_execution(kg: str, output: SystemOutput, store: Store, config: KgevalConfig, cache: ExecutionCache | None) -> Execution:
+def _query_key(sparql: str | None, store: Store) -> QueryKey:
+    """What the run's caches know a candidate query by: the text the store's guard approves it
+    as, which is what the engine runs, so texts that differ only in layout, comments, keyword
+    case or escapes (seeds writing one query differently) are executed and judged once; the
+    text as written when the guard refuses it (its error message may quote the text)."""
+    if sparql and sparql.strip():
+        approved = store.approved_text(sparql)
+        if approved is not None:
+            return approved, "approved"
+    return sparql or "", "written"
+
+
+def _cached_execution(
+    kg: str, output: SystemOutput, store: Store, config: KgevalConfig, cache: ExecutionCache | None, query_key: QueryKey | None = None
+) -> Execution:
     def execute() -> Execution:
         return execute_candidate(output.sparql, store, config)
 
     if cache is None:
         return execute()
-    execution, cached = cache.execution((kg, output.sparql or ""), execute, _recurs)
+    query_key = query_key or _query_key(output.sparql, store)
+    execution, cached = cache.execution((kg, *query_key), execute, _recurs)
     return replace(execution, resources=None) if cached else execution
 
 

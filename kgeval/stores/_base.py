@@ -84,6 +84,14 @@ class Store(ABC):
             error.resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000)
             raise error from None
 
+    def approved_text(self, query: str) -> str | None:
+        """The text the read-only guard approves `query` as, which is all the engine would be
+        sent; None when the guard refuses it. Texts with one approved text are one query."""
+        try:
+            return self._guard(query).text
+        except (QueryError, RecursionError, UnicodeError):
+            return None
+
     def start_ahead(self, workers: int) -> None:
         """Get ready for up to `workers` candidate queries at once, in the background (the
         embedded store starts its sandbox workers); returns at once. Nothing to do by default."""

@@ -164,3 +164,63 @@ def test_a_candidate_that_timed_out_is_judged_again(monkeypatch):
     verdicts = [_judged(question, output, e, judges, gold, None, None, cache) for e in (timed_out, timed_out, answered, answered)]
     assert len(calls) == 3  # both timeouts, the answer once
     assert [v.path for v in verdicts[0][0]] == ["candidate_timeout"] * 2 and all(v.correct for v in verdicts[3][0])
+
+
+def test_seeds_laying_out_one_query_differently_execute_and_are_judged_once(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """Seeds whose SPARQL differs only in layout, comments and keyword case are one query to the
+    engine (the guard approves one canonical text): executed once and judged once per answer
+    list, with the verdicts each attempt judged alone gets, field for field. A query the guard
+    refuses is known by its text as written."""
+    import json
+
+    import kgeval.runs._attempt as attempt_module
+    from kgeval.config import RunConfig
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import ResultsDB, execute_run
+    from kgeval.runs._model import Receipt
+    from kgeval.stores import Store
+    from kgeval.systems import ReplaySystem
+    from tests.conftest import MINI_QUESTIONS
+
+    reference = MINI_QUESTIONS[1]["sparql"]
+    body = reference[reference.upper().index("SELECT"):]
+    prefixes = reference[: reference.upper().index("SELECT")]
+    relaid = prefixes + "# the same query, laid out otherwise\n" + body.replace("SELECT", "select").replace("WHERE", "\n  where").replace(" ", "   ")
+    assert relaid != reference
+    refused = prefixes + "DELETE WHERE { ?s ?p ?o }"
+    records = [
+        {"kg": "mini", "question_id": "mini-02", "seed": 0, "sparql": reference},
+        {"kg": "mini", "question_id": "mini-02", "seed": 1, "sparql": relaid},
+        {"kg": "mini", "question_id": "mini-02", "seed": 2, "sparql": relaid, "answer": ["Alice"]},
+        {"kg": "mini", "question_id": "mini-02", "seed": 3, "sparql": refused},
+    ]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    judged, executed = [], []
+    judge = attempt_module.judge_candidate
+    monkeypatch.setattr(attempt_module, "judge_candidate", lambda *args: judged.append(args[0].id) or judge(*args))
+    execute = attempt_module.execute_candidate
+    monkeypatch.setattr(attempt_module, "execute_candidate", lambda sparql, *args: executed.append(sparql) or execute(sparql, *args))
+
+    def rows(db_name: str) -> tuple[dict, dict]:
+        with ResultsDB(tmp_path / db_name) as db:
+            meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=4)), db,
+                               checklist=lambda plan, db: Receipt(checklist_sha256="test", items=[]))  # fmt: skip
+            verdicts = {(q, s, v.judge): v.model_dump() for q, s, v in db.verdicts(meta.run_id)}
+            attempts = {
+                a.seed: (a.sparql, a.state, a.result_total, {k: v for k, v in a.extra.items() if k != "query_resources"})
+                for a in db.attempts(meta.run_id) if a.question_id == "mini-02"
+            }
+            return verdicts, attempts
+
+    verdicts, attempts = rows("shared.duckdb")
+    assert sorted(executed) == sorted([reference, refused])  # the relaid text reused the reference's execution
+    assert sorted(judged) == ["mini-02"] * 3  # the reference (and its relaid twin), the answer list, the refused query
+    assert attempts[1][0] == relaid and attempts[0][1:] == attempts[1][1:]  # each attempt keeps its own text
+    assert verdicts[("mini-02", 0, "execution")] == verdicts[("mini-02", 1, "execution")]
+    assert verdicts[("mini-02", 3, "execution")]["path"] == "refused"
+    judged.clear()
+    monkeypatch.setattr(Store, "approved_text", lambda self, query: None)  # every text known as written
+    monkeypatch.setattr(attempt_module.VerdictCache, "get", lambda self, key: None)  # every attempt judged alone
+    alone, alone_attempts = rows("alone.duckdb")
+    assert len(judged) == 4 and alone == verdicts and alone_attempts == attempts
