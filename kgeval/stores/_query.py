@@ -95,11 +95,12 @@ def _analyse(text: str) -> QueryShape:
     return _select_shape(query, canonical)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)
 def terminals(text: str) -> tuple[Token, ...]:
     """The lexer's canonical terminals of `text` (QuerySyntaxError when it does not lex), kept a
-    while: the guard reads a candidate, and the judges read the same text's IRIs right after
-    (`mentioned_iris`, once per judge): one lexing serves them all."""
+    short while: the guard reads a candidate, and the judges read the same text's IRIs right
+    after (`mentioned_iris`, once per judge): one lexing serves them all. Few are kept (a 20 KB
+    text has thousands of terminals), enough for the candidates of a run's threads in flight."""
     return tuple(canonical_tokens(text))
 
 
