@@ -78,8 +78,8 @@ class KgLookup:
         counts as occurring: the vacuous rule rejects only on evidence."""
         with self._lock:
             known = self._occurs.get(iri)
-        if known is not None:
-            return known
+        if known is not None or self._labelled(iri):
+            return known is not False
         query = f"ASK {{ {{ ?s <{iri}> ?o }} UNION {{ ?s ?p <{iri}> }} UNION {{ <{iri}> ?p ?o }} }}"
         try:
             found = bool(self.store.execute(query, timeout_s=self.timeout_s, row_cap=1).boolean)
@@ -94,13 +94,19 @@ class KgLookup:
         before are asked in one query (a candidate's IRIs together: one guard and one engine
         call instead of one ASK each), and by one ASK each if the store fails that query."""
         with self._lock:
-            unknown = sorted({iri for iri in iris if iri not in self._occurs})
+            unknown = sorted({iri for iri in iris if iri not in self._occurs and not self._labelled(iri)})
         if len(unknown) > 1:
             found = self._occurring(unknown)
             if found is not None:
                 with self._lock:
                     self._occurs.update((iri, n in found) for n, iri in enumerate(unknown))
         return not all(map(self.occurs, iris))
+
+    def _labelled(self, iri: str) -> bool:
+        """`iri` is the subject of a label: it occurs in the KG, no query needed. Read from the
+        label index when the label rules have read it already (never read for this)."""
+        names = self._names
+        return names is not None and iri in names
 
     def _occurring(self, iris: list[str]) -> set[int] | None:
         """Positions in `iris` of those that occur in the KG, as `occurs` asks of each; None

@@ -373,3 +373,42 @@ def test_a_prepared_gold_does_not_keep_a_finished_runs_lookup_alive(tmp_path):
     gc.collect()
     assert held() is None
     assert EXECUTION.judge(question, gold, Candidate(result=_run(store, answer), sparql=answer)).correct is False
+
+
+def test_vocabulary_asked_together_answers_as_one_ask_each(tmp_path, monkeypatch):
+    """`KgLookup.lacks` asks a candidate's unknown IRIs in one query and answers as `occurs`
+    asked of each would (subject, predicate or object position; absent ones lack); a labelled
+    IRI is known to occur from the label index once the label rules read it, with no query;
+    when the store fails the batched query, each IRI is asked alone."""
+    kg = tmp_path / "kg.ttl"
+    kg.write_text(
+        "@prefix e: <http://x.example/e/> . @prefix v: <http://x.example/v/> . "
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        'e:a v:p e:b . e:c rdfs:label "C" . e:d a v:Thing .\n',
+        encoding="utf-8",
+    )
+    store = EmbeddedStore([kg])
+    e, v = "http://x.example/e/", "http://x.example/v/"
+    present = [f"{e}a", f"{v}p", f"{e}b", f"{v}Thing"]
+    absent = [f"{e}zz", f"{v}nothing"]
+    queries = []
+    execute_cells, execute = store.execute_cells, store.execute
+    monkeypatch.setattr(store, "execute_cells", lambda q, **kw: queries.append(q) or execute_cells(q, **kw))
+    monkeypatch.setattr(store, "execute", lambda q, **kw: queries.append(q) or execute(q, **kw))
+    try:
+        lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+        assert not lookup.lacks(present) and len(queries) == 1  # one query for the four
+        assert lookup.lacks(present + absent) and len(queries) == 2  # the two unknown ones together
+        alone = KgLookup(store, ())
+        assert [alone.occurs(iri) for iri in present + absent] == [lookup.occurs(iri) for iri in present + absent]
+        assert [lookup.occurs(iri) for iri in present + absent] == [True] * 4 + [False] * 2
+        labelled = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+        labelled.names(f"{e}c")  # the label rules read the labels
+        before = len(queries)
+        assert labelled.occurs(f"{e}c") and not labelled.lacks([f"{e}c"]) and len(queries) == before
+        failing = KgLookup(store, ())
+        monkeypatch.setattr(failing, "_occurring", lambda iris: None)  # the store failed the batch
+        before = len(queries)
+        assert failing.lacks(present + absent) and len(queries) > before
+    finally:
+        store.close()
