@@ -100,19 +100,37 @@ def test_a_waiter_executing_on_its_own_does_not_hold_up_other_queries():
     assert waited < 0.1, f"another query waited {waited:.2f} s for the cache"
 
 
-def test_seeds_giving_the_same_candidate_are_judged_once(mini_holdout, mini_gold, tmp_path, monkeypatch):
-    """Seeds that give the same SPARQL and answer list for a question share one judging (the
-    verdicts are a function of question and candidate); another answer list beside the same
-    SPARQL, or other SPARQL, is judged on its own. Every verdict is the one judging each
-    attempt alone gives, field for field."""
+def _replayed(mini_holdout, mini_gold, tmp_path, records: list[dict], db_name: str) -> tuple[dict, dict]:
+    """A replay run of `records` on the mini holdout (4 seeds): its verdicts by (question, seed,
+    judge), and its attempts' (SPARQL, state, result total, extra without the measured cost) by
+    (question, seed)."""
     import json
 
-    import kgeval.runs._attempt as attempt_module
     from kgeval.config import RunConfig
     from kgeval.holdout import load_holdout
     from kgeval.runs import ResultsDB, execute_run
     from kgeval.runs._model import Receipt
     from kgeval.systems import ReplaySystem
+
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    with ResultsDB(tmp_path / db_name) as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=4)), db,
+                           checklist=lambda plan, db: Receipt(checklist_sha256="test", items=[]))  # fmt: skip
+        verdicts = {(q, s, v.judge): v.model_dump() for q, s, v in db.verdicts(meta.run_id)}
+        attempts = {
+            (a.question_id, a.seed): (a.sparql, a.state, a.result_total, {k: v for k, v in a.extra.items() if k != "query_resources"})
+            for a in db.attempts(meta.run_id)
+        }
+    return verdicts, attempts
+
+
+def test_seeds_giving_the_same_candidate_are_judged_once(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """Seeds that give the same SPARQL and answer list for a question share one judging (the
+    verdicts are a function of question and candidate); another answer list beside the same
+    SPARQL, or other SPARQL, is judged on its own. Every verdict is the one judging each
+    attempt alone gives, field for field."""
+    import kgeval.runs._attempt as attempt_module
     from tests.conftest import MINI_QUESTIONS
 
     reference, wrong = MINI_QUESTIONS[1]["sparql"], MINI_QUESTIONS[1]["sparql"].replace("e:sales", "e:it")
@@ -123,17 +141,12 @@ def test_seeds_giving_the_same_candidate_are_judged_once(mini_holdout, mini_gold
         {"kg": "mini", "question_id": "mini-02", "seed": 3, "sparql": wrong},
         *({"kg": "mini", "question_id": "mini-06", "seed": s, "answer": ["item1", "item2"]} for s in range(4)),
     ]
-    replay = tmp_path / "replay.jsonl"
-    replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     calls = []
     judge = attempt_module.judge_candidate
     monkeypatch.setattr(attempt_module, "judge_candidate", lambda *args: calls.append(args[0].id) or judge(*args))
 
     def verdict_rows(db_name: str) -> dict:
-        with ResultsDB(tmp_path / db_name) as db:
-            meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=4)), db,
-                               checklist=lambda plan, db: Receipt(checklist_sha256="test", items=[]))  # fmt: skip
-            return {(q, s, v.judge): v.model_dump() for q, s, v in db.verdicts(meta.run_id)}
+        return _replayed(mini_holdout, mini_gold, tmp_path, records, db_name)[0]
 
     memoized = verdict_rows("memo.duckdb")
     assert sorted(calls) == ["mini-02"] * 3 + ["mini-06"]
@@ -171,15 +184,8 @@ def test_seeds_laying_out_one_query_differently_execute_and_are_judged_once(mini
     engine (the guard approves one canonical text): executed once and judged once per answer
     list, with the verdicts each attempt judged alone gets, field for field. A query the guard
     refuses is known by its text as written."""
-    import json
-
     import kgeval.runs._attempt as attempt_module
-    from kgeval.config import RunConfig
-    from kgeval.holdout import load_holdout
-    from kgeval.runs import ResultsDB, execute_run
-    from kgeval.runs._model import Receipt
     from kgeval.stores import Store
-    from kgeval.systems import ReplaySystem
     from tests.conftest import MINI_QUESTIONS
 
     reference = MINI_QUESTIONS[1]["sparql"]
@@ -194,8 +200,6 @@ def test_seeds_laying_out_one_query_differently_execute_and_are_judged_once(mini
         {"kg": "mini", "question_id": "mini-02", "seed": 2, "sparql": relaid, "answer": ["Alice"]},
         {"kg": "mini", "question_id": "mini-02", "seed": 3, "sparql": refused},
     ]
-    replay = tmp_path / "replay.jsonl"
-    replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     judged, executed = [], []
     judge = attempt_module.judge_candidate
     monkeypatch.setattr(attempt_module, "judge_candidate", lambda *args: judged.append(args[0].id) or judge(*args))
@@ -203,20 +207,13 @@ def test_seeds_laying_out_one_query_differently_execute_and_are_judged_once(mini
     monkeypatch.setattr(attempt_module, "execute_candidate", lambda sparql, *args: executed.append(sparql) or execute(sparql, *args))
 
     def rows(db_name: str) -> tuple[dict, dict]:
-        with ResultsDB(tmp_path / db_name) as db:
-            meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=4)), db,
-                               checklist=lambda plan, db: Receipt(checklist_sha256="test", items=[]))  # fmt: skip
-            verdicts = {(q, s, v.judge): v.model_dump() for q, s, v in db.verdicts(meta.run_id)}
-            attempts = {
-                a.seed: (a.sparql, a.state, a.result_total, {k: v for k, v in a.extra.items() if k != "query_resources"})
-                for a in db.attempts(meta.run_id) if a.question_id == "mini-02"
-            }
-            return verdicts, attempts
+        return _replayed(mini_holdout, mini_gold, tmp_path, records, db_name)
 
     verdicts, attempts = rows("shared.duckdb")
     assert sorted(executed) == sorted([reference, refused])  # the relaid text reused the reference's execution
     assert sorted(judged) == ["mini-02"] * 3  # the reference (and its relaid twin), the answer list, the refused query
-    assert attempts[1][0] == relaid and attempts[0][1:] == attempts[1][1:]  # each attempt keeps its own text
+    first, twin = attempts[("mini-02", 0)], attempts[("mini-02", 1)]
+    assert twin[0] == relaid and first[1:] == twin[1:]  # each attempt keeps its own text
     assert verdicts[("mini-02", 0, "execution")] == verdicts[("mini-02", 1, "execution")]
     assert verdicts[("mini-02", 3, "execution")]["path"] == "refused"
     judged.clear()
