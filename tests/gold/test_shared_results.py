@@ -98,3 +98,42 @@ def test_the_scan_reads_entries_cut_by_small_blocks_and_any_spacing_or_key_order
             assert third.result is first.result
             assert {"q000": first.model_dump(), "q002": third.model_dump()} == {q: expected[q] for q in ("q000", "q002")}
         assert index.entry("q001").model_dump() == expected["q001"]
+
+
+def test_a_result_that_only_starts_like_one_met_before_is_decoded_and_checked(tmp_path, monkeypatch):
+    """The scan does not decode a result whose text is one it verified before (`_Repeats`):
+    a result that starts like an earlier one (same columns, same first rows) but is another
+    one is decoded, summarized and checked as itself, and gives the summaries a scan that
+    remembers nothing gives."""
+    from kgeval.gold import _store
+    from kgeval.stores import QueryResult
+
+    _, gold, _ = _built(tmp_path, 3)
+
+    def one_row_fewer(payload: dict) -> str:
+        third = payload["entries"][2]
+        third["result"]["rows"] = third["result"]["rows"][:-1]
+        third["result"]["total"] -= 1
+        third["result_sha256"] = QueryResult.model_validate(third["result"]).sha256()
+        return json.dumps(payload)
+
+    _rewrite_kg_file(gold, one_row_fewer)
+    _store._SCANNED.clear()
+    index = index_gold(gold)
+    assert index.entries["q002"].total == PEOPLE - 1
+    assert index.entries["q001"].result_digest == index.entries["q000"].result_digest != index.entries["q002"].result_digest
+    assert index.entry("q002").result.total == PEOPLE - 1
+    monkeypatch.setattr(gold_index, "_REPEATS_BUDGET_CHARS", 0)  # nothing remembered: every result decoded
+    _store._SCANNED.clear()
+    assert index_gold(gold).entries == index.entries
+
+    def wrong_hash_on_a_repeat(payload: dict) -> str:
+        payload["entries"][1]["result_sha256"] = payload["entries"][2]["result_sha256"]  # q001 repeats q000's text
+        return json.dumps(payload)
+
+    _rewrite_kg_file(gold, wrong_hash_on_a_repeat)
+    monkeypatch.setattr(gold_index, "_REPEATS_BUDGET_CHARS", 16 << 20)
+    _store._SCANNED.clear()
+    gold_index._VERIFIED.clear()
+    with pytest.raises(CheckFailed, match="q001: result does not match its result_sha256"):
+        index_gold(gold)
