@@ -12,6 +12,7 @@ import pytest
 from kgeval._files import sha256_file
 from kgeval.errors import CheckFailed
 from kgeval.gold import GoldLoans, index_gold
+from kgeval.stores import CellResult
 import kgeval.gold._index as gold_index
 from tests.runs.test_run_memory import PEOPLE, _built
 
@@ -137,3 +138,29 @@ def test_a_result_that_only_starts_like_one_met_before_is_decoded_and_checked(tm
     gold_index._VERIFIED.clear()
     with pytest.raises(CheckFailed, match="q001: result does not match its result_sha256"):
         index_gold(gold)
+
+
+@pytest.mark.parametrize("bad_cell", [{"type": "triple", "value": "x"}, {"type": "uri", "value": 7}, {"type": "literal", "value": "x", "lang": 5}])
+def test_a_gold_cell_that_is_no_term_is_refused_when_the_entry_is_read(tmp_path, bad_cell):
+    """Entries are read with one Term per distinct cell (`rows_from_cells`), not pydantic per
+    cell: a cell that is no valid term still makes the entry "not a gold entry", even when its
+    result_sha256 was made to match (no integrity key)."""
+    from kgeval.gold import _store
+
+    _, gold, _ = _built(tmp_path, 3)
+
+    def corrupt(payload: dict) -> str:
+        first = payload["entries"][0]
+        first["result"]["rows"][0][0] = bad_cell
+        rows = [tuple(None if c is None else (c.get("type"), c.get("value"), c.get("datatype"), c.get("lang"))
+                      for c in row) for row in first["result"]["rows"]]  # fmt: skip
+        r = first["result"]
+        first["result_sha256"] = CellResult(r["form"], tuple(r["vars"]), rows, r["total"], r.get("boolean"), r.get("ordered", False)).sha256()
+        return json.dumps(payload)
+
+    _rewrite_kg_file(gold, corrupt)
+    _store._SCANNED.clear()
+    index = index_gold(gold)  # the scan spells cells; it does not build terms
+    with pytest.raises(CheckFailed, match="not a gold entry \\(q000\\)"):
+        index.entry("q000")
+    assert index.entry("q001").result.total == PEOPLE
