@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from kgeval.errors import CheckFailed
 from kgeval.gold._layout import MANIFEST
 from kgeval.gold._model import GoldEntry, GoldFailure
-from kgeval.stores import CellResult, QueryResult, rows_from_cells
+from kgeval.stores import CellResult, QueryResult
 
 _BLOCK = 1 << 20
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -403,7 +403,7 @@ def read_entry(summary: EntrySummary, results: MutableMapping[str, QueryResult] 
     shared = results.get(summary.result_digest) if results is not None and summary.result_digest else None
     try:
         if shared is None:
-            entry = _entry_with_shared_terms(raw)
+            entry = GoldEntry.model_validate_json(raw)
         else:  # the same bytes as the scan's, so the same result: the one already built
             start, end = summary.result_offset, summary.result_offset + summary.result_length
             fields = json.loads(raw[:start] + b"null" + raw[end:])
@@ -414,32 +414,3 @@ def read_entry(summary: EntrySummary, results: MutableMapping[str, QueryResult] 
     if results is not None and shared is None and summary.result_digest:
         results[summary.result_digest] = entry.result
     return entry
-
-
-def _entry_with_shared_terms(raw: bytes) -> GoldEntry:
-    """The entry in `raw`, its result's cells built as the stores build theirs: one validated
-    `Term` per distinct cell (`rows_from_cells`), shared with every result of the process that
-    holds the same cell. Validating the JSON built a model per cell: most of reading a gold
-    entry. A result whose rows are not lists of cell objects is left to pydantic, which names
-    what is wrong (ValidationError)."""
-    fields = json.loads(raw)
-    result = fields.get("result") if isinstance(fields, dict) else None
-    rows = result.get("rows") if isinstance(result, dict) else None
-    if isinstance(rows, list):
-        try:
-            result["rows"] = rows_from_cells([None if c is None else _stored_cell(c) for c in row] for row in rows)
-        except (TypeError, KeyError, AttributeError, ValidationError):  # not cells: pydantic says why
-            return GoldEntry.model_validate_json(raw)
-    return GoldEntry.model_validate(fields)
-
-
-_TERM_KINDS = frozenset(("uri", "literal", "bnode"))
-
-
-def _stored_cell(cell: dict) -> tuple[str, str, str | None, str | None]:
-    """A stored cell object as a plain cell (`rows_from_cells` validates each distinct one);
-    TypeError when its kind is none of Term's (rows_from_cells would take it for a literal)."""
-    kind = cell["type"]
-    if kind not in _TERM_KINDS:
-        raise TypeError(f"not a term kind: {kind!r}")
-    return (kind, cell["value"], cell.get("datatype"), cell.get("lang"))

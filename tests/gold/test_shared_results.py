@@ -142,9 +142,10 @@ def test_a_result_that_only_starts_like_one_met_before_is_decoded_and_checked(tm
 
 @pytest.mark.parametrize("bad_cell", [{"type": "triple", "value": "x"}, {"type": "uri", "value": 7}, {"type": "literal", "value": "x", "lang": 5}])
 def test_a_gold_cell_that_is_no_term_is_refused_when_the_entry_is_read(tmp_path, bad_cell):
-    """Entries are read with one Term per distinct cell (`rows_from_cells`), not pydantic per
-    cell: a cell that is no valid term still makes the entry "not a gold entry", even when its
-    result_sha256 was made to match (no integrity key)."""
+    """A cell that is no valid term makes the entry "not a gold entry" when it is read, even
+    when its result_sha256 was made to match (no integrity key): the scan spells cells, it does
+    not validate them as terms, so a faster reader must keep this check (one building a Term
+    per distinct cell took an unknown kind for a literal)."""
     from kgeval.gold import _store
 
     _, gold, _ = _built(tmp_path, 3)

@@ -81,7 +81,8 @@ def test_run_memory_does_not_grow_with_the_questions_of_one_kg(tmp_path, monkeyp
     # measured before the fix); read per question and dropped: 11.1 MB and 13.2 MB
     print(f"Python heap peak of a run (checklist included): {few / 2**20:.1f} MB for 4 questions, {many / 2**20:.1f} MB for 24")
     # measured against what the 20 more entries take when held (a ratio to `few` alone broke
-    # when the run's own baseline shrank: 4.5 -> 3.2 MB once gold cells shared their Terms)
+    # when the run's own baseline shrank: 4.5 -> 3.5 MB once the gold scan stopped decoding
+    # results it had verified before)
     held = 20 * _entry_heap_bytes(tmp_path / "many" / "gold")
     assert many - few < 0.1 * held, (
         f"{many / 2**20:.1f} MB for 24 questions against {few / 2**20:.1f} MB for 4, where holding 20 more entries "
