@@ -267,8 +267,8 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     """One more run with timers around each area of the run path (a little overhead each)."""
     timers = _Timers()
 
-    def open_timed_store(config, files):  # noqa: ANN001, ANN202
-        store = original["open_store"](config, files)
+    def open_timed_store(config, files, kg=None):  # noqa: ANN001, ANN202
+        store = original["open_store"](config, files, kg)
         if isinstance(store, EmbeddedStore):
             store._store = _TimedEngine(store._store, timers)
         return store

@@ -16,7 +16,8 @@ Golds repeat results (several questions with one answer list, count or ASK). Eac
 the sha256 of its result's bytes as stored (`result_digest`) and where they lie: the scan spells a result
 canonically (the costly part of checking result_sha256) once per distinct content, and a run
 reads each distinct result into one object (`read_entry`'s `results`), which the judges then
-prepare once.
+prepare once. Within a file's scan, a result whose text is one verified before is found by a
+comparison of the text, not decoded again (`_Repeats`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from collections.abc import Callable, MutableMapping
 from typing import Any, BinaryIO, NamedTuple
@@ -213,11 +215,15 @@ def _scan_entries(text: _Text, index: KgIndex, path: Path) -> str | None:
     if text.next_char(consume=False) == "]":
         text.next_char()
         return None
+    repeats = _Repeats()
+    decode = partial(_entry_and_result, repeats=repeats)
     while True:
         text.next_char(consume=False)  # the entry starts after the whitespace before it
         offset = text.offset
-        (entry, result), raw = text.value(_entry_and_result)
+        (entry, result), raw = text.value(decode)
         summary, matches = _summary(entry, result, raw, path, offset)
+        if matches:
+            repeats.add(result, entry["result"], entry["result_sha256"])
         index.entries.append(summary)
         if not matches and mismatch is None:
             mismatch = f"{summary.kg}/{summary.question_id}: result does not match its result_sha256 ({path})"
@@ -225,10 +231,11 @@ def _scan_entries(text: _Text, index: KgIndex, path: Path) -> str | None:
             return mismatch
 
 
-def _entry_and_result(text: str, pos: int) -> tuple[tuple[dict, _StoredResult | None], int]:
+def _entry_and_result(text: str, pos: int, repeats: _Repeats) -> tuple[tuple[dict, _StoredResult | None], int]:
     """Decode the JSON object at `pos` member by member, as `raw_decode` would (the last of
     duplicate keys wins), keeping where its "result" lies: ((the object, the result as
-    stored), end). JSONDecodeError when the text ends or breaks before the object does."""
+    stored), end). A result whose text is one met before in the scan (`repeats`) is not
+    decoded again. JSONDecodeError when the text ends or breaks before the object does."""
     start, obj, result = pos, {}, None
     if text[pos : pos + 1] != "{":
         raise json.JSONDecodeError("Expecting '{'", text, pos)
@@ -243,9 +250,14 @@ def _entry_and_result(text: str, pos: int) -> tuple[tuple[dict, _StoredResult | 
         if text[pos : pos + 1] != ":":
             raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
         pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
-        obj[key], end = _DECODER.raw_decode(text, pos)
-        if key == "result":
-            result = _StoredResult(len(text[start:pos].encode()), text[pos:end].encode())
+        seen = repeats.find(text, pos) if key == "result" else None
+        if seen is not None:
+            obj[key], end = seen.head, pos + len(seen.text)
+            result = _StoredResult(len(text[start:pos].encode()), seen.length, seen.digest, None, seen)
+        else:
+            obj[key], end = _DECODER.raw_decode(text, pos)
+            if key == "result":
+                result = _StoredResult.decoded(text[start:pos], text[pos:end])
         pos = _SPACE.match(text, end).end()  # type: ignore[union-attr]
         char = text[pos : pos + 1]
         if char == "}":
@@ -258,21 +270,81 @@ def _entry_and_result(text: str, pos: int) -> tuple[tuple[dict, _StoredResult | 
 class _StoredResult(NamedTuple):
     offset: int
     """Byte offset of the entry's result in the entry's JSON."""
-    raw: bytes
-    """The result's JSON bytes as stored."""
+    length: int
+    """Length of the result's JSON bytes as stored."""
+    digest: str
+    """Their sha256."""
+    text: str | None = None
+    """The result's JSON text, when it was decoded (not a repeat)."""
+    seen: _Seen | None = None
+    """The same text met before in the scan (and verified then), or None."""
+
+    @classmethod
+    def decoded(cls, before: str, result_text: str) -> _StoredResult:
+        raw = result_text.encode()
+        return cls(len(before.encode()), len(raw), hashlib.sha256(raw).hexdigest(), result_text)
+
+
+class _Seen(NamedTuple):
+    """A result's text met in a scan, whose result matched the result_sha256 beside it."""
+
+    text: str
+    length: int
+    """Its length in UTF-8 bytes."""
+    digest: str
+    """sha256 of those bytes."""
+    head: dict
+    """What `_summary` reads of the result (form and total)."""
+    result_sha256: str
+    """The hash its result matched: the hash of any identical text."""
+
+
+_HEAD_CHARS = 256
+_REPEATS_BUDGET_CHARS = 16 << 20
+
+
+class _Repeats:
+    """Results verified in one KG file's scan, found again by their text. Golds repeat results
+    (the same list, count or ASK for several questions: half the entries of bench/run.py's
+    holdout), and decoding a result to find where it ends was most of the scan. A text that
+    starts with the whole text of a result met before holds that very result there (a JSON
+    object ends at its closing brace), so it is compared at C speed, not decoded, spelled or
+    hashed again. The texts kept are bounded (`_REPEATS_BUDGET_CHARS`); past that, results are
+    decoded as before."""
+
+    def __init__(self) -> None:
+        self._by_head: dict[str, list[_Seen]] = {}
+        self._left = _REPEATS_BUDGET_CHARS
+
+    def find(self, text: str, pos: int) -> _Seen | None:
+        """The result met before whose whole text starts at `text[pos]`, or None."""
+        for seen in self._by_head.get(text[pos : pos + _HEAD_CHARS], ()):
+            if text.startswith(seen.text, pos):
+                return seen
+        return None
+
+    def add(self, stored: _StoredResult | None, result: Any, result_sha256: Any) -> None:
+        """Remember a result just decoded that matched `result_sha256` (while the budget lasts)."""
+        if stored is None or stored.text is None or not isinstance(result_sha256, str) or len(stored.text) > self._left:
+            return
+        head = {"form": result["form"], "total": result.get("total", 0)}
+        self._by_head.setdefault(stored.text[:_HEAD_CHARS], []).append(_Seen(stored.text, stored.length, stored.digest, head, result_sha256))
+        self._left -= len(stored.text)
 
 
 def _summary(entry: Any, stored: _StoredResult | None, raw: bytes, path: Path, offset: int) -> tuple[EntrySummary, bool]:
     """The entry's summary, and whether its result matches its result_sha256."""
     try:
         result = entry["result"]
-        digest = hashlib.sha256(stored.raw).hexdigest()  # type: ignore[union-attr] - there is a result
+        assert stored is not None  # there is a result
         summary = EntrySummary(
             entry["question_id"], entry["kg"], entry["query_sha256"], entry["engine"], entry["engine_version"], entry["kg_sha256"],
             result["form"], result.get("total", 0), path, offset, len(raw), hashlib.sha256(raw).hexdigest(),
-            digest, stored.offset, len(stored.raw),  # type: ignore[union-attr]
+            stored.digest, stored.offset, stored.length,
         )  # fmt: skip
-        return summary, _matches(result, digest, entry["result_sha256"])
+        if stored.seen is not None:  # the very text of a result that hashed to seen.result_sha256
+            return summary, entry["result_sha256"] == stored.seen.result_sha256
+        return summary, _matches(result, stored.digest, entry["result_sha256"])
     except (KeyError, TypeError, AttributeError) as exc:
         raise _Malformed(f"entry at byte {offset}: missing or malformed {exc}") from None
 

@@ -125,6 +125,10 @@ class GuardedConnection:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
         self._con, self.path = con, path
+        self._appenders: dict[str, object] = {}
+        """One appender per table, kept across transactions: making one cost about as much
+        interpreter-lock time as appending a batch of rows (a run appends to two tables every
+        `persist_within_s`). Each flush appends in the transaction open at the time."""
 
     def _call(self, method: str, *args: object):  # noqa: ANN202
         try:
@@ -155,9 +159,15 @@ class GuardedConnection:
     def append_values(self, table: str, rows: list[tuple]) -> None:
         try:
             if hasattr(self._con, "appender"):
-                appender = self._con.appender(table)
-                appender.append_rows(rows)
-                appender.flush()  # one statement, inside the caller's transaction
+                appender = self._appenders.get(table)
+                if appender is None:
+                    appender = self._appenders[table] = self._con.appender(table)
+                try:
+                    appender.append_rows(rows)  # type: ignore[attr-defined]
+                    appender.flush()  # type: ignore[attr-defined] - one statement, inside the caller's transaction
+                except BaseException:
+                    self._drop_appenders()  # rows half-appended must never reach a later flush
+                    raise
             else:  # a DuckDB without the appender API
                 self._con.values(*rows).insert_into(table)
         except self._PASS:
@@ -165,7 +175,16 @@ class GuardedConnection:
         except duckdb.Error as exc:
             raise _damaged(self.path, exc) from None
 
+    def _drop_appenders(self) -> None:
+        appenders, self._appenders = list(self._appenders.values()), {}
+        for appender in appenders:
+            try:
+                appender.clear()  # type: ignore[attr-defined] - rows not flushed are discarded
+            except duckdb.Error:
+                pass
+
     def close(self) -> None:
+        self._drop_appenders()
         self._con.close()
 
 

@@ -7,6 +7,14 @@ once, has no network, has a memory limit, and is killed at the query's deadline 
 Workers start when first needed (at most `workers` per store) and serve many queries each: the
 cost per query is one round trip of plain tuples over a socketpair.
 
+On Linux a pool's workers are forked from one template process (`_Template`): a worker started
+the same way (a fresh `python -I -S`, no network, memory limit, dies with this process) that
+loaded the KG and only forks workers, which start with the KG loaded (copy-on-write). A worker
+then costs a fork (~3 ms of CPU), not an interpreter start and a KG load (~60 ms each on
+bench/run.py's KGs). The template holds nothing of this process; each worker has its own
+stderr, dies with the template, and is reaped by it only when this process asks, so the pidfd
+held for it never signals another process. A template that died is started again.
+
 The deadline starts when a worker takes the query (waiting for a free worker is not the
 query's time), so a verdict never depends on what else was in flight.
 """
@@ -14,8 +22,10 @@ query's time), so a verdict never depends on what else was in flight.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -93,6 +103,8 @@ class WorkerPool:
         self._closed = False
         self._waiting = 0
         """Queries waiting for a worker of this pool (its starts ahead then skip the gate's queue)."""
+        self._template: _Template | None = None
+        self._template_lock = threading.Lock()
         self.network_isolated: bool | None = None
         """Whether the workers run without network (None until one has started)."""
 
@@ -166,6 +178,10 @@ class WorkerPool:
             workers, self._all, self._idle = list(self._all), set(), []
         for worker in workers:
             worker.kill()
+        with self._template_lock:
+            template, self._template = self._template, None
+        if template is not None:
+            template.kill()
 
     def _acquire(self) -> _Worker:
         with self._free:
@@ -189,7 +205,7 @@ class WorkerPool:
     def _new_worker(self) -> _Worker:
         """A started worker that loaded this pool's KG (counted in `_started` by the caller)."""
         try:
-            worker = _Worker.start(self._files, self._config, self._label)
+            worker = self._started_worker()
         except BaseException:
             with self._free:
                 self._started -= 1
@@ -200,6 +216,32 @@ class WorkerPool:
             self._all.add(worker)
             self.network_isolated = worker.network_isolated
         return worker
+
+    def _started_worker(self) -> _Worker:
+        """A worker forked from this pool's template (started first, or again if it died), or,
+        where the platform cannot fork one safely, a worker started on its own."""
+        if not _CAN_FORK:
+            return _Worker.start(self._files, self._config, self._label)
+        for attempt in (1, 2):
+            template = self._live_template()
+            try:
+                return template.fork(self._config, self._label)
+            except _TemplateGone:
+                with self._template_lock:
+                    if self._template is template:
+                        self._template = None
+                template.kill()
+                if attempt == 2:
+                    raise StoreError(f"{self._label}: the sandbox template process ended while forking a worker") from None
+        raise AssertionError("unreachable")
+
+    def _live_template(self) -> _Template:
+        with self._template_lock:
+            if self._closed:
+                raise StoreError(f"{self._label}: the store was closed")
+            if self._template is None or self._template.process.poll() is not None:
+                self._template = _Template.start(self._files, self._config, self._label)
+            return self._template
 
     def _release(self, worker: _Worker, healthy: bool) -> None:
         if not healthy:
@@ -244,7 +286,7 @@ class _Worker:
         self.file_sha256: list[str] = []
 
     @classmethod
-    def start(cls, files: list[str], config: CandidateQueryConfig, label: str) -> _Worker:
+    def start(cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load") -> _Worker:
         ours, theirs = socket.socketpair()
         stderr = tempfile.TemporaryFile()
         try:
@@ -261,13 +303,20 @@ class _Worker:
         finally:
             theirs.close()
         worker = cls(process, Connection(ours.detach()), stderr, label)
-        worker._load(files, config)
+        worker._load(files, config, kind)
         return worker
 
-    def _load(self, files: list[str], config: CandidateQueryConfig) -> None:
+    def _load(self, files: list[str], config: CandidateQueryConfig, kind: str = "load") -> None:
+        try:
+            self.conn.send((kind, files, config.memory_mb * 1024 * 1024))
+        except OSError:
+            pass  # the wait below says why
+        self.await_ready(config)
+
+    def await_ready(self, config: CandidateQueryConfig) -> None:
+        """The worker's "ready" (it has the KG); StoreError naming why when it does not come."""
         ready = False
         try:
-            self.conn.send(("load", files, config.memory_mb * 1024 * 1024))
             ready = self.conn.poll(config.worker_start_timeout_s)
             message = self.conn.recv() if ready else None
         except (EOFError, OSError):
@@ -325,3 +374,119 @@ class _Worker:
             self._stderr.close()
         except OSError:
             pass
+
+
+_CAN_FORK = all(hasattr(m, n) for m, n in ((os, "fork"), (os, "pidfd_open"), (signal, "pidfd_send_signal"), (socket, "send_fds")))
+"""Workers are forked from a template where the parent can hold each one by a pidfd (Linux)."""
+
+
+class _TemplateGone(Exception):
+    """The template's control channel broke: it died (a fresh one is started)."""
+
+
+class _Template:
+    """A sandboxed process that loaded one KG and forks query workers from it (`_worker`'s
+    `_fork_workers`): a worker then costs a fork, not an interpreter start and a KG load. It is
+    started as a worker is (no network, memory limit, dies with the spawner thread) and holds
+    nothing of this process: only the KG. It reaps a worker only when asked (`reap`), so the
+    pidfd this process holds for each stays bound to that worker."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self._worker = worker
+        self.process = worker.process
+        self._sock = socket.socket(fileno=os.dup(worker.conn.fileno()))
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, files: list[str], config: CandidateQueryConfig, label: str) -> _Template:
+        return cls(_Worker.start(files, config, label, kind="template"))
+
+    def fork(self, config: CandidateQueryConfig, label: str) -> _Worker:
+        """A new worker, ready (StoreError when it cannot start; _TemplateGone when the
+        template died)."""
+        ours, theirs = socket.socketpair()
+        stderr = tempfile.TemporaryFile()
+        try:
+            with self._lock:
+                self._send(lambda: socket.send_fds(self._sock, [b"F" + bytes(8)], [theirs.fileno(), stderr.fileno()]))
+                kind, pid = self._reply()
+            if kind != b"P":
+                raise StoreError(f"{label}: the sandbox template could not fork a worker: {os.strerror(pid)}")
+            process = _ForkedProcess(pid, os.pidfd_open(pid), self)
+        except BaseException:
+            ours.close()
+            stderr.close()
+            raise
+        finally:
+            theirs.close()
+        worker = _Worker(process, Connection(ours.detach()), stderr, label)
+        worker.await_ready(config)
+        return worker
+
+    def reap(self, pid: int) -> int:
+        """The exit code of ended worker `pid`, as Popen gives it (negative: the signal); a
+        SIGKILL when the template is gone (its workers die with it, and init reaps them)."""
+        try:
+            with self._lock:
+                self._send(lambda: self._sock.sendall(b"R" + struct.pack("!q", pid)))
+                kind, value = self._reply()
+        except _TemplateGone:
+            return -signal.SIGKILL
+        return os.waitstatus_to_exitcode(value) if kind == b"S" else -signal.SIGKILL
+
+    @staticmethod
+    def _send(send: Any) -> None:
+        try:
+            send()
+        except OSError:
+            raise _TemplateGone() from None
+
+    def _reply(self) -> tuple[bytes, int]:
+        data = b""
+        try:
+            while len(data) < 9:
+                chunk = self._sock.recv(9 - len(data))
+                if not chunk:
+                    raise _TemplateGone()
+                data += chunk
+        except OSError:
+            raise _TemplateGone() from None
+        return data[:1], struct.unpack("!q", data[1:])[0]
+
+    def kill(self) -> None:
+        self._worker.kill()
+        self._sock.close()
+
+
+class _ForkedProcess:
+    """A worker forked by a template, as `_Worker` uses a Popen (pid, poll, wait, kill,
+    returncode), held by a pidfd: signals reach that worker and no process that reused its pid."""
+
+    def __init__(self, pid: int, pidfd: int, template: _Template) -> None:
+        self.pid, self._pidfd, self._template = pid, pidfd, template
+        self.returncode: int | None = None
+        self._lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        return self._wait(0.0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._wait(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"sandbox worker {self.pid}", timeout or 0.0)
+        return code
+
+    def kill(self) -> None:
+        with self._lock:
+            if self.returncode is None:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # ended already; reaped by the next wait
+
+    def _wait(self, timeout: float | None) -> int | None:
+        with self._lock:  # one reap, and no select on a pidfd another thread closed
+            if self.returncode is None and select.select([self._pidfd], [], [], timeout)[0]:
+                self.returncode = self._template.reap(self.pid)
+                os.close(self._pidfd)
+            return self.returncode

@@ -16,10 +16,16 @@ Bounds set here, in the worker itself:
 - lifetime: it is SIGKILLed when its parent dies (PR_SET_PDEATHSIG), even mid-query; as a
   backstop, RLIMIT_CPU = CPU used so far + a bound per query.
 
+Templates: a worker asked to be a template ("template" instead of "load") loads the KG the
+same way, then forks query workers on request (`_fork_workers`): each starts with the KG
+loaded (copy-on-write), costing a fork instead of an interpreter start and a KG load. A
+forked worker inherits the template's network namespace and memory limit, has its own stderr,
+dies with the template (PR_SET_PDEATHSIG), and serves queries exactly as a started worker.
+
 Protocol (multiprocessing.connection's framing over a socketpair, pickled plain tuples; the
 worker speaks it with `_Channel`, since importing multiprocessing cost each worker more CPU
 than the rest of its start-up together):
-parent -> ("load", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
+parent -> ("load" | "template", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
 parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s)
 worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
 retiring: the worker exits after this reply)
@@ -93,7 +99,7 @@ def main(fd: int, parent_pid: int) -> None:
     from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
 
     kind, files, memory_bytes = conn.recv()
-    assert kind == "load"
+    assert kind in ("load", "template")
     try:
         store = _engine.load_kg(files)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
@@ -102,7 +108,86 @@ def main(fd: int, parent_pid: int) -> None:
     info = {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": [_sha256(f) for f in files]}
     _limit_memory(memory_bytes)
     conn.send(("ready", info))
-    _serve(conn, store, _engine)
+    if kind == "template":
+        _fork_workers(fd, store, _engine, info)
+    else:
+        _serve(conn, store, _engine)
+
+
+def _fork_workers(fd: int, store: object, engine: object, info: dict) -> None:
+    """A template: fork a query worker for each request, reap the ones the parent asks about.
+
+    Control messages are 9 bytes, a command and a signed 64-bit number: "F" with two
+    descriptors attached (the worker's end of its socketpair, the file for its stderr) forks a
+    worker and answers "P" + its pid; "R" + pid waits for that (ended) worker and answers "S" +
+    its wait status; "E" + errno answers a failure. A template reaps a worker only when asked,
+    so its pid is not reused while the parent may still signal it. The template itself runs no
+    query; it ends when the parent closes the channel (its workers then end with it:
+    PR_SET_PDEATHSIG)."""
+    import socket
+
+    control = socket.socket(fileno=fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 9, 2)
+            while message and len(message) < 9:
+                more = control.recv(9 - len(message))
+                message = message + more if more else b""
+        except OSError:
+            return
+        if len(message) < 9:
+            return  # the parent is gone
+        command, (number,) = message[:1], struct.unpack("!q", message[1:])
+        if command == b"F" and len(fds) == 2:
+            control.sendall(_fork_one(fds[0], fds[1], fd, store, engine, info))
+        elif command == b"R" and not fds:
+            control.sendall(_reap(number))
+        else:
+            for extra in fds:
+                os.close(extra)
+            control.sendall(b"E" + struct.pack("!q", 22))  # EINVAL
+
+
+def _fork_one(worker_fd: int, stderr_fd: int, control_fd: int, store: object, engine: object, info: dict) -> bytes:
+    template_pid = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(worker_fd)
+        os.close(stderr_fd)
+        return b"E" + struct.pack("!q", exc.errno or 0)
+    if pid == 0:
+        _run_forked(worker_fd, stderr_fd, control_fd, template_pid, store, engine, info)
+    os.close(worker_fd)
+    os.close(stderr_fd)
+    return b"P" + struct.pack("!q", pid)
+
+
+def _run_forked(worker_fd: int, stderr_fd: int, control_fd: int, template_pid: int, store: object, engine: object, info: dict) -> None:
+    """A forked worker: its own stderr, killed when the template dies, then serving queries
+    as a started worker does (the memory limit is the template's, inherited). Never returns."""
+    code = 1
+    try:
+        os.close(control_fd)
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+        die_with_parent(template_pid)
+        conn = _Channel(worker_fd)
+        conn.send(("ready", {**info, "pid": os.getpid()}))
+        _serve(conn, store, engine)
+        code = 0
+    except SystemExit as exc:  # _serve's exit after a query that may have broken the heap
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os._exit(code)  # never back into the template's loop
+
+
+def _reap(pid: int) -> bytes:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except OSError as exc:
+        return b"E" + struct.pack("!q", exc.errno or 0)
+    return b"S" + struct.pack("!q", status)
 
 
 def _serve(conn: _Channel, store: object, engine: object) -> None:

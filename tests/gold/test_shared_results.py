@@ -12,6 +12,7 @@ import pytest
 from kgeval._files import sha256_file
 from kgeval.errors import CheckFailed
 from kgeval.gold import GoldLoans, index_gold
+from kgeval.stores import CellResult
 import kgeval.gold._index as gold_index
 from tests.runs.test_run_memory import PEOPLE, _built
 
@@ -98,3 +99,69 @@ def test_the_scan_reads_entries_cut_by_small_blocks_and_any_spacing_or_key_order
             assert third.result is first.result
             assert {"q000": first.model_dump(), "q002": third.model_dump()} == {q: expected[q] for q in ("q000", "q002")}
         assert index.entry("q001").model_dump() == expected["q001"]
+
+
+def test_a_result_that_only_starts_like_one_met_before_is_decoded_and_checked(tmp_path, monkeypatch):
+    """The scan does not decode a result whose text is one it verified before (`_Repeats`):
+    a result that starts like an earlier one (same columns, same first rows) but is another
+    one is decoded, summarized and checked as itself, and gives the summaries a scan that
+    remembers nothing gives."""
+    from kgeval.gold import _store
+    from kgeval.stores import QueryResult
+
+    _, gold, _ = _built(tmp_path, 3)
+
+    def one_row_fewer(payload: dict) -> str:
+        third = payload["entries"][2]
+        third["result"]["rows"] = third["result"]["rows"][:-1]
+        third["result"]["total"] -= 1
+        third["result_sha256"] = QueryResult.model_validate(third["result"]).sha256()
+        return json.dumps(payload)
+
+    _rewrite_kg_file(gold, one_row_fewer)
+    _store._SCANNED.clear()
+    index = index_gold(gold)
+    assert index.entries["q002"].total == PEOPLE - 1
+    assert index.entries["q001"].result_digest == index.entries["q000"].result_digest != index.entries["q002"].result_digest
+    assert index.entry("q002").result.total == PEOPLE - 1
+    monkeypatch.setattr(gold_index, "_REPEATS_BUDGET_CHARS", 0)  # nothing remembered: every result decoded
+    _store._SCANNED.clear()
+    assert index_gold(gold).entries == index.entries
+
+    def wrong_hash_on_a_repeat(payload: dict) -> str:
+        payload["entries"][1]["result_sha256"] = payload["entries"][2]["result_sha256"]  # q001 repeats q000's text
+        return json.dumps(payload)
+
+    _rewrite_kg_file(gold, wrong_hash_on_a_repeat)
+    monkeypatch.setattr(gold_index, "_REPEATS_BUDGET_CHARS", 16 << 20)
+    _store._SCANNED.clear()
+    gold_index._VERIFIED.clear()
+    with pytest.raises(CheckFailed, match="q001: result does not match its result_sha256"):
+        index_gold(gold)
+
+
+@pytest.mark.parametrize("bad_cell", [{"type": "triple", "value": "x"}, {"type": "uri", "value": 7}, {"type": "literal", "value": "x", "lang": 5}])
+def test_a_gold_cell_that_is_no_term_is_refused_when_the_entry_is_read(tmp_path, bad_cell):
+    """A cell that is no valid term makes the entry "not a gold entry" when it is read, even
+    when its result_sha256 was made to match (no integrity key): the scan spells cells, it does
+    not validate them as terms, so a faster reader must keep this check (one building a Term
+    per distinct cell took an unknown kind for a literal)."""
+    from kgeval.gold import _store
+
+    _, gold, _ = _built(tmp_path, 3)
+
+    def corrupt(payload: dict) -> str:
+        first = payload["entries"][0]
+        first["result"]["rows"][0][0] = bad_cell
+        rows = [tuple(None if c is None else (c.get("type"), c.get("value"), c.get("datatype"), c.get("lang"))
+                      for c in row) for row in first["result"]["rows"]]  # fmt: skip
+        r = first["result"]
+        first["result_sha256"] = CellResult(r["form"], tuple(r["vars"]), rows, r["total"], r.get("boolean"), r.get("ordered", False)).sha256()
+        return json.dumps(payload)
+
+    _rewrite_kg_file(gold, corrupt)
+    _store._SCANNED.clear()
+    index = index_gold(gold)  # the scan spells cells; it does not build terms
+    with pytest.raises(CheckFailed, match="not a gold entry \\(q000\\)"):
+        index.entry("q000")
+    assert index.entry("q001").result.total == PEOPLE
