@@ -59,7 +59,7 @@ from pydantic import BaseModel
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
-from kgeval.guards._needles import Needles
+from kgeval.guards._needles import Needles, whole_words
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
@@ -309,7 +309,8 @@ class _QuestionWords:
         fid = {f: i for i, f in enumerate(feats)}
         # Every token whose feature is f: f, f+"s", f+"ing" (a superset is sound: it only keeps more lines).
         spellings = {t: fid[f] for f in feats for t in (f, f + "s", f + "ing") if t == f or feature(t) == f}
-        self.vocab = pa.array(sorted(spellings), pa.large_string())
+        self.spellings = tuple(sorted(spellings))
+        self.vocab = pa.array(self.spellings, pa.large_string())
         self.vocab_feature = np.array([spellings[t] for t in sorted(spellings)], dtype=np.int64)
         by_feature: list[list[int]] = [[] for _ in feats]
         for qi, q in enumerate(questions):
@@ -343,13 +344,20 @@ class _QuestionWords:
         return keep, only
 
     def _features_by_line(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(line, feature id) of each distinct question feature the byte table finds in a line."""
+        """(line, feature id) of each distinct question feature the byte table finds in a line:
+        by Hyperscan over the lines' bytes, or without it by Arrow's split (the same pairs)."""
+        found = whole_words(lines, self.spellings, _WORD_BYTES)
+        if found is None:
+            line, feat = self._features_by_line_in_arrow(lines)
+        else:
+            line, feat = found[0], self.vocab_feature[found[1]]
+        return np.divmod(np.unique(line * self.n_features + feat), self.n_features)
+
+    def _features_by_line_in_arrow(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         words = pc.ascii_split_whitespace(_ascii_words(lines))
         at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
         valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
-        line = pc.list_parent_indices(words).to_numpy()[valid]
-        feat = self.vocab_feature[pc.drop_null(at).to_numpy()]
-        return np.divmod(np.unique(line * self.n_features + feat), self.n_features)
+        return pc.list_parent_indices(words).to_numpy()[valid], self.vocab_feature[pc.drop_null(at).to_numpy()]
 
     def lines_with_feature(self, lines: list[str]) -> Counter[str]:
         """In how many of `lines` each question feature occurs, as `tokens` splits them: the

@@ -30,8 +30,6 @@ except ImportError:  # no wheel for this platform: the RE2 expression, same rows
     hyperscan = None
 
 _SPECIAL = set(r"\.^$|?*+()[]{}/-")
-_WORD_BYTES = np.zeros(256, dtype=bool)
-_WORD_BYTES[[*range(48, 58), *range(65, 91), *range(97, 123)]] = True
 _SCAN_LIMIT = 1 << 30
 """Bytes scanned in one call at most (Hyperscan takes an unsigned int length)."""
 _compiled = threading.local()
@@ -40,8 +38,9 @@ _compiled = threading.local()
 
 @dataclass(frozen=True)
 class Needles:
-    """Strings to look for: `literals` anywhere, `words` only where a word starts (not right
-    after an ASCII letter or digit, the word start `tokens` splits at: `_` separates words)."""
+    """Strings to look for: `literals` anywhere; `words` (question features) as a whole word
+    spelled like them or with `s` or `ing` after (the spellings whose `feature` is the word):
+    not right after an ASCII letter or digit (`_` separates words), nor right before one."""
 
     literals: frozenset[str] = frozenset()
     words: frozenset[str] = frozenset()
@@ -57,7 +56,7 @@ class Needles:
     @cached_property
     def pattern(self) -> str:
         """The needles as one expression, valid in Python `re` and RE2 (case: `ignore_case`)."""
-        parts = sorted(_escape(x) for x in self.literals) + [_word_start(w) + _escape(w) for w in sorted(self.words)]
+        parts = sorted(_escape(x) for x in self.literals) + [_as_word(w, _escape(w), "$") for w in sorted(self.words)]
         return "|".join(parts) if parts else r"[^\s\S]"  # the empty alternative never matches
 
     def mask(self, texts: list[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -72,67 +71,68 @@ class Needles:
         return self._scanned(array)
 
     def _scanned(self, array: pa.Array) -> np.ndarray:
-        """`mask` of one array by Hyperscan over its data buffer, a window of rows at a time."""
+        """`mask` of one array by Hyperscan, a window of rows (at most `_SCAN_LIMIT` bytes) at a time."""
         offsets = _offsets(array)
-        data = array.buffers()[2]
         found = np.zeros(len(array), dtype=bool)
-        if data is None or offsets[-1] == offsets[0]:
-            return found
-        view = memoryview(data)
         first = 0
         while first < len(array):
             last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + _SCAN_LIMIT, "right")) - 1)
-            rows = self._rows_found(view, offsets[first : last + 1])
-            found[first + rows] = True
+            found[first:last] = self._found_in(array.slice(first, last - first))
             first = last
         if array.null_count:
             found &= pc.is_valid(array).to_numpy(zero_copy_only=False)
+        if self._multiline:  # literals with a line break could join two rows: RE2 row by row
+            found |= re2_mask(array, self._multiline.pattern, ignore_case=self.ignore_case)
         return found
 
-    def _rows_found(self, view: memoryview, offsets: np.ndarray) -> np.ndarray:
-        """Rows (from 0 at `offsets[0]`) holding a match that starts and ends within them and,
-        for a word, does not follow a letter or digit."""
-        ids, starts, ends = [], [], []
-
-        def found(pattern: int, start: int, end: int, flags: int, context: object) -> None:
-            ids.append(pattern)
-            starts.append(start)
-            ends.append(end)
-
-        base = int(offsets[0])
-        self._database().scan(view[base : int(offsets[-1])], match_event_handler=found)
-        if not ids:
-            return np.zeros(0, dtype=np.int64)
-        start, end = np.array(starts, dtype=np.int64) + base, np.array(ends, dtype=np.int64) + base
-        row = np.searchsorted(offsets, start, "right") - 1
-        inside = row == np.searchsorted(offsets, end - 1, "right") - 1
-        word = self._guarded[np.array(ids, dtype=np.int64)]
-        if word.any():
-            after_word = np.zeros(len(start), dtype=bool)
-            inner = word & (start > offsets[row])  # a row's first byte follows nothing
-            after_word[inner] = _WORD_BYTES[np.frombuffer(view, np.uint8)[start[inner] - 1]]
-            inside &= ~after_word
-        return np.unique(row[inside])
+    def _found_in(self, rows: pa.Array) -> np.ndarray:
+        """Rows with a match: one scan of the rows joined by line breaks (which no needle
+        Hyperscan looks for holds, so no match spans two rows; a word's bounds may be one)."""
+        offsets = _offsets(rows)
+        found = np.zeros(len(rows), dtype=bool)
+        if offsets[-1] == offsets[0]:
+            return found
+        ends: list[int] = []
+        add = ends.append
+        self._database().scan(_joined(rows, "\n"), match_event_handler=lambda i, s, e, f, c: add(e))
+        starts = offsets - offsets[0] + np.arange(len(offsets))  # row i's first byte in the joined bytes
+        # A match's last byte is its needle's, or a word's bound: a byte of its row or the break after it.
+        found[np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, "right") - 1] = True
+        return found
 
     @cached_property
-    def _guarded(self) -> np.ndarray:
-        """Per needle id of the database, whether a match must be at a word start."""
-        return np.array([False] * len(self.literals) + [bool(_word_start(w)) for w in sorted(self.words)], dtype=bool)
+    def _multiline(self) -> Needles:
+        return Needles.of([x for x in self.literals if "\n" in x], ignore_case=self.ignore_case)
 
     def _database(self):  # noqa: ANN202 - a hyperscan.Database
         cache = _compiled.__dict__.setdefault("databases", {})
         if self not in cache:
-            cache[self] = _compile(sorted(self.literals) + sorted(self.words), self.ignore_case)
+            literals = [_hyperscan_literal(x) for x in sorted(self.literals) if "\n" not in x]
+            words = [_as_word(w, _hyperscan_literal(w).decode(), "\\z").encode() for w in sorted(self.words)]
+            cache[self] = _compile(literals + words, self.ignore_case)
         return cache[self]
 
 
-def _compile(needles: list[str], ignore_case: bool):  # noqa: ANN202 - a hyperscan.Database
-    flags = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP | hyperscan.HS_FLAG_SOM_LEFTMOST
-    if ignore_case:
-        flags |= hyperscan.HS_FLAG_CASELESS
+def _joined(rows: pa.Array, separator: str) -> pa.Buffer:
+    """The rows' bytes with `separator` between rows (one copy, in Arrow)."""
+    return pc.binary_join(_as_one_list(rows), pa.scalar(separator, rows.type))[0].as_buffer()
+
+
+def _as_word(word: str, escaped: str, end: str) -> str:
+    """A word needle's expression: not glued to an ASCII letter or digit on either side, with
+    the `s` or `ing` a feature drops. (RE2's `\\b` is ASCII-only and `_` is a word character
+    to it, hence `(?:\\b|_)`; Hyperscan has `^` at the start of the scanned bytes.) A word not
+    starting with an ASCII letter or digit is a plain literal."""
+    if not (word[:1].isascii() and word[:1].isalnum()):
+        return escaped
+    start = r"(?:\b|_)" if end == "$" else r"(?:^|[^0-9A-Za-z])"
+    return f"{start}{escaped}(?:s|ing)?(?:[^0-9A-Za-z]|{end})"
+
+
+def _compile(expressions: list[bytes], ignore_case: bool):  # noqa: ANN202 - a hyperscan.Database
+    flags = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP | (hyperscan.HS_FLAG_CASELESS if ignore_case else 0)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    expressions = [_hyperscan_literal(x) for x in needles]
-    database.compile(expressions=expressions, ids=list(range(len(needles))), elements=len(needles), flags=[flags] * len(needles))
+    database.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=[flags] * len(expressions))
     return database
 
 
@@ -160,7 +160,44 @@ def _escape(literal: str) -> str:
     return "".join("\\" + c if c in _SPECIAL else c for c in literal)
 
 
-def _word_start(word: str) -> str:
-    """A word-start guard that never rejects what `tokens` would split out: `_` separates
-    tokens but is a word character to `\\b`, and RE2's `\\b` is ASCII-only."""
-    return r"(?:\b|_)" if word[:1].isascii() and word[:1].isalnum() else ""
+
+def whole_words(lines: pa.Array, words: tuple[str, ...], table: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each occurrence of one of `words` as a whole word of a line whose bytes `table` maps
+    (word bytes to themselves, separators to spaces): (line, index in `words`) of each, in
+    one Hyperscan scan of the lines joined by spaces. None without Hyperscan."""
+    if hyperscan is None:
+        return None
+    database, ids = _words_database(words)
+    lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
+    offsets = _offsets(lines)
+    data = lines.buffers()[2]
+    if database is None or data is None or offsets[-1] == offsets[0]:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    joined = _joined(lines, " ")
+    found: list[int] = []
+    add = found.extend
+    database.scan(b" " + joined.to_pybytes().translate(table) + b" ", match_event_handler=lambda i, s, e, f, c: add((i, e)))
+    hits = np.array(found, dtype=np.int64).reshape(-1, 2)
+    starts = offsets - offsets[0] + np.arange(len(offsets)) + 1  # line i's first byte in the scanned bytes
+    return np.searchsorted(starts, hits[:, 1] - 2, "right") - 1, ids[hits[:, 0]]
+
+
+def _as_one_list(lines: pa.Array) -> pa.Array:
+    wide = pa.types.is_large_string(lines.type)
+    bounds = pa.array([0, len(lines)], pa.int64() if wide else pa.int32())
+    return (pa.LargeListArray if wide else pa.ListArray).from_arrays(bounds, pc.fill_null(lines, ""))
+
+
+def _words_database(words: tuple[str, ...]):  # noqa: ANN202 - (hyperscan.Database, index in `words` per id)
+    """` word ` for each word the byte table can spell (ASCII letters and digits)."""
+    cache = _compiled.__dict__.setdefault("words", {})
+    if words not in cache:
+        spelled = [i for i, w in enumerate(words) if w.isascii() and w.isalnum()]
+        if not spelled:
+            cache[words] = None, np.zeros(0, dtype=np.int64)
+            return cache[words]
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        expressions = [b"\\x20" + _hyperscan_literal(words[i]) + b"\\x20" for i in spelled]
+        database.compile(expressions=expressions, ids=list(range(len(spelled))), elements=len(spelled), flags=[0] * len(spelled))
+        cache[words] = database, np.array(spelled, dtype=np.int64)
+    return cache[words]

@@ -60,10 +60,19 @@ def test_a_needle_split_across_two_rows_is_in_neither():
 
 def test_a_word_at_a_row_start_is_found_after_a_row_ending_in_a_letter():
     """A word needle must not follow a letter or digit *in its row*: the previous row's last
-    byte, just before it in the buffer, is no reason to drop it."""
+    byte, just before it in the buffer, is no reason to drop it (nor the next row's first
+    byte for a word at a row's end)."""
     needles = Needles.of([], ["run"], ignore_case=True)
-    rows = ["overrun", "run fast", "x9", "RUN", "rerun and brun", "_run", "-run", "é run", "érun"]
-    assert _agree(needles, pa.array(rows)).tolist() == [False, True, False, True, False, True, True, True, True]
+    rows = ["overrun", "run fast", "x9", "RUN", "rerun and brun", "_run", "-run", "é run", "érun", "a run", "x"]
+    assert _agree(needles, pa.array(rows)).tolist() == [False, True, False, True, False, True, True, True, True, True, False]
+
+
+def test_a_word_is_found_in_the_spellings_that_share_its_feature_only():
+    """`run` stands for the tokens whose feature it is (`run`, `runs`, `runing`): `running`
+    (feature `runn`), `runway` or `run9` are other words, `run_x` and `run-up` hold `run`."""
+    needles = Needles.of([], ["run"], ignore_case=True)
+    rows = ["runs", "RUNING", "running", "runway", "run9", "run_x", "run-up", "a run.", "runé", "runsing"]
+    assert _agree(needles, pa.array(rows)).tolist() == [True, True, False, False, False, True, True, True, True, False]
 
 
 def test_sliced_null_chunked_and_large_string_columns():
@@ -71,7 +80,7 @@ def test_sliced_null_chunked_and_large_string_columns():
     rows = ["x", None, "Karen", "", "see trials-03", None, "karenina", "akaren", "ok"] * 3
     for kind in (pa.string(), pa.large_string()):
         array = pa.array(rows, kind)
-        assert _agree(needles, array).tolist() == [False, False, True, False, True, False, True, False, False] * 3
+        assert _agree(needles, array).tolist() == [False, False, True, False, True, False, False, False, False] * 3
         _agree(needles, array.slice(4, 13))
         _agree(needles, pa.chunked_array([array.slice(0, 5), array.slice(5)]))
     assert needles.mask([]).tolist() == []
@@ -102,3 +111,31 @@ def test_the_index_prefilter_agrees_with_re2_on_a_mixed_corpus(index):
         assert index.prefilter.mask(array).tolist() == kept.tolist()
     finally:
         _needles.hyperscan = hyperscan
+
+
+def test_windows_of_rows_and_literals_holding_a_line_break(monkeypatch):
+    """A column larger than one scan is scanned a window of rows at a time; a literal with a
+    line break (rows are joined by line breaks) is looked for in each row by RE2."""
+    needles = Needles.of(["SELECT ?x\nWHERE", "holdout/hr"], ["karen"], ignore_case=True)
+    rows = ["select ?x\nwhere {", "SELECT ?x", "WHERE", "in holdout/hr", "karen", "x" * 40, "Karen Novak"] * 4
+    whole = _agree(needles, pa.array(rows))
+    assert whole.tolist() == [True, False, False, True, True, False, True] * 4
+    monkeypatch.setattr(_needles, "_SCAN_LIMIT", 16)
+    assert _agree(needles, pa.array(rows)).tolist() == whole.tolist()
+
+
+def test_question_words_counted_by_hyperscan_equal_arrow_split(index):
+    """The word count's (line, feature) pairs: Hyperscan over the lines joined by spaces gives
+    what Arrow's whitespace split of the byte-table words gives, line for line (words at a
+    line's start and end, glued by `_`, digits, plurals, non-ASCII around them)."""
+    words = index._words
+    rng = random.Random(21)
+    vocabulary = list(words.spellings) + ["the", "x_", "9", "Caf\u00e9", "\u00e9", "-", "_", "DEPARTMENT", "employees."]
+    lines = ["".join(rng.choice(vocabulary) + rng.choice(["", " ", "_", ".", "\u00e9", "7"]) for _ in range(rng.randrange(0, 9)))
+             for _ in range(3000)]
+    for array in (pa.array(lines, pa.large_string()), pa.array(lines, pa.string()).slice(7, 2000)):
+        line, feat = words._features_by_line_in_arrow(array)
+        expected = np.divmod(np.unique(line * words.n_features + feat), words.n_features)
+        found = words._features_by_line(array)
+        assert len(expected[0]) > 1000
+        assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()
