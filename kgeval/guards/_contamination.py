@@ -368,8 +368,9 @@ def scan_shards(shards: Sequence[Shard], scanner: ShardScanner, workers: int) ->
         return _in_process(shards, scanner)
     ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
     if ctx.get_start_method() == "forkserver":
-        # Workers fork from a server that imported this module once (~0.7 CPU-s each otherwise).
-        ctx.set_forkserver_preload([__name__])
+        # Workers fork from a server that imported this module once (~0.7 CPU-s each otherwise),
+        # and pandas, which pyarrow imports on first use when it is installed (~0.4 CPU-s each).
+        ctx.set_forkserver_preload([__name__, "pandas"])
     pool = ctx.Pool(workers, initializer=_install, initargs=(scanner,))
 
     def ordered() -> Iterable[PartialReport]:

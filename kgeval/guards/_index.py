@@ -59,7 +59,7 @@ from pydantic import BaseModel
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
-from kgeval.guards._needles import Needles, whole_words
+from kgeval.guards._needles import Needles, load_words_database, whole_words, words_database
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
@@ -161,7 +161,9 @@ class HoldoutIndex:
         self._spelled = {t: f for t in spellings if t not in STOPWORDS and (f := feature(t)) in self.by_key}
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_words"}
+        # The word tables and the literal prefilter travel along: each carries what a worker
+        # would otherwise rebuild (Unicode tables, a compiled Hyperscan database).
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k in ("_words", "_literal_prefilter")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -321,6 +323,13 @@ class _QuestionWords:
         self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
         self.features, self.n_features, self.n_questions = feats, len(feats), len(questions)
         self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "database": words_database(self.spellings)}
+
+    def __setstate__(self, state: dict) -> None:
+        load_words_database(state["spellings"], state.pop("database"))
+        self.__dict__.update(state)
 
     def line_questions(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
         """Which lines may hold a question, and for those without characters the byte table

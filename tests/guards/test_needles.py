@@ -139,3 +139,23 @@ def test_question_words_counted_by_hyperscan_equal_arrow_split(index):
         found = words._features_by_line(array)
         assert len(expected[0]) > 1000
         assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()
+
+
+def test_a_pickled_index_brings_its_compiled_databases(index, monkeypatch):
+    """Workers receive the index pickled: they load its Hyperscan databases (~0.1 ms) instead
+    of compiling them (~0.3 CPU-s for the prefilter), and find the same rows."""
+    import pickle
+
+    rows = pa.array(["Karen Novak works in which department?", "nothing", "see holdout/hr"])
+    expected = index.prefilter.mask(rows).tolist()
+    blob = pickle.dumps(index)
+    _needles._compiled.__dict__.clear()
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled in the worker")
+
+    monkeypatch.setattr(_needles, "_compile", no_compiling)
+    monkeypatch.setattr(_needles.hyperscan, "Database", no_compiling)
+    loaded = pickle.loads(blob)
+    assert loaded.prefilter.mask(rows).tolist() == expected
+    loaded.line_candidates(rows)  # the literal prefilter and the word count's database
