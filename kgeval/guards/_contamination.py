@@ -386,6 +386,9 @@ _WORKER_SCANNER: ShardScanner | None = None
 
 def _install(scanner: ShardScanner) -> None:
     global _WORKER_SCANNER
+    # What the worker inherited from the forkserver (every imported module) lives as long as
+    # it: frozen, the per-shard collections no longer traverse it (~0.1 CPU-s a worker).
+    gc.freeze()
     _WORKER_SCANNER = scanner
 
 
