@@ -1,16 +1,19 @@
 """Which rows of an Arrow string column hold any of many literal strings (the prefilters).
 
-Hyperscan (a multi-literal SIMD matcher, the kind `rg` uses) scans the column's whole data
-buffer in one call, with the start and end of each match; numpy maps them to rows through the
-column's offsets. No Python runs per row: only one callback per match. A match that spans two
-rows is dropped (`mask` says whether a row holds a needle by itself), and every match ending
-inside a row is reported, so none within a row is lost. It reads a megabyte in ~1 ms where
-RE2 over one alternation of the same strings (Arrow's `match_substring_regex`) takes ~3.
+Hyperscan (a multi-literal SIMD matcher, the kind `rg` uses) scans the column's rows joined
+by line breaks (one Arrow copy) in one call; numpy maps the end of each match to its row
+through the column's offsets. No Python runs per row: only one callback per match. No needle
+Hyperscan looks for holds a line break, so no match spans two rows, and every match inside a
+row is reported; a word needle's bounds (a non-letter, the start or the end) may be the break
+between rows. It reads a megabyte in ~1 ms where RE2 over one alternation of the same strings
+(Arrow's `match_substring_regex`) takes ~3.
 
 `pattern` is the same set as one RE2 expression: `mask` gives what RE2 gives with it, case
 folded the same way (Unicode simple case folding: KELVIN SIGN is `k`, `ſ` is `s`, `É` is `é`;
-no full folding: `ß` is not `ss`). Without Hyperscan (a platform without its wheel) `mask`
-runs that expression in Arrow: slower, the same rows.
+no full folding: `ß` is not `ss`), except that RE2's ASCII `\\b` misses a word whose first
+letter is KELVIN SIGN or LONG S, which `mask` finds. Without Hyperscan (a platform without
+its wheel) `mask` runs that expression in Arrow: slower, the same rows. The texts must be
+valid UTF-8, as Arrow strings are.
 """
 
 from __future__ import annotations
@@ -171,7 +174,6 @@ def re2_mask(texts: list[str] | pa.Array, pattern: str, *, ignore_case: bool = F
 def _escape(literal: str) -> str:
     """Escape for both Python `re` and RE2 (pyarrow): a backslash before each metacharacter."""
     return "".join("\\" + c if c in _SPECIAL else c for c in literal)
-
 
 
 def whole_words(lines: pa.Array, words: tuple[str, ...], table: bytes) -> tuple[np.ndarray, np.ndarray] | None:
