@@ -25,14 +25,15 @@ each question enough *anchor* words that any text reaching its near-duplicate th
 contains one (prefix filtering: a window with Jaccard >= t shares >= ceil(t*|F|) of the
 question's |F| features, so it cannot miss all of any |F| - ceil(t*|F|) + 1 of them). Which
 features serve as anchors is free, so `with_anchors_from` picks those rarest in a sample of
-the data being checked. The prefilter runs per line (RE2, in Arrow); questions are matched
+the data being checked. The prefilter runs per line (`Needles`: Hyperscan over the column's
+buffer, RE2 in Arrow without it); questions are matched
 within a line, so a question broken across lines is found only if one line reaches the
 threshold. Reference queries span lines: a text is parsed as SPARQL only when it holds the
 key of some query (one of its needles, `query_keys`) and then all its needles
 (`query_needles`). A key holding a prefilter literal is preferred: every line with it passes
 the prefilter, so it is looked for in the kept lines only; other keys in whole texts.
 
-Folding: Python matchers use NFKC + casefold; the RE2 prefilter uses simple case folding.
+Folding: Python matchers use NFKC + casefold; the prefilter uses simple case folding.
 They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
 be missed.
 """
@@ -58,6 +59,7 @@ from pydantic import BaseModel
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
+from kgeval.guards._needles import Needles, load_words_database, whole_words, words_database
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
@@ -78,7 +80,6 @@ MatchKind = Literal["kg-identifier", "iri", "namespace", "question-exact", "ques
 
 _IRI = re.compile(r"https?://[^\s<>\"'{}|\\^`]+")
 _IRI_TRAILING = ".,;:!?)]'"
-_SPECIAL = set(r"\.^$|?*+()[]{}/-")
 
 
 class Match(BaseModel, frozen=True):
@@ -124,8 +125,8 @@ class HoldoutIndex:
     needles: list[frozenset[str]]
     """Per reference query (distinct canonical forms), strings a matching text must contain."""
     near_duplicate: float
-    prefilter: str
-    """One expression, valid in Python `re` and RE2: the literals and every anchor word."""
+    prefilter: Needles
+    """The literals (with `query_literals`) anywhere, and every anchor word at a word start."""
     literals: frozenset[str]
     """Namespaces, IRIs and identifiers: what `match_line` finds."""
     query_keys: frozenset[str]
@@ -160,7 +161,9 @@ class HoldoutIndex:
         self._spelled = {t: f for t in spellings if t not in STOPWORDS and (f := feature(t)) in self.by_key}
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k == "_words"}
+        # The word tables and the literal prefilter travel along: each carries what a worker
+        # would otherwise rebuild (Unicode tables, a compiled Hyperscan database).
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k in ("_words", "_literal_prefilter")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -171,10 +174,11 @@ class HoldoutIndex:
         return bool(self.prefilter_mask([text])[0])
 
     def prefilter_mask(self, texts: list[str] | pa.Array) -> np.ndarray:
-        """`may_match` of each text, in one RE2 pass in Arrow: linear in the text's length.
-        (Python's `re` tries each of the prefilter's hundreds of alternatives at every
-        position: 20 s for one megabyte of text without a line break.)"""
-        return re2_mask(texts, self.prefilter, ignore_case=True)
+        """`may_match` of each text, in one pass of a multi-literal matcher over the column
+        (`Needles.mask`): linear in the text's length. (Python's `re` tries each of the
+        prefilter's hundreds of alternatives at every position: 20 s for one megabyte of text
+        without a line break.)"""
+        return self.prefilter.mask(texts)
 
     def line_mask(self, lines: pa.Array) -> np.ndarray:
         """Of lines that passed the prefilter: those `match_line` may find something in. A
@@ -187,7 +191,7 @@ class HoldoutIndex:
         indexes of the only questions each may match (for `match_line(questions=...)`)."""
         if not len(lines):
             return np.zeros(0, dtype=bool), {}
-        literal = re2_mask(lines, self._literal_prefilter, ignore_case=True)
+        literal = self._literal_prefilter.mask(lines)
         question, only = self._words.line_questions(lines)
         only.update((i, []) for i in np.flatnonzero(literal & ~question).tolist())
         return literal | question, only
@@ -209,7 +213,7 @@ class HoldoutIndex:
     def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
         """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the
         caller has run `query_prefilter` on it already."""
-        return self._match_sparql(text) if prefiltered or re2_mask([text], self.query_prefilter)[0] else []
+        return self._match_sparql(text) if prefiltered or self.query_prefilter.mask([text])[0] else []
 
     def with_anchors_from(self, sample: list[str]) -> HoldoutIndex:
         """The same index with each question's anchors chosen as its features rarest in
@@ -307,7 +311,8 @@ class _QuestionWords:
         fid = {f: i for i, f in enumerate(feats)}
         # Every token whose feature is f: f, f+"s", f+"ing" (a superset is sound: it only keeps more lines).
         spellings = {t: fid[f] for f in feats for t in (f, f + "s", f + "ing") if t == f or feature(t) == f}
-        self.vocab = pa.array(sorted(spellings), pa.large_string())
+        self.spellings = tuple(sorted(spellings))
+        self.vocab = pa.array(self.spellings, pa.large_string())
         self.vocab_feature = np.array([spellings[t] for t in sorted(spellings)], dtype=np.int64)
         by_feature: list[list[int]] = [[] for _ in feats]
         for qi, q in enumerate(questions):
@@ -318,6 +323,13 @@ class _QuestionWords:
         self.need = np.array([_needed(q) for q in questions], dtype=np.int64)
         self.features, self.n_features, self.n_questions = feats, len(feats), len(questions)
         self.hidden = _hidden_word_weights(frozenset("".join(feats)) - frozenset(string.printable))
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "database": words_database(self.spellings)}
+
+    def __setstate__(self, state: dict) -> None:
+        load_words_database(state["spellings"], state.pop("database"))
+        self.__dict__.update(state)
 
     def line_questions(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
         """Which lines may hold a question, and for those without characters the byte table
@@ -341,13 +353,20 @@ class _QuestionWords:
         return keep, only
 
     def _features_by_line(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(line, feature id) of each distinct question feature the byte table finds in a line."""
+        """(line, feature id) of each distinct question feature the byte table finds in a line:
+        by Hyperscan over the lines' bytes, or without it by Arrow's split (the same pairs)."""
+        found = whole_words(lines, self.spellings, _WORD_BYTES)
+        if found is None:
+            line, feat = self._features_by_line_in_arrow(lines)
+        else:
+            line, feat = found[0], self.vocab_feature[found[1]]
+        return np.divmod(np.unique(line * self.n_features + feat), self.n_features)
+
+    def _features_by_line_in_arrow(self, lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         words = pc.ascii_split_whitespace(_ascii_words(lines))
         at = pc.index_in(pc.list_flatten(words), value_set=self.vocab)
         valid = pc.is_valid(at).to_numpy(zero_copy_only=False)
-        line = pc.list_parent_indices(words).to_numpy()[valid]
-        feat = self.vocab_feature[pc.drop_null(at).to_numpy()]
-        return np.divmod(np.unique(line * self.n_features + feat), self.n_features)
+        return pc.list_parent_indices(words).to_numpy()[valid], self.vocab_feature[pc.drop_null(at).to_numpy()]
 
     def lines_with_feature(self, lines: list[str]) -> Counter[str]:
         """In how many of `lines` each question feature occurs, as `tokens` splits them: the
@@ -450,13 +469,6 @@ def _needed(q: HeldQuestion) -> int:
     if not q.features:
         return 1
     return math.ceil(q.threshold * len(q.features)) if q.near else len(q.features)
-
-
-def re2_mask(texts: list[str] | pa.Array, pattern: str, *, ignore_case: bool = False) -> np.ndarray:
-    """Which texts `pattern` finds something in: RE2 (Arrow's regex engine), linear time."""
-    array = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.large_string())
-    found = pc.match_substring_regex(array, pattern=pattern, ignore_case=ignore_case)
-    return pc.fill_null(found, False).to_numpy(zero_copy_only=False)
 
 
 def unique_matches(found: list[Match]) -> list[Match]:
@@ -663,19 +675,13 @@ def _distinctive_id(ident: str) -> bool:
     return len(ident) >= 4 and any(c.isdigit() or c in "_-" for c in ident)
 
 
-def _escape(literal: str) -> str:
-    """Escape for both Python `re` and RE2 (pyarrow): a backslash before each metacharacter."""
-    return "".join("\\" + c if c in _SPECIAL else c for c in literal)
+def _prefilter(literals: set[str], anchors: set[str]) -> Needles:
+    return Needles.of(literals, anchors, ignore_case=True)
 
 
-def _prefilter(literals: set[str], anchors: set[str]) -> str:
-    parts = sorted(_escape(x) for x in literals) + [_word_start(a) + _escape(a) for a in sorted(anchors)]
-    return "|".join(parts) if parts else r"[^\s\S]"  # the empty alternative never matches
-
-
-def _query_prefilter(keys: set[str]) -> str:
+def _query_prefilter(keys: set[str]) -> Needles:
     """One needle per reference query (case-sensitive): a text holding none holds no query."""
-    return "|".join(sorted(_escape(k) for k in keys)) or r"[^\s\S]"
+    return Needles.of(keys)
 
 
 def _covered(key: str, literals: frozenset[str] | set[str]) -> bool:
@@ -683,8 +689,3 @@ def _covered(key: str, literals: frozenset[str] | set[str]) -> bool:
     prefilter (matched anywhere, ignoring case) is part of `key` and `key` is one line."""
     return "\n" not in key and any(lit in key for lit in literals)
 
-
-def _word_start(word: str) -> str:
-    """A word-start guard that never rejects what `tokens` would split out: `_` separates
-    tokens but is a word character to `\\b`, and RE2's `\\b` is ASCII-only."""
-    return r"(?:\b|_)" if word[:1].isascii() and word[:1].isalnum() else ""

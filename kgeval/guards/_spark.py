@@ -3,7 +3,7 @@
 Files are read by Spark's own JSON and Parquet readers in FAILFAST mode (a malformed record
 fails the job, and so the check, with InputError: exit code 2), with the configured fields as
 the explicit schema. The scanner (holding the holdout index: holdout material) is broadcast
-once; each partition scans its Arrow batches with the same RE2 prefilter and matchers as the
+once; each partition scans its Arrow batches with the same prefilter and matchers as the
 local check and returns one `PartialReport` per file split it read. The driver orders them by
 file and split start, so record numbers count from the start of each file as locally: the same
 hits, the same report.

@@ -248,7 +248,7 @@ def test_a_query_is_found_whether_the_prefilter_covers_its_key_or_not(index, tmp
     off = GuardsConfig(contamination=ContaminationConfig(sample_mb=0, workers=1))  # keeps the index's keys
     assert index.text_query_prefilter is None  # every key of the shipped holdout is a covered one
     local_names = replace(index, query_keys=frozenset(min(n, key=lambda x: ("/" in x, -len(x))) for n in index.needles if n))
-    assert "Engineering" in local_names.text_query_prefilter.split("|")  # hr-02's key: a literal of its query
+    assert "Engineering" in local_names.text_query_prefilter.literals  # hr-02's key: a literal of its query
     for idx in (index, local_names):
         report = check_contamination([path], idx, off)
         assert [(h.record, h.kind, h.holdout_item) for h in report.hits] == [(0, "namespace", "kg hr"), (0, "sparql", "hr/hr-02")]
