@@ -17,14 +17,13 @@ the holdout; the new version is switched in with one rename at the end (`_write`
 
 from __future__ import annotations
 
-import gc
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from kgeval._gc import RARE_COLLECTIONS
 from kgeval.config import GoldConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
 from kgeval.gold._layout import has_gold, writer_lock
@@ -115,7 +114,7 @@ def rebuild_gold(
     written and the entries are kept in the report."""
     started = time.perf_counter()
     report = RebuildReport(excluded=set(holdout.exclusions))
-    with _RARE_COLLECTIONS:
+    with RARE_COLLECTIONS:  # see kgeval/_gc.py: 13% of a rebuild went to the collector
         _rebuild(holdout, store_for, config, out_dir, report, progress, force)
     report.total_seconds = time.perf_counter() - started
     return report
@@ -131,45 +130,6 @@ def _rebuild(
     else:
         with writer_lock(out_dir):
             _rebuild_into(holdout, store_for, config, Path(out_dir), report, progress, force)
-
-
-class _RareCollections:
-    """CPython's cyclic collector run seldom and blind to what exists already, while any
-    rebuild of the process runs (`with _RARE_COLLECTIONS:`; rebuilds in threads share it).
-
-    Why: a rebuild allocates millions of short-lived tuples (cells, row keys) and holds a few
-    thousand at a time (the rows an unordered result keeps while ranking them). With the
-    default thresholds the collector runs every 700 net allocations and its older generations
-    re-scan everything the process holds (holdout, stores, modules): measured 13% of a
-    rebuild, and up to twice the engine's own time on a 5,000-row unordered result. Reference
-    counting still frees every cell at once; only cyclic garbage (rare here: a failed query's
-    traceback) waits for the next, rarer collection. `gc.freeze()` moves what exists now out
-    of the collector's sight; the previous settings come back when the last rebuild leaves."""
-
-    FIRST_THRESHOLD = 100_000
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._holders = 0
-        self._saved = gc.get_threshold()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._holders == 0:
-                self._saved = gc.get_threshold()
-                gc.freeze()
-                gc.set_threshold(max(self._saved[0], self.FIRST_THRESHOLD), *self._saved[1:])
-            self._holders += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._holders -= 1
-            if self._holders == 0:
-                gc.set_threshold(*self._saved)
-                gc.unfreeze()
-
-
-_RARE_COLLECTIONS = _RareCollections()
 
 
 def _rebuild_into(

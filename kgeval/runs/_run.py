@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import kgeval
 from kgeval._files import sha256_json
+from kgeval._gc import RARE_COLLECTIONS
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
@@ -297,17 +298,18 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
 
     # The gold index, the stores, the lookups and the holdout are read-only from here on: the
     # cyclic garbage collector need not walk their objects again and again (each full collection
-    # did, at a cost that grew with what the run had loaded). Gold entries are read later, per
-    # question, and are not frozen: they are dropped when their question is judged.
-    gc.freeze()
+    # did, at a cost that grew with what the run had loaded), and what the attempts allocate is
+    # freed by reference counting: collections run seldom (kgeval/_gc.py; they took 110-150 ms
+    # of bench/run.py's ~1.1 s of run CPU). Gold entries are read later, per question, and are
+    # not frozen: they are dropped when their question is judged.
     try:
-        run = plan.config.run
-        # A commit costs milliseconds whatever it holds, so attempts are written in groups: every
-        # attempt completed within persist_within_s of the group's oldest shares its transaction
-        # (the group is capped so one transaction stays small).
-        dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
+        with RARE_COLLECTIONS:
+            run = plan.config.run
+            # A commit costs milliseconds whatever it holds, so attempts are written in groups:
+            # every attempt completed within persist_within_s of the group's oldest shares its
+            # transaction (the group is capped so one transaction stays small).
+            dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
-        gc.unfreeze()
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
         _close_all((plan.system, *plan.stores.values()))
     served |= db.served_versions(run_id)  # those of attempts persisted before a resume too

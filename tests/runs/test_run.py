@@ -137,3 +137,31 @@ def test_a_finished_run_stops_its_stores_sandbox_workers(mini_holdout, mini_gold
     while _sandbox_workers_of_this_process() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _sandbox_workers_of_this_process() - before == set()
+
+
+class _GcWatchingOracle(OracleSystem):
+    """The oracle, noting the cyclic collector's settings while the run calls it."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[tuple[int, int, int], bool]] = set()
+
+    def respond(self, question, seed):  # noqa: ANN001, ANN201
+        import gc
+
+        self.seen.add((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return super().respond(question, seed)
+
+
+def test_attempts_run_with_rare_collections_and_the_settings_come_back(mini_holdout, mini_gold, tmp_path):
+    """Dispatch runs with the cyclic collector seldom (kgeval/_gc.py: its passes over what a run
+    holds were 10-13% of a replay run's CPU), and leaves it as it found it."""
+    import gc
+
+    from kgeval._gc import RareCollections
+
+    before = gc.get_threshold()
+    system = _GcWatchingOracle()
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        execute_run(load_holdout(mini_holdout), mini_gold, system, _config(), db, checklist=CHECKLIST)
+    assert {threshold[0] >= RareCollections.FIRST_THRESHOLD and frozen for threshold, frozen in system.seen} == {True}
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
