@@ -8,12 +8,12 @@ in a sandbox worker process) and counted (`QueryResources`).
 """
 
 from kgeval.stores._base import Store
-from kgeval.stores._cells import Cell, CellRow, cell_spelling, cells_key
+from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
-from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, collect_rows, row_key, rows_from_cells
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, answer_sha256, collect_rows, row_key, rows_from_cells
 
 __all__ = [
     "Cell",
@@ -28,6 +28,8 @@ __all__ = [
     "Row",
     "Store",
     "Term",
+    "answer_sha256",
+    "canonical_spelling",
     "cell_spelling",
     "cells_key",
     "collect_rows",

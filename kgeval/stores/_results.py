@@ -97,11 +97,13 @@ class QueryResult(BaseModel):
 
     def sha256(self) -> str:
         """A stable hash of the answer: order-insensitive unless the query orders."""
-        return _answer_sha256(self.form, self.boolean, self.vars, [row_key(r) for r in self.rows], self.total, self.ordered)
+        return answer_sha256(self.form, self.boolean, self.vars, [row_key(r) for r in self.rows], self.total, self.ordered)
 
 
-def _answer_sha256(form: str, boolean: bool | None, variables: Sequence[str], lines: list[str], total: int, ordered: bool) -> str:
-    """The hash of `QueryResult.sha256`, from the rows' canonical spellings (`lines`)."""
+def answer_sha256(form: str, boolean: bool | None, variables: Sequence[str], lines: list[str], total: int, ordered: bool) -> str:
+    """The hash of `QueryResult.sha256`, from the rows' canonical spellings (`lines`: `row_key`
+    of each row; sorted in place unless `ordered`): for callers that spell rows themselves, as
+    the gold scan spells cells as stored."""
     if form == "ask":
         return sha256_text(f"ask\n{str(boolean).lower()}")
     if not ordered:
@@ -132,7 +134,7 @@ class CellResult(NamedTuple):
     def sha256(self) -> str:
         """`QueryResult.sha256()` of `typed()`, computed on the cells (`cells_key` spells a row
         as `row_key` spells its Terms)."""
-        return _answer_sha256(self.form, self.boolean, self.variables, [cells_key(r) for r in self.rows], self.total, self.ordered)
+        return answer_sha256(self.form, self.boolean, self.variables, [cells_key(r) for r in self.rows], self.total, self.ordered)
 
     def typed(self) -> QueryResult:
         """The typed result: one Term per distinct cell (`rows_from_cells`)."""
