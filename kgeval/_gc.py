@@ -6,12 +6,13 @@ Why: both allocate hundreds of thousands of short-lived container objects (cells
 Terms, verdicts) and hold thousands at a time (a rebuild's rows being ranked; a run's gold
 entries in flight, prepared golds, the label index). With the default thresholds the collector
 runs every 700 net allocations and its older generations re-scan everything the process holds:
-measured 13% of a rebuild, up to twice the engine's own time on a 5,000-row unordered result;
-in a replay run (bench/run.py) ~330 young, ~29 middle and 2 full collections per run, 110-150 ms
-of the run process's ~1.1 s of CPU, holding the interpreter lock. Reference counting still frees
-every object at once; only cyclic garbage (rare here: a failed query's traceback) waits for the
-next, rarer collection. `gc.freeze()` moves what exists when the first holder enters (the
-holdout, the stores, the verified gold index, modules) out of the collector's sight.
+measured 13% of a rebuild, up to twice the engine's own time on a 5,000-row unordered result; in
+a replay run (bench/run.py) 270-335 young, 24-30 middle and 2 full collections per run, 86-152
+ms of the run process's ~1.1-1.4 s of CPU, holding the interpreter lock (34-41 ms with these
+settings). Reference counting still frees every object at once; only cyclic garbage (rare here:
+a failed query's traceback) waits for the next, rarer collection. `gc.freeze()` moves what
+exists when the first holder enters (the holdout, the stores, the verified gold index, modules)
+out of the collector's sight.
 """
 
 from __future__ import annotations

@@ -299,8 +299,8 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     # The gold index, the stores, the lookups and the holdout are read-only from here on: the
     # cyclic garbage collector need not walk their objects again and again (each full collection
     # did, at a cost that grew with what the run had loaded), and what the attempts allocate is
-    # freed by reference counting: collections run seldom (kgeval/_gc.py; they took 110-150 ms
-    # of bench/run.py's ~1.1 s of run CPU). Gold entries are read later, per question, and are
+    # freed by reference counting: collections run seldom (kgeval/_gc.py; they took 86-152 ms
+    # of bench/run.py's ~1.1-1.4 s of run CPU). Gold entries are read later, per question, and are
     # not frozen: they are dropped when their question is judged.
     try:
         with RARE_COLLECTIONS:
