@@ -1,5 +1,8 @@
-"""CPython's cyclic garbage collector run seldom while kgeval's hot loops run (a gold rebuild,
-a run's dispatch): `with RARE_COLLECTIONS:`. Rebuilds and runs in threads of one process share
+"""CPython's cyclic garbage collector, kept out of kgeval's hot loops: run seldom while a gold
+rebuild or a run's dispatch runs (`with RARE_COLLECTIONS:`), and not at all while a load builds
+what then stays alive (`without_collections`).
+
+Rare collections: `with RARE_COLLECTIONS:`. Rebuilds and runs in threads of one process share
 it: the first to enter saves the settings, the last to leave puts them back.
 
 Why: both allocate hundreds of thousands of short-lived container objects (cells, row keys,
@@ -19,6 +22,10 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class RareCollections:
@@ -49,3 +56,16 @@ class RareCollections:
 
 
 RARE_COLLECTIONS = RareCollections()
+
+
+def without_collections(load: Callable[[], T]) -> T:
+    """`load()` with the collector paused, then back as it was: for a load that builds hundreds
+    of thousands of objects which all stay alive (a run's verified gold index), where the
+    passes the allocations triggered over them were half of loading a gold's CPU."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return load()
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -8,7 +8,6 @@ nothing to the system unless every item passed.
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 from collections import Counter
@@ -17,11 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import kgeval
 from kgeval._files import sha256_json
-from kgeval._gc import RARE_COLLECTIONS
+from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
@@ -35,7 +33,6 @@ from kgeval.stores import Store, open_store
 from kgeval.systems import System
 
 Progress = Callable[[str], None]
-T = TypeVar("T")
 
 
 class ChecklistFailed(CheckFailed):
@@ -270,7 +267,7 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
         plan.stores[kg_id].start_ahead(plan.config.run.concurrency)
     # verified up front, each entry read when its question's first attempt starts and dropped
     # when its last is judged: the run's memory follows the questions in flight, not the holdout
-    gold = GoldLoans(_without_gc_passes(index_gold, plan.gold_dir), Counter(q.id for q, _ in jobs))
+    gold = GoldLoans(without_collections(lambda: index_gold(plan.gold_dir)), Counter(q.id for q, _ in jobs))
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
         for kg_id in sorted({q.kg for q, _ in jobs}):
@@ -316,19 +313,6 @@ def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata
-
-
-def _without_gc_passes(load: Callable[[Path], T], path: Path) -> T:
-    """`load(path)` with the cyclic garbage collector paused: loading builds hundreds of
-    thousands of objects that all stay alive, and the passes that allocation triggered over
-    them were half of loading a gold's CPU. Paused only while loading, then back as it was."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return load(path)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:
