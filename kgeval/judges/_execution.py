@@ -51,7 +51,7 @@ from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
-from kgeval.judges._model import Candidate, Verdict
+from kgeval.judges._model import Candidate, Verdict, new_verdict
 from kgeval.judges._normalize import Normalizer
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
@@ -241,16 +241,13 @@ class ExecutionJudge:
 
         return try_rules(self.config, question, gold, candidate, verdict, recompare)
 
-    def _verdict(self, correct: bool, path: str, gold: QueryResult, **fields: object) -> Verdict:
-        return Verdict.model_construct(  # fields built here, typed: validation skipped on the hot path
-            judge=self.name,
-            version=self.version,
-            config_sha256=self.config_sha256,
-            correct=correct,
-            path=path,
-            gold_total=gold.total,
-            **{"matched": 0, "unmatched": 0, "missing": None, "reason": "", "details": {}, **fields},  # type: ignore[arg-type]
-        )
+    def _verdict(
+        self, correct: bool, path: str, gold: QueryResult, *, matched: int = 0, unmatched: int = 0, missing: int | None = None, reason: str = "", details: dict
+    ) -> Verdict:
+        return new_verdict({  # fields built here, typed: validation skipped on the hot path
+            "judge": self.name, "version": self.version, "config_sha256": self.config_sha256, "correct": correct, "path": path,
+            "matched": matched, "unmatched": unmatched, "missing": missing, "gold_total": gold.total, "reason": reason, "details": details,
+        })  # fmt: skip
 
 
 class _Comparison:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from kgeval.config import JudgesConfig
 from kgeval.errors import QueryError
-from kgeval.judges._normalize import iri_tail
+from kgeval.judges._normalize import iri_tail, iri_tails
 from kgeval.stores import Store
 
 
@@ -30,6 +30,11 @@ _NAMES_KEPT = 1 << 18
 def fold(text: str) -> str:
     """How the label rules compare names: case- and whitespace-insensitive."""
     return " ".join(text.casefold().split())
+
+
+def folds(texts: list[str]) -> list[str]:
+    """`fold` of each text, in C over the list (a KG's labels are read by the thousand)."""
+    return list(map(" ".join, map(str.split, map(str.casefold, texts))))
 
 
 class KgLookup:
@@ -139,16 +144,19 @@ class KgLookup:
             self._complete = False
             return {}
         self._complete = result.total <= len(result.rows)
+        rows = [(subject[1], label[1]) for subject, label in result.rows if subject is not None and label is not None]
+        subjects, labels = [subject for subject, _ in rows], folds([label for _, label in rows])
         names: dict[str, set[str]] = defaultdict(set)
-        for subject, label in result.rows:
-            if subject is not None and label is not None:
-                names[subject[1]].add(fold(label[1]))
         bearers: dict[str, set[str]] = defaultdict(set)
-        for subject, labels in names.items():
-            for name in labels | ({fold(iri_tail(subject))} if self.iri_tail else set()):
+        for subject, name in zip(subjects, labels):
+            names[subject].add(name)
+            bearers[name].add(subject)
+        if self.iri_tail:
+            labelled = list(names)
+            for subject, name in zip(labelled, folds(iri_tails(labelled))):
                 bearers[name].add(subject)
         self._bearers = {name: frozenset(s) for name, s in bearers.items()}
-        return {subject: frozenset(labels) for subject, labels in names.items()}
+        return {subject: frozenset(folded) for subject, folded in names.items()}
 
 
 def kg_lookup(store: Store, kg: str, config: JudgesConfig, timeout_s: float) -> KgLookup:

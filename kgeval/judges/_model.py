@@ -90,3 +90,20 @@ class Judge(Protocol):
     config_sha256: str
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict: ...
+
+
+_VERDICT_FIELDS = frozenset(Verdict.model_fields)
+_new_object = Verdict.__new__
+_set_attribute = object.__setattr__
+
+
+def new_verdict(fields: dict) -> Verdict:
+    """What `Verdict.model_construct(**fields)` builds when `fields` holds every field, in
+    declaration order: the same `__dict__`, fields set, no extra, no private attributes;
+    without its per-field alias and default work (judges build one or two per attempt)."""
+    verdict = _new_object(Verdict)
+    _set_attribute(verdict, "__dict__", fields)
+    _set_attribute(verdict, "__pydantic_fields_set__", set(_VERDICT_FIELDS))
+    _set_attribute(verdict, "__pydantic_extra__", None)
+    _set_attribute(verdict, "__pydantic_private__", None)
+    return verdict

@@ -18,7 +18,7 @@ Speed (the membership path on answer lists is the hot path of a run's judging):
   a set, so the usual item costs one set lookup, which touches less memory than a dict lookup
   (with many large golds in turn, judging is bound by memory latency, not by the interpreter);
 - a verdict's content is a pure function of a few counts once the gold is fixed, so it is
-  memoized (bounded) per gold index, and built without pydantic's per-field work (`_new_verdict`).
+  memoized (bounded) per gold index, and built without pydantic's per-field work (`new_verdict`).
 tests/judges/test_seed_fast.py checks all of it against the straightforward implementation
 (tests/judges/seed_reference.py), field for field, on random inputs.
 """
@@ -35,7 +35,7 @@ from kgeval._files import sha256_json
 from kgeval.config import SeedJudgeConfig
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
-from kgeval.judges._model import Candidate, Verdict
+from kgeval.judges._model import Candidate, Verdict, new_verdict
 from kgeval.judges._normalize import Normalizer
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
@@ -279,7 +279,7 @@ class SeedJudge:
                 return early
             answer = self._answers.get(candidate.result) if candidate.result is not None else candidate_items(candidate, self.normalizer)
             if answer is None:
-                return _new_verdict(self._fields(False, "no_answer", gold, reason="the system gave no answer and no SPARQL"))
+                return new_verdict(self._fields(False, "no_answer", gold, reason="the system gave no answer and no SPARQL"))
             index = self._golds.get(gold)
             matched, covered = _match(index, answer)
             answer_items = len(answer)
@@ -292,17 +292,17 @@ class SeedJudge:
             fields = index.decided[decision] = self._decide(gold, index.size, answer_items, matched, covered, full_answer)
         fields = fields.copy()
         fields["details"] = fields["details"].copy()
-        return _new_verdict(fields)
+        return new_verdict(fields)
 
     def _model_failure(self, gold: QueryResult, candidate: Candidate) -> Verdict | None:
         """A failure verdict when the SPARQL failed (and no list was given) or its result is
         vacuous; None when the answer is to be compared."""
         if candidate.failure is not None or candidate.sparql_error is not None:
-            return _new_verdict(self._fields(False, candidate.failure or "invalid_sparql", gold, reason=failure_reason(candidate)))
+            return new_verdict(self._fields(False, candidate.failure or "invalid_sparql", gold, reason=failure_reason(candidate)))
         missing = vacuous_iris(candidate) if self.config.vacuous else []
         if missing:
             details = {"missing_vocabulary": missing, "precision": 0.0, "recall": 0.0, "f1": 0.0}
-            return _new_verdict(self._fields(False, "vacuous", gold, reason=vacuous_reason(missing), details=details))
+            return new_verdict(self._fields(False, "vacuous", gold, reason=vacuous_reason(missing), details=details))
         return None
 
     def _decide(self, gold: QueryResult, gold_items: int, answer_items: int, matched: int, covered: int, full_answer: bool) -> dict:
@@ -347,7 +347,7 @@ class SeedJudge:
         reason: str = "",
         details: dict | None = None,
     ) -> dict:
-        """A verdict's fields, every one, in declaration order (what `_new_verdict` needs)."""
+        """A verdict's fields, every one, in declaration order (what `new_verdict` needs)."""
         return {
             "judge": self.name,
             "version": self.version,
@@ -361,23 +361,6 @@ class SeedJudge:
             "reason": reason,
             "details": details or {},
         }
-
-
-_VERDICT_FIELDS = frozenset(Verdict.model_fields)
-_new_object = Verdict.__new__
-_set_attribute = object.__setattr__
-
-
-def _new_verdict(fields: dict) -> Verdict:
-    """What `Verdict.model_construct(**fields)` builds when `fields` holds every field, in
-    declaration order: the same `__dict__`, fields set, no extra, no private attributes;
-    without its per-field alias and default work (the hot path of membership judging)."""
-    verdict = _new_object(Verdict)
-    _set_attribute(verdict, "__dict__", fields)
-    _set_attribute(verdict, "__pydantic_fields_set__", set(_VERDICT_FIELDS))
-    _set_attribute(verdict, "__pydantic_extra__", None)
-    _set_attribute(verdict, "__pydantic_private__", None)
-    return verdict
 
 
 def _figures(matched: int, covered: int, answer_items: int, gold_items: int, full_answer: bool) -> dict:

@@ -1,7 +1,10 @@
+import random
+
 import pytest
 
 from kgeval.config import EXECUTION_NORMALIZATION, SEED_NORMALIZATION, NormalizationConfig
 from kgeval.judges import Normalizer
+from kgeval.judges._normalize import _tail, _tails
 from kgeval.stores import Term
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -67,3 +70,33 @@ def test_seed_preset_is_the_seed_judge_as_first_specified():
     assert n.term(Term.literal("http://x/e/Alice")) == "alice"
     assert n.term(Term.bnode("b0")) == n.term(Term.bnode("b1")) == "_:"
     assert n.item(True) == "true" and n.item(" Foo  Bar ") == "foo bar"
+
+
+@pytest.mark.parametrize(
+    ("iri", "tail"),
+    [
+        ("http://x/entities/ConsumerComplaint/12345", "12345"), ("http://x/a/", "a"), ("http://x/a#b", "b"), ("http://x/a#", ""),
+        ("http://x/a#b/c", "c"), ("urn:a:b", "b"), ("urn:a:", ""), ("urn:x/y", "y"), ("urn:", ""), ("abc", "abc"), ("///", ""), ("", ""),
+    ],
+)  # fmt: skip
+def test_iri_tail_cuts_after_the_last_slash_or_hash(iri, tail):
+    assert _tail(iri) == tail
+    assert _tails([iri, iri]) == [tail, tail]
+
+
+def test_batched_keys_equal_keys_one_by_one():
+    """`cells` normalizes the IRIs it has not met as one batch (`_iris`, `_tails`); `term` of
+    one cell takes the same path one IRI long: both give every key `term` gave before."""
+    rng = random.Random(7)
+    parts = ["/", "#", ":", "urn:", "http://", "A", "b", "%40", "%2F", " ", "\t", "1", "0", ".", "-", "+", "e3", "ß", "<", ">", "Straße"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 8))) for _ in range(2000)]
+    cells = [Term.iri(t) for t in texts] + [Term.literal(t, XSD + "decimal") for t in texts[:200]] + [Term.bnode("b"), None]
+    names = list(NormalizationConfig.model_fields)
+    for bits in [(True,) * len(names), (False,) * len(names), *(tuple(rng.random() < 0.5 for _ in names) for _ in range(24))]:
+        config = NormalizationConfig(**dict(zip(names, bits)))
+        one_by_one = Normalizer(config)
+        expected = [one_by_one.term(cell) for cell in cells]
+        batched = Normalizer(config)
+        assert batched.cells(cells[::3]) == expected[::3]
+        assert batched.cells(cells) == expected
+        assert Normalizer(config).rows([cells[i : i + 2] for i in range(0, 2000, 2)], 2) == [tuple(expected[i : i + 2]) for i in range(0, 2000, 2)]
