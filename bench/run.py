@@ -232,6 +232,7 @@ def forget_process_caches() -> None:
     building as a fresh `kgeval run` would."""
     _analyse.cache_clear()
     query_module.terminals.cache_clear()
+    query_module._shape_of.cache_clear()
     query_module.mentioned_iris.cache_clear()
     value_size_module.estimated_value_bytes.cache_clear()
     rewrite_module.order_variables.cache_clear()

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from kgeval.errors import CheckFailed
 from kgeval.gold._layout import MANIFEST
 from kgeval.gold._model import GoldEntry, GoldFailure
-from kgeval.stores import QueryResult, answer_sha256, canonical_spelling
+from kgeval.stores import QueryResult, answer_sha256, canonical_spelling, share_terms
 
 _BLOCK = 1 << 20
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -419,6 +419,8 @@ def read_entry(summary: EntrySummary, results: MutableMapping[str, QueryResult] 
             entry = GoldEntry.model_validate(fields)
     except ValidationError as exc:
         raise CheckFailed(f"{summary.path}: not a gold entry ({summary.question_id}): {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
-    if results is not None and shared is None and summary.result_digest:
-        results[summary.result_digest] = entry.result
+    if shared is None:
+        share_terms(entry.result.rows)
+        if results is not None and summary.result_digest:
+            results[summary.result_digest] = entry.result
     return entry
