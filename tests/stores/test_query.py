@@ -121,3 +121,37 @@ def test_projection_rules_let_valid_queries_run(query, tmp_path):
 
     (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
     assert EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10).total == 1
+
+
+def test_a_refused_text_raises_a_fresh_error_every_time():
+    """Refusals are cached like approvals, but each caller gets its own error: a store attaches
+    what the query cost to the error it raises, and that must never reach the next caller."""
+    update = "INSERT DATA { <http://x/a> <http://x/b> <http://x/c> }"
+    with pytest.raises(QueryRefused) as first:
+        guard_query(update)
+    first.value.resources = "the first caller's cost"
+    with pytest.raises(QueryRefused) as second:
+        guard_query(update)
+    assert second.value is not first.value
+    assert str(second.value) == str(first.value)
+    assert getattr(second.value, "resources", None) is None
+
+    undeclared = "SELECT ?x WHERE { ?x ex:p ?y }"
+    errors = []
+    for _ in range(2):
+        with pytest.raises(QuerySyntaxError) as raised:
+            guard_query(undeclared)
+        errors.append(raised.value)
+    assert errors[0] is not errors[1]
+    assert errors[0].undeclared_prefix == errors[1].undeclared_prefix == "ex"
+
+
+def test_texts_the_lexer_reads_alike_are_one_query():
+    """Layout, comments and keyword case are written away by the lexer: such texts get the same
+    approved text and shape (parsed once), while a text with other terminals does not."""
+    a = "PREFIX ex: <http://x/>\nSELECT ?s WHERE { ?s ex:p ?o } ORDER BY ?s LIMIT 3"
+    b = "# a comment\nprefix ex: <http://x/>\n\nselect   ?s\nwhere {\n  ?s ex:p ?o  # trailing\n}\norder by ?s\nlimit 3"
+    c = a.replace("LIMIT 3", "LIMIT 4")
+    assert guard_query(a) == guard_query(b)
+    assert guard_query(a).text == guard_query(b).text
+    assert guard_query(c).text != guard_query(a).text and guard_query(c).limit == 4

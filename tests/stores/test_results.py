@@ -45,3 +45,18 @@ def test_collect_rows_keeps_the_first_rows_of_an_ordered_result():
     rows = [[Term.iri(f"http://x/{i}")] for i in range(10)]
     kept, total = collect_rows(iter(reversed(rows)), row_cap=3, ordered=True)
     assert total == 10 and kept == list(reversed(rows))[:3]
+
+
+def test_a_golds_terms_are_handed_to_the_results_that_repeat_them():
+    """Once a gold's rows are shared, a candidate result with the same cells is built from the
+    gold's very Term objects (no Term built again), which equal freshly built ones."""
+    from kgeval.stores import rows_from_cells, share_terms
+
+    gold_rows = [[Term.iri("http://x/shared-1"), Term.literal("7", XSD_INT)], [Term.iri("http://x/shared-2"), None]]
+    share_terms(gold_rows)
+    cells = [(("uri", "http://x/shared-2", None, None), ("literal", "7", XSD_INT, None)), (("uri", "http://x/unseen", None, None),)]
+    rows = rows_from_cells(cells)
+    assert rows[0][0] is gold_rows[1][0]
+    assert rows[0][1] is gold_rows[0][1]
+    assert rows[0] == [Term.iri("http://x/shared-2"), Term.literal("7", XSD_INT)]
+    assert rows[1] == [Term.iri("http://x/unseen")]
