@@ -43,11 +43,11 @@ import sys
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from itertools import compress, repeat
-from operator import attrgetter, eq, itemgetter, is_
+from operator import eq, itemgetter, is_
 from urllib.parse import unquote
 
 from kgeval.config import SEED_NORMALIZATION, NormalizationConfig
-from kgeval.stores import Term
+from kgeval.stores import Term, term_cell
 
 _IRI_SCHEMES = ("http://", "https://", "urn:", "mailto:", "file://")
 _NUMBER_START = frozenset("+-.0123456789")
@@ -56,8 +56,6 @@ _BOOLEAN_FORMS = {"1": "true", "0": "false", "true": "true", "false": "false"}
 _IRI_MARK = "\x01"
 _BNODE_KEY = "_:"
 _CACHE_LIMIT = 1 << 18
-_SPEC = attrgetter("type", "value", "datatype", "lang")
-"""A term's identity as one tuple, read in C (the key of `Normalizer._terms`)."""
 _AFTER = itemgetter(2)
 """What `str.rpartition` found after the separator (all of the text when it is absent)."""
 _FIRST_CHARACTER = itemgetter(slice(0, 1))
@@ -166,7 +164,7 @@ class Normalizer:
         """Keys of many result cells, in order: `term` of each, with the cells seen before
         looked up in C (a result's cells are read by the thousand, most of them seen before)."""
         try:
-            specs = list(map(_SPEC, cells))
+            specs = list(map(term_cell, cells))
         except AttributeError:  # an unbound cell (None): the general path
             return list(map(self.term, cells))
         keys = list(map(self._terms.get, specs))

@@ -13,7 +13,7 @@ from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
-from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms, term_cell
 
 __all__ = [
     "Cell",
@@ -46,4 +46,5 @@ __all__ = [
     "row_key",
     "rows_from_cells",
     "share_terms",
+    "term_cell",
 ]

@@ -53,6 +53,10 @@ class Term(BaseModel, frozen=True):
 
 Row = list[Term | None]
 
+term_cell = attrgetter("type", "value", "datatype", "lang")
+"""A bound Term's plain cell `(type, value, datatype, lang)` (`_cells`), read in C: the key by
+which results share Terms and judges memoize a cell's normalized key."""
+
 
 def row_key(row: Sequence[Term | None]) -> str:
     """Canonical, tab-separated spelling of a row; an unbound cell is the empty string."""
@@ -129,7 +133,7 @@ class CellResult(NamedTuple):
     @classmethod
     def of(cls, result: QueryResult) -> CellResult:
         """The cells of a typed result (stores whose engine hands over Terms)."""
-        rows = [tuple(None if t is None else (t.type, t.value, t.datatype, t.lang) for t in row) for row in result.rows]
+        rows = [tuple(None if t is None else term_cell(t) for t in row) for row in result.rows]
         return cls(result.form, tuple(result.vars), rows, result.total, result.boolean, result.ordered)
 
     def sha256(self) -> str:
@@ -184,8 +188,6 @@ def rows_from_cells(rows: Iterable[Sequence[Cell]]) -> list[Row]:
     return typed
 
 
-_SPEC = attrgetter("type", "value", "datatype", "lang")
-"""A Term's cell, read in C."""
 
 
 def share_terms(rows: Iterable[Sequence[Term | None]]) -> None:
@@ -196,7 +198,7 @@ def share_terms(rows: Iterable[Sequence[Term | None]]) -> None:
     terms = [term for row in rows for term in row if term is not None]
     if len(_TERMS) + len(terms) > _TERMS_LIMIT:
         _TERMS.clear()
-    _TERMS.update(zip(map(_SPEC, terms), terms))
+    _TERMS.update(zip(map(term_cell, terms), terms))
 
 
 def _term_from_cell(cell: tuple[str, str, str | None, str | None]) -> Term:
