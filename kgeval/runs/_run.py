@@ -149,13 +149,14 @@ def plan_run(
 
 
 def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) -> dict[str, Store]:
-    """Every KG's store, in holdout order, opened a few at a time: the embedded store's loading
-    is engine work outside the interpreter lock, so on two cores four KGs loaded in about half
-    the time of one after the other. Each store calls `start_ahead(start_ahead)` as soon as it
-    is open. When one cannot open, those opened are closed and its error raised."""
+    """Every KG's store, in holdout order, opened a few at a time (hashing the KG files is
+    outside the interpreter lock). An embedded store loads its KG in its sandbox workers only,
+    which run the run's trusted queries too (`EmbeddedStore`): the run process holds no copy.
+    Each store calls `start_ahead(start_ahead)` as soon as it is open. When one cannot open,
+    those opened are closed and its error raised."""
 
     def open_one(kg: KnowledgeGraph) -> Store:
-        store = open_store(config.store, kg.files, kg.id)
+        store = open_store(config.store, kg.files, kg.id, local_copy=False)
         if start_ahead:
             store.start_ahead(start_ahead)
         return store

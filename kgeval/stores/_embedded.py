@@ -4,6 +4,12 @@ Trusted queries (reference queries, tie probes) run in process, as fast as the e
 Candidate queries run in sandbox worker processes (`_sandbox`): no network, a memory limit, and
 a deadline after which the worker is killed and replaced. Both read results one way
 (`_engine.evaluate`: rows ranked on plain tuples, Terms built for the rows kept only).
+
+A store opened with `local_copy=False` (a run's: its trusted queries are the judges' label and
+vocabulary lookups and a system's schema summary, all light) loads no copy of the KG in this
+process: its trusted queries go to the sandbox workers too, without the candidate size caps.
+The workers hold the KG anyway, so the run process spends no time and memory loading another
+copy (on a 1M-triple KG, ~5 s of CPU and ~470 MB).
 """
 
 from __future__ import annotations
@@ -40,17 +46,22 @@ class EmbeddedStore(Store):
     thread stops within its next 512 rows (a query still before its first row keeps its core until the
     engine returns one: pyoxigraph cannot be interrupted). Candidate queries: in a sandbox
     worker, killed at the deadline (`store.candidates` in the configuration).
+
+    `local_copy=False`: no copy of the KG in this process; trusted queries run in the sandbox
+    workers too (no size caps; the workers' memory budget and the query's deadline apply).
+    Ignored when the sandbox is off: then this process is the only place the KG is.
     """
 
     name = "oxigraph-embedded"
 
-    def __init__(self, files: Sequence[Path], *, candidates: CandidateQueryConfig | None = None) -> None:
+    def __init__(self, files: Sequence[Path], *, candidates: CandidateQueryConfig | None = None, local_copy: bool = True) -> None:
         self._files = [Path(f) for f in files]
-        self._store = load_kg(self._files)
-        file_sha256 = [sha256_file(p) for p in self._files]
-        self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, file_sha256, strict=True)))
         if candidates is not None:
             self.candidate_limits = candidates
+        local = local_copy or not self.candidate_limits.sandbox
+        self._store: ox.Store | None = load_kg(self._files) if local else None
+        file_sha256 = [sha256_file(p) for p in self._files]
+        self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, file_sha256, strict=True)))
         label = ", ".join(str(p) for p in self._files) or "(no KG files)"
         self._pool = WorkerPool(self._files, file_sha256, self.candidate_limits, label)
         self._finalizer = weakref.finalize(self, self._pool.close)
@@ -77,23 +88,29 @@ class EmbeddedStore(Store):
         self._finalizer()
 
     def _ask(self, query: str, timeout_s: float) -> bool:
-        answer = self._in_process(query, ask=True, ordered=False, row_cap=1, timeout_s=timeout_s)
+        answer = self._trusted(query, ask=True, ordered=False, row_cap=1, timeout_s=timeout_s)
         return bool(answer.boolean)
 
     def _select(
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[list[str], list[Row], int]:
-        answer = self._in_process(query, ask=False, ordered=shape.ordered, row_cap=row_cap, timeout_s=timeout_s)
+        answer = self._trusted(query, ask=False, ordered=shape.ordered, row_cap=row_cap, timeout_s=timeout_s)
         return list(answer.variables), rows_from_cells(answer.rows), answer.total
 
     def _cells(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> CellResult:
         ask = shape.form == "ask"
-        answer = self._in_process(query, ask=ask, ordered=shape.ordered, row_cap=1 if ask else row_cap, timeout_s=timeout_s)
+        answer = self._trusted(query, ask=ask, ordered=shape.ordered, row_cap=1 if ask else row_cap, timeout_s=timeout_s)
         return CellResult(shape.form, answer.variables, answer.rows, answer.total, answer.boolean, shape.ordered)
 
-    def _in_process(self, query: str, *, ask: bool, ordered: bool, row_cap: int, timeout_s: float) -> Answer:
+    def _trusted(self, query: str, *, ask: bool, ordered: bool, row_cap: int, timeout_s: float) -> Answer:
+        """A trusted query's answer: in process, or in a sandbox worker when this process holds
+        no copy of the KG (no size caps there either)."""
+        store = self._store
+        if store is None:
+            return self._pool.run((query, ask, ordered, row_cap, None, None, int(timeout_s * 2) + 5), timeout_s).answer
+
         def work(cancel: threading.Event) -> Answer:
-            return evaluate(self._store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=None, cancel=cancel)
+            return evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=None, cancel=cancel)
 
         return run_with_deadline(work, timeout_s)
 
@@ -126,13 +143,14 @@ class EmbeddedStore(Store):
     def _candidate_in_process(
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[QueryResult, QueryResources]:
-        limits = self.candidate_limits
+        limits, store = self.candidate_limits, self._store
+        assert store is not None  # a store without a local copy has the sandbox on
         caps = Caps(limits.max_value_bytes, limits.max_result_bytes)
         started = time.perf_counter()
 
         def work(cancel: threading.Event) -> Answer:
             ask = shape.form == "ask"
-            return evaluate(self._store, query, ask=ask, ordered=shape.ordered, row_cap=row_cap, caps=caps, cancel=cancel)
+            return evaluate(store, query, ask=ask, ordered=shape.ordered, row_cap=row_cap, caps=caps, cancel=cancel)
 
         answer = run_with_deadline(work, timeout_s)
         resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000, result_bytes=answer.result_bytes)

@@ -26,7 +26,8 @@ Protocol (multiprocessing.connection's framing over a socketpair, pickled plain 
 worker speaks it with `_Channel`, since importing multiprocessing cost each worker more CPU
 than the rest of its start-up together):
 parent -> ("load" | "template", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
-parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s)
+parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s); both
+byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps)
 worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
 retiring: the worker exits after this reply)
 """
@@ -199,10 +200,9 @@ def _serve(conn: _Channel, store: object, engine: object) -> None:
         query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s = request
         _limit_cpu(cpu_backstop_s)
         _reset_peak_memory()
+        caps = None if max_value is None else engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
         try:
-            answer = engine.evaluate(  # type: ignore[attr-defined]
-                store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
-            )
+            answer = engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
         except MemoryError:
             conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(), True))
             sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker

@@ -210,7 +210,8 @@ def test_seeds_laying_out_one_query_differently_execute_and_are_judged_once(mini
         return _replayed(mini_holdout, mini_gold, tmp_path, records, db_name)
 
     verdicts, attempts = rows("shared.duckdb")
-    assert sorted(executed) == sorted([reference, refused])  # the relaid text reused the reference's execution
+    # one layout executed (whichever seed reached the cache first: they run in parallel), the other reused it
+    assert sorted(executed) in (sorted([reference, refused]), sorted([relaid, refused]))
     assert sorted(judged) == ["mini-02"] * 3  # the reference (and its relaid twin), the answer list, the refused query
     first, twin = attempts[("mini-02", 0)], attempts[("mini-02", 1)]
     assert twin[0] == relaid and first[1:] == twin[1:]  # each attempt keeps its own text

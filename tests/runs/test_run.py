@@ -127,7 +127,7 @@ def test_a_finished_run_stops_its_stores_sandbox_workers(mini_holdout, mini_gold
     import kgeval.runs._run as run_module
 
     held, open_store = [], run_module.open_store
-    monkeypatch.setattr(run_module, "open_store", lambda *a: held.append(open_store(*a)) or held[-1])
+    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
     before = _sandbox_workers_of_this_process()
     records = [{"kg": "mini", "question_id": q["id"], "sparql": q["sparql"]} for q in MINI_QUESTIONS]
     with ResultsDB(tmp_path / "r.duckdb") as db:
@@ -165,3 +165,39 @@ def test_attempts_run_with_rare_collections_and_the_settings_come_back(mini_hold
         execute_run(load_holdout(mini_holdout), mini_gold, system, _config(), db, checklist=CHECKLIST)
     assert {threshold[0] >= RareCollections.FIRST_THRESHOLD and frozen for threshold, frozen in system.seen} == {True}
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """A run's embedded stores load the KG in their sandbox workers only, which answer the
+    judges' label and vocabulary lookups too: every verdict and attempt is what it is when the
+    run process holds its own copy (and asks it in process)."""
+    import kgeval.runs._run as run_module
+    from tests.conftest import PREFIX
+    from tests.runs.test_execution_cache import _replayed
+
+    records = [
+        {"kg": "mini", "question_id": "mini-01", "seed": 0, "sparql": MINI_QUESTIONS[0]["sparql"]},
+        # a label unlike its entity's IRI tail: only the KG's labels name e:sales "Vertrieb"
+        {"kg": "mini", "question_id": "mini-01", "seed": 1, "sparql": PREFIX + 'SELECT ?l WHERE { e:alice ex:worksIn ?d . ?d rdfs:label ?l FILTER(lang(?l) = "de") }'},
+        # names for the gold's entities: the label rule reads the KG's labels
+        {"kg": "mini", "question_id": "mini-02", "seed": 0, "sparql": PREFIX + "select ?l where { ?p ex:worksIn e:sales ; rdfs:label ?l }"},
+        {"kg": "mini", "question_id": "mini-02", "seed": 1, "answer": ["Alice", "Bob"]},
+        # an IRI the KG does not have: the vacuous rule asks the KG's vocabulary
+        {"kg": "mini", "question_id": "mini-07", "seed": 0, "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:agee ?a FILTER(?a > 100) }"},
+        {"kg": "mini", "question_id": "mini-07", "seed": 1, "sparql": PREFIX + "SELECT ?p WHERE { ?p ex:age ?a FILTER(?a > 200) }"},  # the KG's own terms: not vacuous
+        {"kg": "mini", "question_id": "mini-03", "seed": 0, "sparql": PREFIX + "SELECT (COUNT(?p) AS ?n) WHERE { ?p a ex:Dept }"},
+        {"kg": "mini", "question_id": "mini-08", "seed": 0, "sparql": "SELECT ?l WHERE { e:sales rdfs:label ?l }"},  # undeclared prefix
+    ]
+    held, open_store = [], run_module.open_store
+    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
+    remote = _replayed(mini_holdout, mini_gold, tmp_path, records, "remote.duckdb")
+    assert held and all(store._store is None for store in held)  # noqa: SLF001 - no copy in the run process
+    held.clear()
+    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **{**k, "local_copy": True})) or held[-1])
+    local = _replayed(mini_holdout, mini_gold, tmp_path, records, "local.duckdb")
+    assert held and all(store._store is not None for store in held)  # noqa: SLF001
+    assert remote == local
+    verdicts = json.dumps(list(remote[0].values()))
+    assert "label_for_entity" in verdicts and "vacuous" in verdicts  # both lookups were asked
+    assert remote[0][("mini-01", 1, "execution")]["correct"]  # "Vertrieb" names the gold's e:sales
+    assert remote[0][("mini-07", 1, "execution")]["correct"] and not remote[0][("mini-07", 0, "execution")]["correct"]

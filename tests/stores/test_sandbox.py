@@ -257,3 +257,44 @@ def _is_worker_child(proc: Path) -> bool:
         return False
     parent = int(stat.rsplit(")", 1)[1].split()[1])
     return parent == os.getpid() and b"_worker import main" in cmdline and _alive(int(proc.name))
+
+
+def test_a_store_without_a_local_copy_answers_trusted_queries_from_its_workers(tmp_path):
+    """A run's embedded store loads its KG in its sandbox workers only: its trusted queries (the
+    judges' label and vocabulary lookups, a system's schema summary) go to a worker and read
+    exactly as in process, without the candidate size caps, within their deadline."""
+    files = [_kg(tmp_path, TRICKY_TTL)]
+    caps = CandidateQueryConfig(max_value_bytes=1000, max_result_bytes=2000, assumed_value_bytes=1)
+    local, remote = EmbeddedStore(files, candidates=caps), EmbeddedStore(files, candidates=caps, local_copy=False)
+    queries = [q["sparql"] for q in TYPES_QUESTIONS] + [
+        "SELECT ?s ?l WHERE { VALUES ?p { <http://www.w3.org/2000/01/rdf-schema#label> } ?s ?p ?l . FILTER(isIRI(?s) && isLiteral(?l)) }",
+        "sElEcT ?o WHERE { ?s ?p ?o } ORDER BY DESC(STR(?o)) # a comment",
+        "ASK { ?s ?p ?o }",
+        "ASK { <http://example.org/nowhere> ?p ?o }",
+        'SELECT ?s ?v WHERE { ?s ?p ?o BIND("' + "z" * 100 + '" AS ?v) }',  # over the candidate result cap: not a trusted query's
+    ]
+    try:
+        assert remote._store is None and local._store is not None  # noqa: SLF001 - no copy of the KG in this process
+        for query in queries:
+            for cap in (2000, 3):
+                assert remote.execute(query, timeout_s=30, row_cap=cap).sha256() == local.execute(query, timeout_s=30, row_cap=cap).sha256(), query
+                # blank node labels are engine-local (two loads differ): compared without them
+                cells = lambda r: r._replace(rows=[tuple(("bnode",) if c and c[0] == "bnode" else c for c in row) for row in r.rows])  # noqa: E731
+                assert cells(remote.execute_cells(query, timeout_s=30, row_cap=cap)) == cells(local.execute_cells(query, timeout_s=30, row_cap=cap)), query
+        assert remote.sandbox.worker_pids() and not local.sandbox.worker_pids()
+        with pytest.raises(QueryOverBudget):  # the same text as a candidate is capped
+            remote.execute_candidate(queries[-1], timeout_s=30, row_cap=2000)
+        with pytest.raises(QueryTimeout):
+            remote.execute(CROSS3.replace("?j ?k ?l", "?j ?k ?l . ?m ?n ?q"), timeout_s=1, row_cap=10)
+        assert remote.execute("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1).boolean is True  # a fresh worker took over
+    finally:
+        local.close()
+        remote.close()
+
+
+def test_a_store_without_a_local_copy_loads_one_when_the_sandbox_is_off(tmp_path):
+    """With the sandbox off there is no worker to hold the KG: the store loads it in process."""
+    store = EmbeddedStore([_kg(tmp_path)], candidates=CandidateQueryConfig(sandbox=False), local_copy=False)
+    assert store._store is not None  # noqa: SLF001
+    assert store.execute("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1).boolean is True
+    assert store.sandbox.worker_pids() == []
