@@ -276,7 +276,7 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
 
     original = {"open_store": run_module.open_store, "guard_query": base_module.guard_query, "judge": attempt_module.judge_candidate,
                 "execute": EmbeddedStore.execute_candidate, "write": ResultsDB.record_attempts, "index_gold": run_module.index_gold, "entry": GoldIndex.entry,
-                "sandbox": WorkerPool.run}  # fmt: skip
+                "sandbox": WorkerPool.run, "trusted": EmbeddedStore._trusted}  # fmt: skip
     run_module.open_store = timers.wrap("store loading", open_timed_store)
     run_module.index_gold = timers.wrap("gold loading", original["index_gold"])  # the verifying scan
     # each entry read when its question starts, on the worker threads: summed over threads, so
@@ -299,13 +299,14 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     attempt_module.judge_candidate = timers.wrap("judges", original["judge"])
     EmbeddedStore.execute_candidate = timers.wrap("execute", execute_candidate)
     WorkerPool.run = timers.wrap("sandbox", original["sandbox"])
+    EmbeddedStore._trusted = timers.wrap("trusted", original["trusted"])  # the judges' lookups, through the same workers
     ResultsDB.record_attempts = timers.wrap("DuckDB writes", original["write"])
     try:
         seconds, _, _ = timed_run(holdout_root, gold, replay, db_path, cfg)
     finally:
         run_module.open_store, base_module.guard_query = original["open_store"], original["guard_query"]
         attempt_module.judge_candidate, EmbeddedStore.execute_candidate = original["judge"], original["execute"]
-        WorkerPool.run = original["sandbox"]
+        WorkerPool.run, EmbeddedStore._trusted = original["sandbox"], original["trusted"]
         ResultsDB.record_attempts, run_module.index_gold, GoldIndex.entry = original["write"], original["index_gold"], original["entry"]
     return seconds, timers
 
@@ -317,9 +318,10 @@ def print_shares(seconds: float, timers: _Timers) -> None:
         ("gold loading: the verifying scan before dispatch (kgeval/gold)", t.get("gold loading", 0.0)),
         ("gold entries read as their questions start (summed over threads)", t.get("gold entries", 0.0)),
         ("guard: query parsing (kgeval/stores/_query.py; every query, trusted ones too)", t.get("guard in execution", 0.0) + t.get("guard elsewhere", 0.0)),
-        ("sandbox round trips: engine in the workers, IPC, worker start-up", t.get("sandbox", 0.0)),
-        ("candidate execution besides guard and sandbox (terms, result)", t.get("execute", 0.0) - t.get("guard in execution", 0.0) - t.get("sandbox", 0.0)),
-        ("in-process engine (none in a run: its trusted queries go to the sandbox too)", t.get("engine", 0.0)),
+        ("candidates' sandbox round trips: engine in the workers, IPC, worker start-up", t.get("sandbox", 0.0) - t.get("trusted", 0.0)),
+        ("candidate execution besides guard and sandbox (terms, result)", t.get("execute", 0.0) - t.get("guard in execution", 0.0) - t.get("sandbox", 0.0) + t.get("trusted", 0.0)),
+        ("trusted queries (labels, vocabulary) in the sandbox workers (within the judges)", t.get("trusted", 0.0)),
+        ("in-process engine (none in a run: the run process holds no copy of the KG)", t.get("engine", 0.0)),
         ("judges (kgeval/judges)", t.get("judges", 0.0)),
         (f"DuckDB writes (kgeval/runs/_db.py; {timers.calls.get('DuckDB writes', 0)} transactions)", t.get("DuckDB writes", 0.0)),
     ]
@@ -370,7 +372,7 @@ def main() -> None:
         print(f"run / raw all: best {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x over {len(ratios)} runs (target: within 2x); "
               f"CPU seconds (run: this process + its sandbox workers): best {min(cpu_ratios):.2f}x, median {statistics.median(cpu_ratios):.2f}x")
         print(f"raw all = {n_all} candidate texts executed one by one (the mean of a pass before and one after each run); raw distinct = the {n_distinct} distinct (KG, text) pairs")
-        print("run = execute_run with the replay system: store loading, guard, execution, judges, DuckDB writes")
+        print("run = execute_run with the replay system: store opening, guard, execution, judges, DuckDB writes")
         if args.no_shares:
             return
         # one worker thread: with more, time waiting for a lock (rdflib's parser is serialized)
