@@ -107,7 +107,7 @@ class EmbeddedStore(Store):
         no copy of the KG (no size caps there either)."""
         store = self._store
         if store is None:
-            return self._pool.run((query, ask, ordered, row_cap, None, None, int(timeout_s * 2) + 5), timeout_s).answer
+            return self._pool.run(_request(query, ask, ordered, row_cap, None, timeout_s), timeout_s).answer
 
         def work(cancel: threading.Event) -> Answer:
             return evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=None, cancel=cancel)
@@ -121,8 +121,7 @@ class EmbeddedStore(Store):
         if not limits.sandbox:
             return self._candidate_in_process(query, shape, timeout_s, row_cap)
         ask = shape.form == "ask"
-        # the CPU backstop only matters if this process dies mid-query and cannot kill the worker
-        request = (query, ask, shape.ordered, row_cap, limits.max_value_bytes, limits.max_result_bytes, int(timeout_s * 2) + 5)
+        request = _request(query, ask, shape.ordered, row_cap, Caps(limits.max_value_bytes, limits.max_result_bytes), timeout_s)
         started = time.perf_counter()
         try:
             reply = self._pool.run(request, timeout_s)
@@ -155,6 +154,13 @@ class EmbeddedStore(Store):
         answer = run_with_deadline(work, timeout_s)
         resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000, result_bytes=answer.result_bytes)
         return _query_result(answer, shape), resources
+
+
+def _request(query: str, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, timeout_s: float) -> tuple:
+    """A sandbox worker's request (`_worker`'s protocol): `caps` None for a trusted query. The
+    CPU backstop only matters if this process dies mid-query and cannot kill the worker."""
+    max_value, max_result = caps if caps is not None else (None, None)
+    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5)
 
 
 def _query_result(answer: Answer, shape: QueryShape) -> QueryResult:

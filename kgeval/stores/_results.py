@@ -188,8 +188,6 @@ def rows_from_cells(rows: Iterable[Sequence[Cell]]) -> list[Row]:
     return typed
 
 
-
-
 def share_terms(rows: Iterable[Sequence[Term | None]]) -> None:
     """Let `rows_from_cells` hand out these Terms (a gold's result, read from its file) for
     their cells from now on: candidate results repeat their gold's terms (6,413 of the 6,914
