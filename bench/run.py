@@ -57,7 +57,7 @@ import kgeval.stores._query as query_module  # noqa: E402
 import kgeval.stores._value_size as value_size_module  # noqa: E402
 import kgeval.stores._rewrite as rewrite_module  # noqa: E402
 import kgeval.stores._results as results_module  # noqa: E402
-from kgeval.stores._sandbox import WorkerPool  # noqa: E402
+from kgeval.stores._sandbox import WorkerPool, stop_zygote  # noqa: E402
 from kgeval.runs import ResultsDB, execute_run  # noqa: E402
 from kgeval.runs._model import Receipt  # noqa: E402
 from kgeval.stores import EmbeddedStore  # noqa: E402
@@ -259,6 +259,7 @@ def timed_run(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: 
         meta = execute_run(holdout, gold, ReplaySystem(replay), cfg, db, checklist=_passing_checklist)
         seconds, own_cpu = time.perf_counter() - started, time.process_time() - cpu
         gc.collect()  # the run's stores are closed: their workers are reaped and counted
+        stop_zygote()  # and the templates, reaped by the zygote: counted once it is reaped (a fresh process starts its own)
         cpu_seconds = own_cpu + _children_cpu() - children
         attempts = len(db.attempts(meta.run_id))
     return seconds, attempts, cpu_seconds

@@ -55,6 +55,7 @@ from kgeval.config import GoldConfig, KgevalConfig, RunConfig  # noqa: E402
 from kgeval.gold import rebuild_gold  # noqa: E402
 from kgeval.holdout import load_holdout, seal_holdout  # noqa: E402
 from kgeval.stores import EmbeddedStore  # noqa: E402
+from kgeval.stores._sandbox import stop_zygote  # noqa: E402
 
 TRIPLES_PER_PERSON = 9.75  # bench/run.py's graph (~6.8 a person) + this file's extra facts (~2.9)
 WHOLE_KG_TAGS = {"count", "aggregate", "large-list"}  # bench/run.py's shapes that read every person
@@ -194,6 +195,7 @@ def phase_run(root: Path, args: argparse.Namespace) -> dict:
     traced = tracemalloc.get_traced_memory()[1] / 2**20 if args.tracemalloc else None
     tracemalloc.stop()
     gc.collect()  # the run's stores are collected: their sandbox workers are stopped and reaped
+    stop_zygote()  # the templates' zygote too: their CPU and peak memory count once it is reaped
     time.sleep(1)
     peak_run, peak_workers = peak_mb(), peak_mb(resource.RUSAGE_CHILDREN)
     run_cpu = cpu_s() + cpu_s(resource.RUSAGE_CHILDREN) - cpu0  # the sandbox workers' CPU included

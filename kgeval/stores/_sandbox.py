@@ -399,7 +399,20 @@ class _Template:
 
     @classmethod
     def start(cls, files: list[str], config: CandidateQueryConfig, label: str) -> _Template:
-        return cls(_Worker.start(files, config, label, kind="template"))
+        """A template of `files`: forked from this process's zygote (started first, or again if
+        it died), where it loads the KG."""
+        for attempt in (1, 2):
+            zygote = _zygote(config)
+            try:
+                worker = zygote.fork(config, label)
+            except _TemplateGone:
+                _forget_zygote(zygote)
+                if attempt == 2:
+                    raise StoreError(f"{label}: the sandbox zygote process ended while forking a template") from None
+                continue
+            worker._load(files, config, "template")
+            return cls(worker)
+        raise AssertionError("unreachable")
 
     def fork(self, config: CandidateQueryConfig, label: str) -> _Worker:
         """A new worker, ready (StoreError when it cannot start; _TemplateGone when the
@@ -456,6 +469,60 @@ class _Template:
     def kill(self) -> None:
         self._worker.kill()
         self._sock.close()
+
+    def close(self) -> None:
+        """Close the channel: the process exits once it reads the end; killed if it has not
+        after 10 s."""
+        self._sock.close()
+        self._worker.conn.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._worker.kill()
+
+
+_ZYGOTE: _Template | None = None
+"""This process's zygote (`_worker`): a sandboxed interpreter that loaded nothing and forks the
+templates of every pool, so a template costs a fork and its KG's load, not an interpreter start
+(~60 ms of CPU each: a second of a run's CPU over twenty KGs). It holds no KG and runs no query,
+dies with the spawner thread as a worker does, and takes its templates with it."""
+_ZYGOTE_PID = 0
+"""The process that started `_ZYGOTE` (a forked child of this process starts its own)."""
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def _zygote(config: CandidateQueryConfig) -> _Template:
+    global _ZYGOTE, _ZYGOTE_PID
+    with _ZYGOTE_LOCK:
+        zygote = _ZYGOTE
+        if zygote is None or _ZYGOTE_PID != os.getpid() or zygote.process.poll() is not None:
+            if zygote is not None and _ZYGOTE_PID == os.getpid():
+                zygote.kill()
+            zygote = _ZYGOTE = _Template(_Worker.start([], config, "sandbox zygote", kind="zygote"))
+            _ZYGOTE_PID = os.getpid()
+        return zygote
+
+
+def stop_zygote() -> None:
+    """End this process's zygote once the stores are closed: it exits when its channel closes
+    and is reaped here, so its CPU and that of the templates it reaped count in this process's
+    RUSAGE_CHILDREN (the benches read them). A template still open dies with it."""
+    global _ZYGOTE
+    with _ZYGOTE_LOCK:
+        zygote, _ZYGOTE = _ZYGOTE, None
+        if zygote is None or _ZYGOTE_PID != os.getpid():
+            return
+    zygote.close()
+
+
+def _forget_zygote(zygote: _Template) -> None:
+    """Drop a zygote whose channel broke (the next template starts a fresh one)."""
+    global _ZYGOTE
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE is zygote:
+            _ZYGOTE = None
+    zygote.kill()
 
 
 class _ForkedProcess:

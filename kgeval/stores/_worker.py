@@ -22,10 +22,16 @@ loaded (copy-on-write), costing a fork instead of an interpreter start and a KG 
 forked worker inherits the template's network namespace and memory limit, has its own stderr,
 dies with the template (PR_SET_PDEATHSIG), and serves queries exactly as a started worker.
 
+Zygote: a worker asked to be a zygote loads nothing and forks, on request, processes that then
+take a first message of their own: each becomes a template of one KG. A process's templates so
+cost a fork and their KG's load, not an interpreter start and the imports (~60 ms of CPU each, the
+larger part of a template's start on a holdout of small KGs). A template forked from the zygote is
+left in the zygote's network namespace, dies with it, and sets its own memory limit once loaded.
+
 Protocol (multiprocessing.connection's framing over a socketpair, pickled plain tuples; the
 worker speaks it with `_Channel`, since importing multiprocessing cost each worker more CPU
 than the rest of its start-up together):
-parent -> ("load" | "template", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
+parent -> ("load" | "template" | "zygote", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...)
 parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s); both
 byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps)
 worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
@@ -99,10 +105,22 @@ def main(fd: int, parent_pid: int) -> None:
     isolated = isolate_network()
     from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
 
+    _become(conn, fd, _engine, isolated)
+
+
+def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
+    """Do what the first message asks: load the KG and serve queries ("load"), load it and fork
+    query workers ("template"), or load nothing and fork processes that each then do what
+    their own first message asks ("zygote")."""
     kind, files, memory_bytes = conn.recv()
-    assert kind in ("load", "template")
+    assert kind in ("load", "template", "zygote")
+    if kind == "zygote":
+        info = {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": []}
+        conn.send(("ready", info))
+        _fork_workers(fd, None, engine, info)
+        return
     try:
-        store = _engine.load_kg(files)
+        store = engine.load_kg(files)  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return
@@ -110,13 +128,14 @@ def main(fd: int, parent_pid: int) -> None:
     _limit_memory(memory_bytes)
     conn.send(("ready", info))
     if kind == "template":
-        _fork_workers(fd, store, _engine, info)
+        _fork_workers(fd, store, engine, info)
     else:
-        _serve(conn, store, _engine)
+        _serve(conn, store, engine)
 
 
 def _fork_workers(fd: int, store: object, engine: object, info: dict) -> None:
     """A template: fork a query worker for each request, reap the ones the parent asks about.
+    A zygote (`store` None) does the same, but what it forks loads a KG of its own first.
 
     Control messages are 9 bytes, a command and a signed 64-bit number: "F" with two
     descriptors attached (the worker's end of its socketpair, the file for its stderr) forks a
@@ -166,7 +185,8 @@ def _fork_one(worker_fd: int, stderr_fd: int, control_fd: int, store: object, en
 
 def _run_forked(worker_fd: int, stderr_fd: int, control_fd: int, template_pid: int, store: object, engine: object, info: dict) -> None:
     """A forked worker: its own stderr, killed when the template dies, then serving queries
-    as a started worker does (the memory limit is the template's, inherited). Never returns."""
+    as a started worker does (the memory limit is the template's, inherited); forked by the
+    zygote, a template that loads its KG and sets its own memory limit. Never returns."""
     code = 1
     try:
         os.close(control_fd)
@@ -175,7 +195,10 @@ def _run_forked(worker_fd: int, stderr_fd: int, control_fd: int, template_pid: i
         die_with_parent(template_pid)
         conn = _Channel(worker_fd)
         conn.send(("ready", {**info, "pid": os.getpid()}))
-        _serve(conn, store, engine)
+        if store is None:  # forked by the zygote: becomes what its next message asks (a template)
+            _become(conn, worker_fd, engine, info["network_isolated"])
+        else:
+            _serve(conn, store, engine)
         code = 0
     except SystemExit as exc:  # _serve's exit after a query that may have broken the heap
         code = exc.code if isinstance(exc.code, int) else 1

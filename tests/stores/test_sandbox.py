@@ -247,16 +247,27 @@ def test_workers_still_loading_when_the_store_closes_are_stopped(tmp_path):
 
 
 def _is_worker_child(proc: Path) -> bool:
-    """A live sandbox worker whose parent is this process."""
+    """A live sandbox process started by this process: a worker, a template or what a template
+    forked (their parent chain leads here), but not the process's zygote itself: shared by every
+    store, it holds no KG and stays."""
     import os
 
-    try:
-        stat = (proc / "stat").read_text()
-        cmdline = (proc / "cmdline").read_bytes()
-    except OSError:
+    from kgeval.stores import _sandbox
+
+    zygote = _sandbox._ZYGOTE.process.pid if _sandbox._ZYGOTE is not None else None
+    pid = int(proc.name)
+    if pid == zygote:
         return False
-    parent = int(stat.rsplit(")", 1)[1].split()[1])
-    return parent == os.getpid() and b"_worker import main" in cmdline and _alive(int(proc.name))
+    try:
+        if b"_worker import main" not in (proc / "cmdline").read_bytes() or not _alive(pid):
+            return False
+        for _ in range(3):  # worker <- template <- zygote <- this process
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if pid == os.getpid():
+                return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def test_a_store_without_a_local_copy_answers_trusted_queries_from_its_workers(tmp_path):
