@@ -68,7 +68,50 @@ def _cores() -> int:
 # got a third of a core: a 0.4 s longer start on the bench of bench/run.py). A query that finds
 # no worker starts its own at once, outside this gate, and a pool's start ahead leaves the queue
 # as soon as a query of its pool waits (on a loaded machine the queue fell behind the run).
-_START_AHEAD_GATE = threading.BoundedSemaphore(max(1, _cores() - 1))
+
+
+class _StartGate:
+    """At most `slots` workers started ahead load at once. A start waits for a slot without
+    polling (forty waiting starts polling every 10 ms took the interpreter lock from the run
+    thousands of times a second on a holdout of twenty KGs), and goes at once, slot or not, when
+    a query of its pool is waiting for a worker (`wake` tells it)."""
+
+    def __init__(self, slots: int) -> None:
+        self._slots = slots
+        self._queue: list[object] = []
+        """The starts waiting, first come first served."""
+        self._cond = threading.Condition()
+
+    def enter(self, urgent: Any) -> bool:
+        """Wait for a slot and this start's turn, or until `urgent()`; True when a slot was
+        taken (`leave` gives it back), False when the start goes without one."""
+        turn = object()
+        with self._cond:
+            self._queue.append(turn)
+            try:
+                while not (self._slots and self._queue[0] is turn):
+                    if urgent():
+                        return False
+                    self._cond.wait()
+                self._slots -= 1
+                return True
+            finally:
+                self._queue.remove(turn)
+                if self._slots and self._queue:
+                    self._cond.notify_all()  # the next in line may go too
+
+    def leave(self) -> None:
+        with self._cond:
+            self._slots += 1
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """A query began to wait: the starts of its pool go now."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+_START_AHEAD_GATE = _StartGate(max(1, _cores() - 1))
 _STDERR_TAIL = 600
 _NAMED_ERRORS = {
     name: getattr(errors, name)
@@ -139,9 +182,7 @@ class WorkerPool:
 
     def _start_idle(self) -> None:
         # waits its turn, unless a query of this pool is waiting for a worker: then it goes at once
-        gated = False
-        while not gated and not self._waiting:
-            gated = _START_AHEAD_GATE.acquire(timeout=0.01)
+        gated = _START_AHEAD_GATE.enter(lambda: self._waiting > 0)
         try:
             with self._free:
                 closed = self._closed
@@ -155,7 +196,7 @@ class WorkerPool:
                 return
         finally:
             if gated:
-                _START_AHEAD_GATE.release()
+                _START_AHEAD_GATE.leave()
         with self._free:
             closed = self._closed
             if closed:  # the pool closed while this worker loaded: nobody else would stop it
@@ -188,6 +229,7 @@ class WorkerPool:
             while True:
                 while not self._idle and self._started >= self._config.workers:
                     self._waiting += 1
+                    _START_AHEAD_GATE.wake()  # this pool's starts still queued go now
                     try:
                         self._free.wait()
                     finally:

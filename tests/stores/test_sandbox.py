@@ -230,6 +230,42 @@ def test_workers_started_ahead_serve_the_first_queries(mini_store):
     assert mini_store.sandbox.worker_pids() == started
 
 
+def test_the_start_gate_lets_starts_through_in_turn_and_a_waiting_query_past_it():
+    """Workers started ahead load a slot at a time, first come first served, blocked without
+    polling; a start whose pool has a query waiting goes at once (`wake`), slot or not."""
+    from kgeval.stores._sandbox import _StartGate
+
+    gate = _StartGate(1)
+    assert gate.enter(lambda: False)  # the one slot taken
+    order: list[int] = []
+    urgent = threading.Event()
+
+    def start(n: int, when=lambda: False) -> None:  # noqa: ANN001
+        gated = gate.enter(when)
+        order.append(n if gated else -n)
+        if gated:
+            time.sleep(0.02)
+            gate.leave()
+
+    threads = []
+    for n in (1, 2, 3):
+        threads.append(threading.Thread(target=start, args=(n,), daemon=True))
+        threads[-1].start()
+        time.sleep(0.05)  # queued in this order
+    threads.append(threading.Thread(target=start, args=(4, urgent.is_set), daemon=True))
+    threads[-1].start()
+    time.sleep(0.05)
+    assert order == []  # all blocked behind the slot taken
+    urgent.set()
+    gate.wake()  # a query of start 4's pool waits: it goes without a slot
+    threads[-1].join(5)
+    assert order == [-4]
+    gate.leave()
+    for thread in threads:
+        thread.join(5)
+    assert order == [-4, 1, 2, 3]
+
+
 def test_workers_still_loading_when_the_store_closes_are_stopped(tmp_path):
     store = EmbeddedStore([_kg(tmp_path)])
     before = {t.ident for t in threading.enumerate()}
