@@ -153,15 +153,20 @@ def write_bench_holdout(root: Path, predictions: int, kgs: int, people: int, see
     return root / "holdout", replay
 
 
-def raw_engine_seconds(holdout_root: Path, replay: Path, *, distinct: bool) -> tuple[float, int, float]:
-    """pyoxigraph alone on the replay's candidate queries: (seconds inside the engine, queries,
-    CPU seconds of this process meanwhile)."""
-    holdout = load_holdout(holdout_root)
+def load_stores(holdout) -> dict[str, ox.Store]:  # noqa: ANN001 - a Holdout
+    """Each KG of the holdout in its own pyoxigraph store, by KG id."""
     stores = {}
     for kg in holdout.kgs:
         stores[kg.id] = ox.Store()
         for path in kg.files:
             stores[kg.id].bulk_load(path=str(path), format=ox.RdfFormat.TURTLE)
+    return stores
+
+
+def raw_engine_seconds(holdout_root: Path, replay: Path, *, distinct: bool) -> tuple[float, int, float]:
+    """pyoxigraph alone on the replay's candidate queries: (seconds inside the engine, queries,
+    CPU seconds of this process meanwhile)."""
+    stores = load_stores(load_holdout(holdout_root))
     texts = [(r["kg"], r["sparql"]) for r in map(json.loads, replay.read_text().splitlines()) if r.get("sparql")]
     if distinct:
         texts = list(dict.fromkeys(texts))
@@ -354,7 +359,9 @@ def main() -> None:
         assert report.ok, report.failures
         n_records = len(replay.read_text().splitlines())
         print(f"machine: {os.cpu_count()} cores, load average {_load()} at the start (ratios of one build move with the load)")
-        print(f"holdout: {len(holdout.kgs)} KGs, {len(holdout.questions())} questions, {args.seeds} seeds; {n_records} predictions in the replay")
+        sizes = sorted(map(len, load_stores(holdout).values()))
+        print(f"holdout: {len(holdout.kgs)} KGs of {sizes[0]:,}-{sizes[-1]:,} triples ({sum(sizes):,} in all), {len(holdout.questions())} questions, "
+              f"{args.seeds} seeds; {n_records} predictions in the replay")
         print(f"{'run':>4} {'raw all s':>10} {'raw distinct s':>15} {'run s':>8} {'attempts':>9} {'x raw all':>10} {'x raw distinct':>15} {'CPU x raw all':>14}")
         ratios, cpu_ratios = [], []
         for i in range(args.repeat):
