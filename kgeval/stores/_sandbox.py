@@ -7,13 +7,16 @@ once, has no network, has a memory limit, and is killed at the query's deadline 
 Workers start when first needed (at most `workers` per store) and serve many queries each: the
 cost per query is one round trip of plain tuples over a socketpair.
 
-On Linux a pool's workers are forked from one template process (`_Template`): a worker started
-the same way (a fresh `python -I -S`, no network, memory limit, dies with this process) that
+On Linux a pool's workers are forked from one template process (`_Template`): a process that
 loaded the KG and only forks workers, which start with the KG loaded (copy-on-write). A worker
-then costs a fork (~3 ms of CPU), not an interpreter start and a KG load (~60 ms each on
-bench/run.py's KGs). The template holds nothing of this process; each worker has its own
-stderr, dies with the template, and is reaped by it only when this process asks, so the pidfd
-held for it never signals another process. A template that died is started again.
+then costs a fork (~3 ms of CPU), not an interpreter start and a KG load. Every template is in
+turn forked from this process's zygote (`_zygote`): a worker started as a fresh `python -I -S`
+(no network, dies with this process) that imported the engine and loaded nothing, so a template
+costs a fork and its KG's load, not an interpreter start (~60 ms of CPU each); the template sets
+its memory limit once loaded. Neither holds anything of this process; each worker has its own
+stderr, dies with its template (which dies with the zygote), and is reaped by it only when this
+process asks, so the pidfd held for it never signals another process. A template or zygote that
+died is started again.
 
 The deadline starts when a worker takes the query (waiting for a free worker is not the
 query's time), so a verdict never depends on what else was in flight.
