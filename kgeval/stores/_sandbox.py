@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -85,7 +85,7 @@ class _StartGate:
         """The starts waiting, first come first served."""
         self._cond = threading.Condition()
 
-    def enter(self, urgent: Any) -> bool:
+    def enter(self, urgent: Callable[[], bool]) -> bool:
         """Wait for a slot and this start's turn, or until `urgent()`; True when a slot was
         taken (`leave` gives it back), False when the start goes without one."""
         turn = object()
@@ -267,18 +267,14 @@ class WorkerPool:
         where the platform cannot fork one safely, a worker started on its own."""
         if not _CAN_FORK:
             return _Worker.start(self._files, self._config, self._label)
-        for attempt in (1, 2):
-            template = self._live_template()
-            try:
-                return template.fork(self._config, self._label)
-            except _TemplateGone:
-                with self._template_lock:
-                    if self._template is template:
-                        self._template = None
-                template.kill()
-                if attempt == 2:
-                    raise StoreError(f"{self._label}: the sandbox template process ended while forking a worker") from None
-        raise AssertionError("unreachable")
+        return _fork(self._live_template, self._forget_template, self._config, self._label, "template process ended while forking a worker")
+
+    def _forget_template(self, template: _Template) -> None:
+        """Drop a template whose channel broke (the next worker starts a fresh one)."""
+        with self._template_lock:
+            if self._template is template:
+                self._template = None
+        template.kill()
 
     def _live_template(self) -> _Template:
         with self._template_lock:
@@ -446,18 +442,9 @@ class _Template:
     def start(cls, files: list[str], config: CandidateQueryConfig, label: str) -> _Template:
         """A template of `files`: forked from this process's zygote (started first, or again if
         it died), where it loads the KG."""
-        for attempt in (1, 2):
-            zygote = _zygote(config)
-            try:
-                worker = zygote.fork(config, label)
-            except _TemplateGone:
-                _forget_zygote(zygote)
-                if attempt == 2:
-                    raise StoreError(f"{label}: the sandbox zygote process ended while forking a template") from None
-                continue
-            worker._load(files, config, "template")
-            return cls(worker)
-        raise AssertionError("unreachable")
+        worker = _fork(lambda: _zygote(config), _forget_zygote, config, label, "zygote process ended while forking a template")
+        worker._load(files, config, "template")
+        return cls(worker)
 
     def fork(self, config: CandidateQueryConfig, label: str) -> _Worker:
         """A new worker, ready (StoreError when it cannot start; _TemplateGone when the
@@ -535,6 +522,20 @@ dies with the spawner thread as a worker does, and takes its templates with it."
 _ZYGOTE_PID = 0
 """The process that started `_ZYGOTE` (a forked child of this process starts its own)."""
 _ZYGOTE_LOCK = threading.Lock()
+
+
+def _fork(live: Callable[[], _Template], forget: Callable[[_Template], None], config: CandidateQueryConfig, label: str, failure: str) -> _Worker:
+    """A process forked by the forker `live()` gives (a pool's template, or the zygote); when
+    that forker's channel broke, it is forgotten and a fresh one asked once more."""
+    for attempt in (1, 2):
+        forker = live()
+        try:
+            return forker.fork(config, label)
+        except _TemplateGone:
+            forget(forker)
+            if attempt == 2:
+                raise StoreError(f"{label}: the sandbox {failure}") from None
+    raise AssertionError("unreachable")
 
 
 def _zygote(config: CandidateQueryConfig) -> _Template:

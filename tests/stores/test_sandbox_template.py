@@ -1,7 +1,8 @@
 """Sandbox workers forked from a per-KG template process (`_sandbox._Template`): the template
 is a fork of the process's zygote (a fresh sandboxed interpreter that loaded nothing) holding
-only its KG; each worker it forks has its own stderr and dies with it; a worker's crash or memory bomb leaves the template serving; a template
-killed from outside is replaced; ended workers are reaped, never left as zombies."""
+only its KG; each worker it forks has its own stderr and dies with it; a worker's crash or
+memory bomb leaves the template serving; a template or zygote killed from outside is replaced;
+ended workers are reaped, never left as zombies."""
 
 from __future__ import annotations
 
