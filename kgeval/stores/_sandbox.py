@@ -325,6 +325,9 @@ class _Worker:
         self._label = label
         self.network_isolated = False
         self.file_sha256: list[str] = []
+        self.gc_frozen = 0
+        """Objects the process holds frozen out of its collector's sight when it said ready
+        (inherited from the template or zygote it was forked from; `_worker._fork_workers`)."""
 
     @classmethod
     def start(cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load") -> _Worker:
@@ -368,6 +371,7 @@ class _Worker:
             raise StoreError(f"{self._label}: a sandbox worker could not load the KG: {why}")
         self.network_isolated = bool(message[1]["network_isolated"])
         self.file_sha256 = list(message[1]["file_sha256"])
+        self.gc_frozen = int(message[1].get("gc_frozen", 0))
 
     def exchange(self, request: tuple[Any, ...], timeout_s: float) -> tuple[Any, ...]:
         """The worker's reply to `request`; QueryTimeout (the worker is killed) or

@@ -78,6 +78,26 @@ def test_workers_are_forked_from_a_fresh_interpreter_that_holds_only_the_kg(stor
         assert b"-I\x00-S\x00" in Path(f"/proc/{pid}/cmdline").read_bytes()
 
 
+def test_workers_inherit_a_frozen_heap_from_their_template(store):
+    """The template freezes what it holds before it forks: a collection in a worker then never
+    writes to the inherited objects' headers, which would copy every page holding one."""
+    store.sandbox.start_ahead(2)
+    store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
+    deadline = time.monotonic() + 30
+    while len(store.sandbox.worker_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    workers = list(store.sandbox._all)
+    assert len(workers) == 2
+    # the engine's module, the KG's store and every module imported: thousands of objects
+    assert all(worker.gc_frozen > 1000 for worker in workers), [w.gc_frozen for w in workers]
+    # a fresh interpreter (the zygote's own start) holds nothing frozen
+    fresh = _sandbox._Worker.start([], store.candidate_limits, "fresh", kind="zygote")
+    try:
+        assert fresh.gc_frozen == 0
+    finally:
+        fresh.kill()
+
+
 def test_the_templates_of_every_kg_are_forked_from_one_zygote_that_holds_no_kg(tmp_path):
     """One interpreter start per process, not per KG: each KG's template is a fork of the
     zygote that then loaded its own KG, answers from it alone, and limits its own memory."""
