@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,21 +14,10 @@ from kgeval.config import load_config
 from kgeval.gold import load_gold, verify_gold
 from kgeval.holdout import load_holdout, verify_holdout
 from kgeval.errors import InputError
-from kgeval.interop import (
-    ImportReport,
-    QuestionRules,
-    excluded_without_gold,
-    gold_to_qald,
-    import_qald,
-    import_qald_benchmark,
-    import_text2sparql,
-    import_text2sparql_datasets,
-    prefix_table,
-    run_to_qald,
-)
-from kgeval.interop._write import kg_name
-from kgeval.runs import ResultsDB
 from kgeval.stores import open_store
+
+if TYPE_CHECKING:  # the importers (rdflib) and the results database are imported by the commands that use them
+    from kgeval.interop import ImportReport, QuestionRules
 
 import_app = typer.Typer(help="Import a benchmark into the holdout format (then seal the holdout).", no_args_is_help=True)
 
@@ -59,6 +48,8 @@ PrefixFileOpt = Annotated[
 
 
 def _rules(order_by_sensitive: bool, prefix: list[str] | None, prefixes: list[Path] | None) -> QuestionRules:
+    from kgeval.interop import QuestionRules, prefix_table
+
     return QuestionRules(order_by_sensitive=order_by_sensitive, prefixes=prefix_table(prefix or [], prefixes or []))
 
 
@@ -94,6 +85,9 @@ def import_text2sparql_cmd(
     prefixes: PrefixFileOpt = None,
 ) -> None:
     """Import TEXT2SPARQL datasets (questions.yml + graphs/*.ttl with *.ttl.graph IRIs), one KG each."""
+    from kgeval.interop import import_text2sparql, import_text2sparql_datasets
+    from kgeval.interop._write import kg_name
+
     if len(paths) > 1 and (name or domain or id_prefix):
         raise InputError("--name, --domain and --id-prefix apply to one dataset; several are named after their directories")
     rules = _rules(order_by_sensitive, prefix, prefixes)
@@ -126,6 +120,8 @@ def import_qald_cmd(
 ) -> None:
     """Import a QALD JSON file (QALD-9-plus style): over one KG (--name, --kg), or over several
     KGs at once (--kg-dir, each question naming its KG in --kg-field)."""
+    from kgeval.interop import import_qald, import_qald_benchmark
+
     if (kg_dir is None) == (not kg):
         raise InputError("give either --kg FILE... (one KG, with --name) or --kg-dir DIR (one KG per file or directory)")
     rules = _rules(order_by_sensitive, prefix, prefixes)
@@ -161,6 +157,8 @@ def gold_export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
 ) -> None:
     """Write the verified gold as QALD JSON (warns about truncated, tied and nondeterministic golds)."""
+    from kgeval.interop import excluded_without_gold, gold_to_qald
+
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     verify_gold(gold, loaded)
@@ -177,6 +175,9 @@ def gold_export(
 
 def export_run_qald(run_id: str, db: Path, seed: int, holdout: Path | None, config: Path | None, output: Path | None) -> None:
     """`kgeval export RUN --format qald`: one seed of the run as QALD JSON."""
+    from kgeval.interop import run_to_qald
+    from kgeval.runs import ResultsDB
+
     cfg = load_config(config)
     loaded = load_holdout(holdout) if holdout else None
     with ResultsDB(db, read_only=True) as results:

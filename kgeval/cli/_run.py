@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.checklists import pre_eval_checklist
-from kgeval.cli._interop import export_run_qald
-from kgeval.cli._show import opened_source, report_samples
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
-from kgeval.config import KgevalConfig, load_config
-from kgeval.holdout import load_holdout
-from kgeval.reports import build_report, export_lines, format_accuracy, render_html, render_json, render_markdown
-from kgeval.runs import ResultsDB, RunMetadata, execute_run, resume_run
-from kgeval.systems import System, system_from_name
+
+if TYPE_CHECKING:
+    from kgeval.config import KgevalConfig
+    from kgeval.runs import RunMetadata
+    from kgeval.systems import System
 
 
 class Format(StrEnum):
@@ -28,6 +25,11 @@ class Format(StrEnum):
 def _run(
     holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path, compare_with: list[str] | None = None
 ) -> RunMetadata:
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import ResultsDB, execute_run
+    from kgeval.systems import system_from_name
+
     checklist = pre_eval_checklist(cfg.run.checklist)
     loaded = load_holdout(holdout)
     sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
@@ -36,6 +38,12 @@ def _run(
 
 
 def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.config import KgevalConfig
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import ResultsDB, resume_run
+    from kgeval.systems import system_from_name
+
     def system_for(meta: RunMetadata, cfg: KgevalConfig) -> System:
         holdout = load_holdout(Path(meta.holdout))
         return system_from_name(meta.system, replay=Path(meta.replay) if meta.replay else None, config=cfg, holdout=holdout)
@@ -67,6 +75,10 @@ def run(
 ) -> None:
     """Pass the pre-eval checklist (else exit 1, nothing sent), then run a system on every
     question x seed; print a summary and, last, the run id."""
+    from kgeval.config import load_config
+    from kgeval.reports import build_report, format_accuracy
+    from kgeval.runs import ResultsDB
+
     if resume is not None:
         metadata = _resume(resume, db, checklist)
     else:
@@ -100,6 +112,11 @@ def report(
     attempts were wrong, and accuracy without empty-gold questions; wrong answers by cause and
     macro precision/recall/F1 per KG; seed spread and consistency; honeypots; excluded attempts;
     judges and their rules; audits of accepts; gold review coverage."""
+    from kgeval.cli._show import opened_source, report_samples
+    from kgeval.config import load_config
+    from kgeval.reports import build_report, render_html, render_json, render_markdown
+    from kgeval.runs import ResultsDB
+
     with ResultsDB(db, read_only=True) as results:
         built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config), judge=judge)
     if format is Format.html:  # the page also shows each wrong answer and judge disagreement whole
@@ -120,6 +137,9 @@ def runs(
 ) -> None:
     """Every run in the database, oldest first, tab-separated: id, system, status, accuracy
     (with its interval, or "withheld" when the harness failed too often) and start time."""
+    from kgeval.reports import build_report, format_accuracy
+    from kgeval.runs import ResultsDB
+
     with ResultsDB(db, read_only=True) as results:
         found = results.runs(system=system, status=None)
         lines = [
@@ -151,6 +171,10 @@ def export(
 ) -> None:
     """Write one JSON line per attempt with its verdicts to stdout, one seed as QALD JSON, or the
     run's attempts and verdicts as two Parquet files (for pandas, Spark, DuckDB ...)."""
+    from kgeval.cli._interop import export_run_qald
+    from kgeval.reports import export_lines
+    from kgeval.runs import ResultsDB
+
     if format is ExportFormat.parquet:
         with ResultsDB(db, read_only=True) as results:
             written = results.export_parquet(run_id, output or Path(run_id))
@@ -172,6 +196,10 @@ def quickstart(
     db: DbOpt = Path("kgeval.duckdb"),
 ) -> None:
     """The pre-release run on the sample holdout: oracle and weak controls, both reports."""
+    from kgeval.config import load_config
+    from kgeval.reports import build_report, render_markdown
+    from kgeval.runs import ResultsDB
+
     cfg = load_config(None)
     oracle = _run(holdout, gold, "oracle", None, cfg, db)
     weak = _run(holdout, gold, "weak", None, cfg, db, compare_with=[oracle.run_id])

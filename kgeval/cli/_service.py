@@ -9,21 +9,11 @@ from typing import Annotated
 
 import typer
 
-from kgeval.audit import AuditLog, accepted_items, audit_states, draw_sample, record_decision
 from kgeval.cli._common import ConfigOpt, DbOpt, GateDirOpt, GoldOpt, HoldoutOpt, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
-from kgeval.reports import (
-    comparability_of,
-    compare_runs,
-    render_comparison_html,
-    render_comparison_json,
-    render_comparison_markdown,
-)
-from kgeval.review import ReviewLog, current_hashes, record_review, review_states
-from kgeval.runs import ResultsDB
 
 audit_app = typer.Typer(help="Audit what the judge accepted: sample accepts, record decisions.", no_args_is_help=True)
 review_app = typer.Typer(help="Review gold: approve or request changes on a question's SPARQL and gold.", no_args_is_help=True)
@@ -48,6 +38,9 @@ def compare(
     format: Annotated[PageFormat, typer.Option("--format", help="md, json or html.")] = PageFormat.md,
 ) -> None:
     """Paired per-question comparison: flips, exact McNemar test, difference with its interval."""
+    from kgeval.reports import comparability_of, compare_runs, render_comparison_html, render_comparison_json, render_comparison_markdown
+    from kgeval.runs import ResultsDB
+
     with ResultsDB(db, read_only=True) as results:
         check = comparability_of(results.metadata(run_a), results.metadata(run_b))
         if not check.comparable and not force:
@@ -73,6 +66,9 @@ def audit_sample(
     config: ConfigOpt = None,
 ) -> None:
     """Draw a stratified, seeded sample of accepts (judge disagreements first) and store it."""
+    from kgeval.audit import AuditLog, accepted_items, draw_sample
+    from kgeval.runs import ResultsDB
+
     cfg = load_config(config)
     entries = load_gold(gold)
     with ResultsDB(db) as results:
@@ -95,6 +91,9 @@ def audit_show(
     config: ConfigOpt = None,
 ) -> None:
     """Print a sample's items as JSON lines, each with its hash and its current audit state."""
+    from kgeval.audit import AuditLog, accepted_items, audit_states
+    from kgeval.runs import ResultsDB
+
     cfg = load_config(config)
     with ResultsDB(db, read_only=True) as results, AuditLog(db, read_only=True) as log:
         sample = log.sample(sample_id)
@@ -128,6 +127,9 @@ def audit_record(
     config: ConfigOpt = None,
 ) -> None:
     """Append an audit decision bound to the item hash you saw (exit 1 if the item changed)."""
+    from kgeval.audit import AuditLog, accepted_items, record_decision
+    from kgeval.runs import ResultsDB
+
     cfg = load_config(config)
     with ResultsDB(db) as results, AuditLog(db) as log:
         items = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
@@ -146,6 +148,8 @@ def review_status(
     all_questions: Annotated[bool, typer.Option("--all", help="Also the questions excluded from evaluation on record (marked 'excluded').")] = False,
 ) -> None:
     """Each question a run asks: its review state and content hash (tab-separated)."""
+    from kgeval.review import ReviewLog, current_hashes, review_states
+
     loaded = load_holdout(holdout)
     questions = [q for q in loaded.questions() if domain is None or q.domain == domain]
     excluded = [q.id for q in questions if q.id in loaded.exclusions]
@@ -163,6 +167,7 @@ def review_status(
 
 
 def _review(question_id: str, decision: str, content_sha256: str, note: str, token: str, access: Path | None, holdout: Path, gold: Path, db: Path) -> None:
+    from kgeval.review import ReviewLog, record_review
     from kgeval.service import load_access
 
     principal = load_access(access).authenticate(token)

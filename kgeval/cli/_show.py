@@ -6,20 +6,19 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.audit import AuditLog
 from kgeval.cli._common import DbOpt, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.errors import InputError
 from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
-from kgeval.review import ReviewLog
-from kgeval.runs import ResultsDB
-from kgeval.reports import RunReport
-from kgeval.samples import Sample, SampleSource, build_sample, run_config, sample_renderable, store_opener
+
+if TYPE_CHECKING:  # the run database, samples and reports are imported by the commands that use them
+    from kgeval.reports import RunReport
+    from kgeval.samples import Sample, SampleSource
 
 
 class ShowFormat(StrEnum):
@@ -43,6 +42,11 @@ def _existing(given: Path | None, recorded: str, what: str, notes: list[str]) ->
 def opened_source(db: Path, run_id: str, gold: Path | None, holdout: Path | None, config: Path | None = None) -> Iterator[tuple[SampleSource, list[str]]]:
     """A read-only SampleSource over `db` for one run, and notes on what could not be found.
     Gold and holdout default to the directories the run recorded; the store to the run's."""
+    from kgeval.audit import AuditLog
+    from kgeval.review import ReviewLog
+    from kgeval.runs import ResultsDB
+    from kgeval.samples import SampleSource, run_config, store_opener
+
     notes: list[str] = []
     with ExitStack() as stack:
         results = stack.enter_context(ResultsDB(db, read_only=True))
@@ -64,6 +68,8 @@ def opened_source(db: Path, run_id: str, gold: Path | None, holdout: Path | None
 def report_samples(source: SampleSource, report: RunReport) -> list[Sample]:
     """The samples an HTML report shows whole: each wrong answer at its first wrong seed, then
     each question the judges disagree on (first seed), once each."""
+    from kgeval.samples import build_sample
+
     keys = [(w.question_id, w.seeds_wrong[0] if w.seeds_wrong else None) for w in report.wrong]
     keys += [(item.question_id, None) for d in report.disagreements for item in d.questions]
     seen: set[str] = set()
@@ -90,6 +96,8 @@ def show(
     """One attempt whole: question, gold and its flags, the candidate's SPARQL, its rows (executed
     again read-only on the run's store) beside the gold's, marked matched / missing / extra,
     every judge's verdict, terminal state, tries, latency and tokens."""
+    from kgeval.samples import build_sample, sample_renderable
+
     with opened_source(db, run_id, gold, holdout) as (source, notes):
         sample = build_sample(source, run_id, question_id, seed)
     sample = sample.model_copy(update={"notes": [*notes, *sample.notes]})

@@ -22,16 +22,17 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import tree_sitter
 import tree_sitter_sparql
-from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery
-from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
 from kgeval.stores._lexer import _SCHEME, Token, canonical_text_and_spans, canonical_tokens
+
+if TYPE_CHECKING:  # rdflib's SPARQL grammar is imported on first use: a quarter of a second
+    # that commands which never read a query's algebra (gold rebuild, verify, the guard) skip
+    from rdflib.plugins.sparql.parserutils import CompValue
 
 DEFAULT_MAX_QUERY_BYTES = 20_000
 MAX_NESTING = 64
@@ -409,6 +410,9 @@ def query_algebra(text: str) -> CompValue:
 
 @lru_cache(maxsize=1024)
 def _algebra(text: str) -> CompValue:
+    from rdflib.plugins.sparql.algebra import translateQuery
+    from rdflib.plugins.sparql.parser import parseQuery
+
     try:
         return translateQuery(parseQuery(text)).algebra
     except Exception as exc:  # noqa: BLE001 - rdflib raises bare Exceptions (unknown prefix, RecursionError ...)

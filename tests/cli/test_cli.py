@@ -116,3 +116,27 @@ def test_rebuild_timeout_records_the_slow_query_and_writes_the_rest(tmp_path):
     assert "question mini-06: query ran longer than 0.05 s" in " ".join(result.stderr.split())
     assert "1 reference queries failed: mini-06" in " ".join(result.stderr.split())
     assert f"{len(MINI_QUESTIONS) - 1} executed" in result.stdout
+
+
+HEAVY_MODULES = ("kgeval.runs", "kgeval.systems", "kgeval.reports", "kgeval.checklists", "kgeval.interop", "kgeval.guards",
+                 "kgeval.audit", "kgeval.review", "kgeval.samples", "rdflib", "duckdb", "numpy", "pyarrow", "google.genai")
+"""What the run, report, import and guard commands need and a gold rebuild does not (together
+over a second of imports on the development VM: the CLI imported all of them for every command)."""
+
+
+def test_an_unchanged_gold_rebuild_imports_only_what_it_uses(mini_holdout, tmp_path):
+    """`kgeval gold rebuild` with nothing changed is quick from the shell too: the CLI imports
+    a command's machinery when the command runs, so this one never loads the run machinery,
+    the importers' or the judges' rdflib, DuckDB or the model clients."""
+    gold = tmp_path / "gold"
+    assert kgeval("gold", "rebuild", "--holdout", str(mini_holdout), "--gold", str(gold)).returncode == 0
+    script = (
+        "import sys\n"
+        "from kgeval.cli import app\n"
+        f"app(['gold', 'rebuild', '--holdout', {str(mini_holdout)!r}, '--gold', {str(gold)!r}], standalone_mode=False)\n"
+        f"print('LOADED', [m for m in {HEAVY_MODULES!r} if m in sys.modules])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"{len(MINI_QUESTIONS)} unchanged" in result.stdout
+    assert "LOADED []" in result.stdout, result.stdout
