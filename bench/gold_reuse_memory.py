@@ -33,6 +33,8 @@ def _rebuild(holdout_dir: Path, gold: Path, force: bool) -> None:
 
     holdout = load_holdout(holdout_dir)
     stores = {kg.id: EmbeddedStore(kg.files) for kg in holdout.kgs}
+    for store in stores.values():
+        store.load()  # the KGs in memory before the figure below (else loaded on first use)
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
     report = rebuild_gold(holdout, lambda kg: stores[kg.id], GoldConfig(), gold, force=force)

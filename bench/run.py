@@ -277,7 +277,7 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     def open_timed_store(config, files, kg=None, **kwargs):  # noqa: ANN001, ANN003, ANN202
         store = original["open_store"](config, files, kg, **kwargs)
         if isinstance(store, EmbeddedStore) and store._store is not None:  # a run's stores hold no local copy
-            store._store = _TimedEngine(store._store, timers)
+            store._local_store = _TimedEngine(store._store, timers)
         return store
 
     original = {"open_store": run_module.open_store, "guard_query": base_module.guard_query, "judge": attempt_module.judge_candidate,

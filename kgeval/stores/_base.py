@@ -92,6 +92,10 @@ class Store(ABC):
         except (QueryError, RecursionError, UnicodeError):
             return None
 
+    def load(self) -> None:
+        """Get ready for trusted queries now: the embedded store loads its KG into this process
+        (else its first trusted query does). Nothing to do by default."""
+
     def start_ahead(self, workers: int) -> None:
         """Get ready for up to `workers` candidate queries at once, in the background (the
         embedded store starts its sandbox workers); returns at once. Nothing to do by default."""

@@ -5,6 +5,9 @@ Candidate queries run in sandbox worker processes (`_sandbox`): no network, a me
 a deadline after which the worker is killed and replaced. Both read results one way
 (`_engine.evaluate`: rows ranked on plain tuples, Terms built for the rows kept only).
 
+The in-process copy is loaded when a trusted query first needs it, not when the store opens: a
+gold rebuild that reuses every entry of a KG never loads it.
+
 A store opened with `local_copy=False` (a run's: its trusted queries are the judges' label and
 vocabulary lookups and a system's schema summary, all light) loads no copy of the KG in this
 process: its trusted queries go to the sandbox workers too, without the candidate size caps.
@@ -24,7 +27,7 @@ import pyoxigraph as ox
 
 from kgeval._files import sha256_file, sha256_json
 from kgeval.config import CandidateQueryConfig
-from kgeval.errors import QueryError
+from kgeval.errors import QueryError, StoreError
 from kgeval.stores._base import Store, run_with_deadline, select_result
 from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
@@ -58,13 +61,46 @@ class EmbeddedStore(Store):
         self._files = [Path(f) for f in files]
         if candidates is not None:
             self.candidate_limits = candidates
-        local = local_copy or not self.candidate_limits.sandbox
-        self._store: ox.Store | None = load_kg(self._files) if local else None
-        file_sha256 = [sha256_file(p) for p in self._files]
-        self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, file_sha256, strict=True)))
-        label = ", ".join(str(p) for p in self._files) or "(no KG files)"
-        self._pool = WorkerPool(self._files, file_sha256, self.candidate_limits, label)
+        self._local = local_copy or not self.candidate_limits.sandbox
+        self._local_store: ox.Store | None = None
+        self._load_lock = threading.Lock()
+        self._changed = ""
+        """Why the local copy cannot be loaded (its files changed since open), once found."""
+        self._file_sha256 = [sha256_file(p) for p in self._files]
+        self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, self._file_sha256, strict=True)))
+        self._label = ", ".join(str(p) for p in self._files) or "(no KG files)"
+        self._pool = WorkerPool(self._files, self._file_sha256, self.candidate_limits, self._label)
         self._finalizer = weakref.finalize(self, self._pool.close)
+
+    def load(self) -> None:
+        """Load this process's copy of the KG now (when it keeps one)."""
+        self._local_copy()
+
+    @property
+    def _store(self) -> ox.Store | None:
+        """This process's copy of the KG (loaded on first use); None when the store keeps none."""
+        return self._local_copy()
+
+    def _local_copy(self) -> ox.Store | None:
+        """This process's copy of the KG, loaded on first use: a gold rebuild that reuses every
+        entry of a KG, or a gold verify that executes nothing, never loads it (on a 1M-triple KG,
+        ~5 s). Checked against the files' hashes taken at open, which are the data version the
+        store reports. None when the store keeps no local copy."""
+        if not self._local:
+            return None
+        loaded = self._local_store
+        if loaded is None:
+            with self._load_lock:
+                if self._changed:  # found once: not loaded again for every query
+                    raise StoreError(self._changed)
+                if self._local_store is None:
+                    loaded = load_kg(self._files)
+                    if [sha256_file(p) for p in self._files] != self._file_sha256:
+                        self._changed = f"{self._label}: the KG files changed since the store opened them; reopen the store"
+                        raise StoreError(self._changed)
+                    self._local_store = loaded
+                loaded = self._local_store
+        return loaded
 
     @property
     def version(self) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kgeval.config import GoldConfig
-from kgeval.errors import CheckFailed, InputError
+from kgeval.errors import CheckFailed, InputError, StoreError
 from kgeval.gold import gold_status, load_gold, read_gold, rebuild_gold, verify_gold
 from kgeval.holdout import exclude_questions, include_questions, load_holdout, verify_holdout
 from kgeval.stores import EmbeddedStore
@@ -51,6 +51,39 @@ def test_second_rebuild_of_the_sample_executes_nothing(sample, tmp_path):
     assert second.version == version  # same bytes: the same version stays in force
     print(f"second rebuild of the sample holdout: {seconds:.3f} s, 0 queries executed")
     verify_gold(tmp_path / "gold", load_holdout(sample))
+
+
+def test_an_unchanged_rebuild_never_loads_a_kg_and_a_changed_question_loads_only_its_own(tmp_path):
+    """Reuse is decided on the files' hashes: a KG none of whose questions execute is not
+    loaded into the process at all (on a 1M-triple KG, seconds of the unchanged rebuild)."""
+    holdout = write_holdout(tmp_path / "h")
+    _rebuild(holdout, tmp_path / "gold")
+    opened: list[CountingStore] = []
+
+    def store_for(kg):  # noqa: ANN001, ANN202
+        opened.append(CountingStore(kg.files))
+        return opened[-1]
+
+    again = rebuild_gold(load_holdout(holdout), store_for, GoldConfig(), tmp_path / "gold")
+    assert again.built == [] and opened and all(store._local_store is None for store in opened)
+    questions = [dict(q) for q in MINI_QUESTIONS]
+    questions[0]["sparql"] = questions[0]["sparql"] + "  # changed"
+    write_holdout(holdout, questions)
+    opened.clear()
+    changed = rebuild_gold(load_holdout(holdout), store_for, GoldConfig(), tmp_path / "gold")
+    assert changed.built == [questions[0]["id"]] and opened[0]._local_store is not None
+
+
+def test_a_kg_file_changed_after_its_store_opened_is_refused_when_it_loads(tmp_path):
+    """The data version a store reports is its files' hashes at open; the copy it loads later
+    must be of those files, or its queries fail (named, never answered from other data)."""
+    path = tmp_path / "kg.ttl"
+    path.write_text("<http://x/a> <http://x/p> <http://x/b> .\n", encoding="utf-8")
+    store = EmbeddedStore([path])
+    path.write_text("<http://x/a> <http://x/p> <http://x/c> .\n", encoding="utf-8")
+    for _ in range(2):  # found once, then refused without loading again
+        with pytest.raises(StoreError, match="KG files changed since the store opened them"):
+            store.execute("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=10, row_cap=10)
 
 
 def test_changing_one_question_executes_only_that_one(tmp_path):
