@@ -53,5 +53,8 @@ def test_guard_applies_before_the_store(store):
 def test_bad_kg_file_names_the_file(tmp_path):
     bad = tmp_path / "broken.ttl"
     bad.write_text("this is not turtle")
+    store = EmbeddedStore([bad])  # opening hashes the file; the KG is parsed when first needed
     with pytest.raises(InputError, match="broken.ttl"):
-        EmbeddedStore([bad])
+        store.load()
+    with pytest.raises(InputError, match="broken.ttl"):
+        store.execute("ASK { ?s ?p ?o }", timeout_s=10, row_cap=1)

@@ -63,7 +63,7 @@ class _RecordingEngine:
 def embedded(tmp_path: Path) -> tuple[EmbeddedStore, _RecordingEngine]:
     (tmp_path / "kg.ttl").write_text(TTL)
     store = EmbeddedStore([tmp_path / "kg.ttl"])
-    engine = store._store = _RecordingEngine(store._store)  # noqa: SLF001 - watch what the engine is sent
+    engine = store._local_store = _RecordingEngine(store._store)  # noqa: SLF001 - watch what the engine is sent (the KG loaded first)
     return store, engine
 
 
