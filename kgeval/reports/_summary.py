@@ -16,6 +16,7 @@ primary judge stays named as such.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -309,7 +310,7 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunRep
         by_qtype=_grouped(majority, questions, lambda q: q.qtype),
         seed_spread=_seed_spread(outcomes, metadata.seeds),
         consistency=_consistency(outcomes, questions, metadata.seeds),
-        honeypots=[Accuracy.of(int(majority[q]), 1, q) for q in sorted(majority) if questions[q].honeypot],
+        honeypots=[Accuracy.of(int(majority[q]), 1, q) for q in sorted(majority, key=natural_key) if questions[q].honeypot],
         wrong=wrong,
         by_judge=[_judge_accuracy(name, metadata.judge_versions[name], v) for name, v in by_judge.items()],
         disagreements=_disagreements(by_judge),
@@ -378,7 +379,7 @@ def _disagreements(by_judge: dict[str, VerdictsBySeed]) -> list[Disagreement]:
         for rejects in by_judge:
             if accepts == rejects:
                 continue
-            qids = sorted(q for q, ok in majority[accepts].items() if ok and majority[rejects].get(q) is False)
+            qids = sorted((q for q, ok in majority[accepts].items() if ok and majority[rejects].get(q) is False), key=natural_key)
             items = [_disagreement_item(q, by_judge[accepts][q], by_judge[rejects][q], accepts, rejects) for q in qids]
             out.append(Disagreement(accepts=accepts, rejects=rejects, questions=items))
     return out
@@ -399,11 +400,20 @@ def _majority(by_seed: dict[int, tuple[bool, str]]) -> bool:
     return correct * 2 > len(by_seed)
 
 
+def natural_key(text: str) -> tuple[list[str | int], str]:
+    """Sort key reading runs of digits as numbers: kg2 before kg10, q-9 before q-10 (the order a
+    reader scans a benchmark's KGs and question ids in); the text itself breaks ties (q-01, q-1)."""
+    return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text))], text
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
 def _grouped(majority: dict[str, bool], questions: dict[str, RunQuestion], key) -> list[Accuracy]:  # noqa: ANN001
     groups: dict[str, list[bool]] = defaultdict(list)
     for qid, ok in majority.items():
         groups[key(questions[qid])].append(ok)
-    return [Accuracy.of(sum(v), len(v), g) for g, v in sorted(groups.items())]
+    return [Accuracy.of(sum(groups[g]), len(groups[g]), g) for g in sorted(groups, key=natural_key)]
 
 
 def _seed_spread(outcomes: dict[str, dict[int, tuple[bool, str]]], seeds: list[int]) -> SeedSpread:
@@ -426,7 +436,7 @@ def _consistency(outcomes, questions, seeds: list[int]) -> Consistency:  # noqa:
     if not multi:
         return Consistency(refused="no question has two or more judged seeds")
     inconsistent = []
-    for qid in sorted(multi):
+    for qid in sorted(multi, key=natural_key):
         correct = sum(1 for ok, _ in multi[qid].values() if ok)
         if 0 < correct < len(multi[qid]):
             inconsistent.append(QuestionSeeds(kg=questions[qid].kg, question_id=qid, correct_seeds=correct, judged_seeds=len(multi[qid])))
@@ -436,7 +446,7 @@ def _consistency(outcomes, questions, seeds: list[int]) -> Consistency:  # noqa:
 
 def _wrong_answers(outcomes, majority, questions, verdicts: VerdictsBySeed) -> list[WrongAnswer]:  # noqa: ANN001
     wrong = []
-    for qid in sorted(q for q, ok in majority.items() if not ok):
+    for qid in sorted((q for q, ok in majority.items() if not ok), key=natural_key):
         by_seed = outcomes[qid]
         seeds_wrong = sorted(s for s, (ok, _) in by_seed.items() if not ok)
         q = questions[qid]
@@ -469,7 +479,7 @@ def cause_of(verdict: Verdict) -> WrongCause:
 def _cause_counts(wrong: list[WrongAnswer], majority: dict[str, bool], questions: dict[str, RunQuestion]) -> list[CauseCount]:
     """Wrong questions by cause, overall then per KG; shares of each group's judged questions."""
     sizes = Counter(questions[q].kg for q in majority)
-    groups = {"overall": len(majority), **{kg: sizes[kg] for kg in sorted(sizes)}}
+    groups = {"overall": len(majority), **{kg: sizes[kg] for kg in sorted(sizes, key=natural_key)}}
     counts: Counter[tuple[str, str]] = Counter()
     for w in wrong:
         counts[("overall", w.cause)] += 1
@@ -505,7 +515,7 @@ def _macro_prf(verdicts: VerdictsBySeed, questions: dict[str, RunQuestion]) -> l
         groups["overall"].append(prf)
         groups[questions[qid].kg].append(prf)
     out = []
-    for group in ["overall", *sorted(g for g in groups if g != "overall")]:
+    for group in ["overall", *sorted((g for g in groups if g != "overall"), key=natural_key)]:
         rows = groups.get(group, [])
         means = [statistics.fmean(r[i] for r in rows) if rows else None for i in range(3)]
         out.append(MacroPRF(group=group, n=len(rows), precision=means[0], recall=means[1], f1=means[2]))

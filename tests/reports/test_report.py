@@ -41,3 +41,29 @@ def test_report_and_export_of_a_weak_run(mini_holdout, mini_gold, tmp_path):
     # the report's count of correct attempts for seed 0 matches the export's
     seed0 = sum(1 for r in lines if r["seed"] == 0 and r["verdicts"] and r["verdicts"][0]["correct"])
     assert report.seed_spread.per_seed[0].correct == seed0
+
+
+def test_groups_and_questions_read_numbers_as_numbers(tmp_path):
+    """A benchmark's KGs and question ids carry numbers (kg1 ... kg20, QALD ids 1 ... 1034): the
+    report lists kg2 before kg10 and question 9 before question 10, as a reader scans them."""
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, write_holdout
+
+    root = tmp_path / "holdout"
+    for kg in ("kg10", "kg2", "kg1"):
+        numbered = [{**q, "id": f"{kg}-{n}", "domain": f"d{kg[2:]}"} for n, q in zip((1, 2, 3, 9, 10, 11, 20, 100), MINI_QUESTIONS)]
+        write_holdout(root, numbered, kg=kg)
+    holdout = load_holdout(root)
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(holdout, tmp_path / "gold", WeakSystem(), KgevalConfig(), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
+        report = build_report(db, meta.run_id)
+    assert [a.group for a in report.by_kg] == ["kg1", "kg2", "kg10"]
+    assert [a.group for a in report.by_domain] == ["d1", "d2", "d10"]
+    assert [m.group for m in report.macro_prf] == ["overall", "kg1", "kg2", "kg10"]
+    wrong = [w.question_id for w in report.wrong]
+    assert len(wrong) > 3 and wrong == sorted(wrong, key=lambda q: (int(q.split("-")[0][2:]), int(q.split("-")[1])))
+    md = render_markdown(report)
+    assert md.index("| kg2 |") < md.index("| kg10 |")
