@@ -200,14 +200,12 @@ def _rebuild_kg(
     store = store_for(kg)
     identity = store_identity(store)
     report.load_seconds += time.perf_counter() - t0
-    loaded = False
     for question in kg.questions:
         reused = _reuse(question, identity, config, previous, report)
-        if reused is None and not loaded:  # the KG's first query to execute: load it (never when every entry is reused)
+        if reused is None:  # a query to execute: the KG is loaded by the first (never when every entry is reused)
             t0 = time.perf_counter()
             store.load()
             report.load_seconds += time.perf_counter() - t0
-            loaded = True
         result = _read(reused) if isinstance(reused, PreviousEntry) else reused or _build(kg.id, question, store, config, report)
         if isinstance(result, GoldEntry):
             report.note(kg.id, result)

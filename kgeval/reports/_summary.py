@@ -400,13 +400,13 @@ def _majority(by_seed: dict[int, tuple[bool, str]]) -> bool:
     return correct * 2 > len(by_seed)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def natural_key(text: str) -> tuple[list[str | int], str]:
     """Sort key reading runs of digits as numbers: kg2 before kg10, q-9 before q-10 (the order a
     reader scans a benchmark's KGs and question ids in); the text itself breaks ties (q-01, q-1)."""
     return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text))], text
-
-
-_DIGITS = re.compile(r"(\d+)")
 
 
 def _grouped(majority: dict[str, bool], questions: dict[str, RunQuestion], key) -> list[Accuracy]:  # noqa: ANN001

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections import OrderedDict
 import time
 from collections import OrderedDict
 from collections.abc import Callable

@@ -27,12 +27,12 @@ import pyoxigraph as ox
 
 from kgeval._files import sha256_file, sha256_json
 from kgeval.config import CandidateQueryConfig
-from kgeval.errors import QueryError, StoreError
+from kgeval.errors import KgevalError, QueryError
 from kgeval.stores._base import Store, run_with_deadline, select_result
 from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, rows_from_cells
-from kgeval.stores._sandbox import WorkerPool
+from kgeval.stores._sandbox import WorkerPool, files_changed
 
 __all__ = ["EmbeddedStore", "rdf_format", "term_from_oxigraph"]
 
@@ -64,8 +64,9 @@ class EmbeddedStore(Store):
         self._local = local_copy or not self.candidate_limits.sandbox
         self._local_store: ox.Store | None = None
         self._load_lock = threading.Lock()
-        self._changed = ""
-        """Why the local copy cannot be loaded (its files changed since open), once found."""
+        self._load_failure: KgevalError | None = None
+        """Why the local copy cannot be loaded (a file that does not parse, or files changed since
+        open), once found: raised again on every later use instead of loading again."""
         self._file_sha256 = [sha256_file(p) for p in self._files]
         self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, self._file_sha256, strict=True)))
         self._label = ", ".join(str(p) for p in self._files) or "(no KG files)"
@@ -91,13 +92,17 @@ class EmbeddedStore(Store):
         loaded = self._local_store
         if loaded is None:
             with self._load_lock:
-                if self._changed:  # found once: not loaded again for every query
-                    raise StoreError(self._changed)
+                failure = self._load_failure
+                if failure is not None:
+                    raise type(failure)(str(failure))
                 if self._local_store is None:
-                    loaded = load_kg(self._files)
-                    if [sha256_file(p) for p in self._files] != self._file_sha256:
-                        self._changed = f"{self._label}: the KG files changed since the store opened them; reopen the store"
-                        raise StoreError(self._changed)
+                    try:
+                        loaded = load_kg(self._files)
+                        if [sha256_file(p) for p in self._files] != self._file_sha256:
+                            raise files_changed(self._label)
+                    except KgevalError as exc:
+                        self._load_failure = exc
+                        raise
                     self._local_store = loaded
                 loaded = self._local_store
         return loaded

@@ -301,7 +301,13 @@ class WorkerPool:
             with self._free:
                 self._started -= 1
                 self._free.notify()
-            raise StoreError(f"{self._label}: the KG files changed since the store loaded them; reopen the store")
+            raise files_changed(self._label)
+
+
+def files_changed(label: str) -> StoreError:
+    """The error for KG files that no longer hash as they did when their store opened (the data
+    version it reports): a worker or a local copy loaded from them would answer from other data."""
+    return StoreError(f"{label}: the KG files changed since the store opened them; reopen the store")
 
 
 def _cause(stderr_tail: str) -> str:

@@ -119,7 +119,7 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
     kind, files, memory_bytes = conn.recv()
     assert kind in ("load", "template", "zygote")
     if kind == "zygote":
-        info = {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": [], "gc_frozen": gc.get_freeze_count()}
+        info = _ready_info(isolated, [])
         conn.send(("ready", info))
         _fork_workers(fd, None, engine, info)
         return
@@ -128,13 +128,18 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return
-    info = {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": [_sha256(f) for f in files], "gc_frozen": gc.get_freeze_count()}
+    info = _ready_info(isolated, [_sha256(f) for f in files])
     _limit_memory(memory_bytes)
     conn.send(("ready", info))
     if kind == "template":
         _fork_workers(fd, store, engine, info)
     else:
         _serve(conn, store, engine)
+
+
+def _ready_info(isolated: bool, file_sha256: list[str]) -> dict:
+    """What this process says when ready (see the protocol in the module docstring)."""
+    return {"pid": os.getpid(), "network_isolated": isolated, "file_sha256": file_sha256, "gc_frozen": gc.get_freeze_count()}
 
 
 def _fork_workers(fd: int, store: object, engine: object, info: dict) -> None:
@@ -203,7 +208,7 @@ def _run_forked(worker_fd: int, stderr_fd: int, control_fd: int, template_pid: i
         os.close(stderr_fd)
         die_with_parent(template_pid)
         conn = _Channel(worker_fd)
-        conn.send(("ready", {**info, "pid": os.getpid(), "gc_frozen": gc.get_freeze_count()}))
+        conn.send(("ready", _ready_info(info["network_isolated"], info["file_sha256"])))
         if store is None:  # forked by the zygote: becomes what its next message asks (a template)
             _become(conn, worker_fd, engine, info["network_isolated"])
         else:
