@@ -6,7 +6,6 @@ import random
 import string
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -1,5 +1,4 @@
 import os
-import textwrap
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -13,8 +12,7 @@ from kgeval.errors import InputError
 from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout, verify_holdout
 from kgeval.interop import import_text2sparql
-from kgeval.stores import EmbeddedStore, QueryResult, Term, rdf_format
-from tests.conftest import write_holdout
+from kgeval.stores import EmbeddedStore, QueryResult, rdf_format
 
 CK25 = Path(os.environ.get("KGEVAL_CK25", "/nonexistent"))
 needs_ck25 = pytest.mark.skipif(

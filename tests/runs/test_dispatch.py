@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-import yaml
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.config import HttpSystemConfig, KgevalConfig, PipelineConfig, RunConfig

@@ -6,7 +6,6 @@ store, with replays and systems that fail in each way. Every failure kind lands 
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
