@@ -3,7 +3,7 @@
 from kgeval.judges._execution import ExecutionJudge, align_columns, project, table_of_items, table_of_result
 from kgeval.judges._factory import judge_from_config, judges_from_config
 from kgeval.judges._execution_rules import RULES
-from kgeval.judges._lookup import KgLookup, kg_lookup
+from kgeval.judges._lookup import KgLookup, fold, kg_lookup
 from kgeval.judges._model import FAILURE_WORDS, Candidate, FailureKind, Judge, Verdict
 from kgeval.judges._normalize import Normalizer, iri_tail, normalize_item, normalize_term, normalize_value
 from kgeval.judges._seed import SeedJudge
@@ -21,6 +21,7 @@ __all__ = [
     "SeedJudge",
     "Verdict",
     "align_columns",
+    "fold",
     "iri_tail",
     "judge_from_config",
     "judges_from_config",

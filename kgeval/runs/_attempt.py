@@ -31,9 +31,9 @@ from kgeval.config import KgevalConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QueryRejected, QuerySyntaxError, QueryTimeout
 from kgeval.gold import TieInfo
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict
+from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict, fold, normalize_item, normalize_term
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import QueryResources, QueryResult, Store, guard_query
+from kgeval.stores import QueryResources, QueryResult, Row, Store, Term, guard_query
 from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput
 
 
@@ -372,11 +372,34 @@ def judge_candidate(
     question: Question, judges: dict[str, Judge], gold: QueryResult, candidate: Candidate, ties: TieInfo | None = None
 ) -> tuple[list[Verdict], bool]:
     """Every judge's verdict on `candidate`; with `ties`, against the acceptable answer closest to
-    the candidate's result. Also says whether the tie resolution changed the gold judged."""
+    the candidate's result, or to the rows its answer list names. Also says whether the tie
+    resolution changed the gold judged."""
     judged = gold
-    if ties is not None and ties.tied and candidate.result is not None:
-        judged = ties.resolve(gold, candidate.result.rows)
+    if ties is not None and ties.tied:
+        if candidate.result is not None:
+            judged = ties.resolve(gold, candidate.result.rows)
+        elif candidate.items is not None:
+            judged = ties.resolve(gold, _tied_rows_named(ties, candidate.items, candidate.lookup))
     return [judge.judge(question, judged, candidate) for judge in judges.values()], judged is not gold
+
+
+def _tied_rows_named(ties: TieInfo, items: list, lookup: KgLookup | None) -> list[Row]:
+    """The tied rows an answer list names (a system that answers with a list, not a query, may
+    break a tie differently from the engine too): a row is named when one of its cells reads,
+    as the seed judge reads untyped values, as one of the items (an IRI, bracketed or not, or
+    its tail), or is an IRI one of whose KG labels folds to one of them."""
+    plain = [item for item in items if isinstance(item, (str, int, float))]  # JSON lists and objects name no cell
+    keys = set(map(normalize_item, plain))
+    names = {fold(item) for item in plain if isinstance(item, str)} if lookup is not None else set()
+
+    def named(cell: Term | None) -> bool:
+        if cell is None:
+            return False
+        if normalize_term(cell) in keys:
+            return True
+        return bool(names) and cell.type == "uri" and not names.isdisjoint(lookup.names(cell.value))  # type: ignore[union-attr]
+
+    return [row for group in ties.groups for row in group.candidates if any(map(named, row))]
 
 
 def _refused(output: SystemOutput) -> tuple[str, str] | None:

@@ -39,3 +39,33 @@ def test_other_tie_break_is_judged_correct_and_wrong_rows_are_not(tmp_path):
     assert verdicts == {(0, "seed"): True, (0, "execution"): True, (1, "seed"): True, (1, "execution"): True, (2, "seed"): False, (2, "execution"): False}
     # exactly one of the two tie breaks differs from the engine's, and says it was resolved
     assert sum("tie_resolved" in attempts[s].extra for s in (0, 1)) == 1
+
+
+def test_an_answer_list_naming_the_other_tied_row_is_judged_correct(tmp_path):
+    """A system that answers with a list (no SPARQL) is judged against the acceptable answer
+    its items name, as a query's rows are: the other tied person, by IRI, bracketed IRI or
+    bare name, in either order, is right; a list naming someone outside the tie is not."""
+    from tests.conftest import EX
+
+    holdout = write_holdout(tmp_path / "h", QUESTIONS, ttl=TTL)
+    rebuild_gold(load_holdout(holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold")
+    engine_choice = {row[0].value.rsplit("/", 1)[1] for row in load_gold(tmp_path / "gold")["tie-01"].result.rows} - {"carol"}
+    other = ({"alice", "dave"} - engine_choice).pop()  # the tied person the engine left out
+    answers = {
+        0: [f"{EX}entities/carol", f"{EX}entities/{other}"],
+        1: [f"<{EX}entities/{other}>", f" <{EX}entities/carol> "],
+        2: [other.title(), "carol"],
+        3: ["carol", "bob"],  # bob is 41: not in any acceptable answer
+        4: ["carol", "alice", "dave"],  # both tied people: one too many
+    }
+    path = tmp_path / "replay.jsonl"
+    path.write_text("\n".join(json.dumps({"kg": "mini", "question_id": "tie-01", "seed": s, "answer": a}) for s, a in answers.items()))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(holdout), tmp_path / "gold", ReplaySystem(path), KgevalConfig(run=RunConfig(seeds=5)), db, checklist=CHECKLIST)
+        verdicts = {(seed, v.judge): v.correct for _, seed, v in db.verdicts(meta.run_id)}
+        attempts = {a.seed: a for a in db.attempts(meta.run_id)}
+    for seed in (0, 1, 2):
+        assert verdicts[(seed, "seed")] and verdicts[(seed, "execution")], (seed, answers[seed])
+        assert "tie_resolved" in attempts[seed].extra
+    for seed in (3, 4):
+        assert not verdicts[(seed, "execution")], (seed, answers[seed])
