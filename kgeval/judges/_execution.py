@@ -29,7 +29,8 @@ cap and timeout as the gold, and hands the typed result over as `Candidate.resul
 Precision, recall and F1 are in every verdict's details (0 for a failure).
 
 An answer with no SPARQL but an answer list is judged the same way as a one-column answer of
-untyped values (`list_normalize` rules).
+untyped values (`list_normalize` rules); the label rules read it as the one-column result its
+items stand for (`result_of_items`: an IRI where an item spells one, a plain literal otherwise).
 
 Truncated results (total > rows kept). Unordered results keep the canonically smallest rows,
 ordered ones the first rows (`collect_rows`), so two results cut by the same rule are
@@ -52,13 +53,14 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer
+from kgeval.judges._normalize import Normalizer, item_term
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "2"
+LOGIC_VERSION = "3"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
-predeclared prefixes recorded, precision/recall/F1 in every verdict."""
+predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
+to answer lists too (a list of names where the gold has entities, or the reverse)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -100,6 +102,15 @@ def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
         return Table(("boolean",), ((cell,),), 1, False, False, "ask")
     rows = tuple(normalizer.rows(result.rows, len(result.vars)))
     return Table(tuple(result.vars), rows, result.total, result.truncated, result.ordered)
+
+
+def result_of_items(items: list) -> QueryResult | None:
+    """An answer list as a one-column result of the cells its items stand for (`item_term`);
+    None when an item is a JSON list or object, which stands for no cell."""
+    if not all(isinstance(item, (str, int, float)) for item in items):
+        return None
+    rows = [[item_term(item)] for item in items]
+    return QueryResult(form="select", vars=["item"], rows=rows, total=len(rows))
 
 
 def table_of_items(items: list, normalizer: Normalizer) -> Table:
@@ -233,13 +244,21 @@ class ExecutionJudge:
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
         verdict = _Comparison(self, question, gold, gold_table, answer, compared).verdict()
-        if verdict.correct or candidate.result is None:
+        if verdict.correct:
             return verdict
-        def recompare(gold_result: QueryResult, answer: QueryResult) -> Verdict:
-            table = self._typed_golds.get(gold) if gold_result is gold else table_of_result(gold_result, self.typed)
-            return _Comparison(self, question, gold, table, table_of_result(answer, self.typed), compared).verdict()
+        if candidate.result is not None:
+            normalizer, golds, rules_answer = self.typed, self._typed_golds, candidate.result
+        else:  # the rules read an answer list as the one-column result its items stand for
+            rules_answer = result_of_items(candidate.items)  # type: ignore[arg-type]
+            if rules_answer is None:
+                return verdict
+            normalizer, golds = self.untyped, self._untyped_golds
 
-        return try_rules(self.config, question, gold, candidate, verdict, recompare)
+        def recompare(gold_result: QueryResult, answer: QueryResult) -> Verdict:
+            table = golds.get(gold) if gold_result is gold else table_of_result(gold_result, normalizer)
+            return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared).verdict()
+
+        return try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare)
 
     def _verdict(
         self, correct: bool, path: str, gold: QueryResult, *, matched: int = 0, unmatched: int = 0, missing: int | None = None, reason: str = "", details: dict

@@ -13,7 +13,8 @@ judge compares again; the rule accepts only when that comparison accepts. Each i
   its name, or the reverse. The answer gets, beside each IRI column, the gold name the IRI's KG
   label (or IRI tail) equals, and beside each literal column, the gold entity that literal names
   when no other labelled entity of the KG bears it. A name borne by several entities is not
-  enough alone to identify the entity: the verdict says so.
+  enough alone to identify the entity: the verdict says so. An answer list (no SPARQL) is read
+  as the one-column result its items stand for: a list of names, or of IRIs, gets these rules.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._lookup import KgLookup, fold
-from kgeval.judges._model import Candidate, Verdict
+from kgeval.judges._model import Verdict
 from kgeval.stores import QueryResult, Term, compares_by_order, guard_query, query_algebra
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
@@ -41,17 +42,18 @@ RULES = ("symmetric_pairs", "entity_for_label", "label_for_entity")
 """Every rule's name, as verdicts and reports spell it."""
 
 
-def try_rules(config: ExecutionJudgeConfig, question: Question, gold: QueryResult, candidate: Candidate, rejected: Verdict, recompare: Recompare) -> Verdict:
-    """The first rule's accepting verdict, or `rejected` with what the rules found."""
-    answer = candidate.result
-    assert answer is not None
+def try_rules(
+    config: ExecutionJudgeConfig, question: Question, gold: QueryResult, answer: QueryResult, lookup: KgLookup | None, rejected: Verdict, recompare: Recompare
+) -> Verdict:
+    """The first rule's accepting verdict on `answer` (an executed result, or the one an answer
+    list stands for), or `rejected` with what the rules found; `lookup`: the KG's labels."""
     if pairs_rule_applies(config, question, gold, answer):
         verdict = recompare(oriented(gold), oriented(answer))
         if verdict.correct:
             return _accepted(verdict, "symmetric_pairs", "symmetric pairs: each pair compared in one orientation (the question asks for unordered pairs)")
-    if candidate.lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
+    if lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
         return rejected
-    widened, used, ambiguous = with_named_columns(config, gold, answer, candidate.lookup)
+    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup)
     if used:
         verdict = recompare(gold, widened)
         if verdict.correct:

@@ -160,6 +160,43 @@ def test_a_label_that_names_several_entities_is_not_enough_alone(tmp_path):
     assert "'Sales' names 2 entities" in verdict.reason and "not enough alone" in verdict.reason
 
 
+
+def test_an_answer_list_of_names_or_iris_gets_the_same_label_rules(ck25):
+    """A system that answers with a list, not a query, gives the same name or IRI: the rules
+    read the list as the one-column result its items stand for (an IRI when the item spells
+    one, bracketed or not; a plain literal otherwise)."""
+    lookup = _lookup(ck25)
+    name = _run(ck25, DEPT_NAME).rows[0][0].value
+    iri = _run(ck25, DEPT_IRI).rows[0][0].value
+    other_name = _run(ck25, OTHER_DEPT_NAME).rows[0][0].value
+    other_iri = _run(ck25, OTHER_DEPT_IRI).rows[0][0].value
+    for items in ([name], [f"  {name.upper()} "]):
+        verdict = EXECUTION.judge(_q("ck25-1", DEPT_IRI), _run(ck25, DEPT_IRI), Candidate(items=items, lookup=lookup))
+        assert verdict.correct and verdict.details["rule"] == "label_for_entity", (items, verdict.reason)
+    for items in ([iri], [f"<{iri}>"]):
+        verdict = EXECUTION.judge(_q("ck25-1n", DEPT_NAME), _run(ck25, DEPT_NAME), Candidate(items=items, lookup=lookup))
+        assert verdict.correct and verdict.details["rule"] == "entity_for_label", (items, verdict.reason)
+    # the near misses: another department by name or by IRI, the right one beside a wrong one
+    for question, gold_query, items in (
+        ("ck25-1", DEPT_IRI, [other_name]), ("ck25-1", DEPT_IRI, [name, other_name]), ("ck25-1n", DEPT_NAME, [other_iri]),
+    ):
+        verdict = EXECUTION.judge(_q(question, gold_query), _run(ck25, gold_query), Candidate(items=items, lookup=lookup))
+        assert not verdict.correct, (items, verdict.reason)
+    # no lookup (no store at hand): the plain comparison, as before
+    assert not EXECUTION.judge(_q("ck25-1", DEPT_IRI), _run(ck25, DEPT_IRI), Candidate(items=[name])).correct
+
+
+def test_an_answer_list_naming_several_entities_is_not_enough_alone(tmp_path):
+    path = tmp_path / "org.ttl"
+    path.write_text(AMBIGUOUS_TTL)
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel"))
+    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
+    question = Question(id="org-1", question="Which team is Ana in?", sparql=gold_q, domain="hr", kg="org")
+    verdict = EXECUTION.judge(question, _run(store, gold_q), Candidate(items=["Sales"], lookup=lookup))
+    assert not verdict.correct
+    assert "'Sales' names 2 entities" in verdict.reason and "not enough alone" in verdict.reason
+
 # ---- symmetric pairs ---------------------------------------------------------------------------
 
 MUTUAL = PREFIXES + "SELECT ?a ?b\nWHERE {\n  ?a pv:compatibleProduct ?b .\n  FILTER (STR(?a) < STR(?b))\n}"
