@@ -60,7 +60,8 @@ from kgeval.stores import QueryResult, Term, order_variables
 LOGIC_VERSION = "3"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
-to answer lists too (a list of names where the gold has entities, or the reverse)."""
+to answer lists too (a list of names where the gold has entities, or the reverse); numbers
+with a fractional part compare at 12 significant digits (`_normalize` rule 4)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""

@@ -17,6 +17,11 @@ Rules (the config field is named in brackets), applied in this order:
 3. Case [casefold]: Unicode case folding (`Straße` = `STRASSE`), applied to IRIs too.
 4. Numbers [numbers]: a value that parses as a finite decimal number takes its canonical
    decimal form (`1.50` -> `1.5`, `+2` -> `2`, `-0.0` -> `0`, `1e3` -> `1000`, `-0.20` = `-.2`).
+   A number with a fractional part keeps 12 significant digits (rounded half to even): a
+   computed value is then the same as the engine's xsd:decimal (oxigraph keeps 18 fractional
+   digits of an average), as a double (`AVG(xsd:double(?x))`) and as a JSON number
+   (`629558.333333333333333333` = `629558.3333333334`). Integers keep every digit: they are
+   often identifiers (ISBN-13, population counts).
 5. Booleans [booleans]: JSON `true`/`false` and xsd:boolean literals (`1`/`0` too) become
    `true`/`false`. Off, a JSON boolean is spelt `True`/`False` (so case folding still equates
    it with the text `true`) and xsd:boolean `1` stays `1`.
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from itertools import compress, repeat
 from operator import eq, itemgetter, is_
 from urllib.parse import unquote
@@ -110,6 +115,10 @@ def _tails(iris: list[str]) -> list[str]:
     return tails
 
 
+_SIGNIFICANT = 12
+"""Significant digits a number with a fractional part keeps (rule 4)."""
+
+
 def _canonical_number(text: str) -> str | None:
     try:
         number = Decimal(text)
@@ -119,7 +128,11 @@ def _canonical_number(text: str) -> str | None:
         return None
     if number == 0:
         return "0"
-    return format(number.normalize(), "f")
+    number = number.normalize()
+    digits, exponent = number.as_tuple()[1:]
+    if exponent < 0 and len(digits) > _SIGNIFICANT:  # type: ignore[operator] - finite: an int
+        number = number.quantize(Decimal(1).scaleb(number.adjusted() - _SIGNIFICANT + 1), rounding=ROUND_HALF_EVEN).normalize()
+    return format(number, "f")
 
 
 class Normalizer:

@@ -40,10 +40,11 @@ from kgeval.judges._normalize import Normalizer
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "4"
+LOGIC_VERSION = "5"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
-other decision is as in 3."""
+other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
+(`_normalize` rule 4: a computed average as xsd:decimal equals it as a double)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

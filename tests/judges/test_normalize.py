@@ -50,6 +50,40 @@ def test_numbers_canonical(a, b):
     assert key(a) == key(b)
 
 
+# A computed value (an average, a ratio) as the engine's xsd:decimal (oxigraph keeps 18
+# fractional digits, cut) and as a double (the candidate's query cast to xsd:double, or a JSON
+# number in an answer list): equal at 12 significant digits
+@pytest.mark.parametrize(
+    ("decimal", "double"),
+    [
+        (Term.literal("629558.333333333333333333", XSD + "decimal"), Term.literal("629558.3333333334", XSD + "double")),
+        (Term.literal("629558.333333333333333333", XSD + "decimal"), 629558.3333333334),
+        (Term.literal("0.666666666666666666", XSD + "decimal"), 2 / 3),
+        (Term.literal("0.666666666666666666", XSD + "decimal"), Term.literal("6.666666666666666E-1", XSD + "double")),
+        ("1234.5678901234567", "1234.56789012346"),
+    ],
+)
+def test_computed_values_compare_at_twelve_significant_digits(decimal, double):
+    for normalizer in (Normalizer(NormalizationConfig()), Normalizer(SEED_NORMALIZATION), Normalizer(EXECUTION_NORMALIZATION)):
+        as_key = normalizer.term if isinstance(decimal, Term) else normalizer.item
+        other = normalizer.term(double) if isinstance(double, Term) else normalizer.item(double)
+        assert as_key(decimal) == other
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("9780306406157", "9780306406158"),  # integers keep every digit: identifiers (ISBN-13)
+        ("12345678901234567890", "12345678901234567891"),
+        ("0.33333", "0.33334"),  # few digits: compared as written
+        ("629558.3333", "629558.3334"),
+        ("0.1234567890", "0.1234567891"),  # ten significant digits: every one counts
+    ],
+)
+def test_numbers_differing_within_twelve_significant_digits_or_integers_stay_apart(a, b):
+    assert key(a) != key(b)
+
+
 def test_xsd_boolean_lexical_forms():
     one = Term.literal("1", XSD + "boolean")
     assert key(one) == "true"
