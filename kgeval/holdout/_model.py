@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
@@ -129,3 +130,11 @@ class Holdout(BaseModel):
             if kg.id == kg_id:
                 return kg
         raise KeyError(kg_id)
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[list[str | int], str]:
+    """Sort key reading runs of digits as numbers: kg2 before kg10, q-9 before q-10 (the order a
+    reader scans a benchmark's KGs and question ids in); the text itself breaks ties (q-01, q-1)."""
+    return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text))], text

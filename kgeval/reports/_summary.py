@@ -16,7 +16,6 @@ primary judge stays named as such.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 
 from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
+from kgeval.holdout import natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
 from kgeval.reports._oversight import GOLD_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
@@ -400,13 +400,6 @@ def _majority(by_seed: dict[int, tuple[bool, str]]) -> bool:
     return correct * 2 > len(by_seed)
 
 
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple[list[str | int], str]:
-    """Sort key reading runs of digits as numbers: kg2 before kg10, q-9 before q-10 (the order a
-    reader scans a benchmark's KGs and question ids in); the text itself breaks ties (q-01, q-1)."""
-    return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text))], text
 
 
 def _grouped(majority: dict[str, bool], questions: dict[str, RunQuestion], key) -> list[Accuracy]:  # noqa: ANN001

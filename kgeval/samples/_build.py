@@ -22,7 +22,7 @@ from kgeval.audit import AuditLog, accepted_items, audit_states
 from kgeval.config import KgevalConfig
 from kgeval.errors import InputError, KgevalError, QueryError
 from kgeval.gold import GoldEntry
-from kgeval.holdout import Holdout
+from kgeval.holdout import Holdout, natural_key
 from kgeval.judges import ExecutionJudge, Verdict
 from kgeval.review import ReviewLog, ReviewState, question_content_sha256, review_states
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
@@ -102,7 +102,11 @@ def _run_question(db: ResultsDB, run_id: str, question_id: str) -> RunQuestion:
     questions = db.questions(run_id)
     found = next((q for q in questions if q.question_id == question_id), None)
     if found is None:
-        known = ", ".join(q.question_id for q in questions[:20]) + (" ..." if len(questions) > 20 else "")
+        why = db.metadata(run_id).excluded.get(question_id)
+        if why is not None:
+            raise InputError(f"run {run_id}: question {question_id!r} was excluded from the run on record ({why}): it has no attempt")
+        ids = sorted((q.question_id for q in questions), key=natural_key)
+        known = ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else "")
         raise InputError(f"run {run_id}: no question {question_id!r}; questions: {known or 'none'}")
     return found
 

@@ -179,3 +179,24 @@ def test_a_tied_gold_is_shown_as_the_acceptable_answer_the_judges_compared(tmp_p
     assert sorted(c[0] for c in _cells(sample.gold_table, "matched")) == sorted([E + "carol", E + other])
     assert sample.gold_table.counts == {"matched": 2} and sample.answer_table.counts == {"matched": 2}
     assert any("the gold is tied" in n for n in sample.notes)
+
+
+def test_an_excluded_question_is_named_as_excluded_and_ids_are_listed_in_numeric_order(mini_holdout, mini_gold, tmp_path):
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.holdout import exclude_questions
+    from kgeval.stores import EmbeddedStore
+
+    exclude_questions(mini_holdout, ["mini-03"], "asks about an entity the KG lacks; ticket 12")
+    rebuild_gold(load_holdout(mini_holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), mini_gold)  # resealed: the gold follows
+    db = tmp_path / "r.duckdb"
+    run_id = replay_run(mini_holdout, mini_gold, db, write_replay(tmp_path / "replay.jsonl"))
+    holdout = load_holdout(mini_holdout)
+    with ResultsDB(db, read_only=True) as results:
+        source = SampleSource(results, load_gold(mini_gold), holdout, store_opener(KgevalConfig(), holdout))
+        with pytest.raises(InputError, match=r"'mini-03' was excluded from the run on record \(asks about an entity the KG lacks; ticket 12\)"):
+            build_sample(source, run_id, "mini-03")
+        with pytest.raises(InputError) as unknown:
+            build_sample(source, run_id, "mini-99")
+    listed = str(unknown.value).split("questions: ")[1].split(", ")
+    assert "mini-03" not in listed and listed == sorted(listed, key=lambda q: int(q.split("-")[1]))
