@@ -6,7 +6,8 @@ of our holdout. The file's answers are not copied: our gold is executed, not wri
 invariant 2); `kgeval gold export --format qald` gives them back, computed, for comparison.
 
 Out: the gold, or one seed of a run, as QALD JSON with SPARQL 1.1 JSON result bindings, the
-format GERBIL's QALD adapters read. Question ids are the source's own when the KG was imported.
+format GERBIL's QALD adapters read. Question ids are the source's own when the KG was imported,
+beside the field that named the question's KG when it came from a benchmark over several KGs.
 """
 
 from __future__ import annotations
@@ -191,8 +192,15 @@ def result_answers(result: QueryResult) -> list[dict[str, Any]]:
 
 
 def _qald_question(kg: KnowledgeGraph | None, qid: str, text: str, lang: str, sparql: str | None, answers: list) -> dict:
-    source_ids = kg.source.get("ids", {}) if kg else {}
-    record: dict[str, Any] = {"id": source_ids.get(qid, qid), "question": [{"language": lang, "string": text}]}
+    """One QALD question. A KG imported from a benchmark over several KGs gets back the field
+    that named it there (--kg-field): QALD-9-plus numbers its DBpedia and Wikidata versions
+    alike, and a source id two KGs share is matched to its question by that field (the replay
+    reads it so)."""
+    source = kg.source if kg else {}
+    record: dict[str, Any] = {"id": source.get("ids", {}).get(qid, qid)}
+    if source.get("kg_field"):
+        record[source["kg_field"]] = source["kg_value"]
+    record["question"] = [{"language": lang, "string": text}]
     if sparql:
         record["query"] = {"sparql": sparql}
     record["answers"] = answers
