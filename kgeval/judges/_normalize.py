@@ -61,6 +61,24 @@ _AFTER = itemgetter(2)
 _FIRST_CHARACTER = itemgetter(slice(0, 1))
 
 
+def _unbracketed(text: str) -> str:
+    """An untyped value without its surrounding whitespace and one pair of angle brackets."""
+    stripped = text.strip()
+    return stripped[1:-1] if stripped.startswith("<") and stripped.endswith(">") else stripped
+
+
+def _spells_iri(stripped: str) -> bool:
+    """Rule 1's test of an untyped value (unbracketed): it starts with an IRI scheme."""
+    return stripped[:8].lower().startswith(_IRI_SCHEMES)
+
+
+def item_term(item: str | int | float) -> Term:
+    """The typed cell an answer-list item stands for, as the rules above read it: the IRI it
+    spells (bracketed or not), else a plain literal of its text."""
+    text = _unbracketed(item if isinstance(item, str) else str(item))
+    return Term.iri(text) if _spells_iri(text) else Term.literal(text)
+
+
 def iri_tail(iri: str) -> str:
     """The last path segment or fragment of an IRI, percent-decoded."""
     return unquote(_tail(iri))
@@ -195,12 +213,8 @@ class Normalizer:
         return list(zip(*[iter(keys)] * width))
 
     def _untyped(self, text: str) -> str:
-        stripped = text.strip()
-        if stripped.startswith("<") and stripped.endswith(">"):
-            stripped = stripped[1:-1]
-        if stripped[:8].lower().startswith(_IRI_SCHEMES):
-            return self._iri(stripped)
-        return self._literal(stripped)
+        stripped = _unbracketed(text)
+        return self._iri(stripped) if _spells_iri(stripped) else self._literal(stripped)
 
     def _typed(self, kind: str, value: str, datatype: str | None, lang: str | None) -> str:
         if kind == "bnode":
