@@ -167,10 +167,12 @@ def export(
     seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
     holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
     config: ConfigOpt = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="qald: file to write (default: stdout); parquet: directory (default: ./RUN).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="jsonl, qald: file to write (default: stdout); parquet: directory (default: ./RUN).")] = None,
 ) -> None:
-    """Write one JSON line per attempt with its verdicts to stdout, one seed as QALD JSON, or the
-    run's attempts and verdicts as two Parquet files (for pandas, Spark, DuckDB ...)."""
+    """Write one JSON line per attempt with its verdicts, one seed as QALD JSON (to stdout or the
+    file -o names), or the run's attempts and verdicts as two Parquet files (for pandas, Spark,
+    DuckDB ...)."""
+    from kgeval._files import write_atomic_pieces
     from kgeval.cli._interop import export_run_qald
     from kgeval.reports import export_lines
     from kgeval.runs import ResultsDB
@@ -185,8 +187,15 @@ def export(
         export_run_qald(run_id, db, seed, holdout, config, output)
         return
     with ResultsDB(db, read_only=True) as results:
-        for line in export_lines(results, run_id):
-            print(line)
+        if output is None:
+            for line in export_lines(results, run_id):
+                print(line)
+            return
+        written = 0
+        with write_atomic_pieces(output) as file:  # piece by piece: a large run's lines are not held twice
+            for written, line in enumerate(export_lines(results, run_id), 1):
+                file.write(line + "\n")
+    err.print(f"wrote {written} attempts to {output}", markup=False)
 
 
 @user_errors

@@ -6,7 +6,8 @@ of our holdout. The file's answers are not copied: our gold is executed, not wri
 invariant 2); `kgeval gold export --format qald` gives them back, computed, for comparison.
 
 Out: the gold, or one seed of a run, as QALD JSON with SPARQL 1.1 JSON result bindings, the
-format GERBIL's QALD adapters read. Question ids are the source's own when the KG was imported.
+format GERBIL's QALD adapters read. Question ids are the source's own when the KG was imported,
+beside the field that named the question's KG when it came from a benchmark over several KGs.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from kgeval._files import sha256_file
 from kgeval.errors import InputError, QueryError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
 from kgeval.interop._write import ImportReport, KgImport, QuestionProblems, QuestionRules, check_question, kg_name, read_questions, write_kgs
+from kgeval.judges import item_term
 from kgeval.runs import ResultsDB
 from kgeval.stores import QueryResult, Store, Term, rdf_format
 
@@ -191,8 +192,15 @@ def result_answers(result: QueryResult) -> list[dict[str, Any]]:
 
 
 def _qald_question(kg: KnowledgeGraph | None, qid: str, text: str, lang: str, sparql: str | None, answers: list) -> dict:
-    source_ids = kg.source.get("ids", {}) if kg else {}
-    record: dict[str, Any] = {"id": source_ids.get(qid, qid), "question": [{"language": lang, "string": text}]}
+    """One QALD question. A KG imported from a benchmark over several KGs gets back the field
+    that named it there (--kg-field): QALD-9-plus numbers its DBpedia and Wikidata versions
+    alike, and a source id two KGs share is matched to its question by that field (the replay
+    reads it so)."""
+    source = kg.source if kg else {}
+    record: dict[str, Any] = {"id": source.get("ids", {}).get(qid, qid)}
+    if source.get("kg_field"):
+        record[source["kg_field"]] = source["kg_value"]
+    record["question"] = [{"language": lang, "string": text}]
     if sparql:
         record["query"] = {"sparql": sparql}
     record["answers"] = answers
@@ -237,7 +245,8 @@ def run_to_qald(
 ) -> dict[str, Any]:
     """One seed of a run as QALD JSON. With `holdout` and `store_for`, a system's SPARQL is
     executed read-only for typed answers, and ids are mapped back to the source's; otherwise
-    the answer items the system gave are exported (IRIs as uri, the rest as literals)."""
+    the answer items the system gave are exported, typed as the judges read them (an IRI,
+    bracketed or not, as uri; the rest as literals)."""
     asked = {q.question_id: q for q in db.questions(run_id)}
     attempts = [a for a in db.attempts(run_id) if a.seed == seed]
     if not attempts:
@@ -272,14 +281,12 @@ def _item_answers(items: list[Any]) -> list[dict[str, Any]]:
 
 
 def _item_term(item: Any) -> Term:
+    """A JSON boolean or number as its XSD literal; a text as the judges read it (`item_term`:
+    `<http://x/a>` is the IRI, as it was judged), so the export says what was scored."""
     if isinstance(item, bool):
         return Term.literal(str(item).lower(), "http://www.w3.org/2001/XMLSchema#boolean")
     if isinstance(item, int):
         return Term.literal(str(item), "http://www.w3.org/2001/XMLSchema#integer")
     if isinstance(item, float):
         return Term.literal(repr(item), "http://www.w3.org/2001/XMLSchema#double")
-    text = str(item)
-    parts = urlsplit(text)
-    if parts.scheme in ("http", "https", "urn") and (parts.netloc or parts.scheme == "urn") and not any(c.isspace() for c in text):
-        return Term.iri(text)
-    return Term.literal(text)
+    return item_term(str(item))

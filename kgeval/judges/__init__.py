@@ -5,7 +5,7 @@ from kgeval.judges._factory import judge_from_config, judges_from_config
 from kgeval.judges._execution_rules import RULES
 from kgeval.judges._lookup import KgLookup, fold, kg_lookup
 from kgeval.judges._model import FAILURE_WORDS, Candidate, FailureKind, Judge, Verdict
-from kgeval.judges._normalize import Normalizer, iri_tail, normalize_item, normalize_term, normalize_value
+from kgeval.judges._normalize import Normalizer, iri_tail, item_term, normalize_item, normalize_term, normalize_value
 from kgeval.judges._seed import SeedJudge
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "align_columns",
     "fold",
     "iri_tail",
+    "item_term",
     "judge_from_config",
     "judges_from_config",
     "normalize_item",

@@ -10,6 +10,7 @@ from kgeval.runs import ResultsDB
 
 
 def export_lines(db: ResultsDB, run_id: str) -> Iterator[str]:
+    db.metadata(run_id)  # an unknown run is a clear error, not an empty export
     verdicts = defaultdict(list)
     for qid, seed, verdict in db.verdicts(run_id):
         verdicts[(qid, seed)].append(

@@ -44,6 +44,36 @@ def test_full_flow_on_a_mini_holdout(mini_holdout, tmp_path):
     assert len(lines) == 2 * len(MINI_QUESTIONS)
 
 
+def test_export_writes_every_format_to_output(tmp_path):
+    """`-o` names where every format goes; jsonl printed to stdout and created no file, exit 0.
+    Two KGs asking the same eight questions (as QALD-9-plus's DBpedia and Wikidata versions)."""
+    from tests.conftest import write_holdout
+
+    holdout = tmp_path / "h"
+    for kg in ("dbpedia", "wikidata"):
+        write_holdout(holdout, [dict(q, id=q["id"].replace("mini", kg)) for q in MINI_QUESTIONS], kg=kg)
+    gold, db, out = tmp_path / "gold", tmp_path / "r.duckdb", tmp_path / "out"
+    assert kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)).returncode == 0
+    ran = kgeval("run", "--holdout", str(holdout), "--gold", str(gold), "--system", "weak", "--seeds", "2", "--db", str(db))
+    assert ran.returncode == 0, ran.stderr
+    run_id = ran.stdout.strip().splitlines()[-1]
+
+    jsonl = kgeval("export", run_id, "--db", str(db), "--format", "jsonl", "-o", str(out / "attempts.jsonl"))
+    assert jsonl.returncode == 0 and jsonl.stdout == "", jsonl.stderr
+    records = [json.loads(line) for line in (out / "attempts.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 32 and {r["kg"] for r in records} == {"dbpedia", "wikidata"} and all(r["verdicts"] for r in records)
+    assert f"wrote 32 attempts to {out / 'attempts.jsonl'}" in " ".join(jsonl.stderr.split())
+    assert records == [json.loads(line) for line in kgeval("export", run_id, "--db", str(db)).stdout.splitlines()]  # stdout unchanged
+    qald = kgeval("export", run_id, "--db", str(db), "--format", "qald", "--seed", "1", "-o", str(out / "seed1.json"))
+    assert qald.returncode == 0 and qald.stdout == "", qald.stderr
+    assert len(json.loads((out / "seed1.json").read_text(encoding="utf-8"))["questions"]) == 16
+    parquet = kgeval("export", run_id, "--db", str(db), "--format", "parquet", "-o", str(out / "pq"))
+    assert parquet.returncode == 0 and (out / "pq" / "attempts.parquet").is_file(), parquet.stderr
+    assert not list(out.rglob(".*.tmp"))  # written to temporary names, then renamed
+    unknown = kgeval("export", "nope", "--db", str(db), "-o", str(out / "nope.jsonl"))
+    assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr and not (out / "nope.jsonl").exists()
+
+
 def test_user_errors_are_messages_with_exit_codes(mini_holdout, tmp_path):
     missing = kgeval("holdout", "verify", "--holdout", str(tmp_path / "nope"))
     assert missing.returncode == 1 and "MANIFEST.json: missing" in missing.stderr and "Traceback" not in missing.stderr

@@ -6,14 +6,16 @@ from typer.testing import CliRunner
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.cli import app
-from kgeval.config import GoldConfig, KgevalConfig
+from kgeval.config import EXECUTION_NORMALIZATION, GoldConfig, KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.gold import load_gold, rebuild_gold
 from kgeval.holdout import load_holdout
 from kgeval.interop import gold_to_qald, import_qald, run_to_qald
+from kgeval.interop._qald import binding_term
+from kgeval.judges import Normalizer
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.stores import EmbeddedStore
-from kgeval.systems import OracleSystem
+from kgeval.systems import OracleSystem, ReplaySystem
 from tests.conftest import EX, MINI_TTL, PREFIX
 from tests.conftest import REPO
 
@@ -169,3 +171,38 @@ def test_gold_export_leaves_out_a_failed_question_excluded_on_record(tmp_path):
     exported = [q["id"] for q in json.loads(out.read_text())["questions"]]
     assert exported == [q["id"] for q in questions if q is not questions[2]]
     assert f"{questions[2]['id']} (excluded on record: reference query does not parse; ticket 7)" in " ".join(done.output.split())
+
+
+ITEMS = [f"<{E}bob>", f"  {E}alice ", "HTTPS://example.org/mini/entities/carol", "<mailto:carol@example.org>", "file:///srv/kg/README",
+         "urn:isbn:0451450523", "<not an IRI>", " Vertrieb", "Who is <http://x/a>?", 3, 2.5]  # fmt: skip
+
+
+def test_run_export_types_answer_items_as_the_judges_read_them(tmp_path):
+    """An answer list's item is exported as the typed cell the judges read it as: an untyped
+    value loses surrounding whitespace and one pair of angle brackets, and is an IRI when it
+    then starts with an IRI scheme. `<http://...>` was a literal with its brackets (the judge
+    accepts it as that IRI: a GERBIL-style tool that compares types would not). Two KGs
+    imported from one QALD file, as QALD-9-plus's DBpedia and Wikidata versions: each source
+    id is a question of both."""
+    (tmp_path / "kg.ttl").write_text(MINI_TTL)
+    (tmp_path / "q.json").write_text(json.dumps(QALD))
+    for name in ("dbpedia", "wikidata"):
+        import_qald(tmp_path / "q.json", name, tmp_path / "holdout", [tmp_path / "kg.ttl"])
+    holdout = load_holdout(tmp_path / "holdout")
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text("".join(json.dumps({"kg": q.kg, "question_id": q.id, "answer": ITEMS}) + "\n" for q in holdout.questions()))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        run = execute_run(holdout, tmp_path / "gold", ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db,
+                          checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))  # fmt: skip
+        exported = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files))
+    assert [q["id"] for q in exported["questions"]] == ["7", "8", "9", "10"] * 2
+    judge = Normalizer(EXECUTION_NORMALIZATION)  # term kinds kept: an IRI never equals a literal
+    for question in exported["questions"]:
+        cells = [b["answer"] for b in question["answers"][0]["results"]["bindings"]]
+        assert [(c["type"], c["value"]) for c in cells] == [
+            ("uri", E + "bob"), ("uri", E + "alice"), ("uri", "HTTPS://example.org/mini/entities/carol"), ("uri", "mailto:carol@example.org"),
+            ("uri", "file:///srv/kg/README"), ("uri", "urn:isbn:0451450523"), ("literal", "not an IRI"), ("literal", "Vertrieb"),
+            ("literal", "Who is <http://x/a>?"), ("literal", "3"), ("literal", "2.5"),
+        ]  # fmt: skip
+        assert [judge.term(binding_term(c)) for c in cells] == judge.items(ITEMS)

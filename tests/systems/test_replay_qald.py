@@ -22,19 +22,38 @@ from tests.interop.test_benchmark_import import benchmark  # noqa: F401 - the fi
 runner = CliRunner()
 
 
-@pytest.fixture
-def imported(benchmark, tmp_path):  # noqa: F811 - the fixture imported above
-    qald, kg_dir = benchmark
+def _import(qald: Path, kg_dir: Path, tmp_path: Path, empty: str) -> tuple[Path, Path]:
+    """(holdout, gold) of the benchmark, its question with an empty gold (`empty`) excluded."""
     holdout, gold = tmp_path / "h", tmp_path / "g"
     done = runner.invoke(app, ["holdout", "import", "qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(holdout)])
     assert done.exit_code == 0, done.output
     rebuilt = runner.invoke(app, ["gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)])
     assert rebuilt.exit_code == 0, rebuilt.output
-    excluded = runner.invoke(app, ["holdout", "exclude", "pharma-41", "--why", "empty gold", "--holdout", str(holdout)])
+    excluded = runner.invoke(app, ["holdout", "exclude", empty, "--why", "empty gold", "--holdout", str(holdout)])
     assert excluded.exit_code == 0, excluded.output
     rebuilt = runner.invoke(app, ["gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)])  # executes nothing
     assert rebuilt.exit_code == 0, rebuilt.output
-    return json.loads(qald.read_text()), holdout, gold
+    return holdout, gold
+
+
+@pytest.fixture
+def imported(benchmark, tmp_path):  # noqa: F811 - the fixture imported above
+    qald, kg_dir = benchmark
+    return json.loads(qald.read_text()), *_import(qald, kg_dir, tmp_path, "pharma-41")
+
+
+@pytest.fixture
+def shared_ids(benchmark, tmp_path):  # noqa: F811 - the fixture imported above
+    """The benchmark as QALD-9-plus ships its DBpedia and Wikidata versions: each KG numbers its
+    questions from 1, so every source id 1..16 is a question of all three KGs."""
+    qald, kg_dir = benchmark
+    doc = json.loads(qald.read_text())
+    numbered: dict[str, int] = {}
+    for q in doc["questions"]:
+        numbered[q["kg"]] = numbered.get(q["kg"], 0) + 1
+        q["id"] = str(numbered[q["kg"]])
+    qald.write_text(json.dumps(doc), encoding="utf-8")
+    return _import(qald, kg_dir, tmp_path, "pharma-9")
 
 
 def _run(tmp_path: Path, holdout: Path, gold: Path, replay: Path, db: Path) -> str:
@@ -114,3 +133,34 @@ def test_questions_it_cannot_match_are_named(imported, tmp_path):
     headless = {"results": {"bindings": [{"d": {"type": "uri", "value": "http://bench.example/hr/d1"}}]}}
     system = replay([{"id": 1, "answers": [headless]}])
     assert system.respond(loaded.kg("hr").questions[0], 0).answer == ["http://bench.example/hr/d1"]
+
+
+def test_exports_of_ids_several_kgs_share_replay_by_the_kg_field(shared_ids, tmp_path):
+    """A run's QALD export and the gold's name each question's KG in the field the benchmark
+    was imported with: replayed, a run gives the same verdicts and the gold is right on every
+    question. Without it every question was refused ("source id '1' is a question of KGs hr,
+    pharma, retail: give its 'kg' field")."""
+    holdout, gold = shared_ids
+    questions = load_holdout(holdout).evaluated_questions()
+    lines = [json.dumps({"kg": q.kg, "question_id": q.id, "sparql": q.sparql if i % 3 else "SELECT ?x WHERE { ?x ?p ?o } LIMIT 2"})
+             for i, q in enumerate(questions)]  # fmt: skip
+    jsonl = tmp_path / "attempts.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    first = _run(tmp_path, holdout, gold, jsonl, db)
+    expected = _verdicts(db, first)
+    assert 0 < sum(expected.values()) < len(expected) == 47
+
+    exported = tmp_path / "submission.json"
+    done = runner.invoke(app, ["export", first, "--db", str(db), "--format", "qald", "--holdout", str(holdout), "-o", str(exported)])
+    assert done.exit_code == 0, done.output
+    assert _verdicts(db, _run(tmp_path, holdout, gold, exported, db)) == expected
+    keys = [(q["kg"], q["id"]) for q in json.loads(exported.read_text())["questions"]]
+    assert len(set(keys)) == 47 and {kg for kg, _ in keys} == {"hr", "retail", "pharma.ttl"} and len({i for _, i in keys}) == 16
+
+    gold_qald = tmp_path / "gold.json"
+    done = runner.invoke(app, ["gold", "export", "--holdout", str(holdout), "--gold", str(gold), "-o", str(gold_qald)])
+    assert done.exit_code == 0, done.output
+    assert all(q["kg"] in ("hr", "retail", "pharma.ttl") for q in json.loads(gold_qald.read_text())["questions"])
+    replayed = _verdicts(db, _run(tmp_path, holdout, gold, gold_qald, db))
+    assert replayed == dict.fromkeys(expected, True)
