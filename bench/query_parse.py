@@ -74,7 +74,9 @@ def new_path(text: str) -> None:
 
 
 def clear_caches() -> None:
-    for cached in (_query._analyse, _rewrite.order_probe, _rewrite.query_determinism):  # noqa: SLF001
+    """Every cache the guard and the probes keep: the lexer's terminals and the shape per
+    terminal sequence too, else a "cold" repeat only looks the text up."""
+    for cached in (_query._analyse, _query._shape_of, _query.terminals, _query._in_scope, _rewrite.order_probe, _rewrite.query_determinism):  # noqa: SLF001
         cached.cache_clear()
 
 
@@ -121,6 +123,7 @@ def hostile_texts() -> dict[str, str]:
         "20k:unterminated-long-string": "SELECT * WHERE { ?s ?p '''" + "a'b''c" * 3_300 + " }",
         "20k:bgp-iris": fill("?s <p> ?o . "),
         "20k:bgp-pnames": "PREFIX ex: <http://x/> " + fill("?s ex:p ?o . "),
+        "20k:bgp-dotted-pnames": "PREFIX dbr: <http://dbpedia.org/resource/> " + fill("?s dbr:J._R._R._Tolkien dbr:A.C._Milan . "),
         "20k:prefixes": fill("PREFIX p: <http://x/> ", head="", tail="SELECT * WHERE { ?s ?p ?o }"),
         "20k:values": fill("1 ", head="SELECT * WHERE { VALUES ?x { ", tail=" } }"),
         "20k:union": fill("{ ?s ?p ?o } UNION ", tail="{ } }"),

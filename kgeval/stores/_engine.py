@@ -94,7 +94,7 @@ def evaluate(
         variables = tuple(v.value for v in solutions.variables)
         rows, total = _kept_rows(solutions if cancel is None else _until(solutions, cancel), ordered, row_cap, caps)
     except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
-        error = _named(exc)
+        error = _named(exc, query)
     else:
         error = None
     if error is not None:
@@ -108,15 +108,31 @@ def evaluate(
     return Answer(variables, rows, total, None, result_bytes)
 
 
-def _named(exc: BaseException) -> KgevalError:
+def _named(exc: BaseException, query: str) -> KgevalError:
     if isinstance(exc, KgevalError):
         return exc.with_traceback(None)
     if isinstance(exc, SyntaxError):
-        return QueryRejected(f"oxigraph rejected the query: {exc}")
+        return _rejected(str(exc), query)
     if isinstance(exc, RuntimeError):  # raised while iterating too: SERVICE ?var unbound, unsupported function ...
         return QueryRejected(f"oxigraph cannot evaluate the query: {exc}")
     # an in-memory store reads nothing while querying: the query reached out (SERVICE)
     return QueryRejected(f"oxigraph failed reaching outside the store (a SERVICE call?): {exc}")
+
+
+def _rejected(message: str, query: str) -> QueryRejected:
+    """The engine's syntax error. Its "error at line:column" counts characters of the text it
+    was sent, the guard's approved text (one line, rewritten), not the query as written: the
+    message says so and quotes that text at the position, so the spot can be found."""
+    import re  # on this error path only: a sandbox worker starts without it
+
+    found = re.search(r"error at (\d+):(\d+)", message)
+    lines = query.split("\n")
+    if found is None or not 1 <= int(found[1]) <= len(lines):
+        return QueryRejected(f"oxigraph rejected the query: {message}")
+    line, at = lines[int(found[1]) - 1], int(found[2]) - 1
+    quote = ("..." if at > 60 else "") + line[max(0, at - 60) : at] + "⟨here⟩" + line[at : at + 20] + ("..." if at + 20 < len(line) else "")
+    where = f"{found[0]} of the text the guard approved (not the query as written): {quote!r}"
+    return QueryRejected(f"oxigraph rejected the query: {message[: found.start()]}{where}{message[found.end() :]}")
 
 
 _CHUNK = 512

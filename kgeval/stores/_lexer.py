@@ -8,8 +8,10 @@ an engine read the original text: this module splits it into terminals by the sp
 (section 19.8; codepoint escapes expanded first, section 19.2), and writes them back in one
 plain form that every parser reads the same way: no comments, single spaces, strings in
 double quotes with escapes only for `\\ " \\n \\r \\t \\b \\f`, keywords upper-case, `$x` as
-`?x`, and prefixed names with escapes written out as full IRIs. Every prefix must be declared
-in the query. Stores send that text only.
+`?x`, and prefixed names with escapes or dots in their local part written out as full IRIs
+(Oxigraph 0.5 ends a local name at its second run of dots: `dbr:A.C._Milan` does not parse,
+`dbr:Linux_2.6.32` in VALUES is two values). Every prefix must be declared in the query. Stores
+send that text only.
 """
 
 from __future__ import annotations
@@ -230,8 +232,15 @@ def _canonical(kind: TokenKind, raw: str, prefixes: dict[str, str], before: list
     return Token(kind, raw)
 
 
+_ESCAPED = re.compile(r"\\(.)")
+_IRI_BODY = re.compile(r"[^<>\"{}|^`\\\x00-\x20]*")
+_TWO_DOT_RUNS = re.compile(r"\.[^.]+\.")
+"""Where Oxigraph 0.5 ends a local name: a second run of dots (`A.C._Milan`; `A..B` is one run)."""
+
+
 def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) -> Token:
-    """A prefixed name; records PREFIX declarations; escaped local names become full IRIs."""
+    """A prefixed name; records PREFIX declarations; local names with an escape or a dot become
+    full IRIs (see the module docstring): what an engine reads in them is then not in doubt."""
     prefix, _, local = raw.partition(":")
     if before and before[-1].keyword == "PREFIX":
         prefixes[prefix] = ""  # declared; its IRI, the next token, is recorded when read
@@ -241,12 +250,16 @@ def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) ->
     if prefix not in prefixes:
         # no engine's implicit prefixes (Virtuoso's rdfs:, bif: ...): the text names every IRI
         raise undeclared_prefix(prefix)
-    if "\\" not in local and prefix.upper() not in _RESERVED_PREFIXES:
-        return Token("pname", raw)
     namespace = prefixes[prefix]
-    iri = namespace + re.sub(r"\\(.)", r"\1", local)
-    if not namespace or not re.fullmatch(r"[^<>\"{}|^`\\\x00-\x20]*", iri):
-        raise QuerySyntaxError(f"SPARQL does not parse: cannot write {raw} as an IRI")
+    # a dot makes it a full IRI too, unless the namespace is empty (`PREFIX : <>`, the BASE:
+    # no IRI to write) and the engine reads the name whole
+    dotted = "." in local and (namespace != "" or _TWO_DOT_RUNS.search(local) is not None)
+    if not dotted and "\\" not in local and prefix.upper() not in _RESERVED_PREFIXES:
+        return Token("pname", raw)
+    iri = namespace + (_ESCAPED.sub(r"\1", local) if "\\" in local else local)
+    if not namespace or not _IRI_BODY.fullmatch(iri):
+        why = " (its prefix is declared as <>: write the full IRI)" if not namespace else ""
+        raise QuerySyntaxError(f"SPARQL does not parse: cannot write {raw} as an IRI{why}")
     return Token("iri", f"<{iri}>")
 
 

@@ -9,6 +9,7 @@ from kgeval.gold import GoldEntry, gold_problems, gold_status, load_gold, read_g
 from kgeval.holdout import load_holdout, seal_holdout
 from kgeval.stores import EmbeddedStore
 from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+from tests.stores.dotted_names import CASES, REJECTED, SPORTS_TTL, TIED
 
 
 def _rebuild(holdout_dir: Path, gold_dir: Path, **cfg):
@@ -103,3 +104,31 @@ def test_resealed_holdout_needs_rebuilt_gold(mini_holdout, mini_gold):
     seal_holdout(mini_holdout)
     with pytest.raises(CheckFailed, match="different holdout"):
         verify_gold(mini_gold, load_holdout(mini_holdout))
+
+
+def test_reference_names_with_several_dots_are_executed(tmp_path):
+    """QALD-style references naming `dbr:A.C._Milan`, `dbr:J._R._R._Tolkien` ... were recorded as
+    failed ("oxigraph rejected the query: error at 1:152: expected OPTIONAL"), and one with
+    `dbr:Linux_2.6.32` in VALUES as an empty answer. Now each gold holds the answer the data
+    gives, and the tie at LIMIT 1 between two A.C._Milan players is found."""
+    questions = [{"id": f"sports-{name}", "question": name, "sparql": query, "domain": "sports", "tags": ["list"]} for name, (query, _) in CASES.items()]
+    questions.append({"id": "sports-tied", "question": "One player of the first club", "sparql": TIED, "domain": "sports", "tags": ["list"]})
+    report = _rebuild(write_holdout(tmp_path / "holdout", questions, SPORTS_TTL, kg="sports"), tmp_path / "gold")
+    assert report.ok, report.failures
+    gold = load_gold(tmp_path / "gold")
+    for name, (_, expected) in CASES.items():
+        result = gold[f"sports-{name}"].result
+        assert (result.boolean if isinstance(expected, bool) else {tuple(t.value for t in row) for row in result.rows}) == expected, name
+    tied = gold["sports-tied"]
+    assert tied.tie_check_error is None and tied.ties is not None and tied.ties.tied
+    assert [(len(g.candidates), g.choose) for g in tied.ties.groups] == [(2, 1)]
+
+
+def test_an_engine_error_points_into_the_approved_text(tmp_path):
+    """Oxigraph's "error at line:column" counts in the text the guard approved (one rewritten
+    line), not in the reference as written (line 4 here): the failure says so and quotes it."""
+    questions = [{"id": "sports-bind", "question": "Milan players", "sparql": REJECTED, "domain": "sports", "tags": ["list"]}]
+    report = _rebuild(write_holdout(tmp_path / "holdout", questions, SPORTS_TTL, kg="sports"), tmp_path / "gold")
+    error = report.failures[0].error
+    assert "oxigraph rejected the query: error at 1:" in error and "of the text the guard approved (not the query as written)" in error
+    assert "BIND ( 1 AS ?player ) }⟨here⟩" in error

@@ -17,6 +17,7 @@ from kgeval.reports import build_report, render_markdown
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.systems import OracleSystem, ReplaySystem, SystemOutput
 from tests.conftest import REPO, write_holdout
+from tests.stores.dotted_names import CASES, REJECTED, SPORTS_TTL, O, R
 
 CHECKLIST = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
 S, P = "http://example.org/staff/", "http://example.org/shop/"
@@ -286,3 +287,52 @@ def test_every_query_error_class_lands_on_its_side(fifty):
     for exc, sides in expected.items():
         execution = execute_candidate("SELECT ?s WHERE { ?s ?p ?o }", raising(exc), KgevalConfig())
         assert (execution.failure, execution.harness) == sides, exc
+
+
+@pytest.fixture(scope="module")
+def sports_store(tmp_path_factory):
+    """The embedded store on the sports KG: candidates run in its sandbox workers."""
+    from kgeval.stores import EmbeddedStore
+
+    path = tmp_path_factory.mktemp("sports") / "kg.ttl"
+    path.write_text(SPORTS_TTL)
+    store = EmbeddedStore([path])
+    yield store
+    store.close()
+
+
+def _answer(execution) -> set | bool:
+    result = execution.result
+    return result.boolean if result.form == "ask" else {tuple(t.value for t in row) for row in result.rows}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_candidate_names_with_several_dots_are_not_invalid_sparql(case, sports_store):
+    """A model naming `dbr:A.C._Milan` wrote valid SPARQL: it was scored invalid_sparql, since
+    Oxigraph refused the guard's text (or, for `dbr:Linux_2.6.32` in VALUES, answered nothing)."""
+    from kgeval.runs._attempt import execute_candidate
+
+    query, expected = CASES[case]
+    execution = execute_candidate(query, sports_store, KgevalConfig())
+    assert execution.failure is None and execution.error is None, execution.error
+    assert execution.resources.sandboxed and _answer(execution) == expected
+
+
+def test_a_predeclared_prefix_with_a_dotted_name_runs(sports_store):
+    """No PREFIX line: the store's predeclared prefixes are added, as in production."""
+    from kgeval.config import StoreConfig
+    from kgeval.runs._attempt import execute_candidate
+
+    config = KgevalConfig(store=StoreConfig(predeclared_prefixes={"dbo": O, "dbr": R}))
+    execution = execute_candidate("select ?p where { ?p dbo:team dbr:A.C._Milan } # no prefixes", sports_store, config)
+    assert (execution.failure, execution.prefixes) == (None, ("dbo", "dbr")), execution.error
+    assert _answer(execution) == {(R + "Paolo_Maldini",), (R + "Zlatan_Ibrahimović",)}
+
+
+def test_an_engine_error_on_a_candidate_points_into_the_approved_text(sports_store):
+    from kgeval.runs._attempt import execute_candidate
+
+    execution = execute_candidate(REJECTED, sports_store, KgevalConfig())
+    assert execution.failure == "invalid_sparql"
+    assert "error at 1:" in execution.error and "of the text the guard approved (not the query as written)" in execution.error
+    assert "BIND ( 1 AS ?player ) }⟨here⟩" in execution.error

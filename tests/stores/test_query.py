@@ -155,3 +155,12 @@ def test_texts_the_lexer_reads_alike_are_one_query():
     assert guard_query(a) == guard_query(b)
     assert guard_query(a).text == guard_query(b).text
     assert guard_query(c).text != guard_query(a).text and guard_query(c).limit == 4
+
+
+def test_shape_of_a_query_whose_names_hold_dots():
+    """The guard's facts come from the rewritten text, where `dbr:A.C._Milan` is its full IRI."""
+    from tests.stores.dotted_names import TIED, R
+
+    shape = guard_query(TIED)
+    assert (shape.form, shape.ordered, shape.limit, shape.offset, shape.variables) == ("select", True, 1, 0, ("player", "club"))
+    assert f"IN ( <{R}A.C._Milan> , <{R}A.F.C._Bournemouth> )" in shape.text

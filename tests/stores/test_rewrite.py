@@ -66,3 +66,15 @@ def test_order_variables_reads_plain_keys_in_any_case():
     assert order_variables(P + "select ?i ?p where { ?i ex:price ?p } order by desc(?p) (?i) limit 2") == ("p", "i")
     assert order_variables(P + "select ?i where { ?i ex:price ?p } order by desc(?p * 2)") is None
     assert order_variables(P + "select ?i where { { select ?i where { ?i ex:price ?p } order by ?p } }") is None
+
+
+def test_probe_of_a_query_whose_names_hold_dots_runs(tmp_path):
+    """The tie probe is an edit of the approved text: names with several dots are full IRIs
+    there, so the engine runs the probe (it refused `dbr:A.C._Milan`)."""
+    from tests.stores.dotted_names import SPORTS_TTL, TIED, R
+
+    (tmp_path / "kg.ttl").write_text(SPORTS_TTL)
+    probe = order_probe(TIED)
+    result = EmbeddedStore([tmp_path / "kg.ttl"]).execute(probe.text, timeout_s=10, row_cap=100)
+    assert "LIMIT" not in probe.text and probe.key_vars == ("club",)
+    assert sorted(r[result.vars.index("club")].value.removeprefix(R) for r in result.rows) == ["A.C._Milan", "A.C._Milan", "A.F.C._Bournemouth"]
