@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from kgeval.errors import QuerySyntaxError, undeclared_prefix
+from kgeval.errors import QueryRefused, QuerySyntaxError, undeclared_prefix
 
 TokenKind = Literal["iri", "pname", "bnode", "var", "langtag", "number", "string", "nil", "anon", "word", "punct"]
 
@@ -85,6 +85,12 @@ class Token(NamedTuple):
         return self.text.upper() if self.kind == "word" else ""
 
 
+MAX_EXPANSION = 200_000
+"""Most bytes a query's prefixed names may add when written as full IRIs: a long PREFIX IRI
+used by a thousand dotted names would otherwise turn a 20 KB query into megabytes for the guard
+and the engine to read (one 19.5 KB query became 13.5 MB, half a second in the guard). Ten
+times the default size limit; real queries add a few kilobytes at most."""
+
 _PUNCT_TOKENS = {p: Token("punct", p) for p in "^^ <= >= != && || { } ( ) [ ] ; , . * + - / = < > ! | ^ ?".split()}
 
 
@@ -96,7 +102,7 @@ def canonical_tokens(query: str) -> list[Token]:
         raise QuerySyntaxError(f"query contains the control character U+{ord(control.group()):04X} at {_where(text, control.start())}")
     tokens: list[Token] = []
     prefixes: dict[str, str] = {}
-    position = parens = 0
+    position = parens = grown = 0
     lex, kinds, append, punct = _LEXER.match, _KIND, tokens.append, _PUNCT_TOKENS  # locals: a 20 KB text has ~20,000 terminals
     while True:
         match = lex(text, position)
@@ -131,6 +137,13 @@ def canonical_tokens(query: str) -> list[Token]:
         position = start + len(raw)
         parens += (raw == "(") - (raw == ")")  # `<` read as less-than comes back as punct here
         append(_canonical(kind, raw, prefixes, tokens))  # type: ignore[arg-type]
+        if kind == "pname":  # a name written as its full IRI grows the text: bounded
+            grown += len(tokens[-1].text) - len(raw)
+            if grown > MAX_EXPANSION:
+                raise QueryRefused(
+                    f"query's prefixed names expand to over {MAX_EXPANSION} more bytes of full IRIs (names with an escape or a dot "
+                    f"are sent as full IRIs) at {_where(text, start)}: write shorter names or fewer of them"
+                )
         if tokens[-1].kind == "iri" and len(tokens) >= 3 and tokens[-3].keyword == "PREFIX":
             prefixes[tokens[-2].text[:-1].removeprefix(_RENAMED)] = tokens[-1].text[1:-1]
 

@@ -148,3 +148,21 @@ def test_under_an_empty_namespace_a_dotted_name_is_kept_or_refused():
     assert canonical("BASE <http://x/> PREFIX : <> ASK { :St._Louis ?p ?o }") == "BASE <http://x/> PREFIX : <> ASK { :St._Louis ?p ?o }"
     with pytest.raises(QuerySyntaxError, match=r"cannot write :A.C._Milan as an IRI \(its prefix is declared as <>: write the full IRI\)"):
         canonical("BASE <http://x/> PREFIX : <> ASK { :A.C._Milan ?p ?o }")
+
+
+def test_names_that_would_expand_the_text_past_the_bound_are_refused():
+    """A long PREFIX IRI used by many dotted names: each is sent as the full IRI, so a 20 KB
+    query would become megabytes for the guard and the engine; it is refused, named, instead.
+    A real query with a thousand dotted DBpedia names stays far below the bound."""
+    from kgeval.errors import QueryRefused
+    from kgeval.stores import guard_query
+    from kgeval.stores._lexer import MAX_EXPANSION
+
+    long_ns = "http://example.org/" + "n" * 9_000 + "/"
+    hostile = f"PREFIX p: <{long_ns}>\nselect * WHERE {{ VALUES ?x {{ " + " ".join(f"p:a.b{i}" for i in range(1_000)) + " } }"
+    assert len(hostile.encode()) < 20_000
+    with pytest.raises(QueryRefused, match=rf"prefixed names expand to over {MAX_EXPANSION} more bytes of full IRIs .* at line 2"):
+        guard_query(hostile)
+    real = "PREFIX dbr: <http://dbpedia.org/resource/>\nSELECT ?x WHERE { VALUES ?x { " + " ".join(f"dbr:J._R._{i}.b" for i in range(1_000)) + " } }"
+    shape = guard_query(real)
+    assert "<http://dbpedia.org/resource/J._R._999.b>" in shape.text and len(shape.text) - len(real) < MAX_EXPANSION
