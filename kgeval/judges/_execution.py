@@ -29,7 +29,10 @@ cap and timeout as the gold, and hands the typed result over as `Candidate.resul
 Precision, recall and F1 are in every verdict's details (0 for a failure).
 
 An answer with no SPARQL but an answer list is judged the same way as a one-column answer of
-untyped values (`list_normalize` rules); the label rules read it as the one-column result its
+untyped values (`list_normalize` rules), except that an item spelling an IRI of the host of a
+gold IRI compares as the full IRI (either scheme, the list rules but `iri_tail`): the tail
+bridges other namespaces and bare names, but `http://dbpedia.org/resource/DC` is not the gold's
+`http://dbpedia.org/resource/AC/DC` (the verdict names such IRIs); the label rules read it as the one-column result its
 items stand for (`result_of_items`: an IRI where an item spells one, a plain literal otherwise).
 
 Truncated results (total > rows kept). Unordered results keep the canonically smallest rows,
@@ -61,7 +64,8 @@ LOGIC_VERSION = "3"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
-with a fractional part compare at 12 significant digits (`_normalize` rule 4)."""
+with a fractional part compare at 12 significant digits (`_normalize` rule 4); an answer
+list's IRI of a gold IRI's host compares as the full IRI, not by its tail alone."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -115,8 +119,58 @@ def result_of_items(items: list) -> QueryResult | None:
 
 
 def table_of_items(items: list, normalizer: Normalizer) -> Table:
-    rows = tuple((key,) for key in normalizer.items(items))
+    return _items_table(normalizer.items(items))
+
+
+def _items_table(keys: list[str]) -> Table:
+    rows = tuple((key,) for key in keys)
     return Table(("item",), rows, len(rows), False, True, "list")
+
+
+def _host(iri: str) -> str:
+    """Where an IRI lives: its authority (http and https alike, case-insensitive), or its scheme
+    when it has none (`urn:`)."""
+    scheme, _, rest = iri.partition(":")
+    if rest.startswith("//"):
+        return rest[2:].split("/", 1)[0].split("#", 1)[0].lower()
+    return scheme.lower()
+
+
+def _scheme_free(iri: str) -> str:
+    """The IRI with https written as http (the same resource by either scheme)."""
+    return "http:" + iri[6:] if iri[:6].lower() == "https:" else iri
+
+
+class _GoldIris:
+    """A gold's IRIs as an answer list's IRIs are compared with them: by full IRI (list rules
+    without `iri_tail`, either scheme) when the answer's IRI has the host of a gold IRI, giving
+    that gold IRI's key; by tail (the list rules) when it lives elsewhere."""
+
+    def __init__(self, gold: QueryResult, untyped: Normalizer, full: Normalizer) -> None:
+        iris = {cell.value for row in gold.rows for cell in row if cell is not None and cell.type == "uri"} if gold.form == "select" else set()
+        self.hosts = {_host(iri) for iri in iris}
+        self.keys = {full.text(_scheme_free(iri)): untyped.text(iri) for iri in iris}
+        """Full key -> the key the gold's table holds for that IRI."""
+        self.tails = set(self.keys.values())
+
+
+def _same_host_keys(items: list, keys: list[str], gold: _GoldIris, full: Normalizer) -> list[str]:
+    """`keys` of an answer list with each IRI of a gold host keyed as `_GoldIris` says (in
+    place); the items among them that share a gold IRI's tail but are not that IRI."""
+    clashes = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            continue
+        term = item_term(item)
+        if term.type != "uri" or _host(term.value) not in gold.hosts:
+            continue
+        key = gold.keys.get(full.text(_scheme_free(term.value)))
+        if key is None:
+            if keys[i] in gold.tails:
+                clashes.append(term.value)
+            key = _ABSENT + term.value  # equals no gold value
+        keys[i] = key
+    return clashes
 
 
 @dataclass(frozen=True)
@@ -217,6 +271,8 @@ class ExecutionJudge:
         self._typed_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.typed))
         self._untyped_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.untyped))
         self._answers: GoldCache[Table] = GoldCache(lambda result: table_of_result(result, self.typed))
+        self._full = Normalizer(config.list_normalize.model_copy(update={"iri_tail": False}))
+        self._gold_iris: GoldCache[_GoldIris] = GoldCache(lambda g: _GoldIris(g, self.untyped, self._full))
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         verdict = self._judge(question, gold, candidate)
@@ -240,11 +296,15 @@ class ExecutionJudge:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
-            answer, gold_table = table_of_items(candidate.items, self.untyped), self._untyped_golds.get(gold)
-            compared = "answer list"
+            answer, clashes = self._list_table(candidate.items, gold)
+            gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
         verdict = _Comparison(self, question, gold, gold_table, answer, compared).verdict()
+        if candidate.result is None and clashes:
+            shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
+            note = f"; {shown}: the tail of a gold IRI, but not the gold's IRI (an IRI of the gold IRIs' host compares as the full IRI)"
+            verdict = verdict.model_copy(update={"reason": verdict.reason + note, "details": {**verdict.details, "iri_clashes": clashes}})
         if verdict.correct:
             return verdict
         if candidate.result is not None:
@@ -260,6 +320,16 @@ class ExecutionJudge:
             return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared).verdict()
 
         return try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare)
+
+    def _list_table(self, items: list, gold: QueryResult) -> tuple[Table, list[str]]:
+        """An answer list's table (`list_normalize` rules; with `iri_tail`, an IRI of a gold
+        IRI's host compares as the full IRI: `_GoldIris`) and the IRIs that only shared a tail."""
+        keys = self.untyped.items(items)
+        if not self.untyped.config.iri_tail:
+            return _items_table(keys), []
+        gold_iris = self._gold_iris.get(gold)
+        clashes = _same_host_keys(items, keys, gold_iris, self._full) if gold_iris.hosts else []
+        return _items_table(keys), clashes
 
     def _verdict(
         self, correct: bool, path: str, gold: QueryResult, *, matched: int = 0, unmatched: int = 0, missing: int | None = None, reason: str = "", details: dict

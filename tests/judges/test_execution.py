@@ -242,3 +242,36 @@ def test_wide_answers_fall_back_to_a_greedy_alignment():
     answer = result([[Term.literal(f"junk{i}") for i in range(6)] + [Term.literal("x"), Term.iri(E + "a")]], vars=[f"v{i}" for i in range(8)])
     verdict = execution(max_column_mappings=10).judge(Q, gold, Candidate(result=answer))
     assert verdict.correct and verdict.details["columns"] == {"p": "v7", "l": "v6"}
+
+
+DBR = "http://dbpedia.org/resource/"
+BANDS = result([[Term.iri(DBR + "AC/DC")], [Term.iri(DBR + "Berlin")]], vars=("x",))
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [DBR + "DC", DBR + "Berlin"],  # another IRI of the gold's own host with the gold's tail
+        [f"<{DBR}DC>", "Berlin"],
+        [DBR + "AC/DC", "http://dbpedia.org/page/Berlin"],  # the page, not the resource
+    ],
+)
+def test_an_answer_iri_of_the_gold_host_must_be_the_gold_iri_not_only_share_its_tail(items):
+    verdict = execution().judge(Q, BANDS, Candidate(items=items))
+    assert not verdict.correct, verdict.reason
+    assert "the tail of a gold IRI, but not the gold's IRI" in verdict.reason and verdict.details["iri_clashes"]
+    assert verdict.details["precision"] == 0.5  # the clashing item matched nothing
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [DBR + "AC/DC", DBR + "Berlin"],
+        [f"  <{DBR}AC/DC/> ", "https://dbpedia.org/resource/Berlin"],  # trailing slash, other scheme
+        [DBR + "AC%2FDC", "Berlin"],  # percent-encoded, bare tail
+        [DBR + "AC/DC", "http://www.wikidata.org/entity/Berlin"],  # another host: compared by tail, as before
+    ],
+)
+def test_the_gold_iri_spelt_another_way_or_another_namespace_still_matches(items):
+    verdict = execution().judge(Q, BANDS, Candidate(items=items))
+    assert verdict.correct, verdict.reason

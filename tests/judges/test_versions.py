@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "5", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "323e72bc6d4f05e539bef5096a2171516e2a867a30806d22c985d9c6e6f36935"),
-    "execution": (EXECUTION_LOGIC, "3", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "2772ef4372f10c64318cbd02e2523cdcd3eac4ebf29508bfbcf7a43dc01e714b"),
+    "execution": (EXECUTION_LOGIC, "3", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "7378c0fda2ab2839c8d1dcd49dfffa2849bef4ac3b4363b330ef68b43a925102"),
 }
 
 
