@@ -184,9 +184,15 @@ def _check_same_terminals(root: tree_sitter.Node, tokens: tuple[Token, ...], can
 
 
 def _near(canonical: str, node: tree_sitter.Node) -> str:
+    """Where the grammar stopped: whole terms around it, the place marked, said to be in the
+    canonical text (one space between terms, no comments), which is what was parsed."""
     data = canonical.encode("utf-8")
-    snippet = data[max(0, node.start_byte - 30) : node.end_byte + 30].decode("utf-8", "replace")
-    return repr(snippet.strip())
+    start = data.rfind(b" ", 0, max(0, node.start_byte - 40)) + 1
+    stop = data.find(b" ", min(len(data), node.end_byte + 40))
+    stop = len(data) if stop < 0 else stop
+    before, after = data[start : node.start_byte].decode("utf-8", "replace"), data[node.start_byte : stop].decode("utf-8", "replace")
+    text = ("... " if start else "") + f"{before.rstrip()} ⟨here⟩ {after.lstrip()}".strip() + (" ..." if stop < len(data) else "")
+    return f"{text!r} (terms as the guard reads them: one space between terms, comments dropped)"
 
 
 def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:

@@ -80,6 +80,26 @@ def test_undeclared_prefixes_are_named_with_the_option_that_declares_them(qald, 
     assert not (tmp_path / "holdout" / "dbpedia").exists()
 
 
+def test_a_query_that_really_does_not_parse_is_not_lost_among_undeclared_prefixes(tmp_path):
+    """Thirty questions over DBpedia's predefined prefixes and one broken query that declares
+    its own: the error counts the undeclared prefixes on one line and lists the broken query
+    first, where 25 lines of `dbo:` used to hide it."""
+    kg = tmp_path / "dbpedia.ttl"
+    kg.write_text(_kg_ttl(), encoding="utf-8")
+    sparqls = [QUERIES[i % 3] for i in range(30)]
+    sparqls.insert(17, "PREFIX dbo: <http://dbpedia.org/ontology/>\nSELECT ?c WHERE { ?c dbo:country ?x   # unclosed")
+    questions = [{"id": str(i), "question": [{"language": "en", "string": f"q {i}"}], "query": {"sparql": q}} for i, q in enumerate(sparqls, 1)]
+    path = tmp_path / "qald.json"
+    path.write_text(json.dumps({"questions": questions}), encoding="utf-8")
+    result = _import(path, kg, tmp_path / "holdout")
+    assert result.exit_code == 2, result.output
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    assert "31 of 31 questions cannot be imported" in lines[0]
+    assert lines[1].startswith("30 use prefixes they do not declare (the first one each: dbo: in 20, res: in 10)") and "--prefixes FILE" in lines[1], lines[1]
+    assert "question 18: reference SPARQL: SPARQL does not parse near" in lines[2] and "dbo:country ?x ⟨here⟩" in lines[2], lines[2]
+    assert "one space between terms" in lines[2]
+
+
 def test_declared_prefixes_give_the_endpoints_answers(qald, tmp_path):
     path, kg = qald
     table = tmp_path / "dbpedia.prefixes"
