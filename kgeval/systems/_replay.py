@@ -193,16 +193,27 @@ def _qald_question_of(
 ) -> tuple[KnowledgeGraph, str]:
     """The holdout KG and our question id of one QALD question, by its source id (and KG field)."""
     source_id = str(raw["id"])
-    found = [
-        (kg, ours) for kg, ours in imported.get(source_id, [])
-        if not ((field := kg.source.get("kg_field")) and field in raw and str(raw[field]).strip() != kg.source.get("kg_value"))
-    ]
+    found = [(kg, ours) for kg, ours in imported.get(source_id, []) if _names_kg(raw, kg)]
     if not found:
         raise InputError(f"{where}: no question of the holdout was imported from source id {source_id!r} (KGs: {', '.join(kg.id for kg in kgs)})")
     if len(found) > 1:
-        field = next((kg.source.get("kg_field") for kg in kgs if kg.source.get("kg_field")), "kg")
-        raise InputError(f"{where}: source id {source_id!r} is a question of KGs {', '.join(kg.id for kg, _ in found)}: give its {field!r} field")
+        field = next((kg.source.get("kg_field") for kg, _ in found if kg.source.get("kg_field")), "kg")
+        values = " or ".join(str(kg.source.get("kg_value") or kg.id) if field == kg.source.get("kg_field") else kg.id for kg, _ in found)
+        raise InputError(f"{where}: source id {source_id!r} is a question of KGs {', '.join(kg.id for kg, _ in found)}: give its {field!r} field ({values})")
     return found[0]
+
+
+def _names_kg(raw: dict, kg: KnowledgeGraph) -> bool:
+    """Whether a QALD record may be a question of `kg`: the benchmark's own KG field (the one
+    `--kg-field` named at import) holds its value (or our KG's id), or else a `kg` field holds
+    our KG's id (KGs imported one at a time have no field of their own); a record without
+    either may be."""
+    field = kg.source.get("kg_field")
+    if field and field in raw:
+        return str(raw[field]).strip() in (kg.source.get("kg_value"), kg.id)
+    if "kg" in raw:
+        return str(raw["kg"]).strip() == kg.id
+    return True
 
 
 def _qald_answer(where: str, answers: object) -> list[Any]:

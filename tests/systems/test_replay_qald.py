@@ -164,3 +164,39 @@ def test_exports_of_ids_several_kgs_share_replay_by_the_kg_field(shared_ids, tmp
     assert all(q["kg"] in ("hr", "retail", "pharma.ttl") for q in json.loads(gold_qald.read_text())["questions"])
     replayed = _verdicts(db, _run(tmp_path, holdout, gold, gold_qald, db))
     assert replayed == dict.fromkeys(expected, True)
+
+
+def test_kgs_imported_one_by_one_with_shared_ids_are_told_apart_by_a_kg_field(tmp_path):
+    """QALD-9-plus's DBpedia and Wikidata files imported one at a time (`--kg FILE --name`) number
+    their questions alike: a submission's record names its KG by our KG id in a `kg` field (the
+    error says so, and with which values), where the reader had ignored that field for them."""
+    holdout = tmp_path / "h"
+    for name, ns in (("dbpedia", "http://dbpedia.org/resource/"), ("wikidata", "http://www.wikidata.org/entity/")):
+        kg = tmp_path / f"{name}.ttl"
+        kg.write_text(f'<{ns}Berlin> <{ns}country> <{ns}Germany> .\n<{ns}Paris> <{ns}country> <{ns}France> .\n', encoding="utf-8")
+        questions = [
+            {"id": "1", "question": [{"language": "en", "string": "Which cities are in Germany?"}],
+             "query": {"sparql": f"SELECT ?c WHERE {{ ?c <{ns}country> <{ns}Germany> }}"}},
+            {"id": "2", "question": [{"language": "en", "string": "Is Paris in France?"}],
+             "query": {"sparql": f"ASK {{ <{ns}Paris> <{ns}country> <{ns}France> }}"}},
+        ]  # fmt: skip
+        source = tmp_path / f"qald-{name}.json"
+        source.write_text(json.dumps({"questions": questions}), encoding="utf-8")
+        done = runner.invoke(app, ["holdout", "import", "qald", str(source), "--kg", str(kg), "--name", name, "--out", str(holdout)])
+        assert done.exit_code == 0, done.output
+    loaded = load_holdout(holdout)
+    submission = tmp_path / "s.json"
+    submission.write_text(json.dumps({"questions": [{"id": "1", "query": {"sparql": "ASK {}"}}]}), encoding="utf-8")
+    with pytest.raises(InputError, match=r"source id '1' is a question of KGs dbpedia, wikidata: give its 'kg' field \(dbpedia or wikidata\)"):
+        ReplaySystem(submission, loaded)
+    answers = [
+        {"id": "1", "kg": "wikidata", "answers": [{"head": {"vars": ["c"]}, "results": {"bindings": [{"c": {"type": "uri", "value": "x"}}]}}]},
+        {"id": "1", "kg": "dbpedia", "query": {"sparql": "SELECT ?c WHERE { ?c ?p ?o }"}},
+        {"id": "2", "kg": "wikidata", "answers": [{"boolean": True}]},
+    ]
+    submission.write_text(json.dumps({"questions": answers}), encoding="utf-8")
+    system = ReplaySystem(submission, loaded)
+    by_kg = {kg.id: kg.questions for kg in loaded.kgs}
+    assert system.respond(by_kg["wikidata"][0], 0).answer == ["x"]
+    assert system.respond(by_kg["dbpedia"][0], 0).sparql == "SELECT ?c WHERE { ?c ?p ?o }"
+    assert system.respond(by_kg["wikidata"][1], 0).answer == [True]
