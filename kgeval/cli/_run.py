@@ -140,12 +140,17 @@ def runs(
     from kgeval.reports import build_report, format_accuracy
     from kgeval.runs import ResultsDB
 
+    def accuracy(results: ResultsDB, run_id: str, status: str) -> str:
+        if status == "refused":  # nothing was dispatched: there is no accuracy to withhold
+            return "none (the pre-eval checklist refused it: `kgeval report` shows why)"
+        return format_accuracy(build_report(results, run_id).overall)
+
     with ResultsDB(db, read_only=True) as results:
         found = results.runs(system=system, status=None)
-        lines = [
-            [m.run_id, m.system, results.status(m.run_id), format_accuracy(build_report(results, m.run_id).overall), m.started_at[:19].replace("T", " ")]
-            for m in found
-        ]
+        lines = []
+        for m in found:
+            status = results.status(m.run_id)
+            lines.append([m.run_id, m.system, status, accuracy(results, m.run_id, status), m.started_at[:19].replace("T", " ")])
     if not lines:
         err.print(f"{db}: no runs" + (f" of system {system}" if system else ""), markup=False)
         return

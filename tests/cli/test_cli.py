@@ -110,6 +110,9 @@ def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
     md = kgeval("report", ran.stdout.strip().splitlines()[-1], "--db", str(db)).stdout
     assert "excluded on record (1, not asked): mini-05: query invalid; ticket 42" in md
     assert "(7/7)" in md
+    # the refused run has no accuracy (not one withheld for a failing harness); the other has its own
+    runs = [line.split("\t") for line in kgeval("runs", "--db", str(db)).stdout.splitlines()[1:]]
+    assert [(r[2], r[3].split(" (")[0]) for r in runs] == [("refused", "none"), ("finished", "100.0% [64.6%, 100.0%]")], runs
     # reviewers are shown the questions runs ask; the excluded one only with --all, marked
     status = kgeval("review", "status", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
     assert status.returncode == 0, status.stderr
