@@ -56,7 +56,7 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer, item_term
+from kgeval.judges._normalize import Normalizer, item_iri, item_term
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
@@ -159,16 +159,14 @@ def _same_host_keys(items: list, keys: list[str], gold: _GoldIris, full: Normali
     place); the items among them that share a gold IRI's tail but are not that IRI."""
     clashes = []
     for i, item in enumerate(items):
-        if not isinstance(item, str):
+        iri = item_iri(item) if isinstance(item, str) else None
+        if iri is None or _host(iri) not in gold.hosts:
             continue
-        term = item_term(item)
-        if term.type != "uri" or _host(term.value) not in gold.hosts:
-            continue
-        key = gold.keys.get(full.text(_scheme_free(term.value)))
+        key = gold.keys.get(full.text(_scheme_free(iri)))
         if key is None:
             if keys[i] in gold.tails:
-                clashes.append(term.value)
-            key = _ABSENT + term.value  # equals no gold value
+                clashes.append(iri)
+            key = _ABSENT + iri  # equals no gold value
         keys[i] = key
     return clashes
 

@@ -84,6 +84,12 @@ def item_term(item: str | int | float) -> Term:
     return Term.iri(text) if _spells_iri(text) else Term.literal(text)
 
 
+def item_iri(item: str) -> str | None:
+    """The IRI an answer-list text spells (`item_term`'s reading), or None."""
+    text = _unbracketed(item)
+    return text if _spells_iri(text) else None
+
+
 def iri_tail(iri: str) -> str:
     """The last path segment or fragment of an IRI, percent-decoded."""
     return unquote(_tail(iri))
