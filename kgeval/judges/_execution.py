@@ -31,9 +31,10 @@ Precision, recall and F1 are in every verdict's details (0 for a failure).
 An answer with no SPARQL but an answer list is judged the same way as a one-column answer of
 untyped values (`list_normalize` rules), except that an item spelling an IRI of the host of a
 gold IRI compares as the full IRI (either scheme, the list rules but `iri_tail`): the tail
-bridges other namespaces and bare names, but `http://dbpedia.org/resource/DC` is not the gold's
-`http://dbpedia.org/resource/AC/DC` (the verdict names such IRIs); the label rules read it as the one-column result its
-items stand for (`result_of_items`: an IRI where an item spells one, a plain literal otherwise).
+bridges other namespaces and bare names, but `http://dbpedia.org/resource/DC` is not the
+gold's `http://dbpedia.org/resource/AC/DC` (the verdict names such IRIs). The label rules read
+an answer list as the one-column result its items stand for (`result_of_items`: an IRI where an
+item spells one, a plain literal otherwise).
 
 Truncated results (total > rows kept). Unordered results keep the canonically smallest rows,
 ordered ones the first rows (`collect_rows`), so two results cut by the same rule are
@@ -290,6 +291,7 @@ class ExecutionJudge:
         if missing:
             details = {**_NO_FIGURES, "missing_vocabulary": missing}
             return self._verdict(False, "vacuous", gold, reason=vacuous_reason(missing), details=details)
+        clashes: list[str] = []
         if candidate.result is not None:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
@@ -299,7 +301,7 @@ class ExecutionJudge:
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
         verdict = _Comparison(self, question, gold, gold_table, answer, compared).verdict()
-        if candidate.result is None and clashes:
+        if clashes:
             shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
             note = f"; {shown}: the tail of a gold IRI, but not the gold's IRI (an IRI of the gold IRIs' host compares as the full IRI)"
             verdict = verdict.model_copy(update={"reason": verdict.reason + note, "details": {**verdict.details, "iri_clashes": clashes}})

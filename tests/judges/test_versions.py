@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "5", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "6cb19982c017d4ff80b23b7e7c8b4b9146a593998c9437fcaa88657627abaf11"),
-    "execution": (EXECUTION_LOGIC, "3", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "3f30c94e4a7aca9c5dad8fff017c8fed98cf2e9a956e5cf703ef01de0192b22a"),
+    "execution": (EXECUTION_LOGIC, "3", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "0fae47546a978cb3ad263f7e0ce1f7aba57f0a8ccf666e5322612e7d85becd9e"),
 }
 
 
