@@ -20,6 +20,16 @@ QUESTIONS = [{"id": "tie-01", "question": "Who are the two youngest people?", "s
 BY_NAME = PREFIX + "SELECT ?p WHERE {{ ?p ex:age ?a }} ORDER BY ?a {} LIMIT 2"
 
 
+def _replayed(tmp_path, holdout, outputs: dict[int, dict]) -> tuple[dict, dict]:  # noqa: ANN001
+    """Replay one output per seed of tie-01: (seed, judge) -> correct, and seed -> attempt."""
+    path = tmp_path / "replay.jsonl"
+    path.write_text("\n".join(json.dumps({"kg": "mini", "question_id": "tie-01", "seed": s, **o}) for s, o in outputs.items()))
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        config = KgevalConfig(run=RunConfig(seeds=len(outputs)))
+        meta = execute_run(load_holdout(holdout), tmp_path / "gold", ReplaySystem(path), config, db, checklist=CHECKLIST)
+        return {(seed, v.judge): v.correct for _, seed, v in db.verdicts(meta.run_id)}, {a.seed: a for a in db.attempts(meta.run_id)}
+
+
 def test_other_tie_break_is_judged_correct_and_wrong_rows_are_not(tmp_path):
     holdout = write_holdout(tmp_path / "h", QUESTIONS, ttl=TTL)
     report = rebuild_gold(load_holdout(holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold")
@@ -30,12 +40,7 @@ def test_other_tie_break_is_judged_correct_and_wrong_rows_are_not(tmp_path):
         1: BY_NAME.format("DESC(?p)"),  # carol, dave
         2: PREFIX + "SELECT ?p WHERE { ?p ex:age ?a } ORDER BY DESC(?a) LIMIT 2",  # bob, then a 34: wrong
     }
-    path = tmp_path / "replay.jsonl"
-    path.write_text("\n".join(json.dumps({"kg": "mini", "question_id": "tie-01", "seed": s, "sparql": q}) for s, q in candidates.items()))
-    with ResultsDB(tmp_path / "r.duckdb") as db:
-        meta = execute_run(load_holdout(holdout), tmp_path / "gold", ReplaySystem(path), KgevalConfig(run=RunConfig(seeds=3)), db, checklist=CHECKLIST)
-        verdicts = {(seed, v.judge): v.correct for _, seed, v in db.verdicts(meta.run_id)}
-        attempts = {a.seed: a for a in db.attempts(meta.run_id)}
+    verdicts, attempts = _replayed(tmp_path, holdout, {s: {"sparql": q} for s, q in candidates.items()})
     assert verdicts == {(0, "seed"): True, (0, "execution"): True, (1, "seed"): True, (1, "execution"): True, (2, "seed"): False, (2, "execution"): False}
     # exactly one of the two tie breaks differs from the engine's, and says it was resolved
     assert sum("tie_resolved" in attempts[s].extra for s in (0, 1)) == 1
@@ -58,12 +63,7 @@ def test_an_answer_list_naming_the_other_tied_row_is_judged_correct(tmp_path):
         3: ["carol", "bob"],  # bob is 41: not in any acceptable answer
         4: ["carol", "alice", "dave"],  # both tied people: one too many
     }
-    path = tmp_path / "replay.jsonl"
-    path.write_text("\n".join(json.dumps({"kg": "mini", "question_id": "tie-01", "seed": s, "answer": a}) for s, a in answers.items()))
-    with ResultsDB(tmp_path / "r.duckdb") as db:
-        meta = execute_run(load_holdout(holdout), tmp_path / "gold", ReplaySystem(path), KgevalConfig(run=RunConfig(seeds=5)), db, checklist=CHECKLIST)
-        verdicts = {(seed, v.judge): v.correct for _, seed, v in db.verdicts(meta.run_id)}
-        attempts = {a.seed: a for a in db.attempts(meta.run_id)}
+    verdicts, attempts = _replayed(tmp_path, holdout, {s: {"answer": a} for s, a in answers.items()})
     for seed in (0, 1, 2):
         assert verdicts[(seed, "seed")] and verdicts[(seed, "execution")], (seed, answers[seed])
         assert "tie_resolved" in attempts[seed].extra

@@ -70,6 +70,22 @@ def _verdicts(db: Path, run_id: str) -> dict[str, bool]:
         return {qid: v.correct for qid, _, v in results.verdicts(run_id) if v.judge == primary}
 
 
+def _run_and_replay_its_export(tmp_path: Path, holdout: Path, gold: Path, lines: list[str]) -> tuple[Path, dict[str, bool], Path]:
+    """Replay `lines` (47 judged questions, some right, some wrong), export the run as QALD and
+    check its replay gives the same verdicts: (results db, verdicts, the QALD export)."""
+    jsonl = tmp_path / "attempts.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    first = _run(tmp_path, holdout, gold, jsonl, db)
+    expected = _verdicts(db, first)
+    assert 0 < sum(expected.values()) < len(expected) == 47
+    exported = tmp_path / "submission.json"
+    done = runner.invoke(app, ["export", first, "--db", str(db), "--format", "qald", "--holdout", str(holdout), "-o", str(exported)])
+    assert done.exit_code == 0, done.output
+    assert _verdicts(db, _run(tmp_path, holdout, gold, exported, db)) == expected
+    return db, expected, exported
+
+
 def test_a_runs_qald_export_replays_to_the_same_verdicts(imported, tmp_path):
     source, holdout, gold = imported
     loaded = load_holdout(holdout)
@@ -81,18 +97,7 @@ def test_a_runs_qald_export_replays_to_the_same_verdicts(imported, tmp_path):
             continue
         sparql = q["query"]["sparql"] if i % 3 else "SELECT ?x WHERE { ?x ?p ?o } LIMIT 2"  # every third wrong
         lines.append(json.dumps({"kg": kg, "question_id": qid, "sparql": sparql.upper() if i % 5 == 1 else sparql}))
-    jsonl = tmp_path / "attempts.jsonl"
-    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    db = tmp_path / "r.duckdb"
-    first = _run(tmp_path, holdout, gold, jsonl, db)
-    expected = _verdicts(db, first)
-    assert 0 < sum(expected.values()) < len(expected) == 47
-
-    exported = tmp_path / "submission.json"
-    done = runner.invoke(app, ["export", first, "--db", str(db), "--format", "qald", "--holdout", str(holdout), "--output", str(exported)])
-    assert done.exit_code == 0, done.output
-    replayed = _run(tmp_path, holdout, gold, exported, db)
-    assert _verdicts(db, replayed) == expected
+    db, expected, exported = _run_and_replay_its_export(tmp_path, holdout, gold, lines)
 
     # answers alone (a submission without queries): one-variable results and booleans
     doc = json.loads(exported.read_text())
@@ -144,17 +149,7 @@ def test_exports_of_ids_several_kgs_share_replay_by_the_kg_field(shared_ids, tmp
     questions = load_holdout(holdout).evaluated_questions()
     lines = [json.dumps({"kg": q.kg, "question_id": q.id, "sparql": q.sparql if i % 3 else "SELECT ?x WHERE { ?x ?p ?o } LIMIT 2"})
              for i, q in enumerate(questions)]  # fmt: skip
-    jsonl = tmp_path / "attempts.jsonl"
-    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    db = tmp_path / "r.duckdb"
-    first = _run(tmp_path, holdout, gold, jsonl, db)
-    expected = _verdicts(db, first)
-    assert 0 < sum(expected.values()) < len(expected) == 47
-
-    exported = tmp_path / "submission.json"
-    done = runner.invoke(app, ["export", first, "--db", str(db), "--format", "qald", "--holdout", str(holdout), "-o", str(exported)])
-    assert done.exit_code == 0, done.output
-    assert _verdicts(db, _run(tmp_path, holdout, gold, exported, db)) == expected
+    db, expected, exported = _run_and_replay_its_export(tmp_path, holdout, gold, lines)
     keys = [(q["kg"], q["id"]) for q in json.loads(exported.read_text())["questions"]]
     assert len(set(keys)) == 47 and {kg for kg, _ in keys} == {"hr", "retail", "pharma.ttl"} and len({i for _, i in keys}) == 16
 
