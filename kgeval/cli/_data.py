@@ -76,7 +76,7 @@ def gold_rebuild(
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     with rebuild_progress(len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id), gold_cfg, gold, advance, force=force)
+        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs), gold_cfg, gold, advance, force=force)
     if report.reuse_note:
         err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
@@ -121,7 +121,7 @@ def gold_verify(
     cfg = load_config(config)
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
-    store_for = (lambda kg: open_store(cfg.store, kg.files, kg.id)) if store_check or reexecute else None
+    store_for = (lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs)) if store_check or reexecute else None
     digest = verify_gold(gold, loaded, store_for)
     checked = "and the configured store " if store_for else ""
     out.print(f"gold {gold}: verified against holdout {holdout} {checked}(gold manifest {digest[:12]})")

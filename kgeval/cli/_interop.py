@@ -183,7 +183,7 @@ def export_run_qald(run_id: str, db: Path, seed: int, holdout: Path | None, conf
     loaded = load_holdout(holdout) if holdout else None
     with ResultsDB(db, read_only=True) as results:
         doc = run_to_qald(
-            results, run_id, seed, holdout=loaded, store_for=lambda kg: open_store(cfg.store, kg.files),
+            results, run_id, seed, holdout=loaded, store_for=lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs),
             timeout_s=cfg.run.query_timeout_s, row_cap=cfg.run.row_cap,
         )
     _write_json(doc, output)

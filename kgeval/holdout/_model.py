@@ -103,8 +103,9 @@ class KnowledgeGraph(BaseModel):
     """RDF files loaded into the store's default graph."""
     questions: tuple[Question, ...]
     graphs: dict[str, str] = {}
-    """Data file name -> the named graph IRI it came from (imported KGs); stores still load
-    every file into the default graph, the IRIs are kept so nothing is lost."""
+    """Data file name -> the named graph IRI it came from (imported KGs). The embedded store
+    loads such a file into its default graph and into that graph (`kgeval.stores.load_kg`), as an
+    endpoint with a union default graph serves it: `FROM <g>` and `GRAPH <g>` read graph g."""
     source: dict = {}
     """Provenance of an imported KG (format, dataset, language, source ids, graphs left out)."""
 

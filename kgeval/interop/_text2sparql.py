@@ -1,10 +1,10 @@
 """Import a TEXT2SPARQL dataset (`questions.yml` + `graphs/*.ttl` with `*.ttl.graph` files).
 
-Named graphs: our holdout loads every data file into the default graph. TEXT2SPARQL reference
-queries use no GRAPH clause and are run against the union of the dataset's graphs, so this
-gives the same answers (tests/interop check it on CK25, file by file in named graphs with a
-union default graph against all in the default graph); each file's graph IRI is kept in
-questions.yaml (`graphs:`). A graph that holds the reference queries themselves (CK25's
+Named graphs: each file's graph IRI is kept in questions.yaml (`graphs:`), and the embedded
+store loads the file into its default graph and into that graph, as the challenge's endpoint
+serves the union of the dataset's graphs: a reference query without GRAPH (CK25's) reads all
+the data, one with `FROM <g>` or `GRAPH ?g` reads the graphs (tests/interop check CK25 file by
+file in named graphs with a union default graph, and GRAPH/FROM queries on their graphs). A graph that holds the reference queries themselves (CK25's
 `queries.ttl` catalogue) is the answer key: it is left out of the KG, and recorded as left
 out, so no system under test can read the gold SPARQL from the store.
 """

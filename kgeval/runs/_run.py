@@ -156,7 +156,7 @@ def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) ->
     those opened are closed and its error raised."""
 
     def open_one(kg: KnowledgeGraph) -> Store:
-        store = open_store(config.store, kg.files, kg.id, local_copy=False)
+        store = open_store(config.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
         if start_ahead:
             store.start_ahead(start_ahead)
         return store

@@ -240,10 +240,10 @@ def store_opener(config: KgevalConfig, holdout: Holdout) -> Callable[[str], Stor
     def store_for(kg: str) -> Store:
         if kg not in opened:
             try:
-                files = holdout.kg(kg).files
+                held = holdout.kg(kg)
             except KeyError:
                 raise InputError(f"{holdout.root}: no KG {kg!r} in the holdout") from None
-            opened[kg] = open_store(config.store, files, kg)
+            opened[kg] = open_store(config.store, held.files, kg, graphs=held.graphs)
         return opened[kg]
 
     return store_for

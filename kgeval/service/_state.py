@@ -162,7 +162,8 @@ class ServiceState:
     def store(self, kg: str) -> Store:
         with self.lock:
             if kg not in self._stores:
-                self._stores[kg] = open_store(self.settings.config.store, self.holdout.kg(kg).files)
+                held = self.holdout.kg(kg)
+                self._stores[kg] = open_store(self.settings.config.store, held.files, kg, graphs=held.graphs)
             return self._stores[kg]
 
     def lookup(self, kg: str) -> KgLookup | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -43,7 +43,8 @@ def term_from_oxigraph(term: ox.NamedNode | ox.Literal | ox.BlankNode | None) ->
 
 
 class EmbeddedStore(Store):
-    """An in-memory pyoxigraph store loaded from KG files into the default graph.
+    """An in-memory pyoxigraph store loaded from KG files into the default graph (and a file that
+    came from a named graph into that graph too: `load_kg`).
 
     Trusted queries: in process; at the deadline `execute` raises QueryTimeout and the query's
     thread stops within its next 512 rows (a query still before its first row keeps its core until the
@@ -57,8 +58,12 @@ class EmbeddedStore(Store):
 
     name = "oxigraph-embedded"
 
-    def __init__(self, files: Sequence[Path], *, candidates: CandidateQueryConfig | None = None, local_copy: bool = True) -> None:
+    def __init__(
+        self, files: Sequence[Path], *, graphs: Mapping[str, str] | None = None, candidates: CandidateQueryConfig | None = None, local_copy: bool = True
+    ) -> None:
         self._files = [Path(f) for f in files]
+        self._graphs = {name: iri for name, iri in (graphs or {}).items() if iri}
+        """File name -> the named graph it came from (the holdout's `graphs`): loaded there too."""
         if candidates is not None:
             self.candidate_limits = candidates
         self._local = local_copy or not self.candidate_limits.sandbox
@@ -68,9 +73,11 @@ class EmbeddedStore(Store):
         """Why the local copy cannot be loaded (a file that does not parse, or files changed since
         open), once found: raised again on every later use instead of loading again."""
         self._file_sha256 = [sha256_file(p) for p in self._files]
-        self._data_sha = sha256_json(sorted((p.name, sha) for p, sha in zip(self._files, self._file_sha256, strict=True)))
+        files_sha = sorted((p.name, sha) for p, sha in zip(self._files, self._file_sha256, strict=True))
+        # the graphs a file is in are data too; a KG without them keeps the version it had
+        self._data_sha = sha256_json({"files": files_sha, "graphs": sorted(self._graphs.items())} if self._graphs else files_sha)
         self._label = ", ".join(str(p) for p in self._files) or "(no KG files)"
-        self._pool = WorkerPool(self._files, self._file_sha256, self.candidate_limits, self._label)
+        self._pool = WorkerPool(self._files, self._file_sha256, self.candidate_limits, self._label, self._graphs)
         self._finalizer = weakref.finalize(self, self._pool.close)
 
     def load(self) -> None:
@@ -97,7 +104,7 @@ class EmbeddedStore(Store):
                     raise type(failure)(str(failure))
                 if self._local_store is None:
                     try:
-                        loaded = load_kg(self._files)
+                        loaded = load_kg(self._files, self._graphs)
                         if [sha256_file(p) for p in self._files] != self._file_sha256:
                             raise files_changed(self._label)
                     except KgevalError as exc:

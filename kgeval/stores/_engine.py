@@ -14,7 +14,7 @@ Imports only the standard library, pyoxigraph and the light modules `_cells`, `_
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -35,6 +35,8 @@ _FORMATS = {
     ".rdf": ox.RdfFormat.RDF_XML,
     ".owl": ox.RdfFormat.RDF_XML,
 }
+
+_QUAD_FORMATS = (ox.RdfFormat.N_QUADS, ox.RdfFormat.TRIG)
 
 
 class Cancel(Protocol):
@@ -70,14 +72,23 @@ def rdf_format(path: Path | str) -> ox.RdfFormat:
         raise InputError(f"{path}: unknown RDF file extension (use one of {', '.join(_FORMATS)})") from None
 
 
-def load_kg(files: Sequence[Path | str]) -> ox.Store:
-    """An in-memory store holding every file in its default graph."""
+def load_kg(files: Sequence[Path | str], graphs: Mapping[str, str] | None = None) -> ox.Store:
+    """An in-memory store holding every file in its default graph, as an endpoint whose default
+    graph is the union of its graphs serves it: a file that came from a named graph (`graphs`:
+    file name -> graph IRI, as the holdout records it) is in that graph too, and a quad file's
+    (TriG, N-Quads) named graphs are copied into the default graph. So a query without GRAPH
+    or FROM reads all the data, `FROM <g>` and `GRAPH <g>` read graph g."""
     store = ox.Store()
     for path in files:
+        form, graph = rdf_format(path), (graphs or {}).get(os.path.basename(path))
         try:
-            store.bulk_load(path=str(path), format=rdf_format(path))
+            store.bulk_load(path=str(path), format=form)
+            if graph:
+                store.bulk_load(path=str(path), format=form, to_graph=ox.NamedNode(graph))
         except (SyntaxError, ValueError, OSError) as exc:
             raise InputError(f"{path}: cannot load KG: {exc}") from None
+    if any(rdf_format(path) in _QUAD_FORMATS for path in files):
+        store.extend([ox.Quad(q.subject, q.predicate, q.object) for q in store.quads_for_pattern(None, None, None) if q.graph_name != ox.DefaultGraph()])
     return store
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kgeval.config import StoreConfig
@@ -12,15 +12,18 @@ from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore
 
 
-def open_store(config: StoreConfig, files: Sequence[Path], kg: str | None = None, *, local_copy: bool = True) -> Store:
+def open_store(
+    config: StoreConfig, files: Sequence[Path], kg: str | None = None, *, graphs: Mapping[str, str] | None = None, local_copy: bool = True
+) -> Store:
     """The store named by `config`, serving the KG `kg` made of `files`.
 
-    The embedded store loads `files` (with `local_copy=False`, only in its sandbox workers,
+    The embedded store loads `files` (each also into the named graph `graphs` gives for it:
+    `KnowledgeGraph.graphs`; with `local_copy=False`, only in its sandbox workers,
     which then run its trusted queries too: see `EmbeddedStore`); a remote store already holds
     the data, and `kg` selects its graph through `config.kg_graphs`.
     """
     if config.kind == "embedded":
-        return EmbeddedStore(files, candidates=config.candidates, local_copy=local_copy)
+        return EmbeddedStore(files, graphs=graphs, candidates=config.candidates, local_copy=local_copy)
     store = _remote_store(config, kg)
     store.candidate_limits = config.candidates
     return store

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -137,8 +137,12 @@ class WorkerReply:
 class WorkerPool:
     """Worker processes serving one KG's candidate queries, at most `config.workers` of them."""
 
-    def __init__(self, files: Sequence[Path], file_sha256: Sequence[str], config: CandidateQueryConfig, label: str) -> None:
+    def __init__(
+        self, files: Sequence[Path], file_sha256: Sequence[str], config: CandidateQueryConfig, label: str, graphs: Mapping[str, str] | None = None
+    ) -> None:
         self._files = [str(Path(f).resolve()) for f in files]
+        self._graphs = dict(graphs or {})
+        """File name -> the named graph it came from (`_engine.load_kg`)."""
         self._file_sha256 = list(file_sha256)
         self._config = config
         self._label = label
@@ -266,7 +270,7 @@ class WorkerPool:
         """A worker forked from this pool's template (started first, or again if it died), or,
         where the platform cannot fork one safely, a worker started on its own."""
         if not _CAN_FORK:
-            return _Worker.start(self._files, self._config, self._label)
+            return _Worker.start(self._files, self._config, self._label, graphs=self._graphs)
         return _fork(self._live_template, self._forget_template, self._config, self._label, "template process ended while forking a worker")
 
     def _forget_template(self, template: _Template) -> None:
@@ -281,7 +285,7 @@ class WorkerPool:
             if self._closed:
                 raise StoreError(f"{self._label}: the store was closed")
             if self._template is None or self._template.process.poll() is not None:
-                self._template = _Template.start(self._files, self._config, self._label)
+                self._template = _Template.start(self._files, self._graphs, self._config, self._label)
             return self._template
 
     def _release(self, worker: _Worker, healthy: bool) -> None:
@@ -336,7 +340,7 @@ class _Worker:
         (inherited from the template or zygote it was forked from; `_worker._fork_workers`)."""
 
     @classmethod
-    def start(cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load") -> _Worker:
+    def start(cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load", graphs: Mapping[str, str] | None = None) -> _Worker:
         ours, theirs = socket.socketpair()
         stderr = tempfile.TemporaryFile()
         try:
@@ -353,12 +357,12 @@ class _Worker:
         finally:
             theirs.close()
         worker = cls(process, Connection(ours.detach()), stderr, label)
-        worker._load(files, config, kind)
+        worker._load(files, graphs or {}, config, kind)
         return worker
 
-    def _load(self, files: list[str], config: CandidateQueryConfig, kind: str = "load") -> None:
+    def _load(self, files: list[str], graphs: Mapping[str, str], config: CandidateQueryConfig, kind: str = "load") -> None:
         try:
-            self.conn.send((kind, files, config.memory_mb * 1024 * 1024))
+            self.conn.send((kind, files, dict(graphs), config.memory_mb * 1024 * 1024))
         except OSError:
             pass  # the wait below says why
         self.await_ready(config)
@@ -449,11 +453,11 @@ class _Template:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, files: list[str], config: CandidateQueryConfig, label: str) -> _Template:
-        """A template of `files`: forked from this process's zygote (started first, or again if
-        it died), where it loads the KG."""
+    def start(cls, files: list[str], graphs: Mapping[str, str], config: CandidateQueryConfig, label: str) -> _Template:
+        """A template of `files` (`graphs`: see `_engine.load_kg`): forked from this process's
+        zygote (started first, or again if it died), where it loads the KG."""
         worker = _fork(lambda: _zygote(config), _forget_zygote, config, label, "zygote process ended while forking a template")
-        worker._load(files, config, "template")
+        worker._load(files, graphs, config, "template")
         return cls(worker)
 
     def fork(self, config: CandidateQueryConfig, label: str) -> _Worker:

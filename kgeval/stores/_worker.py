@@ -31,7 +31,7 @@ left in the zygote's network namespace, dies with it, and sets its own memory li
 Protocol (multiprocessing.connection's framing over a socketpair, pickled plain tuples; the
 worker speaks it with `_Channel`, since importing multiprocessing cost each worker more CPU
 than the rest of its start-up together):
-parent -> ("load" | "template" | "zygote", [file paths], memory_bytes); worker -> ("ready", info dict) or ("error", ...);
+parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI}, memory_bytes); worker -> ("ready", info dict) or ("error", ...);
 info: pid, network_isolated, file_sha256 (of the KG files it loaded), gc_frozen (objects it holds
 frozen out of the collector's sight: those it inherited from a template or zygote, which freezes
 what it holds before it forks)
@@ -116,7 +116,7 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
     """Do what the first message asks: load the KG and serve queries ("load"), load it and fork
     query workers ("template"), or load nothing and fork processes that each then do what
     their own first message asks ("zygote")."""
-    kind, files, memory_bytes = conn.recv()
+    kind, files, graphs, memory_bytes = conn.recv()
     assert kind in ("load", "template", "zygote")
     if kind == "zygote":
         info = _ready_info(isolated, [])
@@ -124,7 +124,7 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
         _fork_workers(fd, None, engine, info)
         return
     try:
-        store = engine.load_kg(files)  # type: ignore[attr-defined]
+        store = engine.load_kg(files, graphs)  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return

@@ -112,11 +112,12 @@ def test_ck25_imports_all_50_and_the_gold_rebuilds_with_a_named_report(tmp_path)
 
 @needs_ck25
 def test_ck25_default_graph_loading_answers_as_the_named_graphs_do(tmp_path):
-    """Our layout (every kept file in the default graph) against the dataset's own: each file
-    in its named graph, queried with the union of the graphs as default graph."""
+    """Our layout (every kept file in the default graph and in its named graph) against the
+    dataset's own: each file in its named graph, queried with the union of the graphs as default
+    graph."""
     import_text2sparql(CK25, "ck25", tmp_path / "holdout")
     kg = load_holdout(tmp_path / "holdout").kg("ck25")
-    ours = EmbeddedStore(kg.files)
+    ours = EmbeddedStore(kg.files, graphs=kg.graphs)
     named = ox.Store()
     for path in kg.files:
         named.bulk_load(path=str(path), format=rdf_format(path), to_graph=ox.NamedNode(kg.graphs[path.name]))
@@ -124,6 +125,41 @@ def test_ck25_default_graph_loading_answers_as_the_named_graphs_do(tmp_path):
         union = named.query(q.sparql, use_default_graph_as_union=True, custom_functions=_casts())
         expected = _as_result(union, ordered=ours.execute(q.sparql, timeout_s=60, row_cap=2000).ordered)
         assert ours.execute(q.sparql, timeout_s=60, row_cap=2000).sha256() == expected.sha256(), q.id
+
+
+GRAPH_QUERIES = {  # a dataset whose reference queries name its graphs: FROM, GRAPH ?g, GRAPH <g>
+    1: ("ASK FROM <http://x/graph/kg> { <http://x/a> <http://x/p> <http://x/b> }", True),
+    2: ("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }", "3"),
+    3: ("select (count(*) as ?n)\nFROM <http://x/graph/extra> # the second file only\nwhere { ?s ?p ?o }", "1"),
+    4: ("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "3"),
+    5: ("SELECT ?g WHERE { GRAPH ?g { <http://x/d> ?p ?o } }", "http://x/graph/extra"),
+    6: ("ASK FROM <http://x/graph/extra> { <http://x/a> ?p ?o }", False),
+}
+
+
+def test_reference_and_candidate_queries_read_the_named_graphs_the_files_came_from(tmp_path):
+    """Each file is in its named graph as well as in the default graph (an endpoint with a union
+    default graph): FROM and GRAPH read the graphs, a plain query all the data. Before, every
+    file was in the default graph only: the ASK FROM was false and the counts 0, silently."""
+    src = _dataset(tmp_path / "src", [{"id": i, "question": {"en": f"q{i}"}, "query": {"sparql": q}} for i, (q, _) in GRAPH_QUERIES.items()],
+                   with_key_graph=False)  # fmt: skip
+    (src / "graphs" / "extra.ttl").write_text("<http://x/d> <http://x/p> <http://x/e> .\n")
+    (src / "graphs" / "extra.ttl.graph").write_text("http://x/graph/extra\n")
+    import_text2sparql(src, "toys", tmp_path / "holdout")
+    holdout = load_holdout(tmp_path / "holdout")
+    kg = holdout.kg("toys")
+    report = rebuild_gold(holdout, lambda k: EmbeddedStore(k.files, graphs=k.graphs), GoldConfig(), tmp_path / "gold")
+    assert report.ok, report.failures
+    from kgeval.gold import load_gold
+
+    gold = load_gold(tmp_path / "gold")
+    got = {int(qid.split("-")[1]): (e.result.boolean if e.result.form == "ask" else e.result.rows[0][0].value) for qid, e in gold.items()}
+    assert got == {i: expected for i, (_, expected) in GRAPH_QUERIES.items()}
+    store = EmbeddedStore(kg.files, graphs=kg.graphs)  # a candidate's query runs in a sandbox worker: the same data
+    result, resources = store.execute_candidate(GRAPH_QUERIES[3][0], timeout_s=30, row_cap=100)
+    assert resources.sandboxed and result.rows[0][0].value == "1"
+    assert store.data_sha256 != EmbeddedStore(kg.files).data_sha256  # the graphs are part of the data version
+    store.close()
 
 
 def _casts():

@@ -58,3 +58,27 @@ def test_bad_kg_file_names_the_file(tmp_path):
         store.load()
     with pytest.raises(InputError, match="broken.ttl"):
         store.execute("ASK { ?s ?p ?o }", timeout_s=10, row_cap=1)
+
+
+def test_a_quad_files_named_graphs_are_read_by_plain_queries_and_by_graph(tmp_path):
+    """A TriG or N-Quads KG keeps its named graphs, and its default graph is their union (as an
+    endpoint with a union default graph): before, a plain query over a TriG KG found nothing."""
+    (tmp_path / "films.trig").write_text(
+        "<http://f/g/films> { <http://f/amelie> <http://f/year> 2001 . <http://f/heat> <http://f/year> 1995 . }\n"
+        "<http://f/g/people> { <http://f/audrey> <http://f/starsIn> <http://f/amelie> . }\n"
+        "<http://f/top> <http://f/is> <http://f/amelie> .\n"  # the file's own default graph
+    )
+    (tmp_path / "more.nq").write_text("<http://f/up> <http://f/year> \"2009\"^^<http://www.w3.org/2001/XMLSchema#integer> <http://f/g/films> .\n")
+    store = EmbeddedStore([tmp_path / "films.trig", tmp_path / "more.nq"])
+    count = "SELECT (COUNT(*) AS ?n) {} WHERE {{ {} }}"
+    cases = {
+        count.format("", "?s ?p ?o"): "5",
+        count.format("FROM <http://f/g/films>", "?s ?p ?o"): "3",  # both files' triples of that graph
+        count.format("", "GRAPH ?g { ?s ?p ?o }"): "4",
+        count.format("", "GRAPH <http://f/g/people> { ?s ?p ?o }"): "1",
+    }
+    for query, expected in cases.items():
+        assert store.execute(query, timeout_s=30, row_cap=10).rows[0][0].value == expected, query
+        candidate, _ = store.execute_candidate(query, timeout_s=30, row_cap=10)  # in a sandbox worker: the same data
+        assert candidate.rows[0][0].value == expected, query
+    store.close()
