@@ -38,11 +38,12 @@ def compare(
     format: Annotated[PageFormat, typer.Option("--format", help="md, json or html.")] = PageFormat.md,
 ) -> None:
     """Paired per-question comparison: flips, exact McNemar test, difference with its interval."""
-    from kgeval.reports import comparability_of, compare_runs, render_comparison_html, render_comparison_json, render_comparison_markdown
+    from kgeval.reports import comparability_of, compare_runs, render_comparison_html, render_comparison_json, render_comparison_markdown, withheld_accuracy
     from kgeval.runs import ResultsDB
 
     with ResultsDB(db, read_only=True) as results:
-        check = comparability_of(results.metadata(run_a), results.metadata(run_b))
+        withheld = {run: withheld_accuracy(results, run) for run in (run_a, run_b)}
+        check = comparability_of(results.metadata(run_a), results.metadata(run_b), withheld)
         if not check.comparable and not force:
             raise CheckFailed(
                 f"runs {run_a} and {run_b} are not comparable: " + "; ".join(check.blocking) + " (use --force to compare anyway)"

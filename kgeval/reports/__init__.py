@@ -20,9 +20,11 @@ from kgeval.reports._summary import (
     WrongAnswer,
     build_harness_report,
     build_report,
+    withheld_accuracy,
 )
 
 __all__ = [
+    "withheld_accuracy",
     "Accuracy",
     "AuditSummary",
     "Comparability",

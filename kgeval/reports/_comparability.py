@@ -41,8 +41,17 @@ def _diff(label: str, a: object, b: object) -> str:
 
 
 def _short(value: object) -> str:
+    """A sha256 by its first 12 digits; anything else whole."""
     text = str(value)
-    return text[:12] if len(text) == 64 else text
+    return text[:12] if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else text
+
+
+def _differing(label: str, a: object, b: object) -> str:
+    """`_diff`, and for two mappings (judge versions) only the keys whose values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        return "; ".join(_diff(f"{label} {k}", a.get(k, "none"), b.get(k, "none")) for k in keys)
+    return _diff(label, a, b)
 
 
 _LABELS = {
@@ -61,10 +70,13 @@ _LABELS = {
 }
 
 
-def comparability_of(a: RunMetadata, b: RunMetadata) -> Comparability:
-    """The check `kgeval compare` uses: `kgeval.runs.comparability`, as a Comparability."""
+def comparability_of(a: RunMetadata, b: RunMetadata, withheld: dict[str, str | None] | None = None) -> Comparability:
+    """The check `kgeval compare` uses: `kgeval.runs.comparability`, as a Comparability.
+    `withheld`: run id -> why its report withholds its accuracy (`withheld_accuracy`); such a
+    run has no accuracy to compare either (blocking)."""
     differences = comparability(a, b)
-    blocking = [_diff(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if d.blocking]
-    reported = [_diff(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if not d.blocking]
+    blocking = [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if d.blocking]
+    blocking += [f"run {run}: its report withholds its accuracy ({why})" for run, why in (withheld or {}).items() if why]
+    reported = [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if not d.blocking]
     reported += [f"run {m.run_id} has not finished" for m in (a, b) if m.finished_at is None]
     return Comparability(comparable=not blocking, blocking=blocking, differences=reported)

@@ -317,6 +317,11 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunRep
     )
 
 
+def withheld_accuracy(db: ResultsDB, run_id: str) -> str | None:
+    """Why the run's report withholds its accuracy (its harness report), or None."""
+    return build_harness_report(db.metadata(run_id), db.attempts(run_id), len(db.questions(run_id))).withheld
+
+
 def build_harness_report(metadata: RunMetadata, attempts: list[Attempt], n_questions: int) -> HarnessReport:
     """Terminal states and their causes; withholds accuracy above the configured problem share."""
     limit = RunConfig.model_validate(metadata.config.get("run", {})).max_error_share

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.reports import comparability_of, compare_runs
+from kgeval.reports import comparability_of, compare_runs, withheld_accuracy
 from kgeval.samples import SampleSource, build_sample, gold_for_review, highlight_sparql, sample_index
 from kgeval.service._state import ServiceState
 
@@ -102,7 +102,7 @@ def compare(a: str, b: str, state: State) -> dict[str, Any]:
     _known(state, a)
     _known(state, b)
     with state.database() as db:
-        check = comparability_of(db.results.metadata(a), db.results.metadata(b))
+        check = comparability_of(db.results.metadata(a), db.results.metadata(b), {run: withheld_accuracy(db.results, run) for run in (a, b)})
         comparison = compare_runs(db.results, a, b, check, forced=not check.comparable)
     lines = {(s.question_id, s.seed): s for s in sample_index(_source(state), a)}
     other = {(s.question_id, s.seed): s for s in sample_index(_source(state), b)}
