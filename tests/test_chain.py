@@ -94,6 +94,10 @@ def test_every_tampering_of_the_audit_log_is_caught_by_every_reader(audited, min
         done = _kgeval(*command, "--db", str(db), "--gold", str(mini_gold))
         assert done.returncode == 1, done.stderr
         assert expected in done.stderr and "Traceback" not in done.stderr
+    # the report still shows the run's figures, says no audit figure is shown, and fails the check
+    report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold))
+    assert "(8/8)" in report.stdout and f"audits not shown: {expected}" in report.stdout
+    assert "false-accept" not in report.stdout.lower().split("### notes")[0]
 
 
 def _any_record(run_id: str):
@@ -151,8 +155,10 @@ def test_the_service_reports_a_broken_log_and_shows_nothing_of_it(audited, mini_
     with TestClient(create_app(settings)) as client:
         sample = client.get(f"/runs/{run_id}/audit/samples/{sample_id}", headers=headers)
         assert sample.status_code == 409 and "audit log broken at record 5" in sample.json()["detail"]
+        # the report keeps the run's figures and says why no audit figure is shown (as for a refused gold)
         report = client.get(f"/runs/{run_id}/report", headers=headers)
-        assert report.status_code == 409 and "audit log broken at record 5" in report.json()["detail"]
+        assert report.status_code == 200 and report.json()["audit"] is None
+        assert "audit log broken at record 5" in report.json()["audit_refused"] and report.json()["overall"]["n"] == 8
         # the run page's routes read the audit state of each sample: the same 409 (the sample was a 400)
         for route in (f"/runs/{run_id}/samples", f"/runs/{run_id}/samples/mini-01?seed=0"):
             page = client.get(route, headers=headers)

@@ -127,6 +127,9 @@ def report(
     out.print(text, markup=False, end="")
     if built.gold_refused:  # the figures come from stored verdicts; the evidence behind them is not intact
         err.print(f"{gold}: {built.gold_refused}", markup=False)
+    if built.audit_refused:  # the audit log is one chain for every run: printed, and a failed check
+        err.print(f"{db}: {built.audit_refused}", markup=False)
+    if built.gold_refused or built.audit_refused:
         raise typer.Exit(1)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kgeval._chain import BrokenLog
 from kgeval.audit import AuditCounts, AuditLog, accepted_items, audit_counts
 from kgeval.config import KgevalConfig
 from kgeval.errors import KgevalError
@@ -48,6 +49,7 @@ class AuditSummary(BaseModel):
 
 
 GOLD_REFUSED = "gold refused"
+AUDIT_REFUSED = "audits not shown"
 """How a note begins when a gold directory exists but fails verification (edited, forged,
 half-written): the report is printed, and `kgeval report` exits 1 (DESIGN: evidence that
 cannot change silently)."""
@@ -70,8 +72,12 @@ def audit_summary(db: ResultsDB, run_id: str, gold_dir: Path | None, cfg: Kgeval
     if gold is None:
         return None
     items = accepted_items(db, run_id, gold, cfg.gold.display_items)
-    with AuditLog(db.path, read_only=db.read_only) as log:
-        counts = audit_counts(items, log.records(run_id))
+    try:
+        with AuditLog(db.path, read_only=db.read_only) as log:
+            counts = audit_counts(items, log.records(run_id))
+    except BrokenLog as exc:  # one log for every run: whether this run's audits are intact is unknown
+        notes.append(f"{AUDIT_REFUSED}: {exc}")
+        return None
     agreed_n = counts.audited - counts.audited_disagreements
     agreed_events = counts.disagree - counts.disagree_in_disagreements
     return AuditSummary(
