@@ -143,6 +143,7 @@ class VerdictCache:
     def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._entries: OrderedDict[VerdictKey, tuple[list[Verdict], bool]] = OrderedDict()
+        self._judging: dict[VerdictKey, threading.Event] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -150,18 +151,32 @@ class VerdictCache:
         answer = None if output.answer is None else json.dumps(output.answer, default=repr)
         return question.kg, question.id, *query, answer
 
-    def get(self, key: VerdictKey) -> tuple[list[Verdict], bool] | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: VerdictKey, judged: tuple[list[Verdict], bool]) -> None:
-        with self._lock:
-            self._entries[key] = judged
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+    def judged(self, key: VerdictKey, judge: Callable[[], tuple[list[Verdict], bool]]) -> tuple[list[Verdict], bool]:
+        """The verdicts of `key`: kept ones, or `judge()`'s. Seeds judging one candidate together
+        (they leave a shared execution together) wait for the first instead of judging it again:
+        a wrong answer's rules may read the KG's labels, long enough for all to miss the cache."""
+        while True:
+            with self._lock:
+                found = self._entries.get(key)
+                if found is not None:
+                    self._entries.move_to_end(key)
+                    return found
+                judging = self._judging.get(key)
+                if judging is None:
+                    judging = self._judging[key] = threading.Event()
+                    break
+            judging.wait()  # then found, or (the judge raised) this caller judges
+        try:
+            value = judge()
+            with self._lock:
+                self._entries[key] = value
+                if len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                del self._judging[key]
+            judging.set()
 
 
 def _call(system: System, question: Question, seed: int) -> SystemOutput:
@@ -305,20 +320,17 @@ def _judged(
     """Every judge's verdict on the output and whether a tie resolution changed the gold judged,
     from `verdicts` when this candidate was judged before in the run (`query_key`: the query as
     the caches know it; by default its text as written)."""
-    query_key = query_key or (output.sparql or "", "written")
-    key = VerdictCache.key(question, output, query_key) if verdicts is not None and _recurs(execution) else None
-    if key is not None:
-        found = verdicts.get(key)  # type: ignore[union-attr]
-        if found is not None:
-            return found
-    candidate = Candidate(
-        items=output.answer, result=execution.result, sparql_error=execution.error, failure=execution.failure,
-        sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), lookup=lookup,
-    )
-    judged = judge_candidate(question, judges, gold, candidate, ties)
-    if key is not None:
-        verdicts.put(key, judged)  # type: ignore[union-attr]
-    return judged
+
+    def judge() -> tuple[list[Verdict], bool]:
+        candidate = Candidate(
+            items=output.answer, result=execution.result, sparql_error=execution.error, failure=execution.failure,
+            sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), lookup=lookup,
+        )
+        return judge_candidate(question, judges, gold, candidate, ties)
+
+    if verdicts is None or not _recurs(execution):
+        return judge()
+    return verdicts.judged(VerdictCache.key(question, output, query_key or (output.sparql or "", "written")), judge)
 
 
 def _attempt_extra(execution: Execution, config: KgevalConfig) -> dict:

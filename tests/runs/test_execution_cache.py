@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from kgeval.config import KgevalConfig
 from kgeval.runs._attempt import Execution, ExecutionCache, _cached_execution
 from kgeval.stores import EmbeddedStore
@@ -152,7 +154,7 @@ def test_seeds_giving_the_same_candidate_are_judged_once(mini_holdout, mini_gold
     assert sorted(calls) == ["mini-02"] * 3 + ["mini-06"]
     assert memoized[("mini-02", 0, "seed")] == memoized[("mini-02", 1, "seed")] and len(memoized) == 16
     calls.clear()
-    monkeypatch.setattr(attempt_module.VerdictCache, "get", lambda self, key: None)  # every attempt judged alone
+    monkeypatch.setattr(attempt_module.VerdictCache, "judged", lambda self, key, judge: judge())  # every attempt judged alone
     alone = verdict_rows("alone.duckdb")
     assert len(calls) == 8 and alone == memoized
 
@@ -219,6 +221,40 @@ def test_seeds_laying_out_one_query_differently_execute_and_are_judged_once(mini
     assert verdicts[("mini-02", 3, "execution")]["path"] == "refused"
     judged.clear()
     monkeypatch.setattr(Store, "approved_text", lambda self, query: None)  # every text known as written
-    monkeypatch.setattr(attempt_module.VerdictCache, "get", lambda self, key: None)  # every attempt judged alone
+    monkeypatch.setattr(attempt_module.VerdictCache, "judged", lambda self, key, judge: judge())  # every attempt judged alone
     alone, alone_attempts = rows("alone.duckdb")
     assert len(judged) == 4 and alone == verdicts and alone_attempts == attempts
+
+
+def test_seeds_judging_one_candidate_together_judge_it_once():
+    """Seeds leave a shared execution together: the first judges, the others wait for its
+    verdicts (a wrong answer's label rules read the KG, long enough for every seed to miss the
+    cache: the acceptance run judged such a candidate four times). A judge that raises leaves
+    the next caller to judge."""
+    from kgeval.runs._attempt import VerdictCache
+
+    cache, calls, start = VerdictCache(), [], threading.Barrier(4)
+
+    def judge():
+        calls.append(1)
+        time.sleep(0.2)
+        return (["verdict"], False)
+
+    def seed(results: list) -> None:
+        start.wait()
+        results.append(cache.judged(("k", "q", "SELECT", "approved", None), judge))
+
+    results: list = []
+    threads = [threading.Thread(target=seed, args=(results,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and results == [(["verdict"], False)] * 4
+
+    def failing():
+        raise RuntimeError("judge failed")
+
+    with pytest.raises(RuntimeError):
+        cache.judged(("k", "q2", "x", "approved", None), failing)
+    assert cache.judged(("k", "q2", "x", "approved", None), judge) == (["verdict"], False)
