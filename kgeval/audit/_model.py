@@ -99,6 +99,8 @@ class AuditCounts(BaseModel):
     """Current decisions that the accept was wrong: the false accepts found."""
     stale: int
     """Accepts audited only at another hash: not counted."""
+    accepted_disagreements: int = 0
+    """Accepts on which the judges disagreed: the stratum a sample draws first."""
     audited_disagreements: int = 0
     """Audited accepts on which the judges disagreed (over-represented by the sample)."""
     disagree_in_disagreements: int = 0

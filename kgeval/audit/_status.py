@@ -33,6 +33,7 @@ def audit_counts(items: dict[Key, AuditItem], records: list[AuditRecord]) -> Aud
         audited=len(current),
         disagree=sum(1 for s in current.values() if s == "disagree"),
         stale=sum(1 for s in states.values() if s == "stale"),
+        accepted_disagreements=sum(1 for item in items.values() if item.dissenting_judges),
         audited_disagreements=len(in_dissent),
         disagree_in_disagreements=sum(1 for s in in_dissent.values() if s == "disagree"),
     )

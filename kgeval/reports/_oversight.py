@@ -36,13 +36,51 @@ class Rate(BaseModel):
         return cls(events=events, n=n, rate=events / n, ci_low=low, ci_high=high)
 
 
+class StratifiedRate(BaseModel):
+    """A rate over all accepts from a sample drawn by strata (judge disagreements first, then
+    the accepts all judges agreed on): each stratum's audited rate weighted by its share of the
+    accepts. Interval: each stratum's Wilson interval at 95% / (strata estimated) (Bonferroni),
+    or its exact rate where every accept of it is audited, weighted the same way: the range of
+    the weighted rate over those intervals, at least 95% together."""
+
+    rate: float
+    ci_low: float
+    ci_high: float
+    strata: list[str]
+    """Each stratum in words: its accepts, audited, false accepts found."""
+
+
+def stratified_false_accepts(counts: AuditCounts) -> StratifiedRate | None:
+    """The false-accept rate over all accepts (see StratifiedRate); None when a stratum that
+    has accepts has no current audit (nothing to weigh it by)."""
+    strata = [
+        ("judge disagreements", counts.accepted_disagreements, counts.audited_disagreements, counts.disagree_in_disagreements),
+        ("accepts all judges agreed on", counts.accepted - counts.accepted_disagreements,
+         counts.audited - counts.audited_disagreements, counts.disagree - counts.disagree_in_disagreements),
+    ]  # fmt: skip
+    present = [s for s in strata if s[1]]
+    if not present or any(audited == 0 for _, _, audited, _ in present):
+        return None
+    sampled = sum(1 for _, size, audited, _ in present if audited < size)
+    rate = low = high = 0.0
+    for _, size, audited, events in present:
+        share, p = size / counts.accepted, events / audited
+        lo, hi = wilson_interval(events, audited, alpha=0.05 / sampled) if audited < size else (p, p)
+        rate, low, high = rate + share * p, low + share * lo, high + share * hi
+    words = [f"{name}: {size} accepts, {audited} audited, {events} false" for name, size, audited, events in present]
+    return StratifiedRate(rate=rate, ci_low=low, ci_high=high, strata=words)
+
+
 class AuditSummary(BaseModel):
     """The judge's false-accept rate, estimated from current audits of accepted answers."""
 
     counts: AuditCounts
+    false_accept_estimate: StratifiedRate | None = None
+    """Over all the run's accepts, each stratum of the sample weighted by its share (the
+    estimate to quote)."""
     false_accept_rate: Rate | None
-    """Audits that disagree / current audits (Wilson 95%). Judge disagreements are drawn first,
-    so where they are audited this over-represents hard cases (conservative)."""
+    """Audits that disagree / current audits (Wilson 95%): the audited sample's rate. Judge
+    disagreements are drawn first, so this over-represents hard cases; not the run's rate."""
     false_accept_rate_agreed: Rate | None
     """The same over accepts all judges agreed on: the estimate free of that over-representation."""
     refused: str | None = None
@@ -82,6 +120,7 @@ def audit_summary(db: ResultsDB, run_id: str, gold_dir: Path | None, cfg: Kgeval
     agreed_events = counts.disagree - counts.disagree_in_disagreements
     return AuditSummary(
         counts=counts,
+        false_accept_estimate=stratified_false_accepts(counts),
         false_accept_rate=Rate.of(counts.disagree, counts.audited),
         false_accept_rate_agreed=Rate.of(agreed_events, agreed_n),
         refused=None if counts.audited else "no current audits: `kgeval audit sample` draws accepts to audit",

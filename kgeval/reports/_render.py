@@ -208,7 +208,10 @@ def oversight_markdown(report: RunReport) -> list[str]:
         lines.append("- not shown (see notes)")
     else:
         c = a.counts
-        lines.append(f"- judge's false-accept rate (Wilson 95%): {format_rate(a.false_accept_rate)}")
+        e = a.false_accept_estimate
+        estimate = "n/a (a stratum with accepts has no audit)" if e is None else f"{e.rate:.1%} [{e.ci_low:.1%}, {e.ci_high:.1%}] ({'; '.join(e.strata)})"
+        lines.append(f"- judge's false-accept rate over the run's {c.accepted} accepts (stratified, 95%): {estimate}")
+        lines.append(f"- in the audited sample (judge disagreements drawn first, over-represented; Wilson 95%): {format_rate(a.false_accept_rate)}")
         lines.append(f"- on accepts all judges agreed on: {format_rate(a.false_accept_rate_agreed)}")
         lines.append(f"- accepts: {c.accepted}, audited at the current hash: {c.audited}, stale audits (not counted): {c.stale}")
         if a.refused:

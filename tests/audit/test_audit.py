@@ -97,7 +97,9 @@ def test_report_shows_false_accept_rate_with_wilson_interval(tmp_path, mini_hold
     rate = report.audit.false_accept_rate
     assert (rate.events, rate.n) == (2, 10)
     assert (round(rate.ci_low, 4), round(rate.ci_high, 4)) == (0.0567, 0.5098)
-    assert "false-accept rate (Wilson 95%): 20.0% [5.7%, 51.0%] (2/10)" in render_markdown(report)
+    md = render_markdown(report)
+    assert "false-accept rate over the run's 16 accepts (stratified, 95%): 20.0% [5.7%, 51.0%] (accepts all judges agreed on: 16 accepts, 10 audited, 2 false)" in md
+    assert "in the audited sample (judge disagreements drawn first, over-represented; Wilson 95%): 20.0% [5.7%, 51.0%] (2/10)" in md
     assert no_gold.audit is None and any("gold unavailable" in n for n in no_gold.notes)
 
 
@@ -110,3 +112,30 @@ def test_audit_log_never_updates_or_deletes():
     chain = (REPO / "kgeval/_chain.py").read_text()
     assert chain.count("DELETE FROM") == 1 and chain.index("DELETE FROM") < chain.index("def append(")
     assert "DO UPDATE SET length" in chain and chain.upper().count("UPDATE ") == chain.count("DO UPDATE SET") == 1
+
+
+def test_the_false_accept_rate_weighs_each_stratum_of_the_sample_by_its_share():
+    """Judge disagreements are drawn first: 20 of the run's 112 accepts, all audited, 10 false;
+    10 of the 92 agreed accepts audited, none false. The sample's 10/30 (33.3%) over-represents
+    the disagreements; over the run's accepts the rate is 10/112 (8.9%). The disagreements are a
+    census (their rate exact), the agreed stratum's Wilson 95% interval is weighted by 92/112;
+    with both strata sampled, each interval is at 97.5% (Bonferroni)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from kgeval.audit import AuditCounts
+    from kgeval.reports._oversight import stratified_false_accepts
+
+    counts = AuditCounts(accepted=112, audited=30, disagree=10, stale=0, accepted_disagreements=20, audited_disagreements=20, disagree_in_disagreements=10)
+    estimate = stratified_false_accepts(counts)
+    assert round(estimate.rate, 4) == round(10 / 112, 4)
+    _, agreed_high = proportion_confint(0, 10, alpha=0.05, method="wilson")
+    assert round(estimate.ci_low, 4) == round(10 / 112, 4) and round(estimate.ci_high, 4) == round(10 / 112 + 92 / 112 * agreed_high, 4)
+    # both strata sampled: each at 97.5% (Bonferroni), weighted
+    counts = counts.model_copy(update={"audited": 25, "audited_disagreements": 15, "disagree_in_disagreements": 6})
+    estimate = stratified_false_accepts(counts)
+    d_low, d_high = proportion_confint(6, 15, alpha=0.025, method="wilson")
+    a_low, a_high = proportion_confint(4, 10, alpha=0.025, method="wilson")
+    assert round(estimate.rate, 6) == round(20 / 112 * 6 / 15 + 92 / 112 * 4 / 10, 6)
+    assert (round(estimate.ci_low, 6), round(estimate.ci_high, 6)) == (round(20 / 112 * d_low + 92 / 112 * a_low, 6), round(20 / 112 * d_high + 92 / 112 * a_high, 6))
+    # a stratum with accepts and no audit: no estimate
+    assert stratified_false_accepts(counts.model_copy(update={"audited": 15, "disagree": 6})) is None
