@@ -127,17 +127,38 @@ def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - ge
         answers = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"{path}: not a TEXT2SPARQL answer file (a JSON list): {exc}") from None
-    by_dataset = {kg.source.get("dataset"): kg for kg in holdout.kgs if kg.source.get("format") == "text2sparql"}
+    by_dataset: dict[object, list[KnowledgeGraph]] = {}  # a dataset imported once per language is several KGs
+    for kg in holdout.kgs:
+        if kg.source.get("format") == "text2sparql":
+            by_dataset.setdefault(kg.source.get("dataset"), []).append(kg)
     for n, answer in enumerate(answers, 1):
         if not isinstance(answer, dict):
             raise InputError(f"{path}: answer {n}: expected an object with 'dataset' and 'query'")
-        kg = by_dataset.get(answer.get("dataset"))
-        if kg is None:
-            known = ", ".join(sorted(d for d in by_dataset if d)) or "none (import one with `kgeval holdout import text2sparql`)"
+        kgs = by_dataset.get(answer.get("dataset"))
+        if not kgs:
+            known = ", ".join(sorted(str(d) for d in by_dataset if d)) or "none (import one with `kgeval holdout import text2sparql`)"
             raise InputError(f"{path}: answer {n}: dataset {answer.get('dataset')!r} is not a KG of the holdout; imported datasets: {known}")
-        question_id = _question_of(path, n, answer, kg)
-        if question_id is not None:
+        found = _kg_question_of(path, n, answer, kgs)
+        if found is not None:
+            kg, question_id = found
             yield f"{path}: answer {n}", _Record(kg=kg.id, question_id=question_id, seed=0, sparql=answer.get("query") or answer.get("sparql"))
+
+
+def _kg_question_of(path: Path, n: int, answer: dict, kgs: list[KnowledgeGraph]) -> tuple[KnowledgeGraph, str] | None:
+    """The KG (of those imported from the answer's dataset, one per language) and our question
+    id an answer is for; None for an answer in a language none of them was imported in."""
+    problem = None
+    for kg in kgs:
+        try:
+            question_id = _question_of(path, n, answer, kg)
+        except InputError as exc:  # not this KG's: perhaps another language's
+            problem = problem or exc
+            continue
+        if question_id is not None:
+            return kg, question_id
+    if problem is not None:
+        raise problem
+    return None
 
 
 def _question_of(path: Path, n: int, answer: dict, kg: KnowledgeGraph) -> str | None:

@@ -89,3 +89,19 @@ def test_ck25_answer_file_of_the_reference_queries_scores_every_question(tmp_pat
     _, report = _run(tmp_path, holdout, answers)
     assert report["overall"]["n"] == len(doc["questions"])
     assert report["overall"]["correct"] == len(doc["questions"]), report["overall"]
+
+
+def test_a_dataset_imported_in_two_languages_gets_each_answer_in_its_own_kg(tmp_path):
+    """One dataset imported twice, in English and in German (two KGs): each answer goes to the KG
+    of its language. Before, every answer was matched to the KG imported last, and the English
+    ones were left aside as another language: the English KG's questions all went missing."""
+    holdout = tmp_path / "holdout"
+    source = _dataset(tmp_path / "src", TOY)
+    import_text2sparql(source, "toys_en", holdout, lang="en")
+    import_text2sparql(source, "toys_de", holdout, lang="de", id_prefix="toyde")
+    q1, q2, q3 = (q["query"]["sparql"] for q in TOY)
+    answers = [_answer(i, lang, q) for lang in ("en", "de") for i, q in ((1, q1), (2, q2), (3, q3))]
+    answers[4] = _answer(2, "de", "ASK { <http://x/b> <http://x/p> <http://x/a> }")  # German question 2: wrong
+    _, report = _run(tmp_path, holdout, answers)
+    assert report["harness"]["errors"] == 0
+    assert {g["group"]: (g["correct"], g["n"]) for g in report["by_kg"]} == {"toys_de": (2, 3), "toys_en": (3, 3)}
