@@ -58,8 +58,8 @@ def record_decision(
     current = item.sha256()
     if seen_sha256 != current:
         raise CheckFailed(
-            f"question {key[0]} seed {key[1]}: the item changed since it was shown "
-            f"(seen {seen_sha256[:12]}, now {current[:12]}); reload it and decide again"
+            f"question {key[0]} seed {key[1]}: {seen_sha256[:12]} is not this item's hash (now {current[:12]}): the item "
+            "changed since it was shown, or the hash is another item's; show it again (`kgeval audit show`) and decide"
         )
     record = AuditRecord(
         run_id=item.run_id,

@@ -80,6 +80,10 @@ def run(
     from kgeval.runs import ResultsDB
 
     if resume is not None:
+        given = {"--system": system, "--replay": replay, "--seeds": seeds, "--concurrency": concurrency, "--compare-with": compare_with, "--config": config}
+        ignored = [name for name, value in given.items() if value]
+        if ignored:  # the run continues as it was planned: its recorded configuration, system and seeds
+            err.print(f"--resume continues {resume} with the configuration, system and seeds it recorded: {', '.join(ignored)} ignored", markup=False)
         metadata = _resume(resume, db, checklist)
     else:
         if system is None:

@@ -52,6 +52,11 @@ def load_exclusions(root: Path) -> dict[str, Exclusion]:
         parsed = _ExclusionsFile.model_validate(raw)
     except ValidationError as exc:
         raise InputError(f"{path}: {first_validation_error(exc)}") from None
+    seen: set[str] = set()
+    for exclusion in parsed.excluded:
+        if exclusion.question_id in seen:
+            raise InputError(f"{path}: question {exclusion.question_id} is excluded twice: keep one entry (one reason on record)")
+        seen.add(exclusion.question_id)
     return {e.question_id: e for e in parsed.excluded}
 
 

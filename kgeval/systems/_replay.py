@@ -141,7 +141,8 @@ def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - ge
         found = _kg_question_of(path, n, answer, kgs)
         if found is not None:
             kg, question_id = found
-            yield f"{path}: answer {n}", _Record(kg=kg.id, question_id=question_id, seed=0, sparql=answer.get("query") or answer.get("sparql"))
+            query = answer["query"] if "query" in answer else answer.get("sparql")  # "" is an empty answer, judged so
+            yield f"{path}: answer {n}", _Record(kg=kg.id, question_id=question_id, seed=0, sparql=query)
 
 
 def _kg_question_of(path: Path, n: int, answer: dict, kgs: list[KnowledgeGraph]) -> tuple[KnowledgeGraph, str] | None:

@@ -192,6 +192,15 @@ def test_exclusions_file_edited_without_reseal_fails_the_holdout(tmp_path):
     path.write_text(path.read_text().replace("mini-01", "mini-02"))
     with pytest.raises(CheckFailed, match="EXCLUDED.yaml: sha256 differs"):
         verify_holdout(holdout)
+    # a second entry for one question (two reasons on record) is refused, by the reseal too
+    path.write_text(path.read_text() + path.read_text().split("excluded:\n", 1)[1])
+    from kgeval.holdout import load_exclusions
+    from tests.cli.test_cli import kgeval
+
+    with pytest.raises(InputError, match="question mini-02 is excluded twice"):
+        load_exclusions(holdout)
+    sealed = kgeval("holdout", "seal", "--holdout", str(holdout))
+    assert sealed.returncode == 2 and "excluded twice" in sealed.stderr
 
 
 def test_a_killed_rebuilds_finished_kgs_are_reused(tmp_path):

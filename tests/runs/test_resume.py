@@ -92,8 +92,9 @@ def test_killed_runs_resume_without_losing_or_repeating_attempts(mini_holdout, m
         assert resent == [], f"attempts already persisted were sent again: {resent}"
         assert mid_run_kills >= 5, f"only {mid_run_kills} kills landed mid-dispatch"
         run_id, _, _ = _state(db_path)
-        finished = subprocess.run([sys.executable, "-m", "kgeval", "run", "--resume", run_id, "--db", str(db_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        finished = subprocess.run([sys.executable, "-m", "kgeval", "run", "--resume", run_id, "--seeds", "7", "--db", str(db_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
         assert finished.returncode == 0, finished.stderr
+        assert f"--resume continues {run_id} with the configuration, system and seeds it recorded: --seeds ignored" in " ".join(finished.stderr.split())
         assert finished.stdout.strip().splitlines()[-1] == run_id
     con = duckdb.connect(str(db_path), read_only=True)
     keys = con.execute("SELECT question_id, seed, count(*) FROM attempts WHERE run_id = ? GROUP BY ALL", [run_id]).fetchall()

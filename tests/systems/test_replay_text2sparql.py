@@ -105,3 +105,17 @@ def test_a_dataset_imported_in_two_languages_gets_each_answer_in_its_own_kg(tmp_
     _, report = _run(tmp_path, holdout, answers)
     assert report["harness"]["errors"] == 0
     assert {g["group"]: (g["correct"], g["n"]) for g in report["by_kg"]} == {"toys_de": (2, 3), "toys_en": (3, 3)}
+
+
+def test_an_empty_query_is_an_empty_answer_not_a_stopped_run(tmp_path):
+    """The client writes `"query": ""` when the system gave nothing: that attempt is the
+    system's empty answer (a harness error of kind `empty`); the other answers are judged."""
+    holdout = tmp_path / "holdout"
+    import_text2sparql(_dataset(tmp_path / "src", TOY), "toys", holdout, lang="en")
+    q1, q2, _ = (q["query"]["sparql"] for q in TOY)
+    answers = [_answer(1, "en", q1), _answer(2, "en", q2), _answer(3, "en", "")]
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    loaded = load_holdout(holdout)
+    output = ReplaySystem(path, loaded).respond(loaded.kg("toys").questions[2], 0)
+    assert output.sparql == "" and output.answer is None
