@@ -286,12 +286,16 @@ def judge_output(
         "usage": output.usage,
         "tries": tries or [],
     }
-    refused = _refused(output)
-    if refused is not None:
-        kind, error = refused
-        return Attempt(**base, state="error", error_kind=kind, error=error), []
-    query_key = _query_key(output.sparql, store) if cache is not None or verdicts is not None else (output.sparql or "", "written")
-    execution = _cached_execution(question.kg, output, store, config, cache, query_key)
+    if output.error is not None and output.error_kind == "invalid_sparql":  # text and no query: the model's failure
+        query_key: QueryKey = ("", "written")
+        execution = Execution(error=output.error, failure="invalid_sparql")
+    else:
+        refused = _refused(output)
+        if refused is not None:
+            kind, error = refused
+            return Attempt(**base, state="error", error_kind=kind, error=error), []
+        query_key = _query_key(output.sparql, store) if cache is not None or verdicts is not None else (output.sparql or "", "written")
+        execution = _cached_execution(question.kg, output, store, config, cache, query_key)
     cut_off = output.stop_reason == "length"
     if execution.harness is not None:
         return Attempt(**base, state="error", error_kind=execution.harness, error=execution.error), []

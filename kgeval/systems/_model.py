@@ -40,9 +40,11 @@ fault) though the query itself was acceptable; candidate_timeout: the candidate'
 `run.candidate_timeout_s` and `run.candidate_timeout_counts_as` is "error"; other: anything else
 (malformed response, 4xx, ...), with the detail in the error text.
 
-invalid_sparql is kept only to read runs recorded before model failures were judged: a
-model's own failures (SPARQL that does not parse or run, a refused query, a candidate timeout by
-default) are now judged wrong, see `kgeval.judges.FailureKind`."""
+invalid_sparql: a response with text but no query (`_prompt.output_from_text`) is the model's
+own failure: the run judges it wrong (path invalid_sparql), never excludes it; runs recorded
+before model failures were judged keep it as an error state. A model's other failures (SPARQL
+that does not parse or run, a refused query, a candidate timeout by default) are judged wrong
+too, see `kgeval.judges.FailureKind`."""
 
 TRANSIENT_ERRORS: frozenset[str] = frozenset({"timeout", "transport", "rate_limited"})
 """Error kinds worth another try: the same call may succeed a moment later."""

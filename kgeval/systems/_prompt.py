@@ -24,7 +24,12 @@ INSTRUCTION = (
     "Use only the classes and predicates listed in the schema, with full IRIs or PREFIX "
     "declarations. Answer with the query alone in a ```sparql code block."
 )
-_FENCE = re.compile(r"```(?:sparql)?\s*\n?(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(
+    r"```[ \t]*(?:(?!(?:prefix|base|select|ask|construct|describe)\b)[a-z][\w+#.-]*[ \t]*\r?\n|sparql\b)?\s*(.*?)(?:```|$)",
+    re.DOTALL | re.IGNORECASE,
+)
+"""A code block: its info string (```sparql, ```sql, ```rq, ``` sparql: a word alone on the
+fence's line, never a query's first keyword) is not part of the query."""
 _BARE = re.compile(r"^\s*(PREFIX|BASE|SELECT|ASK)\b", re.IGNORECASE)
 
 

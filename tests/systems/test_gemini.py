@@ -72,7 +72,6 @@ def test_prompt_has_schema_and_examples_but_never_holdout_ones(mini):
         (generate_content("```sparql\nASK {}\n```", finish="SAFETY"), "error", "safety"),
         (generate_content("partial", finish="PROHIBITED_CONTENT"), "error", "content_filter"),
         (generate_content("", thought=None, finish="STOP"), "error", "empty"),
-        (generate_content("I cannot answer that from this schema.", finish="STOP"), "error", "invalid_sparql"),
         (generate_content("```sparql\nASK {}\n```", finish="MALFORMED_FUNCTION_CALL"), "error", "other"),
         ({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": {"promptTokenCount": 9}, "modelVersion": "m"}, "error", "content_filter"),
     ],
@@ -81,6 +80,16 @@ def test_finish_reasons_land_in_named_states(mini, body, state, kind):
     attempt, verdicts, _, _ = _attempt(mini, Reply(body=body))
     assert (attempt.state, attempt.error_kind) == (state, kind), attempt.error
     assert verdicts == []
+
+
+def test_prose_without_a_query_is_the_models_failure_judged_wrong(mini):
+    """A reply with text but no query at a natural stop is the model's invalid SPARQL: judged
+    wrong and in the denominator (DESIGN invariant 5), never excused as a harness error (it was:
+    a model answering in prose scored higher than one writing wrong SPARQL)."""
+    attempt, verdicts, _, _ = _attempt(mini, Reply(body=generate_content("I cannot answer that from this schema.", finish="STOP")))
+    assert attempt.state == "answered" and attempt.error_kind is None and attempt.extra["failure"] == "invalid_sparql"
+    assert verdicts and all(not v.correct and v.path == "invalid_sparql" for v in verdicts)
+    assert all("the response has text but no SPARQL query" in v.reason for v in verdicts)
 
 
 def test_cut_off_but_runnable_query_is_incomplete_and_judged(mini):

@@ -71,7 +71,6 @@ def test_answer_usage_served_model_and_the_gemini_prompt(mini, monkeypatch):
         (chat_completion("", finish="content_filter"), "content_filter"),
         (chat_completion(None, refusal="I can't help with that."), "safety"),
         (chat_completion("", finish="stop"), "empty"),
-        (chat_completion("I cannot answer that from this schema.", finish="stop"), "invalid_sparql"),
         (chat_completion(None, finish="tool_calls"), "other"),
         (chat_completion("```sparql\nASK {}\n```", finish="abort"), "other"),  # vLLM's aborted request
         ({**chat_completion(), "choices": []}, "other"),
@@ -81,6 +80,16 @@ def test_finish_reasons_land_in_named_states(mini, body, kind):
     attempt, verdicts, _, _ = _attempt(mini, Reply(body=body))
     assert (attempt.state, attempt.error_kind) == ("error", kind), attempt.error
     assert verdicts == []
+
+
+def test_prose_without_a_query_is_the_models_failure_judged_wrong(mini):
+    """A reply with text but no query at a natural stop is the model's invalid SPARQL: judged
+    wrong and in the denominator (DESIGN invariant 5), never excused as a harness error (it was:
+    a model answering in prose scored higher than one writing wrong SPARQL)."""
+    attempt, verdicts, _, _ = _attempt(mini, Reply(body=chat_completion("I cannot answer that from this schema.", finish="stop")))
+    assert attempt.state == "answered" and attempt.error_kind is None and attempt.extra["failure"] == "invalid_sparql"
+    assert verdicts and all(not v.correct and v.path == "invalid_sparql" for v in verdicts)
+    assert all("the response has text but no SPARQL query" in v.reason for v in verdicts)
 
 
 def test_cut_off_but_runnable_query_is_incomplete_and_judged(mini):

@@ -98,3 +98,30 @@ def test_a_missing_replay_file_is_named_not_a_traceback(tmp_path):
         ReplaySystem(missing)
     ran = kgeval("run", "--system", "replay", "--replay", str(missing), "--seeds", "1", "--db", str(tmp_path / "r.duckdb"))
     assert ran.returncode == 2 and "replay file does not exist" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```sql\nSELECT ?x WHERE { ?x ?p ?o }\n```",
+        "```rq\nSELECT ?x WHERE { ?x ?p ?o }\n```",
+        "``` sparql\nSELECT ?x WHERE { ?x ?p ?o }\n```",
+        "```SPARQL\r\nSELECT ?x WHERE { ?x ?p ?o }\r\n```",
+        "Here it is:\n```sparql SELECT ?x WHERE { ?x ?p ?o }```",
+        "```SELECT ?x WHERE { ?x ?p ?o }```",
+        "The query:\n```\nSELECT ?x WHERE { ?x ?p ?o }\n```\nIt lists everything.",
+    ],
+)
+def test_a_code_blocks_language_tag_is_not_part_of_the_query(text):
+    """```sql, ```rq, ``` sparql (a word alone on the fence's line) is the block's info string:
+    it was kept as the query's first line ('sql\\nSELECT ...'), and a right query did not parse."""
+    from kgeval.systems._prompt import extract_sparql
+
+    assert " ".join(extract_sparql(text).split()) == "SELECT ?x WHERE { ?x ?p ?o }"
+
+
+def test_a_query_opening_the_block_is_not_taken_for_its_language_tag():
+    from kgeval.systems._prompt import extract_sparql
+
+    assert extract_sparql("```SELECT\n  ?x WHERE { ?x ?p ?o }\n```") == "SELECT\n  ?x WHERE { ?x ?p ?o }"
+    assert extract_sparql("```PREFIX a: <http://a/>\nASK { ?s a:p ?o }```") == "PREFIX a: <http://a/>\nASK { ?s a:p ?o }"
