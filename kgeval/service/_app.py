@@ -162,15 +162,15 @@ def deadline_check(deadline: float) -> Callable[[], None]:
     return check
 
 
-async def bounded(state: ServiceState, work: Callable[[Callable[[], None]], T]) -> T:
+async def bounded(state: ServiceState, work: Callable[[Callable[[], None]], T], at_least_s: float = 0.0) -> T:
     """Run `work` (given a deadline check) on the heavy-request pool under the request time
-    limit, off the event loop, so /health and light routes keep answering. On timeout the
-    caller gets 503 at once; the work stops at its next deadline check."""
-    cfg = state.settings.service
-    deadline = time.monotonic() + cfg.request_timeout_s
-    timed_out = HTTPException(503, f"the request took longer than {cfg.request_timeout_s:g} s (service.request_timeout_s); send less per request")
+    limit (or `at_least_s`, when longer), off the event loop, so /health and light routes keep
+    answering. On timeout the caller gets 503 at once; the work stops at its next deadline check."""
+    limit = max(state.settings.service.request_timeout_s, at_least_s)
+    deadline = time.monotonic() + limit
+    timed_out = HTTPException(503, f"the request took longer than {limit:g} s (service.request_timeout_s); send less per request")
     try:
-        with anyio.fail_after(cfg.request_timeout_s):
+        with anyio.fail_after(limit):
             return await anyio.to_thread.run_sync(work, deadline_check(deadline), limiter=state.heavy, abandon_on_cancel=True)
     except (TimeoutError, WorkTimeout):
         raise timed_out from None
@@ -266,7 +266,9 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
             raise HTTPException(404, f"no holdout question {body.question_id!r} with gold")
         if body.answer is None and not body.sparql:
             raise HTTPException(400, "give an answer list, SPARQL, or both")
-        return await bounded(state, lambda _: _judge_one(state, question, body))
+        # the candidate's query may run its whole timeout, then is judged: its verdict, never a 503
+        run = state.settings.config.run
+        return await bounded(state, lambda _: _judge_one(state, question, body), at_least_s=2 * run.candidate_timeout_s + 10)
 
     @app.get("/runs", tags=["runs"])
     def runs(state: State, _: Reader) -> list[dict[str, Any]]:

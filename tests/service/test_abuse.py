@@ -157,3 +157,22 @@ def test_a_request_past_its_time_limit_gets_503_and_its_work_stops(served):
         assert 0 < len(matched) < len(texts)  # the work stopped at a deadline check
         assert client.get("/health").status_code == 200
         assert client.post("/contamination/check", json={"texts": texts[:1]}, headers=auth("bob")).status_code == 200
+
+
+def test_judging_a_query_that_runs_past_the_candidate_timeout_gives_its_verdict_not_a_503(served):
+    """A candidate query past `run.candidate_timeout_s` is the model's failure: /judge answers
+    its verdict (candidate_timeout, wrong). With both limits equal (30 s by default) the request
+    limit ran out first and the caller got 503 'send less per request' (third acceptance test)."""
+    from fastapi.testclient import TestClient
+
+    from kgeval.config import KgevalConfig, RunConfig, ServiceConfig
+    from kgeval.service import ServiceSettings, create_app, load_access
+
+    config = KgevalConfig(service=ServiceConfig(request_timeout_s=1), run=RunConfig(candidate_timeout_s=1))
+    settings = ServiceSettings(db=served.db, holdout=served.holdout, gold=served.gold, config=config, access=load_access(served.access, env={}))
+    cross = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o }"
+    with TestClient(create_app(settings)) as client:
+        judged = client.post("/judge", json={"question_id": "mini-02", "sparql": cross}, headers=auth("ann"))
+        assert judged.status_code == 200, judged.text
+        verdicts = judged.json()["verdicts"]
+        assert verdicts and all(not v["correct"] and v["path"] == "candidate_timeout" for v in verdicts), verdicts
