@@ -68,7 +68,7 @@ class BankGuards:
     def holdout_reasons(self, example: Example) -> list[str]:
         """Why `example` is holdout material; empty when it is not."""
         reasons = []
-        if example.kg in self.index.kgs:
+        if _kg_name(example.kg) in {_kg_name(kg) for kg in self.index.kgs}:  # "HR", " hr " are the holdout's hr
             reasons.append(f"drawn from holdout KG {example.kg!r}")
         expanded = " ".join(f"<{iri}>" for iri in iris_in_query(example.sparql))
         for m in self.index.match_text(f"{example.sparql}\n{expanded}"):
@@ -151,3 +151,8 @@ class ExampleBank:
         if self.guards:
             return self.guards.status()
         return [GuardStatus(name=n, active=False, details={"reason": "bank built without guards"}) for n in (INGEST, RETRIEVAL, SIMILARITY)]
+
+
+def _kg_name(kg: str) -> str:
+    """A KG id as the bank compares it: case, surrounding space, `_` for `-` aside."""
+    return kg.strip().casefold().replace("_", "-")

@@ -28,6 +28,9 @@ def test_examples_from_the_holdout_are_refused_at_ingest(guards):
     bank = ExampleBank(guards)
     assert bank.add_many(CK25_EXAMPLES) == [] and len(bank) == 3
     by_kg = Example(kg="hr", question="Anything at all?", sparql="SELECT ?s WHERE { ?s ?p ?o }")
+    for spelt in ("HR", " Hr "):  # the holdout's KG however its id is cased or spaced (it was admitted and served)
+        with pytest.raises(ExampleRefused, match=f"holdout KG {spelt!r}"):
+            bank.add(by_kg.model_copy(update={"kg": spelt}))
     # Another KG id, but the SPARQL names the holdout's vocabulary through a renamed prefix.
     by_iri = Example(kg="mine", question="Who works where?", sparql="PREFIX w: <http://example.org/hr/vocab/> SELECT ?e ?d WHERE { ?e w:worksIn ?d }")
     by_question = Example(kg="mine", question="which department does KAREN NOVAK work in", sparql="SELECT ?d WHERE { ?d ?p ?o }")
