@@ -81,6 +81,9 @@ MatchKind = Literal["kg-identifier", "iri", "namespace", "question-exact", "ques
 _IRI = re.compile(r"https?://[^\s<>\"'{}|\\^`]+")
 _IRI_TRAILING = ".,;:!?)]'"
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: legal in JSON and Python text, not encodable in UTF-8."""
+
 
 class Match(BaseModel, frozen=True):
     """One piece of holdout material found in a text."""
@@ -197,8 +200,13 @@ class HoldoutIndex:
         return literal | question, only
 
     def match_text(self, text: str) -> list[Match]:
-        """Every holdout match in `text`: each line, then the text as a query."""
-        lines = pa.array(text.split("\n"), pa.large_string())
+        """Every holdout match in `text`: each line, then the text as a query. A lone surrogate
+        (legal in JSON, not in UTF-8) is read as U+FFFD: no holdout text holds one."""
+        try:
+            lines = pa.array(text.split("\n"), pa.large_string())
+        except UnicodeEncodeError:
+            text = _SURROGATE.sub("\ufffd", text)
+            lines = pa.array(text.split("\n"), pa.large_string())
         kept = lines.filter(pa.array(self.prefilter_mask(lines)))
         if not len(kept):
             return []

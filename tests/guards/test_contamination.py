@@ -252,3 +252,15 @@ def test_a_query_is_found_whether_the_prefilter_covers_its_key_or_not(index, tmp
     for idx in (index, local_names):
         report = check_contamination([path], idx, off)
         assert [(h.record, h.kind, h.holdout_item) for h in report.hits] == [(0, "namespace", "kg hr"), (0, "sparql", "hr/hr-02")]
+
+
+def test_a_lone_surrogate_in_a_text_is_read_not_a_crash():
+    """"\\ud800" is legal JSON (a training file, an example-bank line, a service request) but
+    not UTF-8: the matcher crashed (UnicodeEncodeError; the service answered 500). It is read as
+    U+FFFD, and the holdout question beside it is still found."""
+    from tests.conftest import REPO
+
+    index = build_index(load_holdout(REPO / "holdout"), GuardsConfig())
+    found = index.match_text("\ud800 Which department does Karen Novak work in?\nand \udfff more")
+    assert [m.holdout_item for m in found] == ["hr/hr-01"]
+    assert index.match_text("nothing of the holdout \ud800") == []
