@@ -152,7 +152,7 @@ def contamination_check(
     gate_dir: GateDirOpt = Path("schema_gate"),
     field: Annotated[list[str] | None, typer.Option("--field", help="Text field to check (repeatable; default from config).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=0, help="Worker processes (0: one per core).")] = None,
-    report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the full report as JSON.")] = None,
+    report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the report as JSON: every count, and the first 1,000 hits (hit_count counts them all).")] = None,
     engine: Annotated[Engine, typer.Option("--engine", help="local: this machine's process pool; spark: a Spark job (the spark extra).")] = "local",
     spark_master: Annotated[str | None, typer.Option("--spark-master", help="Spark master URL (default: the session's, else local[*]).")] = None,
     config: ConfigOpt = None,

@@ -100,6 +100,9 @@ class Report(BaseModel):
             f"{len(self.files)} files, {self.records} records, {self.bytes} bytes ({mb:.1f} MB) read in "
             f"{self.seconds:.2f} s ({rate:.1f} MB/s, {self.workers} workers); holdout KGs: {', '.join(self.holdout_kgs)}"
         )
+        unread = sum(f.records_without_text for f in self.files)
+        if unread:  # a record whose text is in a field not configured is not checked: said, not hidden
+            head += f"; NOT CHECKED: {unread} records have no text in the fields {', '.join(self.fields)} (add theirs to the configured fields)"
         if self.clean:
             return f"clean: {head}"
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.hits_by_kind.items()))

@@ -118,6 +118,11 @@ def test_file_without_any_configured_field_is_not_a_pass(index, tmp_path):
         check_contamination([path], index, GuardsConfig())
     fields = GuardsConfig(contamination=ContaminationConfig(fields=("input",)))
     assert check_contamination([path], build_index(load_holdout(REPO / "holdout"), fields), fields).hit_count == 1
+    # a file mixing formats (a TRL preference record beside prompt records): the record whose text
+    # is in `chosen` is not checked, and the summary says so where it had said only "clean"
+    mixed = _jsonl(tmp_path / "mixed.jsonl", [{"prompt": "hello"}, {"chosen": "Which department does Karen Novak work in?"}])
+    report = check_contamination([mixed], index, GuardsConfig())
+    assert report.clean and "NOT CHECKED: 1 records have no text in the fields prompt, completion, messages[].content" in report.summary()
 
 
 def test_record_indices_are_global_across_chunks_and_workers(index, tmp_path):
