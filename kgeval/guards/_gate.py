@@ -7,6 +7,9 @@ training fingerprint:
   classes AND **at least** (>=) `relation_overlap_pct` % of its predicates with one training KG;
   shares are of the candidate's own classes / predicates; a candidate with no classes or no
   predicates of its own (after common vocabulary is left out) cannot trigger this rule;
+- containment rule: the overlap rule the other way round: refuse when the candidate holds at
+  least those shares of the training KG's own classes and predicates (a candidate that merges a
+  training KG with others holds it whole, though its share of the candidate is small);
 - Jaccard cap: refuse when the Jaccard similarity of the two signatures (classes, predicates
   and domain/range pairs, tagged by kind) **exceeds** (>) `jaccard_cap`.
 
@@ -35,7 +38,11 @@ class GateScore(BaseModel):
     jaccard: float
     """Jaccard similarity of the two signatures."""
     refused_by: list[str]
-    """The rules this training KG triggers: "overlap", "jaccard"; empty when none."""
+    """The rules this training KG triggers: "overlap", "contains", "jaccard"; empty when none."""
+    contained_type_pct: float = 0.0
+    """% of the training KG's classes the candidate also has."""
+    contained_relation_pct: float = 0.0
+    """% of the training KG's predicates the candidate also has."""
 
 
 class GateVerdict(BaseModel):
@@ -65,13 +72,20 @@ class GateVerdict(BaseModel):
 def score_against(candidate: Signature, training: Signature, name: str, config: SchemaGateConfig) -> GateScore:
     type_pct = _share(candidate.classes, training.classes)
     rel_pct = _share(candidate.predicates, training.predicates)
+    held_type_pct = _share(training.classes, candidate.classes)
+    held_rel_pct = _share(training.predicates, candidate.predicates)
     similarity = jaccard(candidate.elements(), training.elements())
     refused_by = []
     if type_pct >= config.type_overlap_pct and rel_pct >= config.relation_overlap_pct and candidate.classes and candidate.predicates:
         refused_by.append("overlap")
+    if held_type_pct >= config.type_overlap_pct and held_rel_pct >= config.relation_overlap_pct and training.classes and training.predicates:
+        refused_by.append("contains")
     if similarity > config.jaccard_cap:
         refused_by.append("jaccard")
-    return GateScore(training=name, type_overlap_pct=type_pct, relation_overlap_pct=rel_pct, jaccard=similarity, refused_by=refused_by)
+    return GateScore(
+        training=name, type_overlap_pct=type_pct, relation_overlap_pct=rel_pct, jaccard=similarity, refused_by=refused_by,
+        contained_type_pct=held_type_pct, contained_relation_pct=held_rel_pct,
+    )  # fmt: skip
 
 
 def _share(mine: frozenset[str], theirs: frozenset[str]) -> float:

@@ -80,7 +80,7 @@ def test_renamed_copy_of_a_training_kg_is_refused(tmp_path):
     assert not verdict.admitted
     assert verdict.closest.training == "trials_v3"
     assert verdict.closest.type_overlap_pct == 100 and verdict.closest.relation_overlap_pct == 100
-    assert set(verdict.closest.refused_by) == {"overlap", "jaccard"}
+    assert set(verdict.closest.refused_by) == {"overlap", "contains", "jaccard"}  # a copy: both ways
     assert [s.training for s in verdict.refusals] == ["trials_v3"]
     assert "REFUSED  closest: trials_v3 jaccard=" in verdict.summary()
 
@@ -191,3 +191,18 @@ def test_fingerprint_is_the_same_from_a_sparql_endpoint(tmp_path):
     local = _fingerprint(tmp_path, "trials_v3", TRAINING)
     assert (remote.classes, remote.predicates, remote.pairs) == (local.classes, local.predicates, local.pairs)
     assert remote.engine != local.engine
+
+
+def test_a_candidate_holding_a_whole_training_schema_is_refused():
+    """Four KGs merged, one of them a training KG: its share of the candidate is small (types
+    30%, relations 29%, jaccard 0.29 in the acceptance test: admitted), but the candidate holds
+    all of it. The overlap rule the other way round refuses it; a candidate holding less of the
+    training schema than the thresholds is admitted."""
+    training = _sig({"employee", "department", "project"}, {"worksin", "manages", "salary", "label"})
+    merged = _sig(training.classes | {f"c{i}" for i in range(7)}, training.predicates | {f"p{i}" for i in range(10)})
+    cfg = SchemaGateConfig()  # 50% and 50%, jaccard cap 0.3
+    score = score_against(merged, training, "hr", cfg)
+    assert score.type_overlap_pct == 30.0 and score.jaccard <= cfg.jaccard_cap and "overlap" not in score.refused_by
+    assert (score.contained_type_pct, score.contained_relation_pct) == (100.0, 100.0) and score.refused_by == ["contains"]
+    partial = _sig({"employee", *(f"c{i}" for i in range(7))}, {"worksin", "manages", *(f"p{i}" for i in range(10))})
+    assert score_against(partial, training, "hr", cfg).refused_by == []  # a third of the classes, half the predicates: below
