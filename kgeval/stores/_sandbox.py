@@ -334,6 +334,7 @@ class _Worker:
         self._stderr = stderr
         self._label = label
         self.network_isolated = False
+        self._kill_lock, self._killed = threading.Lock(), False
         self.file_sha256: list[str] = []
         self.gc_frozen = 0
         """Objects the process holds frozen out of its collector's sight when it said ready
@@ -417,7 +418,21 @@ class _Worker:
         except (OSError, ValueError):
             return ""
 
+    def close_channel(self) -> None:
+        """Close this end of the channel (the process exits once it reads the end), unless `kill`
+        did: one thread closes a descriptor."""
+        with self._kill_lock:
+            if not self._killed:
+                self.conn.close()
+
     def kill(self) -> None:
+        """Kill the process and close its channel, once: a pool closing while a start-ahead
+        thread drops the same worker calls this from two threads (two closes of one descriptor
+        raised EBADF in the second, a traceback out of a run that stopped on a damaged DB)."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
         if self.process.poll() is None:
             self.process.kill()
         try:
@@ -520,7 +535,7 @@ class _Template:
         """Close the channel: the process exits once it reads the end; killed if it has not
         after 10 s."""
         self._sock.close()
-        self._worker.conn.close()
+        self._worker.close_channel()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

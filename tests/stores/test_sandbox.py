@@ -345,3 +345,39 @@ def test_a_store_without_a_local_copy_loads_one_when_the_sandbox_is_off(tmp_path
     assert store._store is not None  # noqa: SLF001
     assert store.execute("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1).boolean is True
     assert store.sandbox.worker_pids() == []
+
+
+def test_a_worker_killed_from_two_threads_at_once_closes_its_channel_once(tmp_path):
+    """A pool closing while a start-ahead thread drops the same worker kills it twice at once:
+    the second close of its descriptor raised EBADF, a traceback out of a run that stopped on a
+    damaged results file (seen once in CI). Kill is once, whichever thread comes first."""
+    import threading
+
+    from kgeval.config import CandidateQueryConfig
+    from kgeval.stores._sandbox import WorkerPool
+
+    kg = tmp_path / "kg.ttl"
+    kg.write_text("<http://x/a> <http://x/p> <http://x/b> .\n")
+    from kgeval._files import sha256_file
+
+    for _ in range(5):
+        pool = WorkerPool([kg], [sha256_file(kg)], CandidateQueryConfig(), "kg")
+        worker = pool._new_worker()
+        pool._started += 1
+        errors: list[BaseException] = []
+        start = threading.Barrier(3)
+
+        def kill() -> None:
+            start.wait()
+            try:
+                worker.kill()
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+
+        threads = [threading.Thread(target=kill) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        pool.close()
+        assert errors == [] and worker.conn.closed
