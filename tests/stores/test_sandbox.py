@@ -353,13 +353,12 @@ def test_a_worker_killed_from_two_threads_at_once_closes_its_channel_once(tmp_pa
     damaged results file (seen once in CI). Kill is once, whichever thread comes first."""
     import threading
 
+    from kgeval._files import sha256_file
     from kgeval.config import CandidateQueryConfig
     from kgeval.stores._sandbox import WorkerPool
 
     kg = tmp_path / "kg.ttl"
     kg.write_text("<http://x/a> <http://x/p> <http://x/b> .\n")
-    from kgeval._files import sha256_file
-
     for _ in range(5):
         pool = WorkerPool([kg], [sha256_file(kg)], CandidateQueryConfig(), "kg")
         worker = pool._new_worker()
