@@ -60,6 +60,7 @@ class BankGuards:
 
     def __init__(self, index: HoldoutIndex, config: ExampleBankConfig | None = None) -> None:
         self.index = index
+        self._holdout_kgs = {_kg_name(kg) for kg in index.kgs}
         self.config = config or ExampleBankConfig()
         self.refused = 0
         self.filtered = 0
@@ -68,7 +69,7 @@ class BankGuards:
     def holdout_reasons(self, example: Example) -> list[str]:
         """Why `example` is holdout material; empty when it is not."""
         reasons = []
-        if _kg_name(example.kg) in {_kg_name(kg) for kg in self.index.kgs}:  # "HR", " hr " are the holdout's hr
+        if _kg_name(example.kg) in self._holdout_kgs:  # "HR", " hr " are the holdout's hr
             reasons.append(f"drawn from holdout KG {example.kg!r}")
         expanded = " ".join(f"<{iri}>" for iri in iris_in_query(example.sparql))
         for m in self.index.match_text(f"{example.sparql}\n{expanded}"):
