@@ -8,7 +8,7 @@ from collections.abc import Callable
 from kgeval.checklists._model import CaughtEntry
 from kgeval.errors import KgevalError
 from kgeval.gold import GoldReader
-from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
+from kgeval.runs import ChecklistItem, ResultsDB, RunChanged, RunMetadata, RunPlan
 
 Check = Callable[[CaughtEntry, RunPlan, ResultsDB], tuple[bool, str]]
 
@@ -31,7 +31,10 @@ def _control_accuracy(control: str) -> Check:
             why = f"no finished {control} run on this gold, holdout and judges"
             return (not required), why + (f": run `kgeval run --system {control}` first" if required else " yet")
         last = runs[-1]
-        correct, total = db.attempt_accuracy(last.run_id, last.primary_judge, last.judge_versions[last.primary_judge])
+        try:
+            correct, total = db.attempt_accuracy(last.run_id, last.primary_judge, last.judge_versions[last.primary_judge])
+        except RunChanged as exc:  # evidence that changed after it was sealed is no evidence
+            return False, f"{control} run {last.run_id} cannot be read: {exc}"
         share = correct / total if total else 0.0
         low, high = entry.check.min, entry.check.max
         ok = (low is None or share >= low) and (high is None or share <= high)

@@ -145,24 +145,32 @@ def runs(
     """Every run in the database, oldest first, tab-separated: id, system, status, accuracy
     (with its interval, or "withheld" when the harness failed too often) and start time."""
     from kgeval.reports import build_report, format_accuracy
-    from kgeval.runs import ResultsDB
+    from kgeval.runs import ResultsDB, RunChanged
 
-    def accuracy(results: ResultsDB, run_id: str, status: str) -> str:
+    changed: list[str] = []
+
+    def accuracy(results: ResultsDB, run_id: str) -> tuple[str, str]:
+        try:
+            status = results.status(run_id)
+        except RunChanged as exc:  # listed, its figures not shown; the others are still listed
+            changed.append(str(exc))
+            return "changed", "not shown: changed after it was sealed"
         if status == "refused":  # nothing was dispatched: there is no accuracy to withhold
-            return "none (the pre-eval checklist refused it: `kgeval report` shows why)"
-        return format_accuracy(build_report(results, run_id).overall)
+            return status, "none (the pre-eval checklist refused it: `kgeval report` shows why)"
+        return status, format_accuracy(build_report(results, run_id).overall)
 
     with ResultsDB(db, read_only=True) as results:
         found = results.runs(system=system, status=None)
-        lines = []
-        for m in found:
-            status = results.status(m.run_id)
-            lines.append([m.run_id, m.system, status, accuracy(results, m.run_id, status), m.started_at[:19].replace("T", " ")])
+        lines = [[m.run_id, m.system, *accuracy(results, m.run_id), m.started_at[:19].replace("T", " ")] for m in found]
     if not lines:
         err.print(f"{db}: no runs" + (f" of system {system}" if system else ""), markup=False)
         return
     for line in [["run", "system", "status", "accuracy", "started"], *lines]:
         print("\t".join(line))
+    for message in changed:
+        err.print(message, markup=False)
+    if changed:
+        raise typer.Exit(RunChanged.exit_code)
 
 
 class ExportFormat(StrEnum):

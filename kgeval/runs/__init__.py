@@ -27,6 +27,7 @@ from kgeval.runs._run import (
     resume_run,
     store_lookup,
 )
+from kgeval.runs._seal import RunChanged
 from kgeval.systems import ErrorKind
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Receipt",
     "ResultsDB",
     "RunMetadata",
+    "RunChanged",
     "RunPlan",
     "RunQuestion",
     "RunStatus",

@@ -21,6 +21,7 @@ from kgeval._files import transaction
 from kgeval.errors import InputError
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
+from kgeval.runs._seal import SEALS_SCHEMA, check_seal, seal_run
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -41,7 +42,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 CREATE TABLE IF NOT EXISTS checklist_items (
     run_id VARCHAR, phase VARCHAR, position INTEGER, item VARCHAR, observed VARCHAR,
     passed BOOLEAN, detail VARCHAR, checklist_sha256 VARCHAR, PRIMARY KEY (run_id, phase, position));
-"""
+""" + SEALS_SCHEMA
 
 # Columns added after the first release: a database written by it gains them on open.
 _MIGRATIONS = """
@@ -165,6 +166,9 @@ class GuardedConnection:
     def fetchall(self) -> list:
         return self._call("fetchall")
 
+    def fetchmany(self, size: int) -> list:
+        return self._call("fetchmany", size)
+
     @property
     def description(self):  # noqa: ANN201
         return self._con.description
@@ -218,6 +222,8 @@ class ResultsDB:
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
         self._con = connect_results(self.path, read_only=read_only)
+        self._sealed_ok: set[str] = set()
+        """Ended runs whose rows this connection found matching their seal (`_checked`)."""
         if read_only and not self._con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchone()[0]:
             self._con.close()
             raise InputError(f"{self.path}: not a kgeval results database (it has no runs table)")
@@ -246,6 +252,8 @@ class ResultsDB:
             _append_rows(con, "run_questions", [(metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot) for q in questions])
             if receipt is not None:
                 self._insert_receipt(con, metadata.run_id, "start", receipt)
+            if status != "running":  # ended as it began (refused): sealed now
+                seal_run(con, metadata.run_id)
 
     def record_receipt(self, run_id: str, phase: str, receipt: Receipt) -> None:
         """A later checklist receipt for the run (e.g. phase "resume-1")."""
@@ -262,6 +270,7 @@ class ResultsDB:
         )
 
     def receipt(self, run_id: str, phase: str = "start") -> Receipt | None:
+        self._checked(run_id)
         rows = self._con.execute(
             "SELECT item, observed, passed, detail, checklist_sha256 FROM checklist_items WHERE run_id = ? AND phase = ? ORDER BY position",
             [run_id, phase],
@@ -272,6 +281,7 @@ class ResultsDB:
         return Receipt(checklist_sha256=rows[0][4], items=items)
 
     def receipt_phases(self, run_id: str) -> list[str]:
+        self._checked(run_id)
         rows = self._con.execute("SELECT DISTINCT phase FROM checklist_items WHERE run_id = ? ORDER BY phase", [run_id]).fetchall()
         return [r[0] for r in rows]
 
@@ -285,7 +295,11 @@ class ResultsDB:
             )
 
     def finish_run(self, metadata: RunMetadata) -> None:
-        self.update_metadata(metadata, "finished")
+        """Mark the run finished and seal its rows (`_seal`), in one transaction."""
+        with transaction(self._con) as con:
+            con.execute("UPDATE runs SET status = ?, metadata = ? WHERE run_id = ?", ["finished", metadata.model_dump_json(), metadata.run_id])
+            seal_run(con, metadata.run_id)
+        self._sealed_ok.discard(metadata.run_id)
 
     def record_attempt(self, run_id: str, attempt: Attempt, verdicts: list[Verdict]) -> None:
         """Persist one attempt, its tries and its verdicts atomically."""
@@ -308,6 +322,7 @@ class ResultsDB:
 
     def attempt_accuracy(self, run_id: str, judge: str, version: str) -> tuple[int, int]:
         """(attempts the judge found correct, all attempts of the run): errors count as not correct."""
+        self._checked(run_id)
         correct = self._con.execute(
             "SELECT count(*) FROM verdicts WHERE run_id = ? AND judge = ? AND version = ? AND correct", [run_id, judge, version]
         ).fetchone()[0]
@@ -315,17 +330,28 @@ class ResultsDB:
         return correct, total
 
     def metadata(self, run_id: str) -> RunMetadata:
-        row = self._con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        """The run's metadata, once its rows are checked against its seal (RunChanged if not)."""
+        row = self._checked(run_id)
+        return RunMetadata.model_validate_json(row[1])
+
+    def status(self, run_id: str) -> str:
+        return self._checked(run_id)[0]
+
+    def _checked(self, run_id: str) -> tuple[str, str]:
+        """(status, metadata JSON) of the run; an ended run's rows are checked against its seal
+        first, once per connection (every reader of a run's rows comes through here)."""
+        row = self._con.execute("SELECT status, metadata FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if row is None:
             known = [r[0] for r in self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
             raise InputError(f"{self.path}: no run {run_id!r}; runs here: {', '.join(known) or 'none'}")
-        return RunMetadata.model_validate_json(row[0])
-
-    def status(self, run_id: str) -> str:
-        self.metadata(run_id)
-        return self._con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
+        if run_id not in self._sealed_ok:
+            check_seal(self._con, str(self.path), run_id, row[0])
+            if row[0] != "running":
+                self._sealed_ok.add(run_id)
+        return row
 
     def questions(self, run_id: str) -> list[RunQuestion]:
+        self._checked(run_id)
         cur = self._con.execute(
             "SELECT kg, question_id, question, domain, qtype, honeypot FROM run_questions WHERE run_id = ? ORDER BY kg, question_id",
             [run_id],
@@ -334,6 +360,7 @@ class ResultsDB:
         return [RunQuestion(**dict(zip(names, row))) for row in cur.fetchall()]
 
     def attempts(self, run_id: str) -> list[Attempt]:
+        self._checked(run_id)
         cur = self._con.execute(
             f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM attempts WHERE run_id = ? ORDER BY kg, question_id, seed",
             [run_id],
@@ -350,6 +377,7 @@ class ResultsDB:
 
     def verdicts(self, run_id: str) -> list[tuple[str, int, Verdict]]:
         """(question id, seed, verdict) for every stored verdict of the run."""
+        self._checked(run_id)
         cur = self._con.execute(
             f"SELECT question_id, seed, {', '.join(_VERDICT_COLUMNS)} FROM verdicts WHERE run_id = ? ORDER BY question_id, seed, judge",
             [run_id],
@@ -368,6 +396,7 @@ class ResultsDB:
 
     def served_versions(self, run_id: str) -> set[str]:
         """Every version the system reported serving in the run's attempts."""
+        self._checked(run_id)
         rows = self._con.execute(
             "SELECT DISTINCT served_version FROM attempts WHERE run_id = ? AND served_version IS NOT NULL", [run_id]
         ).fetchall()
@@ -375,6 +404,7 @@ class ResultsDB:
 
     def done_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(question id, seed) of every attempt already persisted."""
+        self._checked(run_id)
         rows = self._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run_id]).fetchall()
         return {(q, s) for q, s in rows}
 

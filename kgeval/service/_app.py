@@ -274,9 +274,12 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
     def runs(state: State, _: Reader) -> list[dict[str, Any]]:
         with state.database() as db:
             out = []
-            for run_id in db.results.run_ids():
-                m = db.results.metadata(run_id)
-                out.append({"run_id": run_id, "system": m.system, "status": db.results.status(run_id), "started_at": m.started_at})
+            for m in db.results.runs(status=None):
+                try:
+                    status, problem = db.results.status(m.run_id), None
+                except CheckFailed as exc:  # listed, as changed: its own routes refuse it (409)
+                    status, problem = "changed", str(exc)
+                out.append({"run_id": m.run_id, "system": m.system, "status": status, "started_at": m.started_at, "problem": problem})
             return out
 
     @app.get("/runs/{run_id}", tags=["runs"])

@@ -1,0 +1,224 @@
+"""An ended run's rows are sealed: a verdict flipped, an attempt deleted or the metadata edited
+with any DuckDB client after the run ended is refused by every reader, which names the run and
+the table that changed; with an integrity key, a seal recomputed without the key is refused too."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from kgeval.cli import app
+from kgeval.integrity import KEY_ENV
+from kgeval.reports import build_report
+from kgeval.runs import ResultsDB, RunChanged
+from kgeval.runs._seal import run_digests, seal_run
+from tests.conftest import REPO
+from tests.oversight import run_system, synthetic_run
+
+KEY = "a release owner's key, 32 bytes."
+
+EDITS = {
+    "verdict flipped": ("verdicts", "UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM verdicts WHERE run_id = ?) AND seed = 0", "verdicts: 6 rows, edited"),
+    "attempt deleted": ("attempts", "DELETE FROM attempts WHERE run_id = ? AND seed = 1 AND question_id = (SELECT min(question_id) FROM attempts WHERE run_id = ?)", "attempts: 6 rows sealed, 5 now"),
+    "verdict added": ("verdicts", "INSERT INTO verdicts SELECT * REPLACE ('other' AS judge) FROM verdicts WHERE run_id = ? AND seed = 0 AND question_id = (SELECT min(question_id) FROM verdicts WHERE run_id = ?)", "verdicts: 6 rows sealed, 7 now"),
+    "primary judge changed": ("runs", "UPDATE runs SET metadata = json_merge_patch(metadata, '{\"primary_judge\": \"other\"}') WHERE run_id = ? AND ? IS NOT NULL", "runs: 1 rows, edited"),
+    "question renamed": ("run_questions", "UPDATE run_questions SET question = 'edited?' WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM run_questions WHERE run_id = ?)", "run_questions: 3 rows, edited"),
+}
+
+
+def _synthetic(path, run_id="r1"):
+    with ResultsDB(path) as db:
+        synthetic_run(db, run_id, {"q1": [True, False], "q2": [True, True], "q3": [False, False]})
+    return path
+
+
+def _edit(path, sql, run_id="r1"):
+    con = duckdb.connect(str(path))
+    con.execute(sql, [run_id, run_id])
+    con.close()
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edit_after_the_run_ended_is_refused_naming_the_table(tmp_path, edit):
+    path = _synthetic(tmp_path / "r.duckdb")
+    with ResultsDB(path, read_only=True) as db:
+        before = build_report(db, "r1").overall
+    assert (before.correct, before.n) == (1, 3)  # by majority of seeds: q2 only
+    _table, sql, said = EDITS[edit]
+    _edit(path, sql)
+    with ResultsDB(path, read_only=True) as db:
+        for read in (db.metadata, db.attempts, db.verdicts, db.questions, lambda r: build_report(db, r)):
+            with pytest.raises(RunChanged) as caught:
+                read("r1")
+            assert "run r1 changed after it was sealed" in str(caught.value) and said in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_other_runs_of_the_file_are_still_read_and_the_list_names_the_changed_one(tmp_path):
+    path = _synthetic(tmp_path / "r.duckdb")
+    with ResultsDB(path) as db:
+        synthetic_run(db, "r2", {"q1": [True, True]})
+    _edit(path, EDITS["verdict flipped"][1])
+    with ResultsDB(path, read_only=True) as db:
+        assert build_report(db, "r2").overall.correct == 1
+    listed = CliRunner().invoke(app, ["runs", "--db", str(path)])
+    assert listed.exit_code == 1
+    rows = {line.split("\t")[0]: line.split("\t") for line in listed.stdout.splitlines()}
+    assert rows["r1"][2:4] == ["changed", "not shown: changed after it was sealed"] and rows["r2"][2] == "finished"
+    assert "run r1 changed after it was sealed (verdicts" in listed.stderr
+
+
+def test_every_command_refuses_a_changed_run(tmp_path):
+    """A real oracle run: report, export (jsonl, parquet, qald), show, audit sample, compare and
+    resume each exit 1 naming the run; the unedited copy passes the same commands."""
+    holdout, gold = tmp_path / "holdout", tmp_path / "gold"
+    from tests.conftest import write_holdout
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.holdout import load_holdout
+    from kgeval.stores import EmbeddedStore
+
+    write_holdout(holdout)
+    assert rebuild_gold(load_holdout(holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), gold).ok
+    good = tmp_path / "good.duckdb"
+    run_id = run_system(holdout, gold, good, "oracle", seeds=2)
+    other = run_system(holdout, gold, good, "weak", seeds=2)
+    changed = tmp_path / "changed.duckdb"
+    shutil.copy(good, changed)
+    _edit(changed, "UPDATE verdicts SET correct = false WHERE run_id = ? AND seed = 0 AND ? IS NOT NULL", run_id)
+    qid = "mini-01"
+    commands = {
+        "report": ["report", run_id, "--gold", str(gold)],
+        "export jsonl": ["export", run_id],
+        "export parquet": ["export", run_id, "--format", "parquet", "-o", str(tmp_path / "pq")],
+        "show": ["show", run_id, qid, "--gold", str(gold), "--holdout", str(holdout)],
+        "audit sample": ["audit", "sample", run_id, "--gold", str(gold)],
+        "compare": ["compare", other, run_id],
+    }
+    for name, args in commands.items():
+        ok = subprocess.run([sys.executable, "-m", "kgeval", *args, "--db", str(good)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert ok.returncode == 0, (name, ok.stderr[-2000:])
+        done = subprocess.run([sys.executable, "-m", "kgeval", *args, "--db", str(changed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, (name, done.returncode, done.stdout[-500:], done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, (name, done.stderr[-2000:])
+        assert f"run {run_id} changed after it was sealed (verdicts: 32 rows, edited)" in done.stderr, (name, done.stderr[-2000:])
+        assert done.stdout.strip() == "", (name, done.stdout[-500:])
+
+
+def test_a_refused_run_is_sealed_as_it_is_created(tmp_path):
+    path = tmp_path / "r.duckdb"
+    with ResultsDB(path) as db:
+        synthetic_run(db, "r1", {"q1": [True]})
+        con = db._con
+        con.execute("INSERT INTO runs SELECT 'r9', 'refused', json_merge_patch(metadata, '{\"run_id\": \"r9\"}') FROM runs WHERE run_id = 'r1'")
+        seal_run(con, "r9")  # as create_run(..., status="refused") does in its transaction
+    _edit(path, "UPDATE runs SET status = 'finished' WHERE run_id = ? AND ? IS NOT NULL", "r9")
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="runs: 1 rows, edited"):
+        db.metadata("r9")
+
+
+def test_a_running_run_is_not_checked_and_is_sealed_when_it_ends(tmp_path):
+    path = _synthetic(tmp_path / "r.duckdb")
+    _edit(path, "UPDATE runs SET status = 'running' WHERE run_id = ? AND ? IS NOT NULL")
+    _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL")
+    with ResultsDB(path) as db:
+        assert db.status("r1") == "running"  # being written: no seal to check yet
+        db.finish_run(db.metadata("r1"))
+    with ResultsDB(path, read_only=True) as db:
+        assert db.status("r1") == "finished" and len(db.attempts("r1")) == 6
+    _edit(path, EDITS["attempt deleted"][1])
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged):
+        db.attempts("r1")
+
+
+def test_without_a_key_a_run_ended_before_seals_existed_is_read(tmp_path):
+    path = _synthetic(tmp_path / "r.duckdb")
+    _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL")
+    with ResultsDB(path, read_only=True) as db:
+        assert build_report(db, "r1").overall.correct == 1
+
+
+def test_with_a_key_a_seal_recomputed_without_it_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    path = _synthetic(tmp_path / "r.duckdb")
+    with ResultsDB(path, read_only=True) as db:
+        assert build_report(db, "r1").overall.correct == 1  # sealed and tagged under the key
+    _edit(path, "UPDATE verdicts SET correct = true WHERE run_id = ? AND question_id = 'q3' AND ? IS NOT NULL")
+    monkeypatch.delenv(KEY_ENV)
+    con = duckdb.connect(str(path))
+    seal_run(con, "r1")  # an editor without the key reseals: the plain hashes match again
+    con.close()
+    with ResultsDB(path, read_only=True) as db:
+        assert build_report(db, "r1").overall.correct == 2  # without the key, nothing can tell: q3 is now right
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="no integrity tag"):
+        db.verdicts("r1")
+    _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL")
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="has no seal, and an integrity key is configured"):
+        db.verdicts("r1")
+
+
+def test_an_edited_seal_is_named(tmp_path):
+    path = _synthetic(tmp_path / "r.duckdb")
+    _edit(path, "UPDATE run_seals SET tables = json_merge_patch(tables, '{\"attempts\": [6, \"0\"]}') WHERE run_id = ? AND ? IS NOT NULL")
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="seal was edited"):
+        db.attempts("r1")
+
+
+def test_the_seal_covers_every_column_of_every_row(tmp_path):
+    """Each table's digest moves when any one value of any one row moves (not just counts)."""
+    path = _synthetic(tmp_path / "r.duckdb")
+    con = duckdb.connect(str(path))
+    before = run_digests(con, "r1")
+    for table, column, value in [("attempts", "latency_ms", "1.5"), ("verdicts", "reason", "'x'"), ("attempts", "answer", "'[\"q9\"]'"), ("checklist_items", "passed", "false")]:
+        con.execute(f"UPDATE {table} SET {column} = {value} WHERE run_id = 'r1'")
+        after = run_digests(con, "r1")
+        rows = con.execute(f"SELECT count(*) FROM {table} WHERE run_id = 'r1'").fetchone()[0]
+        assert (after[table] != before[table]) == (rows > 0), table
+        assert all(after[t] == before[t] for t in before if t != table)
+        before = after
+    con.close()
+
+
+def test_the_service_answers_409_for_a_changed_run_and_lists_it(tmp_path, mini_holdout, mini_gold):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from kgeval.config import KgevalConfig
+    from kgeval.service import ServiceSettings, create_app, load_access
+    from tests.oversight import TOKENS, write_access
+
+    path = _synthetic(tmp_path / "r.duckdb")
+    _edit(path, EDITS["verdict flipped"][1])
+    settings = ServiceSettings(db=path, holdout=mini_holdout, gold=mini_gold, config=KgevalConfig(), access=load_access(write_access(tmp_path / "access.yaml"), env={}))
+    headers = {"Authorization": f"Bearer {TOKENS['admin']['token']}"}
+    with TestClient(create_app(settings)) as client:
+        listed = client.get("/runs", headers=headers)
+        assert listed.status_code == 200
+        (row,) = listed.json()
+        assert row["status"] == "changed" and "verdicts: 6 rows, edited" in row["problem"]
+        for route in ("/runs/r1", "/runs/r1/report"):
+            answer = client.get(route, headers=headers)
+            assert answer.status_code == 409 and "changed after it was sealed" in answer.json()["detail"], (route, answer.text[:500])
+
+
+def test_the_checklist_does_not_take_a_changed_control_run_as_evidence(mini_holdout, mini_gold, tmp_path):
+    """The weak control's accuracy is read before every run (caught.yaml weak_above_60): a weak
+    run whose verdicts were edited fails that item, naming the run, and nothing is sent."""
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.config import KgevalConfig, RunConfig
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import ChecklistFailed, execute_run
+    from kgeval.systems import OracleSystem
+
+    path = tmp_path / "r.duckdb"
+    weak = run_system(mini_holdout, mini_gold, path, "weak", seeds=1)
+    _edit(path, "UPDATE verdicts SET correct = false WHERE run_id = ? AND ? IS NOT NULL", weak)
+    with ResultsDB(path) as db, pytest.raises(ChecklistFailed) as refused:
+        execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
+    (item,) = [i for i in refused.value.receipt.failures() if "weak" in i.item]
+    assert f"weak run {weak} cannot be read" in item.observed and "changed after it was sealed (verdicts" in item.observed
