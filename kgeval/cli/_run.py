@@ -192,8 +192,8 @@ def export(
     if format is ExportFormat.parquet:
         with ResultsDB(db, read_only=True) as results:
             written = results.export_parquet(run_id, output or Path(run_id))
-        for name, rows in written.items():
-            out.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
+        for name, rows in written.items():  # on stderr, as jsonl and qald say what they wrote
+            err.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
         return
     if format is ExportFormat.qald:
         export_run_qald(run_id, db, seed, holdout, config, output)
