@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -19,6 +19,8 @@ from kgeval.stores import open_store, rdf_format
 
 # kgeval.guards (pyarrow, rdflib's SPARQL algebra) is imported inside the commands: it would
 # add half a second to every other command's start.
+if TYPE_CHECKING:
+    from kgeval.guards import Report
 
 schema_gate_app = typer.Typer(help="Store training KGs' schema fingerprints for the adjacency gate.", no_args_is_help=True)
 contamination_app = typer.Typer(help="Find holdout material in fine-tuning data.", no_args_is_help=True)
@@ -170,13 +172,28 @@ def contamination_check(
     else:
         with _scan_progress() as progress:
             report = check_contamination(files, index, guards, progress=progress)
-    if report_json:
-        report_json.write_text(json.dumps(report.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
     for hit in report.hits[:SHOWN_HITS]:
         score = f" score={hit.score:.2f}" if hit.score is not None and hit.kind == "question-near" else ""
         out.print(f"{hit.file}: record {hit.record}: {hit.field}: {hit.kind}{score}: {hit.matched!r} -> {hit.holdout_item}", markup=False)
     if report.hit_count > SHOWN_HITS:
         out.print(f"... {report.hit_count - SHOWN_HITS} more hits", markup=False)
     out.print(report.summary(), markup=False)
-    if not report.clean:
+    unwritten = _write_report_json(report, report_json) if report_json else None
+    if not report.clean:  # a leak is the answer, whether or not its JSON could be written
         raise typer.Exit(LeakDetected.exit_code)
+    if unwritten is not None:
+        raise typer.Exit(unwritten.exit_code)
+
+
+def _write_report_json(report: Report, path: Path) -> InputError | None:
+    """Write the report's JSON (temporary name, renamed); the error, printed, when it cannot be
+    written. After the summary: a scan's outcome is never lost to a bad --report-json path."""
+    from kgeval._files import write_atomic, writing_to
+
+    try:
+        with writing_to(path, "the report"):
+            write_atomic(path, json.dumps(report.model_dump(mode="json"), indent=1) + "\n")
+    except InputError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        return exc
+    return None

@@ -184,7 +184,7 @@ def export(
     """Write one JSON line per attempt with its verdicts, one seed as QALD JSON (to stdout or the
     file -o names), or the run's attempts and verdicts as two Parquet files (for pandas, Spark,
     DuckDB ...)."""
-    from kgeval._files import write_atomic_pieces
+    from kgeval._files import write_atomic_pieces, writing_to
     from kgeval.cli._interop import export_run_qald
     from kgeval.reports import export_lines
     from kgeval.runs import ResultsDB
@@ -204,7 +204,7 @@ def export(
                 print(line)
             return
         written = 0
-        with write_atomic_pieces(output) as file:  # piece by piece: a large run's lines are not held twice
+        with writing_to(output, "the export"), write_atomic_pieces(output) as file:  # piece by piece: a large run's lines are not held twice
             for written, line in enumerate(export_lines(results, run_id), 1):
                 file.write(line + "\n")
     err.print(f"wrote {written} attempts to {output}", markup=False)
