@@ -120,7 +120,7 @@ def schema_gate_list(gate_dir: GateDirOpt = Path("schema_gate")) -> None:
         out.print(f"{fp.name}: {len(fp.classes)} classes, {len(fp.predicates)} predicates, {len(fp.pairs)} pairs ({fp.created})", markup=False)
 
 
-def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int | None) -> ContaminationConfig:
+def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int | None, allow_empty: bool = False) -> ContaminationConfig:
     """The configured contamination settings with the command line's on top: `--workers 0`
     (one per core) is an answer, not an absent option."""
     update: dict = {}
@@ -128,6 +128,8 @@ def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int
         update["fields"] = tuple(fields)
     if workers is not None:
         update["workers"] = workers
+    if allow_empty:
+        update["allow_empty"] = True
     return cc.model_copy(update=update)
 
 
@@ -157,15 +159,17 @@ def contamination_check(
     report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the report as JSON: every count, and the first 1,000 hits (hit_count counts them all).")] = None,
     engine: Annotated[Engine, typer.Option("--engine", help="local: this machine's process pool; spark: a Spark job (the spark extra).")] = "local",
     spark_master: Annotated[str | None, typer.Option("--spark-master", help="Spark master URL (default: the session's, else local[*]).")] = None,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a file with no records (0 bytes, blank lines only, 0 rows) as clean; without it such a file is an error (exit 2): usually a failed export.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad file."""
+    """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad
+    file (an empty one included, unless --allow-empty)."""
     from kgeval.guards import build_index, check_contamination, check_files_spark, load_fingerprints, spark_session
 
     if spark_master and engine != "spark":
         raise InputError("--spark-master needs --engine spark")
     guards = load_config(config).guards
-    guards = guards.model_copy(update={"contamination": with_options(guards.contamination, field, workers)})
+    guards = guards.model_copy(update={"contamination": with_options(guards.contamination, field, workers, allow_empty)})
     index = build_index(load_holdout(holdout), guards, load_fingerprints(gate_dir))
     if engine == "spark":
         report = check_files_spark(files, index, guards, spark_session(spark_master))

@@ -125,6 +125,42 @@ def test_file_without_any_configured_field_is_not_a_pass(index, tmp_path):
     assert report.clean and "NOT CHECKED: 1 records have no text in the fields prompt, completion, messages[].content" in report.summary()
 
 
+def _empty_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """An empty training file of each kind, with what the refusal says it holds."""
+    zero, blank, rows = tmp_path / "zero.jsonl", tmp_path / "blank.jsonl", tmp_path / "none.parquet"
+    zero.write_bytes(b"")
+    blank.write_text("\n  \n\n", encoding="utf-8")
+    pq.write_table(pa.table({"prompt": pa.array([], pa.string())}), rows)
+    return {"0 bytes": (zero, "(0 bytes)"), "blank lines": (blank, "(5 bytes, blank lines only)"), "0 rows": (rows, f"({rows.stat().st_size} bytes)")}
+
+
+@pytest.mark.parametrize("kind", ["0 bytes", "blank lines", "0 rows"])
+def test_an_empty_training_file_is_refused_unless_allowed(index, tmp_path, kind):
+    """A 0-byte JSONL (a failed export), one of blank lines only, or a Parquet file of 0 rows
+    passed as 'clean: 1 files, 0 records': a check certified data nobody checked. It is an
+    error naming the file, beside a good file too; contamination.allow_empty accepts it."""
+    path, held = _empty_files(tmp_path)[kind]
+    good = _jsonl(tmp_path / "good.jsonl", [{"prompt": "hello"}])
+    for files in ([path], [good, path]):
+        with pytest.raises(InputError) as caught:
+            check_contamination(files, index, GuardsConfig())
+        assert str(caught.value).startswith(f"{path}: contains no records {held}: an empty training file is usually a failed export")
+        assert "--allow-empty" in str(caught.value)
+    allowed = GuardsConfig(contamination=ContaminationConfig(allow_empty=True))
+    report = check_contamination([good, path], index, allowed)
+    assert report.clean and [f.records for f in report.files] == [1, 0]
+
+
+def test_cli_refuses_an_empty_file_unless_allow_empty(tmp_path):
+    empty = tmp_path / "train.jsonl"
+    empty.write_bytes(b"")
+    refused = kgeval("contamination", "check", str(empty))
+    assert refused.returncode == 2 and f"{empty}: contains no records (0 bytes)" in " ".join(refused.stderr.split()), refused.stderr
+    assert "Traceback" not in refused.stderr and "clean" not in refused.stdout
+    allowed = kgeval("contamination", "check", "--allow-empty", str(empty))
+    assert allowed.returncode == 0 and "clean: 1 files, 0 records" in allowed.stdout, allowed.stderr
+
+
 def test_record_indices_are_global_across_chunks_and_workers(index, tmp_path):
     filler = [{"prompt": "lorem ipsum " * 40 + str(i), "completion": "dolor"} for i in range(6000)]  # ~3 MB
     leak = PLANTED["question-exact"][1]
