@@ -17,7 +17,7 @@ import yaml
 
 from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError
-from kgeval.guards import ContaminationError, assert_clean, build_index, canonical_sparql, check_contamination
+from kgeval.guards import ContaminationError, ShardScanner, assert_clean, build_index, canonical_sparql, check_contamination
 from kgeval.holdout import load_holdout
 from tests.conftest import REPO
 
@@ -159,6 +159,27 @@ def test_cli_refuses_an_empty_file_unless_allow_empty(tmp_path):
     assert "Traceback" not in refused.stderr and "clean" not in refused.stdout
     allowed = kgeval("contamination", "check", "--allow-empty", str(empty))
     assert allowed.returncode == 0 and "clean: 1 files, 0 records" in allowed.stdout, allowed.stderr
+
+
+@pytest.mark.parametrize("value_type", [pa.string(), pa.large_string()], ids=["string", "large_string"])
+def test_dictionary_encoded_text_columns_are_read(index, tmp_path, value_type):
+    """A Parquet file whose text columns are dictionary-encoded (pandas categoricals, or any
+    writer keeping its Arrow schema) was refused: "field 'prompt' is dictionary<values=string,
+    indices=int32, ordered=0>, not a string". Its values are read as any text column's."""
+    leak, question = PLANTED["question-exact"][1]["prompt"], PLANTED["iri"][1]["messages"][0]["content"]
+    prompts = pa.array(["hello", None, "hello", leak], value_type).dictionary_encode()
+    content = pa.array(["hi", question, "hi"], value_type).dictionary_encode()
+    messages = pa.ListArray.from_arrays([0, 1, 2, 2, 3], pa.StructArray.from_arrays([content], ["content"]))
+    path = tmp_path / "categorical.parquet"
+    pq.write_table(pa.table({"prompt": prompts, "messages": messages}), path, row_group_size=2)
+    assert pa.types.is_dictionary(pq.read_schema(path).field("prompt").type)  # as written, as read
+    report = check_contamination([path], index, GuardsConfig())
+    assert report.records == 4 and report.files[0].records_without_text == 0
+    assert {(h.record, h.field, h.kind) for h in report.hits} == {(3, "prompt", "question-exact"), (1, "messages[].content", "iri")}
+    # a table whose chunks hold different dictionaries (as the Spark adapter or a caller may give)
+    chunked = pa.chunked_array([pa.array(["hello"], value_type).dictionary_encode(), pa.array([leak], value_type).dictionary_encode()])
+    partial = ShardScanner(index, ("prompt",)).scan_batch(pa.table({"prompt": chunked}), "<table>")
+    assert partial.records == 2 and [(h.record, h.kind) for h in partial.hits] == [(1, "question-exact")]
 
 
 def test_record_indices_are_global_across_chunks_and_workers(index, tmp_path):
