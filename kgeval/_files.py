@@ -62,6 +62,32 @@ def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
         raise InputError(f"{path}: {what} is not valid YAML: {exc}") from None
 
 
+@contextmanager
+def writing_to(path: Path, what: str) -> Iterator[None]:
+    """Writing `path`, a file or directory the user named (`-o`, `--report-json`): an OS error
+    (a directory in the way that cannot be created, no permission, a directory where the file
+    goes) is an InputError naming `path`, what was being written and the OS's reason, not a
+    traceback. The writers under it leave nothing partial (temporary names, renamed)."""
+    from kgeval.errors import InputError
+
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write {what}: {_os_reason(Path(path), exc)}") from None
+
+
+def _os_reason(path: Path, exc: OSError) -> str:
+    """The OS's reason, naming the directory on the way to `path` that caused it, when one did
+    (the temporary file beside `path` is not named: the user never gave it)."""
+    reason = exc.strerror or str(exc)
+    culprit = Path(exc.filename) if isinstance(exc.filename, str) else None
+    if culprit is None or culprit == path or culprit not in path.parents:
+        return reason
+    if culprit.exists() and not culprit.is_dir():
+        return f"{culprit} is not a directory"
+    return f"{culprit}: {reason}"
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write to a temporary file beside `path`, fsync, then rename over it.
 

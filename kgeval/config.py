@@ -470,6 +470,10 @@ class ContaminationConfig(_Strict):
     anchor words rarest in this data (the prefilter stays exact: any choice is sound); 0: off."""
     chunk_mb: int = Field(32, ge=1)
     """Size of the unit of work (a byte range of a JSONL file); bounds memory per worker."""
+    allow_empty: bool = False
+    """Accept a training file with no records (0 bytes, blank lines only, a Parquet file of 0
+    rows) as clean. Off: such a file is an error, since an empty file is almost always a failed
+    export, and passing it would certify data nobody checked."""
 
 
 class ExampleBankConfig(_Strict):

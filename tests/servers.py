@@ -20,6 +20,7 @@ class Reply:
     """A dict/list is sent as JSON; a str is sent as is (malformed JSON, HTML error pages)."""
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    """Sent as given; a Content-Type here replaces the default application/json."""
 
 
 ReplyFn = Callable[[str, dict, int], Reply]
@@ -64,7 +65,8 @@ class LoopbackServer:
                 data = body.encode("utf-8")
                 try:
                     self.send_response(answer.status)
-                    self.send_header("Content-Type", "application/json")
+                    if not any(k.lower() == "content-type" for k in answer.headers):
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in answer.headers.items():
                         self.send_header(k, v)

@@ -166,9 +166,10 @@ def _compare_one(checklist: PreEvalChecklist, ours: RunMetadata, other: RunMetad
 
 
 def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
-    """Every empty gold is confirmed: the question says `expect_empty: true`, or a domain
-    reviewer approved that gold at its current hash. An empty gold from a broken reference query
-    would accept any answer that finds nothing."""
+    """Every empty gold is confirmed: the question says `expect_empty: true`, or its empty answer
+    is confirmed on record for its current reference query (`kgeval holdout confirm-empty`), or a
+    domain reviewer approved that gold at its current hash. An empty gold from a broken reference
+    query would accept any answer that finds nothing."""
     try:
         gold = index_gold(plan.gold_dir)  # summaries only: the entries stay on disk
     except KgevalError as exc:
@@ -178,7 +179,7 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
     # an excluded question is never asked: its empty gold needs no confirmation
     excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)
-    unconfirmed = [q for q in empty if not q.expect_empty and q.id not in plan.holdout.exclusions]
+    unconfirmed = [q for q in empty if not plan.holdout.empty_confirmed(q) and q.id not in plan.holdout.exclusions]
     if unconfirmed:
         try:
             entries = {q.id: gold.entry(q.id) for q in unconfirmed}  # empty entries: small
@@ -189,10 +190,13 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
         unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
     if unconfirmed:
         ids = ", ".join(f"{q.kg}/{q.id}" for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
+        stale = [q.id for q in unconfirmed if q.id in plan.holdout.confirmed_empty]
         detail = (
             f"unconfirmed empty golds: {ids}. Fix the reference query, or confirm the empty answer: "
-            "`expect_empty: true` in the holdout's questions.yaml (then `kgeval holdout seal`), or a domain reviewer's approval"
+            "`kgeval holdout confirm-empty QID... --why TEXT`, `expect_empty: true` in the holdout's questions.yaml "
+            "(then `kgeval holdout seal`), or a domain reviewer's approval"
+            + (f"; confirmed on record for another reference query (changed since): {', '.join(stale)}" if stale else "")
         )
         return [ChecklistItem(item="empty_gold", observed=f"{len(unconfirmed)} of {len(empty)} empty golds unconfirmed", passed=False, detail=detail)]
     aside = f", {excluded} of them excluded on record" if excluded else ""
-    return [ChecklistItem(item="empty_gold", observed=f"{len(empty)} empty golds{aside}, all confirmed (expect_empty or reviewer approval)", passed=True)]
+    return [ChecklistItem(item="empty_gold", observed=f"{len(empty)} empty golds{aside}, all confirmed (expect_empty, confirmed on record or reviewer approval)", passed=True)]

@@ -15,7 +15,7 @@ from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, progres
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
-from kgeval.holdout import exclude_questions, include_questions, load_holdout, seal_holdout, verify_holdout
+from kgeval.holdout import confirm_empty, exclude_questions, include_questions, load_holdout, seal_holdout, unconfirm_empty, verify_holdout
 from kgeval.stores import open_store
 
 holdout_app = typer.Typer(help="Inspect, seal and verify the holdout.", no_args_is_help=True)
@@ -127,6 +127,8 @@ def gold_verify(
     out.print(f"gold {gold}: verified against holdout {holdout} {checked}(gold manifest {digest[:12]})")
     if loaded.exclusions:
         out.print(f"  excluded on record: {', '.join(f'{q} ({e.why})' for q, e in sorted(loaded.exclusions.items()))}", markup=False)
+    if loaded.confirmed_empty:
+        out.print(f"  empty answer confirmed on record: {', '.join(f'{q} ({c.why})' for q, c in sorted(loaded.confirmed_empty.items()))}", markup=False)
     if reexecute:
         entries = load_gold(gold)
         with progress_bar("re-executing", len(entries)) as advance:
@@ -160,3 +162,30 @@ def holdout_include(
     """Take questions off the exclusion record and reseal the holdout."""
     removed, digest = include_questions(holdout, question_ids)
     out.print(f"included again: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)
+
+
+@holdout_app.command("confirm-empty")
+@user_errors
+def holdout_confirm_empty(
+    question_ids: Annotated[list[str], typer.Argument(help="Question ids whose empty answer is the expected one.")],
+    why: Annotated[str, typer.Option("--why", help="Why the empty answer is right (kept on record, shown in every report).")],
+    holdout: HoldoutOpt = Path("holdout"),
+) -> None:
+    """Confirm on record that the questions' empty answers are expected (CONFIRMED_EMPTY.yaml:
+    who, when, why, the reference query's hash) and reseal the holdout. The pre-eval checklist
+    then accepts their empty golds while their reference queries stay unchanged."""
+    added, digest = confirm_empty(holdout, question_ids, why)
+    for c in added:
+        out.print(f"confirmed empty {c.question_id} (reference query {c.sparql_sha256[:12]}): {c.why}", markup=False)
+    out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
+
+
+@holdout_app.command("unconfirm-empty")
+@user_errors
+def holdout_unconfirm_empty(
+    question_ids: Annotated[list[str], typer.Argument(help="Question ids to take off the confirmed-empty record.")],
+    holdout: HoldoutOpt = Path("holdout"),
+) -> None:
+    """Take confirmed empty answers off the record and reseal the holdout."""
+    removed, digest = unconfirm_empty(holdout, question_ids)
+    out.print(f"no longer confirmed empty: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)

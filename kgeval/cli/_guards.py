@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -19,6 +19,8 @@ from kgeval.stores import open_store, rdf_format
 
 # kgeval.guards (pyarrow, rdflib's SPARQL algebra) is imported inside the commands: it would
 # add half a second to every other command's start.
+if TYPE_CHECKING:
+    from kgeval.guards import Report
 
 schema_gate_app = typer.Typer(help="Store training KGs' schema fingerprints for the adjacency gate.", no_args_is_help=True)
 contamination_app = typer.Typer(help="Find holdout material in fine-tuning data.", no_args_is_help=True)
@@ -118,7 +120,7 @@ def schema_gate_list(gate_dir: GateDirOpt = Path("schema_gate")) -> None:
         out.print(f"{fp.name}: {len(fp.classes)} classes, {len(fp.predicates)} predicates, {len(fp.pairs)} pairs ({fp.created})", markup=False)
 
 
-def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int | None) -> ContaminationConfig:
+def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int | None, allow_empty: bool = False) -> ContaminationConfig:
     """The configured contamination settings with the command line's on top: `--workers 0`
     (one per core) is an answer, not an absent option."""
     update: dict = {}
@@ -126,6 +128,8 @@ def with_options(cc: ContaminationConfig, fields: list[str] | None, workers: int
         update["fields"] = tuple(fields)
     if workers is not None:
         update["workers"] = workers
+    if allow_empty:
+        update["allow_empty"] = True
     return cc.model_copy(update=update)
 
 
@@ -155,28 +159,45 @@ def contamination_check(
     report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the report as JSON: every count, and the first 1,000 hits (hit_count counts them all).")] = None,
     engine: Annotated[Engine, typer.Option("--engine", help="local: this machine's process pool; spark: a Spark job (the spark extra).")] = "local",
     spark_master: Annotated[str | None, typer.Option("--spark-master", help="Spark master URL (default: the session's, else local[*]).")] = None,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a file with no records (0 bytes, blank lines only, 0 rows) as clean; without it such a file is an error (exit 2): usually a failed export.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad file."""
+    """Scan training data for holdout material: exit 3 on any hit, 0 when clean, 2 on a bad
+    file (an empty one included, unless --allow-empty)."""
     from kgeval.guards import build_index, check_contamination, check_files_spark, load_fingerprints, spark_session
 
     if spark_master and engine != "spark":
         raise InputError("--spark-master needs --engine spark")
     guards = load_config(config).guards
-    guards = guards.model_copy(update={"contamination": with_options(guards.contamination, field, workers)})
+    guards = guards.model_copy(update={"contamination": with_options(guards.contamination, field, workers, allow_empty)})
     index = build_index(load_holdout(holdout), guards, load_fingerprints(gate_dir))
     if engine == "spark":
         report = check_files_spark(files, index, guards, spark_session(spark_master))
     else:
         with _scan_progress() as progress:
             report = check_contamination(files, index, guards, progress=progress)
-    if report_json:
-        report_json.write_text(json.dumps(report.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
     for hit in report.hits[:SHOWN_HITS]:
         score = f" score={hit.score:.2f}" if hit.score is not None and hit.kind == "question-near" else ""
         out.print(f"{hit.file}: record {hit.record}: {hit.field}: {hit.kind}{score}: {hit.matched!r} -> {hit.holdout_item}", markup=False)
     if report.hit_count > SHOWN_HITS:
         out.print(f"... {report.hit_count - SHOWN_HITS} more hits", markup=False)
     out.print(report.summary(), markup=False)
-    if not report.clean:
+    unwritten = _write_report_json(report, report_json) if report_json else None
+    if not report.clean:  # a leak is the answer, whether or not its JSON could be written
         raise typer.Exit(LeakDetected.exit_code)
+    if unwritten is not None:
+        raise typer.Exit(unwritten.exit_code)
+
+
+def _write_report_json(report: Report, path: Path) -> InputError | None:
+    """Write the report's JSON (temporary name, renamed); the error, printed, when it cannot be
+    written. After the summary: a scan's outcome is never lost to a bad --report-json path."""
+    from kgeval._files import write_atomic, writing_to
+
+    try:
+        with writing_to(path, "the report"):
+            write_atomic(path, json.dumps(report.model_dump(mode="json"), indent=1) + "\n")
+    except InputError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        return exc
+    return None

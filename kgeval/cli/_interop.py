@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval._files import write_atomic
+from kgeval._files import write_atomic, writing_to
 from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.gold import load_gold, verify_gold
@@ -146,7 +146,8 @@ def _write_json(doc: dict, path: Path | None) -> None:
     if path is None:
         print(text, end="")
     else:
-        write_atomic(path, text)
+        with writing_to(path, "the QALD JSON"):
+            write_atomic(path, text)
         err.print(f"wrote {len(doc['questions'])} questions to {path}", markup=False)
 
 

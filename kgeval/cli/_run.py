@@ -192,7 +192,7 @@ def export(
     """Write one JSON line per attempt with its verdicts, one seed as QALD JSON (to stdout or the
     file -o names), or the run's attempts and verdicts as two Parquet files (for pandas, Spark,
     DuckDB ...)."""
-    from kgeval._files import write_atomic_pieces
+    from kgeval._files import write_atomic_pieces, writing_to
     from kgeval.cli._interop import export_run_qald
     from kgeval.reports import export_lines
     from kgeval.runs import ResultsDB
@@ -200,8 +200,8 @@ def export(
     if format is ExportFormat.parquet:
         with ResultsDB(db, read_only=True) as results:
             written = results.export_parquet(run_id, output or Path(run_id))
-        for name, rows in written.items():
-            out.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
+        for name, rows in written.items():  # on stderr, as jsonl and qald say what they wrote
+            err.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
         return
     if format is ExportFormat.qald:
         export_run_qald(run_id, db, seed, holdout, config, output)
@@ -212,7 +212,7 @@ def export(
                 print(line)
             return
         written = 0
-        with write_atomic_pieces(output) as file:  # piece by piece: a large run's lines are not held twice
+        with writing_to(output, "the export"), write_atomic_pieces(output) as file:  # piece by piece: a large run's lines are not held twice
             for written, line in enumerate(export_lines(results, run_id), 1):
                 file.write(line + "\n")
     err.print(f"wrote {written} attempts to {output}", markup=False)

@@ -268,16 +268,19 @@ def _span(owner: np.ndarray, t: int) -> range:
 
 
 def merge_reports(
-    partials: Iterable[PartialReport], scanner: ShardScanner, *, workers: int = 1, seconds: float = 0.0
+    partials: Iterable[PartialReport], scanner: ShardScanner, *, workers: int = 1, seconds: float = 0.0, allow_empty: bool = False
 ) -> Report:
     """Partial reports in shard order (a file's shards together, in file order) as one report;
-    InputError when any shard could not be read or a file had none of the fields."""
+    InputError when any shard could not be read, a file had none of the fields, or (unless
+    `allow_empty`) a file held no records."""
     per_file: dict[str, PartialReport] = {}
     for partial in partials:
         if partial.error:
             raise InputError(partial.error)
         before = per_file.get(partial.file)
         per_file[partial.file] = before.followed_by(partial) if before else partial.model_copy(update={"hits": list(partial.hits)})
+    if not allow_empty:
+        _refuse_empty(list(per_file.values()))
     files = [_file_summary(p, scanner.fields) for p in per_file.values()]
     kinds = sum((Counter(p.hits_by_kind) for p in per_file.values()), Counter())
     hits = [h for p in per_file.values() for h in p.hits][:MAX_REPORTED_HITS]
@@ -287,6 +290,22 @@ def merge_reports(
         seconds=seconds, workers=workers, holdout_kgs=list(scanner.index.kgs),
         fields=[f.text for f in scanner.fields],
     )
+
+
+def _refuse_empty(per_file: list[PartialReport]) -> None:
+    """An empty training file is almost always a failed export: checking it proves nothing."""
+    if not per_file:
+        raise InputError(f"no records were read: nothing was checked ({_ALLOW_EMPTY})")
+    for partial in per_file:
+        if not partial.records:
+            held = f"{partial.file_bytes} bytes, blank lines only" if partial.file_bytes and partial.format == "jsonl" else f"{partial.file_bytes} bytes"
+            raise InputError(
+                f"{partial.file}: contains no records ({held}): an empty training file is usually a failed export, "
+                f"and nothing in it was checked ({_ALLOW_EMPTY})"
+            )
+
+
+_ALLOW_EMPTY = "--allow-empty or contamination.allow_empty: true accepts it"
 
 
 def _file_summary(partial: PartialReport, fields: tuple[FieldPath, ...]) -> FileSummary:
@@ -347,7 +366,7 @@ def check_contamination(
     scanner = ShardScanner(index, cc.fields)
     workers = min(cc.workers or os.cpu_count() or 1, len(shards)) or 1
     partials = _reported(shards, scan_shards(shards, scanner, workers), progress)
-    return merge_reports(partials, scanner, workers=workers, seconds=0.0).model_copy(
+    return merge_reports(partials, scanner, workers=workers, seconds=0.0, allow_empty=cc.allow_empty).model_copy(
         update={"seconds": time.perf_counter() - started}
     )
 

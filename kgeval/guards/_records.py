@@ -218,7 +218,10 @@ def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.Re
         if not columns:
             raise InputError(f"{shard.file}: none of the configured fields ({', '.join(f.text for f in fields)}) is a column")
         try:
-            yield from pf.iter_batches(batch_size=65_536, row_groups=list(shard.row_groups), columns=columns)
+            for group in shard.row_groups:  # one at a time: a dictionary-encoded field inside a list or struct
+                # cannot be read from several row groups at once (pyarrow: "Nested data conversions not
+                # implemented for chunked array outputs"), each row group having its own dictionary
+                yield from pf.iter_batches(batch_size=65_536, row_groups=[group], columns=columns)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{shard.file}: row groups {list(shard.row_groups)}: cannot be read (truncated or corrupt?): {exc}") from None
 
@@ -280,18 +283,22 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tu
         return np.empty(0, dtype=np.int64), pa.array([], pa.string())
     arr = batch.column(name)
     if isinstance(arr, pa.ChunkedArray):  # one chunk as it is (combining copies it)
+        if pa.types.is_dictionary(arr.type):  # chunks may hold different dictionaries
+            arr = pc.cast(arr, arr.type.value_type)
         arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     rows = np.arange(n, dtype=np.int64)
     for i, (step, is_list) in enumerate(f.steps):
         if i > 0:
             if not pa.types.is_struct(arr.type) or arr.type.get_field_index(step) < 0:
                 return np.empty(0, dtype=np.int64), pa.array([], pa.string())
-            arr = pc.struct_field(arr, [step])
+            arr = _decoded(pc.struct_field(arr, [step]))
+        else:
+            arr = _decoded(arr)
         if is_list:
             if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
                 raise InputError(f"{path}: field {f.text!r}: {step} is {arr.type}, not a list")
             rows = rows[pc.list_parent_indices(arr).to_numpy()]
-            arr = pc.list_flatten(arr)
+            arr = _decoded(pc.list_flatten(arr))
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         if pa.types.is_null(arr.type):
             return np.empty(0, dtype=np.int64), pa.array([], pa.string())
@@ -300,3 +307,9 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tu
         return rows, arr
     valid = pc.is_valid(arr)
     return rows[valid.to_numpy(zero_copy_only=False)], arr.filter(valid)
+
+
+def _decoded(arr: pa.Array) -> pa.Array:
+    """A dictionary-encoded column (a pandas categorical, a Parquet file written with its Arrow
+    schema) as its values: the same texts, one per record, nulls kept."""
+    return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr

@@ -79,7 +79,9 @@ def check_files_spark(
     for fmt, group in by_format.items():
         df = _read(spark, group, fmt, scanner)
         partials += _scanned(df, scanner, fmt, spark)
-    report = merge_reports(_in_file_order(partials, files), scanner, workers=spark.sparkContext.defaultParallelism)
+    report = merge_reports(
+        _in_file_order(partials, files), scanner, workers=spark.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty
+    )
     return report.model_copy(update={"seconds": time.perf_counter() - started})
 
 
@@ -92,7 +94,7 @@ def check_dataframe(df: DataFrame, index: HoldoutIndex, config: GuardsConfig | N
     scanner = ShardScanner(index, config.contamination.fields)
     partials = _scanned(df, scanner, "dataframe", df.sparkSession)
     ordered = [p for *_, p in sorted(partials, key=lambda row: row[:3])]
-    report = merge_reports(ordered, scanner, workers=df.sparkSession.sparkContext.defaultParallelism)
+    report = merge_reports(ordered, scanner, workers=df.sparkSession.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty)
     return report.model_copy(update={"seconds": time.perf_counter() - started})
 
 

@@ -68,8 +68,12 @@ def write_exclusions(root: Path, exclusions: dict[str, Exclusion]) -> None:
 
 
 def new_exclusion(question_id: str, why: str) -> Exclusion:
+    return Exclusion(question_id=question_id, why=why, by=login_name(), at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def login_name() -> str:
+    """Who is deciding, for the record: the login name, or "" where there is none."""
     try:
-        who = getpass.getuser()
+        return getpass.getuser()
     except (KeyError, OSError):  # no login name (a container without a passwd entry)
-        who = ""
-    return Exclusion(question_id=question_id, why=why, by=who, at=datetime.now(UTC).isoformat(timespec="seconds"))
+        return ""

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kgeval._files import parse_yaml
 from kgeval.errors import InputError, first_validation_error
+from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, load_empty_confirmations
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
 
@@ -43,7 +44,11 @@ def load_holdout(root: Path) -> Holdout:
     unknown = sorted(set(exclusions) - set(seen))
     if unknown:
         raise InputError(f"{root / EXCLUSIONS_FILE}: excludes {', '.join(unknown)}, not a question of this holdout")
-    return Holdout(root=root, kgs=tuple(kgs), exclusions=exclusions)
+    confirmed = load_empty_confirmations(root)
+    unknown = sorted(set(confirmed) - set(seen))
+    if unknown:
+        raise InputError(f"{root / CONFIRMED_EMPTY_FILE}: confirms {', '.join(unknown)}, not a question of this holdout")
+    return Holdout(root=root, kgs=tuple(kgs), exclusions=exclusions, confirmed_empty=confirmed)
 
 
 def _load_kg(kg_dir: Path) -> KnowledgeGraph:

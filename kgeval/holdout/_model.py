@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgeval._files import sha256_text
+from kgeval.holdout._confirmed import EmptyConfirmation
 from kgeval.holdout._exclusions import Exclusion
 
 
@@ -117,6 +118,14 @@ class Holdout(BaseModel):
     kgs: tuple[KnowledgeGraph, ...]
     exclusions: dict[str, Exclusion] = {}
     """Questions excluded from evaluation on record (EXCLUDED.yaml), by question id."""
+    confirmed_empty: dict[str, EmptyConfirmation] = {}
+    """Questions whose empty answer is confirmed on record (CONFIRMED_EMPTY.yaml), by question id."""
+
+    def empty_confirmed(self, question: Question) -> bool:
+        """Whether the question's empty answer is expected: it says `expect_empty: true`, or it is
+        confirmed on record for its current reference query."""
+        confirmation = self.confirmed_empty.get(question.id)
+        return question.expect_empty or (confirmation is not None and confirmation.sparql_sha256 == question.sparql_sha256)
 
     def questions(self) -> list[Question]:
         """Every question, excluded ones included (the gold covers them all)."""

@@ -54,6 +54,8 @@ def render_markdown(report: RunReport) -> str:
     ]
     if m.excluded:
         lines.append(f"- excluded on record ({len(m.excluded)}, not asked): " + "; ".join(f"{q}: {why}" for q, why in m.excluded.items()))
+    if m.confirmed_empty:
+        lines.append(f"- empty answer confirmed on record ({len(m.confirmed_empty)}): " + "; ".join(f"{q}: {why}" for q, why in m.confirmed_empty.items()))
     lines.append("")
     if report.overall is None:
         lines += _harness_lines(report.harness) + _error_lines(report) + oversight_markdown(report)

@@ -17,7 +17,7 @@ import duckdb
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from kgeval._duckdb import connect_duckdb
-from kgeval._files import transaction
+from kgeval._files import transaction, writing_to
 from kgeval.errors import InputError
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
@@ -116,6 +116,20 @@ def verdict_row(run_id: str, question_id: str, seed: int, v: Verdict) -> tuple:
     )  # fmt: skip
 
 
+def _remove_partial(files: list[tuple[Path, Path]], created_dir: Path | None) -> None:
+    """Remove the temporary files of a failed export, and the directory it created if empty."""
+    for tmp, _ in files:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+    if created_dir is not None:
+        try:
+            created_dir.rmdir()
+        except OSError:
+            pass
+
+
 class DamagedDatabase(InputError):
     """The results database file cannot be read or written as a database: truncated, overwritten,
     or not a DuckDB file."""
@@ -159,6 +173,18 @@ class GuardedConnection:
     def executemany(self, query: str, parameters: list) -> GuardedConnection:
         self._call("executemany", query, parameters)
         return self
+
+    def copy_to(self, query: str, parameters: list, target: Path, what: str) -> None:
+        """A `COPY ... TO` writing `target`: an I/O error is the target's (InputError naming it),
+        not a damaged database."""
+        try:
+            self._con.execute(query, parameters)
+        except duckdb.IOException as exc:
+            raise InputError(f"{target}: cannot write {what}: {str(exc).splitlines()[0]}") from None
+        except self._PASS:
+            raise
+        except duckdb.Error as exc:
+            raise _damaged(self.path, exc) from None
 
     def fetchone(self):  # noqa: ANN201
         return self._call("fetchone")
@@ -410,15 +436,27 @@ class ResultsDB:
 
     def export_parquet(self, run_id: str, out_dir: Path) -> dict[str, int]:
         """The run's attempts and verdicts as `attempts.parquet` and `verdicts.parquet` in
-        `out_dir` (DuckDB COPY; JSON columns stay JSON text), each written to a temporary name
-        and renamed. Returns rows written per file name."""
+        `out_dir` (DuckDB COPY; JSON columns stay JSON text), both written to temporary names and
+        renamed once both are written: a failure leaves neither (nor a directory it created).
+        Returns rows written per file name; InputError naming `out_dir` when it cannot be written."""
         self.metadata(run_id)  # an unknown run is a clear error, not two empty files
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = {}
-        for table, order in (("attempts", "kg, question_id, seed"), ("verdicts", "question_id, seed, judge")):
-            final, tmp = out_dir / f"{table}.parquet", out_dir / f".{table}.parquet.tmp"
-            target = str(tmp).replace("'", "''")
-            self._con.execute(f"COPY (SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}) TO '{target}' (FORMAT parquet)", [run_id])
-            os.replace(tmp, final)
-            written[final.name] = self._con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0]
+        what = "the Parquet export (attempts.parquet, verdicts.parquet)"
+        if out_dir.exists() and not out_dir.is_dir():
+            raise InputError(f"{out_dir}: cannot write {what}: it is a file; --format parquet writes into a directory")
+        created = not out_dir.exists()
+        written, done = {}, []
+        with writing_to(out_dir, what):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                for table, order in (("attempts", "kg, question_id, seed"), ("verdicts", "question_id, seed, judge")):
+                    tmp = out_dir / f".{table}.parquet.tmp"
+                    done.append((tmp, out_dir / f"{table}.parquet"))
+                    target = str(tmp).replace("'", "''")
+                    self._con.copy_to(f"COPY (SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}) TO '{target}' (FORMAT parquet)", [run_id], out_dir, what)
+                    written[f"{table}.parquet"] = self._con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0]
+                for tmp, final in done:
+                    os.replace(tmp, final)
+            except BaseException:
+                _remove_partial(done, out_dir if created else None)
+                raise
         return written

@@ -44,6 +44,9 @@ class RunMetadata(BaseModel):
     """sha256 over every (KG, question id, question text, reference-query hash) of the run."""
     excluded: dict[str, str] = Field(default_factory=dict)
     """Questions excluded from the run on record (holdout EXCLUDED.yaml): question id -> why."""
+    confirmed_empty: dict[str, str] = Field(default_factory=dict)
+    """Questions whose empty answer is confirmed on record for their reference query (holdout
+    CONFIRMED_EMPTY.yaml): question id -> why."""
     store_engine: str = ""
     """Engine and version that executed candidate SPARQL, e.g. "oxigraph-embedded 0.5.2"."""
     seeds: list[int]

@@ -135,6 +135,9 @@ def plan_run(
         gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(gold_dir)),
         question_set_sha256=question_set_sha256(holdout),
         excluded={qid: e.why for qid, e in sorted(holdout.exclusions.items())},
+        confirmed_empty={  # those that hold for the current reference query
+            q.id: holdout.confirmed_empty[q.id].why for q in holdout.questions() if q.id in holdout.confirmed_empty and holdout.empty_confirmed(q)
+        },
         store_engine=f"{first.name} {first.version}",
         seeds=list(range(config.run.seeds)),
         primary_judge=config.judges.primary,

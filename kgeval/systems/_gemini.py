@@ -9,6 +9,7 @@ the client's own retries are off.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -19,7 +20,7 @@ from kgeval.errors import InputError
 from kgeval.holdout import Question
 from kgeval.systems._examples import FewShotBank
 from kgeval.systems._http import failure_from_exception, failure_from_status
-from kgeval.systems._model import StopReason, SystemOutput, Usage
+from kgeval.systems._model import StopReason, SystemOutput, Usage, malformed_reply
 from kgeval.systems._prompt import INSTRUCTION, PromptedModel, output_from_text
 
 _FINISH: dict[str, StopReason] = {
@@ -82,11 +83,28 @@ class GeminiSystem(PromptedModel):
         except errors.APIError as exc:
             headers = getattr(getattr(exc, "response", None), "headers", None) or {}
             return failure_from_status(int(exc.code or 0), str(exc.message or exc), retry_after=headers.get("retry-after"))
-        except ValueError as exc:  # the SDK could not parse a 200 body
-            return SystemOutput(stop_reason="other", error=f"malformed response: {exc}", error_kind="other")
+        except ValueError as exc:  # the SDK could not parse a 200 body: not JSON, or not its schema
+            return _malformed(exc, self._where)
         except Exception as exc:  # noqa: BLE001 - transport failures of httpx (or httpx2), classified
             return _failure_from_httpx(exc)
         return output_from_response(response)
+
+    @property
+    def _where(self) -> str:
+        base = (self.config.base_url or "https://generativelanguage.googleapis.com").rstrip("/")
+        return f"POST {base} models/{self.config.model}:generateContent"
+
+
+def _malformed(exc: ValueError, where: str) -> SystemOutput:
+    """The SDK's parse failure as a malformed reply: what is wrong and what was received."""
+    if isinstance(exc, json.JSONDecodeError):
+        return malformed_reply("gemini", where, f"not JSON ({exc.msg} at character {exc.pos})", exc.doc)
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # pydantic's ValidationError: the first field that does not fit
+        first = errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        return malformed_reply("gemini", where, f"{field}: {first['msg']}", first.get("input"))
+    return malformed_reply("gemini", where, "the client could not read it", str(exc))
 
 
 def _make_client(config: GeminiSystemConfig) -> Any:

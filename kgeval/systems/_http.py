@@ -27,7 +27,7 @@ from urllib3.exceptions import NewConnectionError, ProtocolError, ProxyError, SS
 from kgeval.config import HttpSystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
-from kgeval.systems._model import StopReason, SystemOutput
+from kgeval.systems._model import StopReason, SystemOutput, malformed_reply
 
 _STOP_REASONS = set(get_args(StopReason))
 
@@ -103,7 +103,7 @@ class HttpSystem:
         text = response.data.decode("utf-8", "replace")
         if response.status >= 300:
             return failure_from_status(response.status, text, served, response.headers.get("Retry-After"))
-        output = _parse_body(text)
+        output = _parse_body(text, f"POST {self.config.url} (HTTP {response.status}, Content-Type {response.headers.get('Content-Type') or 'not given'})")
         return output.model_copy(update={"served_version": served, "http_status": response.status})
 
 
@@ -122,20 +122,27 @@ def _failure_from_urllib3(exc: Urllib3Error) -> SystemOutput:
     return failure_from_exception("timeout" if isinstance(exc, Urllib3Timeout) else "other", exc)
 
 
-def _parse_body(text: str) -> SystemOutput:
+def _parse_body(text: str, where: str) -> SystemOutput:
+    """The endpoint's JSON reply; one that is not what the contract says (not JSON, as an HTML
+    page a proxy sends with status 200; a field of the wrong type) is a harness error naming
+    `where` it came from and what was received."""
     try:
         body = json.loads(text)
     except json.JSONDecodeError as exc:
-        return SystemOutput(stop_reason="other", error=f"malformed response: not valid JSON ({exc.msg} at {exc.pos})", error_kind="other")
+        return malformed_reply("http", where, f"not JSON ({exc.msg} at character {exc.pos})", text)
     if not isinstance(body, dict):
-        return SystemOutput(stop_reason="other", error=f"malformed response: a JSON {type(body).__name__}, not an object", error_kind="other")
-    sparql, answer, reason = body.get("sparql"), body.get("answer"), body.get("stop_reason") or "stop"
-    if sparql is not None and not isinstance(sparql, str):
-        return SystemOutput(stop_reason="other", error="malformed response: 'sparql' is not a string", error_kind="other")
-    if answer is not None and not isinstance(answer, list):
-        return SystemOutput(stop_reason="other", error="malformed response: 'answer' is not a list", error_kind="other")
+        return malformed_reply("http", where, f"a JSON {_json_type(body)}, not an object", body)
+    sparql, answer, reason = body.get("sparql"), body.get("answer"), body.get("stop_reason")
+    for name, value, expected in (("sparql", sparql, str), ("answer", answer, list), ("stop_reason", reason, str)):
+        if value is not None and not isinstance(value, expected):
+            return malformed_reply("http", where, f"{name!r} is a JSON {_json_type(value)}, not {'a string' if expected is str else 'an array'}", value)
+    reason = reason or "stop"
     stop = reason if reason in _STOP_REASONS else "other"
-    return SystemOutput(sparql=sparql, answer=answer, stop_reason=stop, finish_reason=str(reason))
+    return SystemOutput(sparql=sparql, answer=answer, stop_reason=stop, finish_reason=reason)
+
+
+def _json_type(value: object) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
 
 
 class EndpointGuards:

@@ -38,7 +38,7 @@ content_filter / safety: withheld by a filter; timeout, transport (connection fa
 attempt; store: the graph store failed on the candidate's query (down, unreachable, a server
 fault) though the query itself was acceptable; candidate_timeout: the candidate's query ran past
 `run.candidate_timeout_s` and `run.candidate_timeout_counts_as` is "error"; other: anything else
-(malformed response, 4xx, ...), with the detail in the error text.
+(a malformed reply: `malformed_reply`; a 4xx, ...), with the detail in the error text.
 
 invalid_sparql: a response with text but no query (`_prompt.output_from_text`) is the model's
 own failure: the run judges it wrong (path invalid_sparql), never excludes it; runs recorded
@@ -102,6 +102,31 @@ def _without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _without_lone_surrogates(item) for key, item in value.items()}
     return value
+
+
+SHOWN_CHARS = 200
+"""How much of a malformed reply an error message quotes."""
+
+
+def malformed_reply(system: str, where: str, problem: str, received: object) -> SystemOutput:
+    """A reply the harness cannot read (an HTML page where JSON belongs, a field of the wrong
+    type): the endpoint's or a proxy's failure, not the model's, so a harness error (kind
+    "other", never judged: DESIGN invariant 5) whose message names the system, where the reply
+    came from, what is wrong and what was received (truncated)."""
+    return SystemOutput(
+        stop_reason="other",
+        error=f"system {system!r}: {where}: malformed reply: {problem}; received {shown(received)}",
+        error_kind="other",
+    )
+
+
+def shown(value: object) -> str:
+    """`value` for an error message: its repr, cut at SHOWN_CHARS characters with the full size said."""
+    text = value if isinstance(value, str) else repr(value)
+    quote = repr if isinstance(value, str) else str
+    if len(text) <= SHOWN_CHARS:
+        return quote(text)
+    return f"{quote(text[:SHOWN_CHARS])}... ({len(text):,} characters)"
 
 
 class System(Protocol):

@@ -12,6 +12,7 @@ Retry-After is passed on to it.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -20,7 +21,7 @@ from kgeval.errors import InputError
 from kgeval.holdout import Question
 from kgeval.systems._examples import FewShotBank
 from kgeval.systems._http import failure_from_exception, failure_from_status
-from kgeval.systems._model import StopReason, SystemOutput, Usage
+from kgeval.systems._model import StopReason, SystemOutput, Usage, malformed_reply
 from kgeval.systems._prompt import INSTRUCTION, PromptedModel, output_from_text
 
 _FINISH: dict[str, StopReason] = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
@@ -64,8 +65,15 @@ class OpenAISystem(PromptedModel):
         except openai.APIConnectionError as exc:
             return failure_from_exception("transport", exc)
         except openai.APIResponseValidationError as exc:
-            return SystemOutput(stop_reason="other", error=f"malformed response: {exc}", error_kind="other")
-        return output_from_completion(response)
+            return malformed_reply(self.name, self._where, str(exc), exc.body)
+        except json.JSONDecodeError as exc:  # a 200 whose body is not JSON (a proxy's HTML page)
+            return malformed_reply(self.name, self._where, f"not JSON ({exc.msg} at character {exc.pos})", exc.doc)
+        return output_from_completion(response, self._where)
+
+    @property
+    def _where(self) -> str:
+        base = getattr(self._client, "base_url", None) or self.config.base_url  # the client's: it reads OPENAI_BASE_URL too
+        return f"POST {str(base or 'https://api.openai.com/v1').rstrip('/')}/chat/completions"
 
 
 def _make_client(config: OpenAISystemConfig) -> Any:
@@ -80,8 +88,13 @@ def _make_client(config: OpenAISystemConfig) -> Any:
     return OpenAI(api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0)
 
 
-def output_from_completion(response: Any) -> SystemOutput:
-    """A SystemOutput from a ChatCompletion: the first choice's content, its finish reason."""
+def output_from_completion(response: Any, where: str = "chat completion") -> SystemOutput:
+    """A SystemOutput from a ChatCompletion: the first choice's content, its finish reason. A
+    reply that is not one (text where JSON belongs, a field of another type: the client does not
+    validate) is a harness error naming `where` it came from, the field and what it held."""
+    problem = _malformed(response)
+    if problem is not None:
+        return malformed_reply("openai", where, *problem)
     usage, served = _usage(response.usage), _served(response)
     if not response.choices:
         return SystemOutput(stop_reason="other", finish_reason=None, served_version=served, usage=usage, error="the response has no choices", error_kind="other")
@@ -92,6 +105,30 @@ def output_from_completion(response: Any) -> SystemOutput:
         return SystemOutput(stop_reason="safety", finish_reason=f"refusal: {message.refusal[:200]}", served_version=served, usage=usage)
     stop = _FINISH.get(finish, "other") if finish else "stop"
     return output_from_text(message.content or "", stop, finish_reason=finish, served_version=served, usage=usage)
+
+
+def _malformed(response: Any) -> tuple[str, object] | None:
+    """(what is wrong, what was received) when `response` is not a chat completion the adapter
+    can read; None when it is."""
+    if not hasattr(response, "choices"):
+        return f"not a chat completion (a {type(response).__name__})", response
+    if response.choices is not None and not isinstance(response.choices, list):
+        return f"choices is a {type(response.choices).__name__}, not a list", response.choices
+    if not response.choices:
+        return None
+    choice = response.choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        return "choices[0] has no message", choice
+    fields = (
+        ("choices[0].finish_reason", getattr(choice, "finish_reason", None)),
+        ("choices[0].message.content", getattr(message, "content", None)),
+        ("choices[0].message.refusal", getattr(message, "refusal", None)),
+    )
+    for name, value in fields:
+        if value is not None and not isinstance(value, str):
+            return f"{name} is a {type(value).__name__}, not a string", value
+    return None
 
 
 def _served(response: Any) -> str | None:

@@ -72,6 +72,11 @@ class ReplaySystem:
             if record.text is not None and record.sparql is not None:
                 raise InputError(f"{where}: record has both 'text' and 'sparql': give the model's response or the query read from it")
             self._records[key] = record
+        if not self._records:  # every attempt would be a missing answer: a run of nothing but harness errors
+            raise InputError(
+                f"{self.path}: contains no replay records ({_emptiness(self.path)}): nothing to replay; "
+                "an empty predictions file is usually a failed export"
+            )
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         record = self._records.get((question.kg, question.id, seed))
@@ -83,6 +88,15 @@ class ReplaySystem:
         if sparql is not None and "```" in sparql:  # a model's code block, as a live system would read it
             sparql = extract_sparql(sparql) or sparql
         return SystemOutput(sparql=sparql, answer=record.answer, stop_reason=record.stop_reason)
+
+
+def _emptiness(path: Path) -> str:
+    """What an empty replay file holds, in words."""
+    size = path.stat().st_size
+    if size == 0:
+        return "0 bytes"
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    return "blank lines only" if not text else f"{size} bytes, no answer for a question of the holdout"
 
 
 def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", record)

@@ -346,3 +346,67 @@ def test_an_excluded_questions_empty_gold_does_not_refuse_the_run(tmp_path):
         receipt = {i.item: i for i in _receipt(root, tmp_path / "gold", OracleSystem(), db).items}
     assert receipt["empty_gold"].passed, receipt["empty_gold"]
     assert "1 of them excluded on record" in receipt["empty_gold"].observed
+
+
+def test_an_empty_answer_confirmed_on_record_lets_the_run_start_while_its_query_stays(tmp_path):
+    """`kgeval holdout confirm-empty QID --why TEXT` confirms an empty gold as an exclusion is
+    made: on record in the sealed holdout (who, when, why), shown in the report. It was only
+    possible by editing questions.yaml and resealing, or by a reviewer's approval. The
+    confirmation holds for the reference query it was given for: a changed query (still empty,
+    perhaps now by mistake) is refused again, and says why."""
+    from typer.testing import CliRunner
+
+    from kgeval.cli import app
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.holdout import CONFIRMED_EMPTY_FILE, verify_holdout
+    from kgeval.reports import build_report, render_markdown
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, write_holdout
+
+    def cli(*args: str):
+        result = CliRunner().invoke(app, [*args, "--holdout", str(root)])
+        return result.exit_code, result.output
+
+    def run(db_path):
+        holdout = load_holdout(root)
+        assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+        with ResultsDB(db_path) as db:
+            try:
+                meta = execute_run(holdout, tmp_path / "gold", OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
+            except ChecklistFailed as refused:
+                return None, {i.item: i for i in refused.receipt.items}
+            return meta, {i.item: i for i in db.receipt(meta.run_id).items}
+
+    questions = [{k: v for k, v in q.items() if k != "expect_empty"} for q in MINI_QUESTIONS]
+    root = write_holdout(tmp_path / "holdout", questions)
+    assert run(tmp_path / "refused.duckdb")[0] is None
+    why = "nobody in the KG is over 100: checked with HR"
+    code, shown = cli("holdout", "confirm-empty", "mini-07", "--why", why)
+    assert code == 0 and "confirmed empty mini-07" in shown and "resealed" in shown, shown
+    verify_holdout(root)
+    record = yaml.safe_load((root / CONFIRMED_EMPTY_FILE).read_text())["confirmed_empty"]
+    reference = next(q for q in load_holdout(root).questions() if q.id == "mini-07")
+    assert [(r["question_id"], r["why"], r["sparql_sha256"]) for r in record] == [("mini-07", why, reference.sparql_sha256)] and record[0]["at"]
+
+    meta, receipt = run(tmp_path / "r.duckdb")
+    assert meta is not None and receipt["empty_gold"].passed and "confirmed on record" in receipt["empty_gold"].observed
+    assert meta.confirmed_empty == {"mini-07": why}
+    with ResultsDB(tmp_path / "r.duckdb", read_only=True) as db:
+        assert f"- empty answer confirmed on record (1): mini-07: {why}" in render_markdown(build_report(db, meta.run_id))
+
+    # the reference query changes (still empty): the confirmation was for the other one
+    changed = [dict(q, sparql=q["sparql"].replace("100", "120")) if q["id"] == "mini-07" else q for q in questions]
+    (root / "mini" / "questions.yaml").write_text(yaml.safe_dump({"kg": "mini", "title": "mini test KG", "questions": changed}, sort_keys=False))
+    assert cli("holdout", "seal")[0] == 0
+    meta, receipt = run(tmp_path / "stale.duckdb")
+    assert meta is None and not receipt["empty_gold"].passed
+    assert "confirmed on record for another reference query (changed since): mini-07" in receipt["empty_gold"].detail
+
+    assert cli("holdout", "confirm-empty", "mini-99", "--why", why)[0] == 2
+    code, shown = cli("holdout", "confirm-empty", "mini-07", "--why", "  ")
+    assert code == 2 and "--why is required" in shown
+    code, shown = cli("holdout", "unconfirm-empty", "mini-07")
+    assert code == 0 and "no longer confirmed empty: mini-07" in shown
+    assert load_holdout(root).confirmed_empty == {} and cli("holdout", "unconfirm-empty", "mini-07")[0] == 2
+    verify_holdout(root)

@@ -69,6 +69,7 @@ def test_export_writes_every_format_to_output(tmp_path):
     assert len(json.loads((out / "seed1.json").read_text(encoding="utf-8"))["questions"]) == 16
     parquet = kgeval("export", run_id, "--db", str(db), "--format", "parquet", "-o", str(out / "pq"))
     assert parquet.returncode == 0 and (out / "pq" / "attempts.parquet").is_file(), parquet.stderr
+    assert parquet.stdout == "" and f"{out / 'pq' / 'attempts.parquet'}: 32 rows" in " ".join(parquet.stderr.split())  # stderr, as jsonl and qald
     assert not list(out.rglob(".*.tmp"))  # written to temporary names, then renamed
     unknown = kgeval("export", "nope", "--db", str(db), "-o", str(out / "nope.jsonl"))
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr and not (out / "nope.jsonl").exists()

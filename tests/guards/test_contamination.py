@@ -17,7 +17,7 @@ import yaml
 
 from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError
-from kgeval.guards import ContaminationError, assert_clean, build_index, canonical_sparql, check_contamination
+from kgeval.guards import ContaminationError, ShardScanner, assert_clean, build_index, canonical_sparql, check_contamination
 from kgeval.holdout import load_holdout
 from tests.conftest import REPO
 
@@ -123,6 +123,63 @@ def test_file_without_any_configured_field_is_not_a_pass(index, tmp_path):
     mixed = _jsonl(tmp_path / "mixed.jsonl", [{"prompt": "hello"}, {"chosen": "Which department does Karen Novak work in?"}])
     report = check_contamination([mixed], index, GuardsConfig())
     assert report.clean and "NOT CHECKED: 1 records have no text in the fields prompt, completion, messages[].content" in report.summary()
+
+
+def _empty_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """An empty training file of each kind, with what the refusal says it holds."""
+    zero, blank, rows = tmp_path / "zero.jsonl", tmp_path / "blank.jsonl", tmp_path / "none.parquet"
+    zero.write_bytes(b"")
+    blank.write_text("\n  \n\n", encoding="utf-8")
+    pq.write_table(pa.table({"prompt": pa.array([], pa.string())}), rows)
+    return {"0 bytes": (zero, "(0 bytes)"), "blank lines": (blank, "(5 bytes, blank lines only)"), "0 rows": (rows, f"({rows.stat().st_size} bytes)")}
+
+
+@pytest.mark.parametrize("kind", ["0 bytes", "blank lines", "0 rows"])
+def test_an_empty_training_file_is_refused_unless_allowed(index, tmp_path, kind):
+    """A 0-byte JSONL (a failed export), one of blank lines only, or a Parquet file of 0 rows
+    passed as 'clean: 1 files, 0 records': a check certified data nobody checked. It is an
+    error naming the file, beside a good file too; contamination.allow_empty accepts it."""
+    path, held = _empty_files(tmp_path)[kind]
+    good = _jsonl(tmp_path / "good.jsonl", [{"prompt": "hello"}])
+    for files in ([path], [good, path]):
+        with pytest.raises(InputError) as caught:
+            check_contamination(files, index, GuardsConfig())
+        assert str(caught.value).startswith(f"{path}: contains no records {held}: an empty training file is usually a failed export")
+        assert "--allow-empty" in str(caught.value)
+    allowed = GuardsConfig(contamination=ContaminationConfig(allow_empty=True))
+    report = check_contamination([good, path], index, allowed)
+    assert report.clean and [f.records for f in report.files] == [1, 0]
+
+
+def test_cli_refuses_an_empty_file_unless_allow_empty(tmp_path):
+    empty = tmp_path / "train.jsonl"
+    empty.write_bytes(b"")
+    refused = kgeval("contamination", "check", str(empty))
+    assert refused.returncode == 2 and f"{empty}: contains no records (0 bytes)" in " ".join(refused.stderr.split()), refused.stderr
+    assert "Traceback" not in refused.stderr and "clean" not in refused.stdout
+    allowed = kgeval("contamination", "check", "--allow-empty", str(empty))
+    assert allowed.returncode == 0 and "clean: 1 files, 0 records" in allowed.stdout, allowed.stderr
+
+
+@pytest.mark.parametrize("value_type", [pa.string(), pa.large_string()], ids=["string", "large_string"])
+def test_dictionary_encoded_text_columns_are_read(index, tmp_path, value_type):
+    """A Parquet file whose text columns are dictionary-encoded (pandas categoricals, or any
+    writer keeping its Arrow schema) was refused: "field 'prompt' is dictionary<values=string,
+    indices=int32, ordered=0>, not a string". Its values are read as any text column's."""
+    leak, question = PLANTED["question-exact"][1]["prompt"], PLANTED["iri"][1]["messages"][0]["content"]
+    prompts = pa.array(["hello", None, "hello", leak], value_type).dictionary_encode()
+    content = pa.array(["hi", question, "hi"], value_type).dictionary_encode()
+    messages = pa.ListArray.from_arrays([0, 1, 2, 2, 3], pa.StructArray.from_arrays([content], ["content"]))
+    path = tmp_path / "categorical.parquet"
+    pq.write_table(pa.table({"prompt": prompts, "messages": messages}), path, row_group_size=2)
+    assert pa.types.is_dictionary(pq.read_schema(path).field("prompt").type)  # as written, as read
+    report = check_contamination([path], index, GuardsConfig())
+    assert report.records == 4 and report.files[0].records_without_text == 0
+    assert {(h.record, h.field, h.kind) for h in report.hits} == {(3, "prompt", "question-exact"), (1, "messages[].content", "iri")}
+    # a table whose chunks hold different dictionaries (as the Spark adapter or a caller may give)
+    chunked = pa.chunked_array([pa.array(["hello"], value_type).dictionary_encode(), pa.array([leak], value_type).dictionary_encode()])
+    partial = ShardScanner(index, ("prompt",)).scan_batch(pa.table({"prompt": chunked}), "<table>")
+    assert partial.records == 2 and [(h.record, h.kind) for h in partial.hits] == [(1, "question-exact")]
 
 
 def test_record_indices_are_global_across_chunks_and_workers(index, tmp_path):

@@ -82,6 +82,33 @@ def test_finish_reasons_land_in_named_states(mini, body, state, kind):
     assert verdicts == []
 
 
+def _text_part_as_list() -> dict:
+    body = generate_content()
+    body["candidates"][0]["content"]["parts"][1]["text"] = ["ASK {}"]
+    return body
+
+
+HTML = "<html><head><title>502 Bad Gateway</title></head><body>" + "<center>nginx</center>" * 30 + "</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (Reply(body=_text_part_as_list()), ["candidates.0.content.parts.1.text: Input should be a valid string", "received ['ASK {}']"]),
+        (Reply(body=HTML, headers={"Content-Type": "text/html"}), ["not JSON (Expecting value at character 0)", "'<html><head><title>502 Bad Gateway", f"({len(HTML):,} characters)"]),
+    ],
+    ids=["a text part a list", "an HTML page"],
+)
+def test_a_malformed_reply_is_a_harness_error_naming_system_url_and_what_came(mini, reply, said):
+    """As for the http and openai systems: an error state naming the system, the endpoint, what
+    is wrong and what was received (it was 'malformed response: Expecting value: line 1 column 1
+    (char 0)', and pydantic's whole multi-line report)."""
+    attempt, verdicts, _, _ = _attempt(mini, reply)
+    assert (attempt.state, attempt.error_kind, verdicts) == ("error", "other", []), attempt.error
+    assert attempt.error.startswith("system 'gemini': POST http://127.0.0.1:") and ":generateContent: malformed reply: " in attempt.error, attempt.error
+    assert all(part in attempt.error for part in said), attempt.error
+
+
 def test_prose_without_a_query_is_the_models_failure_judged_wrong(mini):
     """A reply with text but no query at a natural stop is the model's invalid SPARQL: judged
     wrong and in the denominator (DESIGN invariant 5), never excused as a harness error (it was:

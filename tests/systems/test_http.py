@@ -61,6 +61,36 @@ def test_each_fault_lands_in_its_terminal_state(mini, fault):
         assert all(t.outcome == kind for t in attempt.tries)
 
 
+LOGIN_PAGE = "<!DOCTYPE html><html><head><title>Sign in to the corporate proxy</title></head><body>" + "<p>Please sign in.</p>" * 40 + "</body></html>"
+MALFORMED = {
+    "an HTML page with 200": (Reply(body=LOGIN_PAGE, headers={"Content-Type": "text/html; charset=utf-8"}), ["Content-Type text/html; charset=utf-8", "not JSON", "'<!DOCTYPE html><html><head><title>Sign in to the corporate proxy", f"({len(LOGIN_PAGE):,} characters)"]),
+    "stop_reason a list": (Reply(body={"sparql": REFERENCE, "stop_reason": ["stop", "length"]}), ["'stop_reason' is a JSON array, not a string", "['stop', 'length']"]),
+    "stop_reason a number": (Reply(body={"sparql": REFERENCE, "stop_reason": 0}), ["'stop_reason' is a JSON number, not a string", "received 0"]),
+    "stop_reason an empty list": (Reply(body={"sparql": REFERENCE, "stop_reason": []}), ["'stop_reason' is a JSON array, not a string", "received []"]),
+    "answer a string": (Reply(body={"answer": "alice, bob"}), ["'answer' is a JSON string, not an array", "'alice, bob'"]),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_reply_is_a_harness_error_naming_system_url_and_what_came(mini, case):
+    """A reply the endpoint (or a proxy before it) garbled is the harness's failure, never the
+    model's: an error state, never judged, its message naming the system, the URL, what is wrong
+    and what was received (cut to 200 characters). It was 'system raised TypeError: unhashable
+    type: list' for a list stop_reason, 'malformed response: not valid JSON (Expecting value
+    at 0)' for an HTML page, and an empty-list stop_reason was read as 'stop' and judged."""
+    holdout, gold, store = mini
+    reply, said = MALFORMED[case]
+    question = holdout.kgs[0].questions[1]
+    with LoopbackServer(lambda path, body, n: reply) as server:
+        system = HttpSystem(HttpSystemConfig(url=server.url + "/answer", timeout_s=0.3))
+        attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(FAST_RETRY.judges), gold[question.id].result, FAST_RETRY)
+        system.close()
+    assert (attempt.state, attempt.error_kind, verdicts, len(attempt.tries)) == ("error", "other", [], 1), attempt.error
+    assert attempt.error.startswith(f"system 'http': POST {server.url}/answer (HTTP 200, "), attempt.error
+    assert all(part in attempt.error for part in said), attempt.error
+    assert "Please sign in.</p>" * 12 not in attempt.error  # truncated
+
+
 def test_request_shape_and_version_header(mini):
     holdout, gold, store = mini
     question = holdout.kgs[0].questions[0]

@@ -82,6 +82,43 @@ def test_finish_reasons_land_in_named_states(mini, body, kind):
     assert verdicts == []
 
 
+def _with_choice(**fields) -> dict:
+    body = chat_completion()
+    choice = body["choices"][0]
+    for name, value in fields.items():
+        if name.startswith("message_"):
+            choice["message"][name.removeprefix("message_")] = value
+        else:
+            choice[name] = value
+    return body
+
+
+HTML = "<html><head><title>502 Bad Gateway</title></head><body>" + "<center>nginx</center>" * 30 + "</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (Reply(body=_with_choice(finish_reason=["stop", "length"])), ["choices[0].finish_reason is a list, not a string", "['stop', 'length']"]),
+        (Reply(body=_with_choice(finish_reason={"type": "stop"})), ["choices[0].finish_reason is a dict, not a string", "{'type': 'stop'}"]),
+        (Reply(body=_with_choice(message_content=[{"type": "text", "text": "ASK {}"}])), ["choices[0].message.content is a list, not a string", "'text': 'ASK {}'"]),
+        (Reply(body=HTML, headers={"Content-Type": "text/html"}), ["not a chat completion (a str)", "'<html><head><title>502 Bad Gateway", f"({len(HTML):,} characters)"]),
+        (Reply(body=HTML), ["not JSON (Expecting value at character 0)", "'<html><head><title>502 Bad Gateway"]),  # sent as application/json
+    ],
+    ids=["finish_reason a list", "finish_reason an object", "content a list", "an HTML page", "an HTML page said to be JSON"],
+)
+def test_a_malformed_reply_is_a_harness_error_naming_system_url_and_what_came(mini, reply, said):
+    """A reply the client does not validate is read by the adapter: a field of another type, or
+    no JSON at all, is the endpoint's or a proxy's failure (an error state, never judged), its
+    message naming the system, the URL, the field and what it held. It was 'system raised
+    TypeError: unhashable type: 'list'' (or AttributeError, JSONDecodeError)."""
+    attempt, verdicts, _, _ = _attempt(mini, reply)
+    assert (attempt.state, attempt.error_kind, verdicts, len(attempt.tries)) == ("error", "other", [], 1), attempt.error
+    assert attempt.error.startswith("system 'openai': POST http://127.0.0.1:") and "/v1/chat/completions: malformed reply: " in attempt.error, attempt.error
+    assert all(part in attempt.error for part in said), attempt.error
+    assert "<center>nginx</center>" * 10 not in attempt.error  # truncated
+
+
 def test_prose_without_a_query_is_the_models_failure_judged_wrong(mini):
     """A reply with text but no query at a natural stop is the model's invalid SPARQL: judged
     wrong and in the denominator (DESIGN invariant 5), never excused as a harness error (it was:

@@ -1,10 +1,12 @@
 import json
+import re
 
 import pytest
 
 from kgeval.errors import InputError
-from kgeval.holdout import Question
+from kgeval.holdout import Question, load_holdout
 from kgeval.systems import OracleSystem, ReplaySystem, WeakSystem, system_from_name
+from tests.conftest import REPO
 
 Q = Question(id="hr-01", question="?", sparql="SELECT ?x WHERE {?x ?p ?o}", domain="hr", kg="hr")
 
@@ -51,6 +53,27 @@ def test_replay_errors_name_the_line(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(InputError, match=message):
         ReplaySystem(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "held"),
+    [("", "0 bytes"), ("\n\n   \n", "blank lines only"), ("[]\n", "3 bytes, no answer for a question of the holdout")],
+    ids=["0 bytes", "blank lines", "an empty TEXT2SPARQL list"],
+)
+def test_a_replay_file_without_records_is_refused(tmp_path, content, held):
+    """A predictions file with no record ran: every attempt a missing answer, accuracy withheld,
+    a run stored for nothing. It is an error naming the file, before anything is dispatched."""
+    from tests.cli.test_cli import kgeval
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text(content)
+    with pytest.raises(InputError, match=re.escape(f"{path}: contains no replay records ({held}): nothing to replay")):
+        ReplaySystem(path, load_holdout(REPO / "holdout"))
+    if not content:
+        db = tmp_path / "r.duckdb"
+        ran = kgeval("run", "--system", "replay", "--replay", str(path), "--seeds", "1", "--db", str(db))
+        assert ran.returncode == 2 and f"{path}: contains no replay records (0 bytes)" in " ".join(ran.stderr.split()), ran.stderr
+        assert "Traceback" not in ran.stderr and not db.exists()
 
 
 def test_replayed_model_output_is_read_as_a_live_model_reads_it(tmp_path):
