@@ -13,12 +13,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from kgeval._files import read_yaml, write_atomic
-from kgeval.errors import InputError, first_validation_error
-from kgeval.holdout._exclusions import login_name
+from kgeval.holdout._exclusions import RecordFile, login_name
 
 CONFIRMED_EMPTY_FILE = "CONFIRMED_EMPTY.yaml"
 
@@ -40,35 +37,15 @@ class EmptyConfirmation(BaseModel):
     """When (ISO 8601, UTC)."""
 
 
-class _ConfirmedFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    confirmed_empty: list[EmptyConfirmation] = Field(default_factory=list)
+CONFIRMED_EMPTY = RecordFile(
+    CONFIRMED_EMPTY_FILE, "confirmed_empty", EmptyConfirmation, "confirmed-empty file", "confirmed twice",
+    "# Empty answers confirmed as expected, with who, when, why and the reference query's hash. Written by `kgeval holdout confirm-empty`.\n",
+)  # fmt: skip
 
 
 def load_empty_confirmations(root: Path) -> dict[str, EmptyConfirmation]:
     """The confirmed empty answers of the holdout at `root`, by question id (empty without the file)."""
-    path = Path(root) / CONFIRMED_EMPTY_FILE
-    if not path.is_file():
-        return {}
-    raw = read_yaml(path, "confirmed-empty file") or {}
-    try:
-        parsed = _ConfirmedFile.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(f"{path}: {first_validation_error(exc)}") from None
-    found: dict[str, EmptyConfirmation] = {}
-    for confirmation in parsed.confirmed_empty:
-        if confirmation.question_id in found:
-            raise InputError(f"{path}: question {confirmation.question_id} is confirmed twice: keep one entry (one reason on record)")
-        found[confirmation.question_id] = confirmation
-    return found
-
-
-def write_empty_confirmations(root: Path, confirmations: dict[str, EmptyConfirmation]) -> None:
-    """Write CONFIRMED_EMPTY.yaml (sorted by question id); the caller reseals the holdout."""
-    path = Path(root) / CONFIRMED_EMPTY_FILE
-    doc = {"confirmed_empty": [c.model_dump() for _, c in sorted(confirmations.items())]}
-    header = "# Empty answers confirmed as expected, with who, when, why and the reference query's hash. Written by `kgeval holdout confirm-empty`.\n"
-    write_atomic(path, header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    return CONFIRMED_EMPTY.load(root)
 
 
 def new_confirmation(question_id: str, why: str, sparql_sha256: str) -> EmptyConfirmation:

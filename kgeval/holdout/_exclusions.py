@@ -10,16 +10,19 @@ exclusions it ran under, and every report shows them.
 from __future__ import annotations
 
 import getpass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from kgeval._files import read_yaml, write_atomic
 from kgeval.errors import InputError, first_validation_error
 
 EXCLUSIONS_FILE = "EXCLUDED.yaml"
+R = TypeVar("R", bound=BaseModel)
 
 
 class Exclusion(BaseModel):
@@ -37,34 +40,54 @@ class Exclusion(BaseModel):
     """When (ISO 8601, UTC)."""
 
 
-class _ExclusionsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    excluded: list[Exclusion] = Field(default_factory=list)
+@dataclass(frozen=True)
+class RecordFile(Generic[R]):
+    """A sealed YAML file of decisions on record, one per question (EXCLUDED.yaml,
+    CONFIRMED_EMPTY.yaml): a top-level list under `key` of `model` records."""
+
+    name: str
+    key: str
+    model: type[R]
+    what: str
+    """What the file is, in messages ("exclusions file")."""
+    twice: str
+    """What a question listed twice is, in messages ("excluded twice")."""
+    header: str
+    """The comment line the file starts with."""
+
+    def load(self, root: Path) -> dict[str, R]:
+        """The records of the holdout at `root`, by question id (empty without the file)."""
+        path = Path(root) / self.name
+        if not path.is_file():
+            return {}
+        raw = read_yaml(path, self.what) or {}
+        shape = create_model(f"_{self.key}", __config__=ConfigDict(extra="forbid"), **{self.key: (list[self.model], Field(default_factory=list))})
+        try:
+            records = getattr(shape.model_validate(raw), self.key)
+        except ValidationError as exc:
+            raise InputError(f"{path}: {first_validation_error(exc)}") from None
+        found: dict[str, R] = {}
+        for record in records:
+            if record.question_id in found:
+                raise InputError(f"{path}: question {record.question_id} is {self.twice}: keep one entry (one reason on record)")
+            found[record.question_id] = record
+        return found
+
+    def write(self, root: Path, records: dict[str, R]) -> None:
+        """Write the file (sorted by question id); the caller reseals the holdout."""
+        doc = {self.key: [r.model_dump() for _, r in sorted(records.items())]}
+        write_atomic(Path(root) / self.name, self.header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+
+
+EXCLUSIONS = RecordFile(
+    EXCLUSIONS_FILE, "excluded", Exclusion, "exclusions file", "excluded twice",
+    "# Questions excluded from evaluation, with who, when and why. Written by `kgeval holdout exclude`.\n",
+)  # fmt: skip
 
 
 def load_exclusions(root: Path) -> dict[str, Exclusion]:
     """The exclusions of the holdout at `root`, by question id (empty without the file)."""
-    path = Path(root) / EXCLUSIONS_FILE
-    if not path.is_file():
-        return {}
-    raw = read_yaml(path, "exclusions file") or {}
-    try:
-        parsed = _ExclusionsFile.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(f"{path}: {first_validation_error(exc)}") from None
-    seen: set[str] = set()
-    for exclusion in parsed.excluded:
-        if exclusion.question_id in seen:
-            raise InputError(f"{path}: question {exclusion.question_id} is excluded twice: keep one entry (one reason on record)")
-        seen.add(exclusion.question_id)
-    return {e.question_id: e for e in parsed.excluded}
-
-
-def write_exclusions(root: Path, exclusions: dict[str, Exclusion]) -> None:
-    """Write EXCLUDED.yaml (sorted by question id); the caller reseals the holdout."""
-    doc = {"excluded": [e.model_dump() for _, e in sorted(exclusions.items())]}
-    header = "# Questions excluded from evaluation, with who, when and why. Written by `kgeval holdout exclude`.\n"
-    write_atomic(Path(root) / EXCLUSIONS_FILE, header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    return EXCLUSIONS.load(root)
 
 
 def new_exclusion(question_id: str, why: str) -> Exclusion:
