@@ -9,6 +9,7 @@ exactly those again. One connection, used by one thread; opened through `connect
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,6 +20,7 @@ from pydantic_core import PydanticSerializationError, to_json, to_jsonable_pytho
 from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction, writing_to
 from kgeval.errors import InputError
+from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
 from kgeval.runs._seal import SEALS_SCHEMA, check_seal, seal_run
@@ -238,6 +240,26 @@ def connect_results(path: Path, *, read_only: bool, wait_s: float | None = None)
     return GuardedConnection(connect_duckdb(path, read_only=read_only, wait_s=wait_s), Path(path))
 
 
+_SEALS_CHECKED: dict[tuple, None] = {}
+"""(file, run, the file's state, the integrity key's hash) of ended runs found matching their seal in this process: the
+service opens the file per request, and its run list would otherwise hash every run's rows
+every time. Any write to the file (or its write-ahead log) changes its state: checked again."""
+_SEALS_CHECKED_MAX = 4096
+
+
+def _file_state(path: Path) -> tuple:
+    """Size and modification time of the database file and of its write-ahead log."""
+    states = []
+    for file in (path, path.with_name(path.name + ".wal")):
+        try:
+            st = file.stat()
+        except FileNotFoundError:
+            states.append(None)
+            continue
+        states.append((st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(states)
+
+
 class ResultsDB:
     """A DuckDB file holding any number of runs."""
 
@@ -371,9 +393,15 @@ class ResultsDB:
             known = [r[0] for r in self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
             raise InputError(f"{self.path}: no run {run_id!r}; runs here: {', '.join(known) or 'none'}")
         if run_id not in self._sealed_ok:
-            check_seal(self._con, str(self.path), run_id, row[0])
+            key = integrity_key()  # a check without the key does not stand for one with it
+            unchanged = (str(self.path.resolve()), run_id, _file_state(self.path), key and hashlib.sha256(key).hexdigest())
+            if unchanged not in _SEALS_CHECKED:
+                check_seal(self._con, str(self.path), run_id, row[0])
             if row[0] != "running":
                 self._sealed_ok.add(run_id)
+                _SEALS_CHECKED[unchanged] = None
+                while len(_SEALS_CHECKED) > _SEALS_CHECKED_MAX:
+                    del _SEALS_CHECKED[next(iter(_SEALS_CHECKED))]
         return row
 
     def questions(self, run_id: str) -> list[RunQuestion]:
