@@ -61,12 +61,15 @@ from kgeval.judges._normalize import Normalizer, item_iri, item_term
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "3"
+LOGIC_VERSION = "4"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
 with a fractional part compare at 12 significant digits (`_normalize` rule 4); an answer
-list's IRI of a gold IRI's host compares as the full IRI, not by its tail alone."""
+list's IRI of a gold IRI's host compares as the full IRI, not by its tail alone. 4: a text
+whose digits start with a zero is an identifier, not a number (`00118` != `118`); a result is
+not vacuous for IRIs the reference query needs too; entity-for-label never takes an IRI the
+reference query writes (the question's own subject) as a name."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -287,7 +290,7 @@ class ExecutionJudge:
             also = "; its answer list is not judged: the SPARQL is the answer" if candidate.items is not None else ""
             path = candidate.failure or "invalid_sparql"
             return self._verdict(False, path, gold, reason=failure_reason(candidate) + also, details=dict(_NO_FIGURES))
-        missing = vacuous_iris(candidate) if self.config.vacuous else []
+        missing = vacuous_iris(candidate, question.sparql) if self.config.vacuous else []
         if missing:
             details = {**_NO_FIGURES, "missing_vocabulary": missing}
             return self._verdict(False, "vacuous", gold, reason=vacuous_reason(missing), details=details)

@@ -12,7 +12,8 @@ judge compares again; the rule accepts only when that comparison accepts. Each i
 - `entity_for_label` / `label_for_entity`: the answer gives an entity's IRI where the gold gives
   its name, or the reverse. The answer gets, beside each IRI column, the gold name the IRI's KG
   label (or IRI tail) equals, and beside each literal column, the gold entity that literal names
-  when no other labelled entity of the KG bears it. A name borne by several entities is not
+  when no other labelled entity of the KG bears it. An IRI the reference query itself writes
+  (the entity the question is about) is never taken as a name. A name borne by several entities is not
   enough alone to identify the entity: the verdict says so. An answer list (no SPARQL) is read
   as the one-column result its items stand for: a list of names, or of IRIs, gets these rules.
 """
@@ -33,6 +34,7 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._lookup import KgLookup, fold
 from kgeval.judges._model import Verdict
+from kgeval.judges._rules import reference_iris
 from kgeval.stores import QueryResult, Term, compares_by_order, guard_query, query_algebra
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
@@ -53,7 +55,7 @@ def try_rules(
             return _accepted(verdict, "symmetric_pairs", "symmetric pairs: each pair compared in one orientation (the question asks for unordered pairs)")
     if lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
         return rejected
-    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup)
+    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup, reference_iris(question.sparql))
     if used:
         verdict = recompare(gold, widened)
         if verdict.correct:
@@ -140,17 +142,20 @@ def oriented(result: QueryResult) -> QueryResult:
 
 
 def with_named_columns(
-    config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup
+    config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup, asked_about: frozenset[str] = frozenset()
 ) -> tuple[QueryResult, dict[str, str], dict[str, int]]:
     """The answer with a derived column beside each column (see module docstring); what each
-    rule translated, in words; and the names found ambiguous (name -> entities bearing it)."""
+    rule translated, in words; and the names found ambiguous (name -> entities bearing it).
+    An answer IRI in `asked_about` (the reference query's own IRIs: the entity the question is
+    about) is never taken as a name: "the German name of Vienna" is a label of Vienna, and
+    answering Vienna itself does not give it."""
     gold_names, gold_iris, gold_iris_named = _GOLD_TERMS.get(gold)
     columns, used, ambiguous = [], {}, {}
     for k, var in enumerate(answer.vars):
         cells = [row[k] for row in answer.rows]
         kinds = {c.type for c in cells if c is not None}
         if kinds == {"uri"} and gold_names and config.labels.entity_for_label:
-            derived, n = _names_for(cells, gold_names, lookup)
+            derived, n = _names_for(cells, gold_names, lookup, asked_about)
             if n:
                 columns.append((f"{var}__name", derived))
                 used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
@@ -200,10 +205,10 @@ _GOLD_TERMS: GoldCache[tuple[dict[str, Term], set[str], _IrisByName]] = GoldCach
 """Per gold, once: every wrong answer of every seed asks the label rules about the same gold."""
 
 
-def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: KgLookup) -> tuple[list[Term | None], int]:
+def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: KgLookup, asked_about: frozenset[str]) -> tuple[list[Term | None], int]:
     derived, n = [], 0
     for cell in cells:
-        hits = sorted(lookup.names(cell.value) & gold_names.keys()) if cell is not None else []
+        hits = sorted(lookup.names(cell.value) & gold_names.keys()) if cell is not None and cell.value not in asked_about else []
         derived.append(gold_names[hits[0]] if hits else cell)
         n += bool(hits)
     return derived, n

@@ -16,7 +16,9 @@ Rules (the config field is named in brackets), applied in this order:
 2. Whitespace [whitespace]: runs of whitespace fold to one space; ends are trimmed.
 3. Case [casefold]: Unicode case folding (`Straße` = `STRASSE`), applied to IRIs too.
 4. Numbers [numbers]: a value that parses as a finite decimal number takes its canonical
-   decimal form (`1.50` -> `1.5`, `+2` -> `2`, `-0.0` -> `0`, `1e3` -> `1000`, `-0.20` = `-.2`).
+   decimal form (`1.50` -> `1.5`, `+2` -> `2`, `-0.0` -> `0`, `1e3` -> `1000`, `-0.20` = `-.2`),
+   except a text whose digits start with a zero (`00118`, `0471234`): an identifier (a postal
+   code, a registry number), not the number 118, unless its datatype is numeric (`"007"^^xsd:integer` = 7).
    A number with a fractional part keeps 12 significant digits (rounded half to even): a
    computed value is then the same as the engine's xsd:decimal (oxigraph keeps 18 fractional
    digits of an average), as a double (`AVG(xsd:double(?x))`) and as a JSON number
@@ -44,6 +46,7 @@ Unbound cells stay None.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
@@ -57,6 +60,13 @@ from kgeval.stores import Term, term_cell
 _IRI_SCHEMES = ("http://", "https://", "urn:", "mailto:", "file://")
 _NUMBER_START = frozenset("+-.0123456789")
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_XSD_NUMBERS = frozenset(
+    "http://www.w3.org/2001/XMLSchema#" + t
+    for t in ("integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+              "negativeInteger", "nonPositiveInteger", "unsignedInt", "unsignedLong", "unsignedShort", "unsignedByte")
+)  # fmt: skip
+_LEADING_ZEROS = re.compile(r"^\s*([+-]?)0+(?=\d)")
+"""The zeros a typed number's text may start with (they are not part of its value)."""
 _BOOLEAN_FORMS = {"1": "true", "0": "false", "true": "true", "false": "false"}
 _IRI_MARK = "\x01"
 _BNODE_KEY = "_:"
@@ -126,6 +136,12 @@ _SIGNIFICANT = 12
 
 
 def _canonical_number(text: str) -> str | None:
+    """The canonical decimal form of a number's text, or None: not a finite number, or an
+    identifier spelt with leading zeros (`00118`, `0471234`: a postal code or a registry
+    number is not the number 118; a typed numeric literal is canonicalized before, `_typed`)."""
+    digits = text.lstrip("+-")
+    if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+        return None
     try:
         number = Decimal(text)
     except InvalidOperation:
@@ -242,6 +258,8 @@ class Normalizer:
             return self._iri(value)
         if self._booleans and datatype == _XSD_BOOLEAN:
             value = _BOOLEAN_FORMS.get(value.strip(), value)
+        elif self._numbers and datatype in _XSD_NUMBERS:  # "007"^^xsd:integer is the number 7
+            value = _LEADING_ZEROS.sub(r"\1", value)
         key = self._untyped(value) if self._kinds_ignored else self._literal(value)
         if self._datatypes_kept and datatype:
             key += "^^" + datatype

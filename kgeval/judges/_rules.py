@@ -9,7 +9,10 @@ seed judge compares the list, the execution judge says the SPARQL is the answer 
 **Vacuous answers**: an empty result, a false ASK or a count of zero cannot tell a right query
 from a wrong one. When such a result comes from vocabulary the KG lacks (a predicate or class
 IRI of a pattern every solution needs, occurring nowhere in the KG), the answer is wrong with
-path `vacuous`, whatever the gold (an empty gold included). Patterns that cannot empty the result
+path `vacuous`, whatever the gold (an empty gold included), unless the reference query needs
+the same missing IRIs: its gold then comes from the same absence (an ASK false, a count of zero
+over a predicate this extract lacks), and the reference query itself must not be judged wrong
+against its own gold. Patterns that cannot empty the result
 alone (OPTIONAL, MINUS, one branch of a UNION, FILTER expressions, zero-or-more paths) are not
 read. The same query on a KG that has the vocabulary is judged as usual.
 """
@@ -17,6 +20,7 @@ read. The same query on a KG that has the vocabulary is judged as usual.
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from rdflib.paths import InvPath, OneOrMore, MulPath, SequencePath
 from rdflib.plugins.sparql.parserutils import CompValue
@@ -43,9 +47,11 @@ def failure_reason(candidate: Candidate) -> str:
     return f"{FAILURE_WORDS[kind]}: the candidate's SPARQL failed: {candidate.sparql_error}"
 
 
-def vacuous_iris(candidate: Candidate) -> list[str]:
+def vacuous_iris(candidate: Candidate, reference: str) -> list[str]:
     """IRIs the KG lacks that alone make the candidate's empty / false / zero result; empty
-    when the result says something or the KG has all the vocabulary the query needs."""
+    when the result says something, the KG has all the vocabulary the query needs, or the
+    reference query `reference` needs the same missing IRIs (the gold then comes from that
+    same absence: the reference query itself, or one like it, is not vacuous against it)."""
     if candidate.lookup is None or not candidate.sparql or candidate.result is None:
         return []
     if not is_uninformative(candidate.result):
@@ -57,7 +63,36 @@ def vacuous_iris(candidate: Candidate) -> list[str]:
         algebra = query_algebra(candidate.sparql)
     except QueryError:
         return []
-    return sorted(_forced_empty(algebra, candidate.lookup) or [])
+    missing = _forced_empty(algebra, candidate.lookup) or []
+    if missing:
+        missing = [iri for iri in missing if iri not in reference_iris(reference)]
+    return sorted(missing)
+
+
+@lru_cache(maxsize=4096)  # asked for every wrong answer to the same question
+def reference_iris(reference: str) -> frozenset[str]:
+    """Every IRI the reference query writes (none when it cannot be read)."""
+    mentioned = mentioned_iris(reference)
+    if mentioned is not None:
+        return mentioned
+    try:
+        algebra = query_algebra(reference)
+    except QueryError:
+        return frozenset()
+    return frozenset(_all_iris(algebra))
+
+
+def _all_iris(node: object) -> list[str]:
+    """Every IRI constant anywhere in an algebra tree."""
+    if isinstance(node, URIRef):
+        return [str(node)]
+    if isinstance(node, dict):  # CompValue is a dict
+        return [iri for value in node.values() for iri in _all_iris(value)]
+    if isinstance(node, list | tuple | set):
+        return [iri for value in node for iri in _all_iris(value)]
+    if isinstance(node, InvPath | MulPath | SequencePath):
+        return _path_iris(node)
+    return []
 
 
 def vacuous_reason(iris: list[str]) -> str:

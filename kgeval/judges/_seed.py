@@ -40,11 +40,13 @@ from kgeval.judges._normalize import Normalizer
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "5"
+LOGIC_VERSION = "6"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
-(`_normalize` rule 4: a computed average as xsd:decimal equals it as a double)."""
+(`_normalize` rule 4: a computed average as xsd:decimal equals it as a double). 6: a text
+whose digits start with a zero is an identifier, not a number (`00118` != `118`); a result is
+not vacuous for IRIs the reference query needs too."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""
@@ -275,7 +277,7 @@ class SeedJudge:
                 answer_items, matched, covered = list_counts(items, index, self.normalizer)
             full_answer = True
         else:
-            early = self._model_failure(gold, candidate)
+            early = self._model_failure(gold, candidate, question.sparql)
             if early is not None:
                 return early
             answer = self._answers.get(candidate.result) if candidate.result is not None else candidate_items(candidate, self.normalizer)
@@ -295,12 +297,12 @@ class SeedJudge:
         fields["details"] = fields["details"].copy()
         return new_verdict(fields)
 
-    def _model_failure(self, gold: QueryResult, candidate: Candidate) -> Verdict | None:
+    def _model_failure(self, gold: QueryResult, candidate: Candidate, reference: str) -> Verdict | None:
         """A failure verdict when the SPARQL failed (and no list was given) or its result is
         vacuous; None when the answer is to be compared."""
         if candidate.failure is not None or candidate.sparql_error is not None:
             return new_verdict(self._fields(False, candidate.failure or "invalid_sparql", gold, reason=failure_reason(candidate)))
-        missing = vacuous_iris(candidate) if self.config.vacuous else []
+        missing = vacuous_iris(candidate, reference) if self.config.vacuous else []
         if missing:
             details = {"missing_vocabulary": missing, "precision": 0.0, "recall": 0.0, "f1": 0.0}
             return new_verdict(self._fields(False, "vacuous", gold, reason=vacuous_reason(missing), details=details))

@@ -308,7 +308,7 @@ def test_vacuous_shortcut_gives_the_algebra_reading_on_messy_queries(tmp_path):
 
             result = QueryResult(form="select", vars=["p"], rows=[], total=0)
         candidate = Candidate(result=result, sparql=sparql, lookup=lookup)
-        found = vacuous_iris(candidate)
+        found = vacuous_iris(candidate, "ASK {}")
         assert found == _algebra_reading(sparql, lookup), sparql
         vacuous += bool(found)
     assert vacuous >= 4  # the corpus holds vacuous answers, not only informative ones
@@ -329,7 +329,7 @@ def test_vacuous_rule_parses_nothing_when_the_kg_has_every_iri(tmp_path, monkeyp
 
     monkeypatch.setattr(rules, "query_algebra", parse)
     for sparql in VACUOUS_CORPUS[:5]:
-        assert rules.vacuous_iris(Candidate(result=_run(store, sparql), sparql=sparql, lookup=lookup)) == []
+        assert rules.vacuous_iris(Candidate(result=_run(store, sparql), sparql=sparql, lookup=lookup), "ASK {}") == []
     assert parsed == []
     store.close()
 
