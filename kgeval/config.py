@@ -190,6 +190,9 @@ class NormalizationConfig(_Strict):
     """Numbers compare in canonical decimal form (`1.50` = `1.5`, `1e3` = `1000`, `-0.0` = `0`)."""
     booleans: bool = True
     """Booleans compare as `true`/`false` (JSON booleans, and xsd:boolean `1`/`0`)."""
+    dates: bool = True
+    """A date-time at midnight UTC (or with no zone) compares as its date (`1871-07-01T00:00:00Z`
+    = `1871-07-01`): Wikidata writes every date so."""
     drop_language_tags: bool = True
     """A literal's language tag is ignored (`"Sales"@en` = `"Sales"`)."""
     drop_datatypes: bool = True

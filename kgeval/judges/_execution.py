@@ -57,11 +57,11 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer, item_iri, item_term
+from kgeval.judges._normalize import Normalizer, ask_items, item_iri, item_term
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "4"
+LOGIC_VERSION = "5"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -69,7 +69,8 @@ with a fractional part compare at 12 significant digits (`_normalize` rule 4); a
 list's IRI of a gold IRI's host compares as the full IRI, not by its tail alone. 4: a text
 whose digits start with a zero is an identifier, not a number (`00118` != `118`); a result is
 not vacuous for IRIs the reference query needs too; entity-for-label never takes an IRI the
-reference query writes (the question's own subject) as a name."""
+reference query writes (the question's own subject) as a name. 5: a date-time at midnight UTC
+is its date (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -299,7 +300,7 @@ class ExecutionJudge:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
-            answer, clashes = self._list_table(candidate.items, gold)
+            answer, clashes = self._list_table(ask_items(candidate.items) if gold.form == "ask" else candidate.items, gold)
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))

@@ -27,6 +27,9 @@ Rules (the config field is named in brackets), applied in this order:
 5. Booleans [booleans]: JSON `true`/`false` and xsd:boolean literals (`1`/`0` too) become
    `true`/`false`. Off, a JSON boolean is spelt `True`/`False` (so case folding still equates
    it with the text `true`) and xsd:boolean `1` stays `1`.
+5b. Dates [dates]: a date-time at midnight UTC or with no zone compares as its date
+   (`1871-07-01T00:00:00Z` = `"1871-07-01"^^xsd:date` = `1871-07-01`): Wikidata writes every
+   date as such a date-time, and a system may give the date alone. Another time stays apart.
 6. Language tags [drop_language_tags]: on, `"Sales"@en` = `"Sales"`; off, the key keeps `@en`
    (an untyped answer item has no tag, so it then never equals a tagged literal).
 7. Datatypes [drop_datatypes]: on, `"1"^^xsd:integer` = `"1"` = `1`; off, the key keeps the
@@ -65,6 +68,8 @@ _XSD_NUMBERS = frozenset(
     for t in ("integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
               "negativeInteger", "nonPositiveInteger", "unsignedInt", "unsignedLong", "unsignedShort", "unsignedByte")
 )  # fmt: skip
+_MIDNIGHT = re.compile(r"\s*(\d{4}-\d\d-\d\d)[tT]00:00:00(?:\.0+)?(?:[zZ]|[+-]00:00)?\s*$")
+"""A date-time at midnight UTC or with no zone (rule 5b: it compares as its date)."""
 _LEADING_ZEROS = re.compile(r"^\s*([+-]?)0+(?=\d)")
 """The zeros a typed number's text may start with (they are not part of its value)."""
 _BOOLEAN_FORMS = {"1": "true", "0": "false", "true": "true", "false": "false"}
@@ -92,6 +97,21 @@ def item_term(item: str | int | float) -> Term:
     spells (bracketed or not), else a plain literal of its text."""
     text = _unbracketed(item if isinstance(item, str) else str(item))
     return Term.iri(text) if _spells_iri(text) else Term.literal(text)
+
+
+_YES_NO = re.compile(r"\s*(yes|no|true|false)\b(?![-'])", re.IGNORECASE)
+_YES_NO_VALUES = {"yes": True, "true": True, "no": False, "false": False}
+
+
+def ask_items(items: list) -> list:
+    """An answer list to a yes/no question (the gold is an ASK) with a text that starts with
+    yes, no, true or false read as that boolean (`"Yes"`, `"no"`, `"Yes, it is."`); other
+    items as they are."""
+    out = []
+    for item in items:
+        found = _YES_NO.match(item) if isinstance(item, str) else None
+        out.append(_YES_NO_VALUES[found[1].lower()] if found else item)
+    return out
 
 
 def item_iri(item: str) -> str | None:
@@ -170,7 +190,7 @@ class Normalizer:
         # the rules as plain attributes: a cell met for the first time reads several of them
         self._iri_tail, self._trailing_slash, self._percent_decode = config.iri_tail, config.trailing_slash, config.percent_decode
         self._whitespace, self._casefold, self._numbers = config.whitespace, config.casefold, config.numbers
-        self._booleans, self._kinds_ignored = config.booleans, config.ignore_term_kinds
+        self._booleans, self._kinds_ignored, self._dates = config.booleans, config.ignore_term_kinds, config.dates
         self._datatypes_kept, self._tags_kept = not config.drop_datatypes, not config.drop_language_tags
         self._texts: dict[str, str] = {}
         self._terms: dict[tuple[str, str, str | None, str | None], str] = {}
@@ -288,11 +308,13 @@ class Normalizer:
         """Keys of literal values (rules 2 to 4), each rule applied to the whole list in C."""
         folded = map(" ".join, map(str.split, values)) if self._whitespace else values
         keys = list(map(str.casefold, folded) if self._casefold else folded)
-        if self._numbers:
+        if self._numbers or self._dates:
             for i in compress(range(len(keys)), map(_NUMBER_START.__contains__, map(_FIRST_CHARACTER, map(str.strip, keys)))):
-                number = _canonical_number(keys[i])
+                number = _canonical_number(keys[i]) if self._numbers else None
                 if number is not None:
                     keys[i] = number
+                elif self._dates and (midnight := _MIDNIGHT.match(keys[i])):
+                    keys[i] = midnight[1]
         return keys
 
 

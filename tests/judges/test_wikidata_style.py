@@ -7,7 +7,10 @@ predictions, reduced here to a few triples each):
   reference query itself was judged "vacuous", wrong (the oracle scored 5/7 and every later run
   was refused by the oracle check), while an answer list `[false]` was accepted;
 - "the German name of Vienna": a query returning Vienna's own IRI was accepted by the
-  entity-for-label rule, since one of Vienna's labels is the gold's "Wien"@de.
+  entity-for-label rule, since one of Vienna's labels is the gold's "Wien"@de;
+- a birth date (Wikidata's midnight-UTC xsd:dateTime) given as the date alone, or by a query
+  returning xsd:date, was wrong (0 of 10);
+- a yes/no question answered `yes`, `No` or `Yes, it is.` was wrong (0 of 7).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ wd:Q7186 rdfs:label "Marie Curie"@en ; wdt:P31 wd:Q5 .
 wd:Q5 rdfs:label "human"@en .
 wd:Q38104 rdfs:label "Nobel Prize in Physics"@en .
 wd:Q3 rdfs:label "Somebody"@en ; wdt:P31 wd:Q5 ; wdt:P8 "0471234" .
+wd:Q3 wdt:P569 "1871-07-01T00:00:00Z"^^xsd:dateTime ; wdt:P570 "1934-07-04T12:30:00Z"^^xsd:dateTime .
 """
 PREFIXES = (
     "PREFIX wd: <http://www.wikidata.org/entity/>\nPREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
@@ -142,3 +146,44 @@ def test_an_entity_the_reference_only_reaches_is_still_taken_for_its_name(wiki):
     country_name = PREFIXES + 'SELECT ?name WHERE { wd:Q1741 wdt:P17 ?c . ?c rdfs:label ?name FILTER(LANG(?name) = "en") }'
     verdict = _judge(wiki, "execution", country_name, PREFIXES + "SELECT ?c WHERE { wd:Q1741 wdt:P17 ?c }")
     assert verdict.correct and verdict.details["rule"] == "entity_for_label", verdict.reason
+
+
+BIRTH = PREFIXES + "SELECT ?d WHERE { wd:Q3 wdt:P569 ?d }"
+DEATH = PREFIXES + "SELECT ?d WHERE { wd:Q3 wdt:P570 ?d }"
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_midnight_date_time_is_its_date(wiki, judge):
+    for items in (["1871-07-01"], ["1871-07-01T00:00:00Z"], ["1871-07-01T00:00:00"], [" 1871-07-01t00:00:00+00:00 "]):
+        assert _judge(wiki, judge, BIRTH, items=items).correct, items
+    as_date = PREFIXES + "SELECT ?d WHERE { wd:Q3 wdt:P569 ?t BIND(xsd:date(SUBSTR(STR(?t), 1, 10)) AS ?d) }"
+    assert _judge(wiki, judge, BIRTH, as_date).correct
+    for wrong in (["1871-07-02"], ["1871"], ["1871-07-01T00:00:00+02:00"]):
+        assert not _judge(wiki, judge, BIRTH, items=wrong).correct, wrong
+    # another time of day keeps its time
+    assert not _judge(wiki, judge, DEATH, items=["1934-07-04"]).correct
+    assert _judge(wiki, judge, DEATH, items=["1934-07-04T12:30:00Z"]).correct
+
+
+CITY_ASK = PREFIXES + "ASK { wd:Q1741 wdt:P31 wd:Q515 }"
+NOT_CITY_ASK = PREFIXES + "ASK { wd:Q40 wdt:P31 wd:Q515 }"
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_yes_and_no_answer_a_yes_no_question(wiki, judge):
+    for items in (["yes"], ["Yes"], ["YES."], ["Yes, it is."], [True], ["true"]):
+        assert _judge(wiki, judge, CITY_ASK, items=items).correct, items
+        assert not _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
+    for items in (["no"], ["No, it is not"], [False]):
+        assert _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
+        assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
+    for items in (["Yesterday"], ["nothing"], ["maybe"], ["no-one"]):
+        assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_yes_is_only_a_boolean_for_a_yes_no_question(wiki, judge):
+    """A list answer "No" to a question whose gold is a name stays the text "No"."""
+    label = PREFIXES + 'SELECT ?l WHERE { wd:Q40 rdfs:label ?l FILTER(LANG(?l) = "en") }'
+    assert not _judge(wiki, judge, label, items=["no"]).correct
+    assert _judge(wiki, judge, label, items=["Austria"]).correct
