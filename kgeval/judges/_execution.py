@@ -57,11 +57,11 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer, ask_items, item_iri, item_term
+from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "5"
+LOGIC_VERSION = "6"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -70,7 +70,9 @@ list's IRI of a gold IRI's host compares as the full IRI, not by its tail alone.
 whose digits start with a zero is an identifier, not a number (`00118` != `118`); a result is
 not vacuous for IRIs the reference query needs too; entity-for-label never takes an IRI the
 reference query writes (the question's own subject) as a name. 5: a date-time at midnight UTC
-is its date (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans."""
+is its date (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans. 6: an
+answer list's prefixed names the reference query declares are IRIs, and `Name (ID)` is the ID
+when the ID is a gold IRI's tail (`_normalize.read_items`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -300,7 +302,8 @@ class ExecutionJudge:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
-            answer, clashes = self._list_table(ask_items(candidate.items) if gold.form == "ask" else candidate.items, gold)
+            items = read_items(candidate.items, question.sparql, gold)
+            answer, clashes = self._list_table(items, gold)
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
@@ -314,7 +317,7 @@ class ExecutionJudge:
         if candidate.result is not None:
             normalizer, golds, rules_answer = self.typed, self._typed_golds, candidate.result
         else:  # the rules read an answer list as the one-column result its items stand for
-            rules_answer = result_of_items(candidate.items)  # type: ignore[arg-type]
+            rules_answer = result_of_items(items)
             if rules_answer is None:
                 return verdict
             normalizer, golds = self.untyped, self._untyped_golds

@@ -52,13 +52,14 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
+from functools import lru_cache
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from itertools import compress, repeat
 from operator import eq, itemgetter, is_
 from urllib.parse import unquote
 
 from kgeval.config import SEED_NORMALIZATION, NormalizationConfig
-from kgeval.stores import Term, term_cell
+from kgeval.stores import QueryResult, Term, term_cell
 
 _IRI_SCHEMES = ("http://", "https://", "urn:", "mailto:", "file://")
 _NUMBER_START = frozenset("+-.0123456789")
@@ -112,6 +113,54 @@ def ask_items(items: list) -> list:
         found = _YES_NO.match(item) if isinstance(item, str) else None
         out.append(_YES_NO_VALUES[found[1].lower()] if found else item)
     return out
+
+
+_DECLARED = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*|)\s*:\s*<([^<>\s]*)>", re.IGNORECASE)
+_PREFIXED = re.compile(r"\s*([A-Za-z][\w.-]*|):([^\s:/<>()\[\]]+)\s*$")
+_WITH_ID = re.compile(r"(.+?)\s*\(\s*([^\s()]+)\s*\)\s*$")
+
+
+@lru_cache(maxsize=4096)  # one reference query per question, read for each of its answer lists
+def declared_prefixes(sparql: str) -> dict[str, str]:
+    """The prefixes a query's PREFIX lines declare: name -> namespace IRI."""
+    return {name: iri for name, iri in _DECLARED.findall(sparql)}
+
+
+def read_items(items: list, reference: str, gold: QueryResult) -> list:
+    """An answer list as a grader reads it against this question (`reference`: its reference
+    query; `gold`: its gold), before normalization:
+    - to a yes/no question (an ASK gold), a text starting with yes / no / true / false is that
+      boolean (`ask_items`);
+    - a prefixed name the reference query declares is its IRI (`wd:Q42` -> `http://www.wikidata.org/entity/Q42`);
+    - a name followed by an identifier in parentheses (`Christopher Nolan (Q25191)`, `Nolan
+      (wd:Q25191)`) is that identifier, when it is the tail of one of the gold's IRIs: the
+      identifier says which entity the name means.
+    Anything else stays as it is."""
+    if gold.form == "ask":
+        return ask_items(items)
+    prefixes = declared_prefixes(reference)
+    tails: set[str] | None = None
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            item = _expanded(item, prefixes)
+            named = _WITH_ID.match(item) if item.endswith(")") else None
+            if named:
+                if tails is None:
+                    tails = {iri_tail(t.value).casefold() for row in gold.rows for t in row if t is not None and t.type == "uri"}
+                identifier = _expanded(named[2], prefixes)
+                if iri_tail(_unbracketed(identifier)).casefold() in tails:
+                    item = identifier
+        out.append(item)
+    return out
+
+
+def _expanded(text: str, prefixes: dict[str, str]) -> str:
+    """`text` as the IRI it names when it is a prefixed name of `prefixes`, else as it is."""
+    found = _PREFIXED.match(text) if prefixes and ":" in text else None
+    if found and found[1] in prefixes and not _spells_iri(text.strip()):
+        return prefixes[found[1]] + found[2]
+    return text
 
 
 def item_iri(item: str) -> str | None:

@@ -36,18 +36,20 @@ from kgeval.config import SeedJudgeConfig
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer, ask_items
+from kgeval.judges._normalize import Normalizer, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "7"
+LOGIC_VERSION = "8"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
 (`_normalize` rule 4: a computed average as xsd:decimal equals it as a double). 6: a text
 whose digits start with a zero is an identifier, not a number (`00118` != `118`); a result is
 not vacuous for IRIs the reference query needs too. 7: a date-time at midnight UTC is its date
-(`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans."""
+(`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans. 8: an answer
+list's prefixed names the reference query declares are IRIs, and `Name (ID)` is the ID when the
+ID is a gold IRI's tail (`_normalize.read_items`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""
@@ -271,8 +273,8 @@ class SeedJudge:
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         items = candidate.items
-        if items is not None and gold.form == "ask":
-            items = ask_items(items)
+        if items is not None:
+            items = read_items(items, question.sparql, gold)
         if items is not None:
             index = self._golds.get(gold)
             with index.lock:

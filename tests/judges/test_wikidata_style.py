@@ -10,7 +10,8 @@ predictions, reduced here to a few triples each):
   entity-for-label rule, since one of Vienna's labels is the gold's "Wien"@de;
 - a birth date (Wikidata's midnight-UTC xsd:dateTime) given as the date alone, or by a query
   returning xsd:date, was wrong (0 of 10);
-- a yes/no question answered `yes`, `No` or `Yes, it is.` was wrong (0 of 7).
+- a yes/no question answered `yes`, `No` or `Yes, it is.` was wrong (0 of 7);
+- entities given as `wd:Q1741` (0 of 14) or as `Vienna (Q1741)` (0 of 14) were wrong.
 """
 
 from __future__ import annotations
@@ -186,4 +187,32 @@ def test_yes_is_only_a_boolean_for_a_yes_no_question(wiki, judge):
     """A list answer "No" to a question whose gold is a name stays the text "No"."""
     label = PREFIXES + 'SELECT ?l WHERE { wd:Q40 rdfs:label ?l FILTER(LANG(?l) = "en") }'
     assert not _judge(wiki, judge, label, items=["no"]).correct
+    assert _judge(wiki, judge, label, items=["Austria"]).correct
+
+
+CITIES = PREFIXES + "SELECT ?city WHERE { ?city wdt:P31 wd:Q515 }"
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_an_entity_given_as_a_prefixed_name_or_with_its_id(wiki, judge):
+    right = [
+        ["wd:Q220", "wd:Q1741"], [" wd:Q220 ", "WD:Q1741".lower().replace("q", "Q")],
+        ["Rome (Q220)", "Vienna (Q1741)"], ["Rome (wd:Q220)", "Vienna(Q1741)"], ["Q220", "Vienna (wd:Q1741)"],
+    ]
+    for items in right:
+        assert _judge(wiki, judge, CITIES, items=items).correct, items
+    wrong = [
+        ["wd:Q220", "wd:Q40"],  # Austria is no city
+        ["wd:Q220"],  # one of two
+        ["Rome (Q220)", "Vienna (Q40)"],  # an id the gold lacks: read as the text it is
+        ["xx:Q220", "xx:Q1741"],  # a prefix the reference query does not declare
+    ]
+    for items in wrong:
+        assert not _judge(wiki, judge, CITIES, items=items).correct, items
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_name_with_a_parenthesis_that_is_no_gold_id_is_judged_as_text(wiki, judge):
+    label = PREFIXES + 'SELECT ?l WHERE { wd:Q40 rdfs:label ?l FILTER(LANG(?l) = "en") }'
+    assert not _judge(wiki, judge, label, items=["Austria (1945)"]).correct
     assert _judge(wiki, judge, label, items=["Austria"]).correct
