@@ -100,13 +100,15 @@ def test_run_exports_as_qald_with_typed_answers(imported, tmp_path):
     holdout = load_holdout(holdout_dir)
     with ResultsDB(tmp_path / "r.duckdb") as db:
         run = execute_run(holdout, gold_dir, OracleSystem(), KgevalConfig(), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
-        executed = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files))
+        executed = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files)).doc
         bare = run_to_qald(db, run.run_id, 0)
     for original, ours in zip(QALD["questions"], executed["questions"]):
         assert ours["id"] == original["id"] and _canonical(ours["answers"]) == _canonical(original["answers"])
-    by_id = {q["id"]: q for q in bare["questions"]}  # no holdout: our ids, the system's own answer items (none)
+    by_id = {q["id"]: q for q in bare.doc["questions"]}  # no holdout: our ids, the system's own answer items (none)
     assert set(by_id) == {"qmini-7", "qmini-8", "qmini-9", "qmini-10"}
-    assert by_id["qmini-7"]["answers"][0]["results"]["bindings"] == [] and by_id["qmini-7"]["query"] == QALD["questions"][0]["query"]
+    # SPARQL and no answer list, nothing to execute it on: no answers, never an empty one, and said
+    assert "answers" not in by_id["qmini-7"] and by_id["qmini-7"]["query"] == QALD["questions"][0]["query"]
+    assert {(u.question_id, u.kind) for u in bare.unanswered} == {(q, "not_executed") for q in by_id}
 
 
 def test_cli_exports_gold_and_run(imported, tmp_path):
@@ -195,7 +197,7 @@ def test_run_export_types_answer_items_as_the_judges_read_them(tmp_path):
     with ResultsDB(tmp_path / "r.duckdb") as db:
         run = execute_run(holdout, tmp_path / "gold", ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db,
                           checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))  # fmt: skip
-        exported = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files))
+        exported = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files)).doc
     assert [q["id"] for q in exported["questions"]] == ["7", "8", "9", "10"] * 2
     judge = Normalizer(EXECUTION_NORMALIZATION)  # term kinds kept: an IRI never equals a literal
     for question in exported["questions"]:
