@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.cli import app
-from kgeval.config import EXECUTION_NORMALIZATION, GoldConfig, KgevalConfig, RunConfig
+from kgeval.config import EXECUTION_NORMALIZATION, GoldConfig, KgevalConfig, RunConfig, StoreConfig
 from kgeval.errors import InputError
 from kgeval.gold import load_gold, rebuild_gold
 from kgeval.holdout import load_holdout
@@ -18,6 +18,7 @@ from kgeval.stores import EmbeddedStore
 from kgeval.systems import OracleSystem, ReplaySystem
 from tests.conftest import EX, MINI_TTL, PREFIX
 from tests.conftest import REPO
+from tests.viewing import NO_PREFIX_LINES, PREDECLARED, config_run
 
 E = EX + "entities/"
 
@@ -208,3 +209,25 @@ def test_run_export_types_answer_items_as_the_judges_read_them(tmp_path):
             ("literal", "Who is <http://x/a>?"), ("literal", "3"), ("literal", "2.5"),
         ]  # fmt: skip
         assert [judge.term(binding_term(c)) for c in cells] == judge.items(ITEMS)
+
+
+def test_cli_exports_what_the_run_executed_with_its_predeclared_prefixes_and_names_failures(mini_holdout, mini_gold, tmp_path):
+    """A run whose candidates omit PREFIX lines (the store predeclares them, Wikidata style): the
+    export executes them as the run did, so a SELECT has its bindings and an ASK its boolean. A
+    query that fails again is written without answers, never as an empty one, and named on
+    stderr with the count; so is a harness error."""
+    records = {**NO_PREFIX_LINES, "mini-01": "SELECT ?d WHERE { e:alice ex:worksIn ?d "}  # unclosed: fails again
+    cfg = KgevalConfig(run=RunConfig(seeds=1), store=StoreConfig(predeclared_prefixes=PREDECLARED))
+    db = tmp_path / "wd.duckdb"
+    run_id = config_run(mini_holdout, mini_gold, db, records, cfg)
+    out = tmp_path / "run.qald.json"
+    done = CliRunner().invoke(app, ["export", run_id, "--db", str(db), "--format", "qald", "--holdout", str(mini_holdout), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    by_id = {q["id"]: q for q in json.loads(out.read_text())["questions"]}
+    people = by_id["mini-02"]["answers"][0]
+    assert people["head"]["vars"] == ["p"] and {b["p"]["value"] for b in people["results"]["bindings"]} == {E + "alice", E + "bob"}
+    assert by_id["mini-04"]["answers"] == [{"head": {}, "boolean": True}]
+    assert "answers" not in by_id["mini-01"]  # failed: no answer, not an empty one
+    assert "answers" not in by_id["mini-03"]  # no replay record: a harness error
+    assert "6 of 8 questions" in done.stderr and "1 SPARQL failed when executed again" in done.stderr and "5 harness error" in done.stderr
+    assert "mini-01: its SPARQL failed" in done.stderr and "QuerySyntaxError" in done.stderr
