@@ -64,3 +64,19 @@ def two_runs(holdout: Path, gold: Path, db_path: Path, tmp: Path) -> tuple[str, 
 
     oracle = run_system(holdout, gold, db_path, "oracle", seeds=2)
     return oracle, replay_run(holdout, gold, db_path, write_replay(tmp / "replay.jsonl"))
+
+
+PREDECLARED = {"ex": f"{EX}vocab/", "e": f"{EX}entities/"}
+NO_PREFIX_LINES = {  # Wikidata style: the engine declares the prefixes, the candidate does not
+    "mini-02": "SELECT ?p WHERE { ?p ex:worksIn e:sales }",
+    "mini-04": "ASK { e:carol ex:worksIn e:it }",
+}
+
+
+def config_run(holdout: Path, gold: Path, db: Path, records: dict[str, str], cfg: KgevalConfig) -> str:
+    """A one-seed replay run of `records` (question id: SPARQL) with `cfg` as its configuration."""
+    replay = db.with_suffix(".jsonl")
+    replay.write_text("".join(json.dumps({"kg": "mini", "question_id": q, "seed": 0, "sparql": s}) + "\n" for q, s in records.items()))
+    with ResultsDB(db) as results:
+        checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+        return execute_run(load_holdout(holdout), gold, ReplaySystem(replay), cfg, results, checklist=checklist, replay=replay).run_id

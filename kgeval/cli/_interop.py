@@ -176,18 +176,37 @@ def gold_export(
 
 
 def export_run_qald(run_id: str, db: Path, seed: int, holdout: Path | None, config: Path | None, output: Path | None) -> None:
-    """`kgeval export RUN --format qald`: one seed of the run as QALD JSON."""
+    """`kgeval export RUN --format qald`: one seed of the run as QALD JSON. The SPARQL is executed
+    again as the run executed it (its recorded candidate timeout, row cap and predeclared
+    prefixes, guarded and sandboxed), on the store of `--config` when given, else the run's.
+    Questions left without answers are counted and named on stderr."""
     from kgeval.interop import run_to_qald
-    from kgeval.runs import ResultsDB
+    from kgeval.runs import ResultsDB, run_config
 
-    cfg = load_config(config)
     loaded = load_holdout(holdout) if holdout else None
     with ResultsDB(db, read_only=True) as results:
-        doc = run_to_qald(
+        cfg = load_config(config) if config else run_config(results.metadata(run_id))
+        exported = run_to_qald(
             results, run_id, seed, holdout=loaded, store_for=lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs),
-            timeout_s=cfg.run.query_timeout_s, row_cap=cfg.run.row_cap,
         )
-    _write_json(doc, output)
+    _write_json(exported.doc, output)
+    _warn_unanswered(exported.unanswered, len(exported.doc["questions"]))
+
+
+def _warn_unanswered(unanswered: list, total: int) -> None:
+    """On stderr: how many questions have no answers, by kind, and which (the first 10)."""
+    if not unanswered:
+        return
+    kinds = {"query_failed": "SPARQL failed when executed again", "harness_error": "harness error", "not_executed": "SPARQL not executed (no --holdout)"}
+    counts = "; ".join(f"{sum(u.kind == k for u in unanswered)} {text}" for k, text in kinds.items() if any(u.kind == k for u in unanswered))
+    err.print(
+        f"warning: {len(unanswered)} of {total} questions are not exported from their SPARQL's result: no `answers` written, never an empty one "
+        f"(the attempt's answer list where it gave one): {counts}", markup=False,
+    )
+    for u in unanswered[:10]:
+        err.print(f"  {u.question_id}: {u.why}", markup=False)
+    if len(unanswered) > 10:
+        err.print(f"  ... and {len(unanswered) - 10} more", markup=False)
 
 
 __all__ = ["ConfigOpt", "export_run_qald", "gold_export", "import_app"]

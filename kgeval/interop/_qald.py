@@ -6,7 +6,8 @@ of our holdout. The file's answers are not copied: our gold is executed, not wri
 invariant 2); `kgeval gold export --format qald` gives them back, computed, for comparison.
 
 Out: the gold, or one seed of a run, as QALD JSON with SPARQL 1.1 JSON result bindings, the
-format GERBIL's QALD adapters read. Question ids are the source's own when the KG was imported,
+format GERBIL's QALD adapters read. A run's question with no answer to give (its query fails
+when executed again, or its attempt was a harness error) keeps no `answers`, never an empty one. Question ids are the source's own when the KG was imported,
 beside the field that named the question's KG when it came from a benchmark over several KGs.
 """
 
@@ -14,16 +15,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kgeval._files import sha256_file
-from kgeval.errors import InputError, QueryError
+from kgeval.config import KgevalConfig
+from kgeval.errors import InputError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
 from kgeval.interop._write import ImportReport, KgImport, QuestionProblems, QuestionRules, check_question, kg_name, read_questions, write_kgs
 from kgeval.judges import item_term
-from kgeval.runs import ResultsDB
+from kgeval.runs import Attempt, ResultsDB, execute_candidate, run_config
 from kgeval.stores import QueryResult, Store, Term, rdf_format
 
 
@@ -191,7 +194,7 @@ def result_answers(result: QueryResult) -> list[dict[str, Any]]:
     return [{"head": {"vars": list(result.vars)}, "results": {"bindings": bindings}}]
 
 
-def _qald_question(kg: KnowledgeGraph | None, qid: str, text: str, lang: str, sparql: str | None, answers: list) -> dict:
+def _qald_question(kg: KnowledgeGraph | None, qid: str, text: str, lang: str, sparql: str | None, answers: list | None) -> dict:
     """One QALD question. A KG imported from a benchmark over several KGs gets back the field
     that named it there (--kg-field): QALD-9-plus numbers its DBpedia and Wikidata versions
     alike, and a source id two KGs share is matched to its question by that field (the replay
@@ -203,7 +206,8 @@ def _qald_question(kg: KnowledgeGraph | None, qid: str, text: str, lang: str, sp
     record["question"] = [{"language": lang, "string": text}]
     if sparql:
         record["query"] = {"sparql": sparql}
-    record["answers"] = answers
+    if answers is not None:  # None: no answer to give (`QaldRunExport.unanswered` says why)
+        record["answers"] = answers
     return record
 
 
@@ -238,40 +242,87 @@ def _dataset_id(holdout: Holdout) -> str:
     return ids.pop() if len(ids) == 1 else holdout.root.name
 
 
+UnansweredKind = Literal["query_failed", "harness_error", "not_executed"]
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """A question of a run's QALD export written with no `answers`, and why."""
+
+    question_id: str
+    kind: UnansweredKind
+    """query_failed: its SPARQL failed when executed again (as the run executed it);
+    harness_error: the attempt ended in a harness error; not_executed: no holdout was given to
+    execute its SPARQL on."""
+    why: str
+
+
+@dataclass(frozen=True)
+class QaldRunExport:
+    """One seed of a run as QALD JSON, and the questions written without answers."""
+
+    doc: dict[str, Any]
+    """The QALD JSON document."""
+    unanswered: list[Unanswered] = field(default_factory=list)
+    """Questions written with no `answers`: QALD has no failed state, and an empty answer would
+    be scored as an answer (right where the gold is empty), so none is written and the question
+    is named here. A failed query whose attempt also gave an answer list is here too, though
+    that list is exported."""
+
+
 def run_to_qald(
     db: ResultsDB, run_id: str, seed: int, *, lang: str = "en",
     holdout: Holdout | None = None, store_for: Callable[[KnowledgeGraph], Store] | None = None,
-    timeout_s: float = 30.0, row_cap: int = 2000,
-) -> dict[str, Any]:
+    config: KgevalConfig | None = None,
+) -> QaldRunExport:
     """One seed of a run as QALD JSON. With `holdout` and `store_for`, a system's SPARQL is
-    executed read-only for typed answers, and ids are mapped back to the source's; otherwise
-    the answer items the system gave are exported, typed as the judges read them (an IRI,
-    bracketed or not, as uri; the rest as literals)."""
+    executed again as the run executed it (`kgeval.runs.execute_candidate`: guarded, sandboxed,
+    bounded, with the predeclared prefixes; `config` defaults to the one the run recorded) for
+    typed answers, and ids are mapped back to the source's; otherwise the answer items the
+    system gave are exported, typed as the judges read them (an IRI, bracketed or not, as uri;
+    the rest as literals). A question with no answer to give keeps no `answers` and is named in
+    `unanswered`."""
     asked = {q.question_id: q for q in db.questions(run_id)}
     attempts = [a for a in db.attempts(run_id) if a.seed == seed]
     if not attempts:
         raise InputError(f"{db.path}: run {run_id} has no attempts with seed {seed}")
+    cfg = config or run_config(db.metadata(run_id))
     kgs = {kg.id: kg for kg in holdout.kgs} if holdout else {}
     if holdout is not None:  # the holdout's order, not the database's sort by id
         position = {q.id: i for i, q in enumerate(holdout.questions())}
         attempts.sort(key=lambda a: position.get(a.question_id, len(position)))
     stores: dict[str, Store] = {}
-    questions = []
+    questions, unanswered = [], []
     for attempt in attempts:
         kg = kgs.get(attempt.kg)
-        answers: list = []
-        if attempt.state == "answered":
-            result = None
-            if kg is not None and store_for is not None and attempt.sparql:
-                store = stores.setdefault(kg.id, store_for(kg))
-                try:
-                    result, _ = store.execute_candidate(attempt.sparql, timeout_s=timeout_s, row_cap=row_cap)
-                except QueryError:
-                    result = None
-            answers = result_answers(result) if result is not None else _item_answers(attempt.answer or [])
+        store = stores.setdefault(kg.id, store_for(kg)) if kg is not None and store_for is not None and attempt.sparql else None
+        answers, problem = _attempt_answers(attempt, store, cfg)
+        if problem is not None:
+            unanswered.append(Unanswered(attempt.question_id, *problem))
         text = asked[attempt.question_id].question if attempt.question_id in asked else ""
         questions.append(_qald_question(kg, attempt.question_id, text, lang, attempt.sparql, answers))
-    return {"dataset": {"id": run_id}, "questions": questions}
+    return QaldRunExport({"dataset": {"id": run_id}, "questions": questions}, unanswered)
+
+
+def _attempt_answers(attempt: Attempt, store: Store | None, cfg: KgevalConfig) -> tuple[list | None, tuple[UnansweredKind, str] | None]:
+    """(QALD answers or None, (kind, why) when there are none). A judged attempt's SPARQL is
+    executed again on `store` as the run executed it; its answer list is exported when it has no
+    SPARQL, or when its SPARQL fails again (the failure is still named)."""
+    if attempt.state not in ("answered", "incomplete"):
+        return None, ("harness_error", f"the attempt ended in a harness error ({attempt.error_kind})")
+    if not attempt.sparql:
+        return _item_answers(attempt.answer or []), None
+    if store is None:
+        if attempt.answer is not None:
+            return _item_answers(attempt.answer), None
+        return None, ("not_executed", "its SPARQL was not executed (no holdout given)")
+    execution = execute_candidate(attempt.sparql, store, cfg)
+    if execution.result is not None:
+        return result_answers(execution.result), None
+    why = f"its SPARQL failed when executed as the run executed it ({execution.error})"
+    if attempt.answer is not None:
+        return _item_answers(attempt.answer), ("query_failed", why + "; its answer list is exported")
+    return None, ("query_failed", why)
 
 
 def _item_answers(items: list[Any]) -> list[dict[str, Any]]:

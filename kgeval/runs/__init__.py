@@ -1,7 +1,7 @@
 """Runs: plan, pass the pre-eval checklist, dispatch every question x seed to a system (N in
 flight), persist and judge each attempt as it completes; resume; compare runs."""
 
-from kgeval.runs._attempt import call_with_retries, judge_candidate, judge_output, run_attempt
+from kgeval.runs._attempt import Execution, call_with_retries, execute_candidate, judge_candidate, judge_output, run_attempt
 from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
 from kgeval.runs._db import ResultsDB, connect_results
 from kgeval.runs._dispatch import RateLimiter, dispatch
@@ -25,6 +25,7 @@ from kgeval.runs._run import (
     plan_run,
     question_set_sha256,
     resume_run,
+    run_config,
     store_lookup,
 )
 from kgeval.runs._seal import RunChanged
@@ -40,6 +41,7 @@ __all__ = [
     "ChecklistItem",
     "Difference",
     "ErrorKind",
+    "Execution",
     "RateLimiter",
     "Receipt",
     "ResultsDB",
@@ -54,6 +56,7 @@ __all__ = [
     "comparability",
     "connect_results",
     "dispatch",
+    "execute_candidate",
     "execute_run",
     "git_commit",
     "judge_candidate",
@@ -63,5 +66,6 @@ __all__ = [
     "question_set_sha256",
     "resume_run",
     "run_attempt",
+    "run_config",
     "store_lookup",
 ]

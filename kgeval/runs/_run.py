@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 import kgeval
 from kgeval._files import sha256_json
 from kgeval._gc import RARE_COLLECTIONS, without_collections
@@ -172,6 +174,17 @@ def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) ->
         _close_all(opened.values())
         raise failed
     return opened
+
+
+def run_config(metadata: RunMetadata) -> KgevalConfig:
+    """The configuration the run recorded and ran with (candidate timeout, row cap, predeclared
+    prefixes, store, judges), else the defaults when the record does not validate. Whatever
+    executes the run's candidates again (the sample view, the QALD export) reads it, so it
+    executes what the run executed."""
+    try:
+        return KgevalConfig.model_validate(metadata.config)
+    except ValidationError:
+        return KgevalConfig()
 
 
 def _close_all(closeables: Iterable[object]) -> None:

@@ -3,11 +3,14 @@
 Attempts store the candidate's SPARQL and its row count (`result_total`), not its rows: a
 run writes thousands of attempts and keeping up to `run.row_cap` typed rows with each would
 multiply the results file for the few a person opens. A sample view therefore executes the
-candidate's SPARQL again, read-only through `kgeval.stores` (the same guard, timeout and row
-cap as the run), on the store the run's configuration names. The store is read-only and the
-gold records its data version, so the rows are the run's; when the total differs from the
-one the run stored, the view says so (`ExecutionView.differs_from_run`) instead of passing
-today's rows off as the judged ones.
+candidate's SPARQL again through the run's own path (`kgeval.runs.execute_candidate`: the
+read-only guard, the sandbox worker, the candidate budget, and the predeclared prefixes the run
+added when the query needed them), with the configuration the run recorded (its candidate
+timeout, row cap and prefixes), on the store the run's configuration names. The candidate's
+SPARQL is untrusted input (DESIGN invariant 12) however long after the run it is shown. The
+store is read-only and the gold records its data version, so the rows are the run's; when the
+total differs from the one the run stored, the view says so (`ExecutionView.differs_from_run`)
+instead of passing today's rows off as the judged ones.
 """
 
 from __future__ import annotations
@@ -16,16 +19,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-
 from kgeval.audit import AuditLog, accepted_items, audit_states
 from kgeval.config import KgevalConfig
-from kgeval.errors import InputError, KgevalError, QueryError
+from kgeval.errors import InputError, KgevalError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, natural_key
 from kgeval.judges import ExecutionJudge, Verdict
 from kgeval.review import ReviewLog, ReviewState, question_content_sha256, review_states
-from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
+from kgeval.runs import Attempt, ResultsDB, RunQuestion, execute_candidate, run_config
 from kgeval.samples._model import AuditView, ExecutionView, GoldView, Sample, SampleSummary, SampleTable
 from kgeval.samples._tables import gold_table, marked_tables
 from kgeval.stores import QueryResult, Store, open_store
@@ -45,14 +46,6 @@ class SampleSource:
     reviews: ReviewLog | None = None
     display_items: int = 10
     """Items in the gold's short display (part of the audit item hash)."""
-
-
-def run_config(metadata: RunMetadata) -> KgevalConfig:
-    """The configuration the run recorded (row cap, timeout, store, judges), else the defaults."""
-    try:
-        return KgevalConfig.model_validate(metadata.config)
-    except ValidationError:
-        return KgevalConfig()
 
 
 def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int | None = None) -> Sample:
@@ -116,7 +109,7 @@ def _ordered(verdicts: list[Verdict], primary: str) -> list[Verdict]:
 
 
 def _execution(source: SampleSource, attempt: Attempt, cfg: KgevalConfig, notes: list[str]) -> tuple[ExecutionView, QueryResult | None]:
-    """The candidate's rows, executed again read-only (see the module docstring)."""
+    """The candidate's rows, executed again as the run executed them (see the module docstring)."""
     if not (attempt.sparql or "").strip():
         source_kind = "answer-list" if attempt.answer is not None else "none"
         return ExecutionView(source=source_kind, run_total=attempt.result_total), None
@@ -129,10 +122,12 @@ def _execution(source: SampleSource, attempt: Attempt, cfg: KgevalConfig, notes:
         notes.append(f"the store for KG {attempt.kg} could not be opened ({exc}): the candidate's rows are not shown")
         return ExecutionView(source="none", run_total=attempt.result_total), None
     engine = f"{store.name} {store.version}"
-    try:
-        result = store.execute(attempt.sparql, timeout_s=cfg.run.query_timeout_s, row_cap=cfg.run.row_cap)
-    except QueryError as exc:
-        return ExecutionView(source="re-executed", engine=engine, error=f"{type(exc).__name__}: {exc}", run_total=attempt.result_total), None
+    execution = execute_candidate(attempt.sparql, store, cfg)  # the run's path: guarded, sandboxed, bounded
+    if execution.prefixes:
+        notes.append(f"executed with the predeclared prefixes {', '.join(execution.prefixes)} (store.predeclared_prefixes), as the run executed it")
+    result = execution.result
+    if result is None:
+        return ExecutionView(source="re-executed", engine=engine, error=execution.error, run_total=attempt.result_total), None
     differs = attempt.result_total is not None and attempt.result_total != result.total
     if differs:
         notes.append(

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from kgeval.checklists import pre_eval_checklist
 from kgeval.cli import app
-from kgeval.config import EXECUTION_NORMALIZATION, GoldConfig, KgevalConfig, RunConfig
+from kgeval.config import EXECUTION_NORMALIZATION, GoldConfig, KgevalConfig, RunConfig, StoreConfig
 from kgeval.errors import InputError
 from kgeval.gold import load_gold, rebuild_gold
 from kgeval.holdout import load_holdout
@@ -18,6 +18,7 @@ from kgeval.stores import EmbeddedStore
 from kgeval.systems import OracleSystem, ReplaySystem
 from tests.conftest import EX, MINI_TTL, PREFIX
 from tests.conftest import REPO
+from tests.viewing import NO_PREFIX_LINES, PREDECLARED, config_run
 
 E = EX + "entities/"
 
@@ -100,13 +101,15 @@ def test_run_exports_as_qald_with_typed_answers(imported, tmp_path):
     holdout = load_holdout(holdout_dir)
     with ResultsDB(tmp_path / "r.duckdb") as db:
         run = execute_run(holdout, gold_dir, OracleSystem(), KgevalConfig(), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
-        executed = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files))
+        executed = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files)).doc
         bare = run_to_qald(db, run.run_id, 0)
     for original, ours in zip(QALD["questions"], executed["questions"]):
         assert ours["id"] == original["id"] and _canonical(ours["answers"]) == _canonical(original["answers"])
-    by_id = {q["id"]: q for q in bare["questions"]}  # no holdout: our ids, the system's own answer items (none)
+    by_id = {q["id"]: q for q in bare.doc["questions"]}  # no holdout: our ids, the system's own answer items (none)
     assert set(by_id) == {"qmini-7", "qmini-8", "qmini-9", "qmini-10"}
-    assert by_id["qmini-7"]["answers"][0]["results"]["bindings"] == [] and by_id["qmini-7"]["query"] == QALD["questions"][0]["query"]
+    # SPARQL and no answer list, nothing to execute it on: no answers, never an empty one, and said
+    assert "answers" not in by_id["qmini-7"] and by_id["qmini-7"]["query"] == QALD["questions"][0]["query"]
+    assert {(u.question_id, u.kind) for u in bare.unanswered} == {(q, "not_executed") for q in by_id}
 
 
 def test_cli_exports_gold_and_run(imported, tmp_path):
@@ -195,7 +198,7 @@ def test_run_export_types_answer_items_as_the_judges_read_them(tmp_path):
     with ResultsDB(tmp_path / "r.duckdb") as db:
         run = execute_run(holdout, tmp_path / "gold", ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db,
                           checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))  # fmt: skip
-        exported = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files))
+        exported = run_to_qald(db, run.run_id, 0, holdout=holdout, store_for=lambda kg: EmbeddedStore(kg.files)).doc
     assert [q["id"] for q in exported["questions"]] == ["7", "8", "9", "10"] * 2
     judge = Normalizer(EXECUTION_NORMALIZATION)  # term kinds kept: an IRI never equals a literal
     for question in exported["questions"]:
@@ -206,3 +209,25 @@ def test_run_export_types_answer_items_as_the_judges_read_them(tmp_path):
             ("literal", "Who is <http://x/a>?"), ("literal", "3"), ("literal", "2.5"),
         ]  # fmt: skip
         assert [judge.term(binding_term(c)) for c in cells] == judge.items(ITEMS)
+
+
+def test_cli_exports_what_the_run_executed_with_its_predeclared_prefixes_and_names_failures(mini_holdout, mini_gold, tmp_path):
+    """A run whose candidates omit PREFIX lines (the store predeclares them, Wikidata style): the
+    export executes them as the run did, so a SELECT has its bindings and an ASK its boolean. A
+    query that fails again is written without answers, never as an empty one, and named on
+    stderr with the count; so is a harness error."""
+    records = {**NO_PREFIX_LINES, "mini-01": "SELECT ?d WHERE { e:alice ex:worksIn ?d "}  # unclosed: fails again
+    cfg = KgevalConfig(run=RunConfig(seeds=1), store=StoreConfig(predeclared_prefixes=PREDECLARED))
+    db = tmp_path / "wd.duckdb"
+    run_id = config_run(mini_holdout, mini_gold, db, records, cfg)
+    out = tmp_path / "run.qald.json"
+    done = CliRunner().invoke(app, ["export", run_id, "--db", str(db), "--format", "qald", "--holdout", str(mini_holdout), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    by_id = {q["id"]: q for q in json.loads(out.read_text())["questions"]}
+    people = by_id["mini-02"]["answers"][0]
+    assert people["head"]["vars"] == ["p"] and {b["p"]["value"] for b in people["results"]["bindings"]} == {E + "alice", E + "bob"}
+    assert by_id["mini-04"]["answers"] == [{"head": {}, "boolean": True}]
+    assert "answers" not in by_id["mini-01"]  # failed: no answer, not an empty one
+    assert "answers" not in by_id["mini-03"]  # no replay record: a harness error
+    assert "6 of 8 questions" in done.stderr and "1 SPARQL failed when executed again" in done.stderr and "5 harness error" in done.stderr
+    assert "mini-01: its SPARQL failed" in done.stderr and "QuerySyntaxError" in done.stderr

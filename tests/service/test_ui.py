@@ -99,11 +99,11 @@ def test_a_slow_candidate_query_does_not_hold_up_other_requests(client, served):
             self._store = store
             self.name, self.version = store.name, store.version
 
-        def execute(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        def execute_candidate(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - the sample view runs the run's candidate path
             started.set()
             release.wait(15)
             ran.set()
-            return self._store.execute(*args, **kwargs)
+            return self._store.execute_candidate(*args, **kwargs)
 
     state.store = lambda kg: SlowStore(real_store(kg))
     slow: dict = {}

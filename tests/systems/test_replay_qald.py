@@ -101,7 +101,8 @@ def test_a_runs_qald_export_replays_to_the_same_verdicts(imported, tmp_path):
 
     # answers alone (a submission without queries): one-variable results and booleans
     doc = json.loads(exported.read_text())
-    single = [q for q in doc["questions"] if len(q["answers"][0].get("head", {}).get("vars", [])) <= 1]
+    # (a question whose SPARQL fails has no answers in the export, not an empty one: left out here)
+    single = [q for q in doc["questions"] if "answers" in q and len(q["answers"][0].get("head", {}).get("vars", [])) <= 1]
     for q in single:
         del q["query"]
     answers_only = tmp_path / "answers.json"
