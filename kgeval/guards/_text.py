@@ -7,9 +7,10 @@ Jaccard similarity of feature sets: exact on short texts, no sampling, so no Min
 (holdout questions number in the hundreds and are a dozen words long).
 
 SPARQL: parsed by rdflib and translated to algebra, which expands prefixes and folds
-whitespace; variables are then renamed ?v0, ?v1, ... in order of first appearance and the
-algebra serialized, so two queries that differ only in prefixes, variable names, layout or
-keyword case have the same canonical form.
+whitespace; variables are then renamed ?v0, ?v1, ... and blank nodes (which rdflib names at
+random) _:b0, _:b1, ... in order of first appearance and the algebra serialized, so two
+queries that differ only in prefixes, variable names, layout or keyword case have the same
+canonical form.
 """
 
 from __future__ import annotations
@@ -147,14 +148,17 @@ def _terms(algebra: CompValue) -> Iterator[URIRef | Literal]:
 
 
 def _shape(triple: tuple) -> tuple[str, ...]:
-    """A triple's spelling with its variables blanked: an order independent of their names."""
-    return tuple("?" if isinstance(t, Variable) else t.n3() for t in triple)
+    """A triple's spelling with its variables and blank nodes blanked: an order independent of
+    their names."""
+    return tuple("?" if isinstance(t, (Variable, BNode)) else t.n3() for t in triple)
 
 
 def _serialize(node: Any, names: dict[str, str]) -> Iterator[str]:
     if isinstance(node, Variable):
         yield "?" + names.setdefault(str(node), f"v{len(names)}")
-    elif isinstance(node, (URIRef, Literal, BNode)):
+    elif isinstance(node, BNode):  # rdflib names `[]` and paths' blank nodes at random: named in order too
+        yield "_:" + names.setdefault(node.n3(), f"b{len(names)}")
+    elif isinstance(node, (URIRef, Literal)):
         yield node.n3()
     elif isinstance(node, CompValue):
         yield node.name + "("
