@@ -64,7 +64,9 @@ from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
     TOKEN,
+    bare_query_needles,
     canonical_sparql,
+    declarations,
     feature,
     features,
     iris_in_query,
@@ -137,13 +139,19 @@ class HoldoutIndex:
     Chosen, where a query has one, among needles holding a prefilter literal (`_covered`):
     those are found in the lines the prefilter keeps, the others only in whole texts."""
     undistinctive_queries: list[str] = field(default_factory=list)
-    """Reference queries with no distinctive IRI: the prefilter holds one needle of each."""
+    """Reference queries with no distinctive IRI."""
     undistinctive_needles: list[frozenset[str]] = field(default_factory=list)
-    """The needles of each undistinctive query."""
+    """The needle sets (`needles` and `bare`'s) none of whose needles holds a literal: those
+    of undistinctive queries, and those of queries copied without their declarations (which
+    no longer hold a holdout namespace). The prefilter holds one needle of each."""
     query_literals: frozenset[str] = frozenset()
-    """One needle of each undistinctive query (the rarest known): in the prefilter, so a text
-    holding the query is tried as one, but not in `line_mask`'s literals (a line matcher finds
-    IRIs, identifiers and questions, never a query: the needle may be a common namespace)."""
+    """One needle of each of `undistinctive_needles` (the rarest known): in the prefilter, so a
+    text holding the query is tried as one, but not in `line_mask`'s literals (a line matcher
+    finds IRIs, identifiers and questions, never a query: the needle may be a common name)."""
+    bare: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+    """Per reference query with declarations (distinct): its declarations, and the strings a
+    copy of it without them must contain (`bare_query_needles`): such a copy is read with the
+    holdout's declarations (`SELECT ?p WHERE { ?p hr:worksIn ?d }` is hr's query all the same)."""
 
     def __post_init__(self) -> None:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
@@ -237,7 +245,7 @@ class HoldoutIndex:
         covering = self.literals | rarest
         seen = lru_cache(maxsize=None)(joined.count)  # queries share namespaces
         # Each query's key: a covered needle if it has one (found in kept lines), the rarest.
-        tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needles if n]
+        tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needle_sets() if n]
         keys = {min(tier, key=lambda x: (seen(x), -len(x))) for tier in tiers}
         prefilter = _prefilter(set(self.literals) | rarest, anchors)
         return replace(self, prefilter=prefilter, query_keys=frozenset(keys), query_literals=frozenset(rarest))
@@ -288,17 +296,28 @@ class HoldoutIndex:
         return found
 
     def _match_sparql(self, text: str) -> list[Match]:
-        if not any(all(n in text for n in needles) for needles in self.needles):
+        """Reference queries in `text`: a piece that parses as it is, or, when it does not (a
+        prefix it does not declare), read after the declarations of each reference query whose
+        copy without them it may be (its own declarations, after those, still count)."""
+        prologues = [p for p, needles in self.bare if all(n in text for n in needles)]
+        if not prologues and not any(all(n in text for n in needles) for needles in self.needles):
             return []
         found = []
         for piece in sparql_candidates(text):
             if not QUERY_KEYWORD.search(piece):
                 continue
             canonical = canonical_sparql(piece)
+            for prologue in prologues if canonical is None else ():
+                if (canonical := canonical_sparql(f"{prologue}\n{piece}")) in self.sparql:
+                    break
             for i in self.sparql.get(canonical, ()) if canonical else ():
                 q = self.questions[i]
                 found.append(Match(kind="sparql", matched=" ".join(piece.split())[:200], holdout_item=f"{q.kg}/{q.id}"))
         return found
+
+    def needle_sets(self) -> list[frozenset[str]]:
+        """The needles of each reference query as written, and of each without its declarations."""
+        return [*self.needles, *(n for _, n in self.bare)]
 
     def question_matches(self, text: str) -> list[Match]:
         """Exact and near-duplicate holdout questions in `text` (no prefilter: for short texts)."""
@@ -541,9 +560,11 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     literals = set(identifiers) | {f"holdout/{kg.id}" for kg in holdout.kgs}
     literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
     anchors = _anchors(questions)
-    needles = list({query_needles(q.sparql) for q in holdout.questions()})
+    queries = list(dict.fromkeys(q.sparql for q in holdout.questions()))
+    needles = list({query_needles(q) for q in queries})
+    bare = list({(prologue, bare_query_needles(q, iris)) for q in queries if (prologue := declarations(q))})
     undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
-    undistinctive_needles = list({n for q in undistinctive if (n := query_needles(q.sparql))})
+    undistinctive_needles = list({n for n in [*needles, *(n for _, n in bare)] if n and not any(_covered(x, literals) for x in n)})
     query_literals = {min(n, key=_needle_rank) for n in undistinctive_needles}
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
@@ -559,15 +580,20 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         literals=frozenset(literals),
         query_literals=frozenset(query_literals),
         undistinctive_needles=undistinctive_needles,
-        query_keys=frozenset(min(n, key=lambda x: (not _covered(x, literals | query_literals), -len(x))) for n in needles if n),
+        bare=bare,
+        query_keys=frozenset(
+            min(n, key=lambda x: (not _covered(x, literals | query_literals), -len(x))) for n in [*needles, *(n for _, n in bare)] if n
+        ),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
 
 
-def _needle_rank(needle: str) -> tuple[bool, int]:
-    """Which needle of a query without a distinctive IRI to look for: not a namespace (its
-    namespaces are common ones, declared by much SPARQL in training data), then the longest."""
-    return "://" in needle, -len(needle)
+def _needle_rank(needle: str) -> tuple[bool, bool, int]:
+    """Which needle of a set without a literal to look for: not a namespace (a query without a
+    distinctive IRI declares only common ones, as much SPARQL in training data does), then a
+    prefixed name (`hr:worksIn`, rare in prose, where a label such as "Engineering" is not),
+    then the longest."""
+    return "://" in needle, ":" not in needle, -len(needle)
 
 
 def _kg_iris(files: tuple) -> set[str]:

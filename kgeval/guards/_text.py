@@ -119,6 +119,37 @@ def query_needles(text: str) -> frozenset[str]:
     return frozenset(n for n in found if n)
 
 
+_DECLARATION = re.compile(r"(?i)\bPREFIX\s+([^\s:<>]*):\s*<([^<>\s]*)>|\bBASE\s*<[^<>\s]*>")
+
+
+def declarations(text: str) -> str:
+    """A query's PREFIX and BASE declarations, one a line ("" when it has none)."""
+    return "\n".join(m.group(0) for m in _DECLARATION.finditer(text))
+
+
+def written_names(text: str) -> dict[str, str]:
+    """IRI -> the prefixed name a query writes it as (`hr:worksIn`), for each IRI it writes
+    with a prefix it declares: what a copy of the query without its declarations still holds."""
+    body = _DECLARATION.sub(" ", text)
+    declared = sorted(((m.group(1), m.group(2)) for m in _DECLARATION.finditer(text) if m.group(2)), key=lambda d: -len(d[1]))
+    names = {}
+    for iri in iris_in_query(text):
+        for prefix, ns in declared:
+            if iri.startswith(ns) and f"{prefix}:{iri[len(ns):]}" in body:
+                names[iri] = f"{prefix}:{iri[len(ns):]}"
+                break
+    return names
+
+
+def bare_query_needles(text: str, named: set[str] | dict) -> frozenset[str]:
+    """Strings a copy of the query without its declarations must contain: `query_needles`,
+    less the namespaces it writes only in declarations, plus the prefixed names of the IRIs
+    in `named` (the holdout's distinctive ones) as it writes them."""
+    body = _DECLARATION.sub(" ", text)
+    kept = {n for n in query_needles(text) if "://" not in n or n in body}
+    return frozenset(kept | {name for iri, name in written_names(text).items() if iri in named})
+
+
 def sparql_candidates(text: str) -> Iterator[str]:
     """Pieces of free text that may be a SPARQL query: the whole text, fenced code blocks, and
     the text from the first query keyword on."""

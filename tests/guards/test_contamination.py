@@ -292,3 +292,95 @@ def test_a_lone_surrogate_in_a_text_is_read_not_a_crash():
     found = index.match_text("\ud800 Which department does Karen Novak work in?\nand \udfff more")
     assert [m.holdout_item for m in found] == ["hr/hr-01"]
     assert index.match_text("nothing of the holdout \ud800") == []
+
+
+# --- Copies the check must see through: declarations removed (the holdout's own prefixes) ---
+
+_DECLARATION = re.compile(r"(?i)\b(?:PREFIX\s+[^\s:]*:\s*<[^>]*>|BASE\s*<[^>]*>)")
+
+COMMON_VOCABULARY = [
+    "SELECT ?label WHERE { ?x rdfs:label ?label }",
+    "?p a foaf:Person ; foaf:name ?name ; schema:worksFor ?org .",
+    'FILTER(datatype(?v) = xsd:integer) # cast with xsd:decimal, xsd:dateTime, xsd:string',
+    "?c a owl:Class ; rdfs:subClassOf skos:Concept ; skos:prefLabel ?l .",
+    "SELECT ?city WHERE { dbr:Berlin dbo:country ?c . ?c rdfs:label ?city } LIMIT 10",
+    "SELECT (COUNT(?s) AS ?n) WHERE { ?s rdf:type ?t }",
+]
+
+
+def _without_declarations(sparql: str) -> str:
+    """A reference query with its PREFIX and BASE declarations removed (a copy whose names
+    are all written with the holdout's own prefixes, which it no longer declares)."""
+    return _DECLARATION.sub("", sparql).strip()
+
+
+@pytest.fixture(scope="module")
+def holdouts(ck25_holdout):
+    """(holdout, another holdout whose material is clean training data for it): the sample
+    holdout (four KGs) against CK25 and the other way round."""
+    sample = load_holdout(REPO / "holdout")
+    return {"sample": (sample, ck25_holdout), "ck25": (ck25_holdout, sample)}
+
+
+def _same_query(holdout) -> dict[str, set[str]]:
+    """Each question's item -> the items whose reference query has the same canonical form
+    (a copy of one is a copy of all of them)."""
+    by_form: dict[str, set[str]] = {}
+    for q in holdout.questions():
+        by_form.setdefault(canonical_sparql(q.sparql), set()).add(f"{q.kg}/{q.id}")
+    return {item: by_form[canonical_sparql(q.sparql)] for q in holdout.questions() for item in [f"{q.kg}/{q.id}"]}
+
+
+def _leaks_among_clean(tmp_path: Path, holdout, clean, disguise) -> tuple[Path, dict[int, str], set[int]]:
+    """A JSONL file of the clean holdout's questions and queries (as given and without their
+    declarations) and common-vocabulary lines, with one record per reference query of
+    `holdout` disguised by `disguise`; the leaks' records -> item, and the clean records."""
+    records: list[dict] = []
+    leaks: dict[int, str] = {}
+    for q in clean.questions():
+        records += [{"prompt": q.question, "completion": q.sparql}, {"prompt": q.question, "completion": _without_declarations(q.sparql)}]
+    records += [{"prompt": "Common vocabularies.", "completion": line} for line in COMMON_VOCABULARY]
+    clean_records = set(range(len(records)))
+    for i, q in enumerate(holdout.questions()):
+        leaks[len(records)] = f"{q.kg}/{q.id}"
+        records.append({"prompt": "Write the SPARQL query.", "completion": disguise(q.sparql, i)})
+    return _jsonl(tmp_path / "train.jsonl", records), leaks, clean_records
+
+
+def _caught(report, leaks: dict[int, str], same: dict[str, set[str]], kind: str) -> list[str]:
+    """The leaks' items reported as `kind` with their own item (or one of the same query)."""
+    hits = {(h.record, h.holdout_item) for h in report.hits if h.kind == kind}
+    return [item for record, item in leaks.items() if any((record, other) in hits for other in same[item])]
+
+
+@pytest.mark.parametrize("which", ["sample", "ck25"])
+@pytest.mark.parametrize("layout", ["as written", "renamed"])
+def test_a_reference_query_copied_without_its_declarations_is_caught(holdouts, tmp_path, which, layout):
+    """Acceptance found 53 of the 66 sample reference queries uncaught when copied without
+    their PREFIX lines (`SELECT ?p WHERE { ?p hr:worksIn hr:Sales }`): the SPARQL matcher's
+    needles were namespaces, which such a copy does not hold. Every one of the sample's 66 and
+    CK25's 50 is caught as its query (layout kept, or variables renamed and keywords and layout
+    changed), while the other holdout's queries, with and without their declarations, and lines
+    of common vocabularies (rdfs:label, foaf:name, xsd:integer, dbo:country ...) stay clean."""
+    holdout, clean = holdouts[which]
+
+    def disguise(sparql: str, i: int) -> str:
+        bare = _without_declarations(sparql)
+        return bare if layout == "as written" else _renamed(bare)  # no declaration left: variables renamed, layout folded
+
+    path, leaks, clean_records = _leaks_among_clean(tmp_path, holdout, clean, disguise)
+    report = check_contamination([path], build_index(holdout, GuardsConfig()), GuardsConfig())
+    caught = _caught(report, leaks, _same_query(holdout), "sparql")
+    assert len(caught) == len(leaks), sorted(set(leaks.values()) - set(caught))
+    assert not {h.record for h in report.hits} & clean_records, [h for h in report.hits if h.record in clean_records][:5]
+
+
+def test_a_query_without_declarations_that_differs_from_the_reference_is_not_flagged():
+    """The prefixed-name path is the same canonical comparison: hr-02 with another department,
+    or with one triple pattern left out, is not hr-02; nor is a line naming holdout terms."""
+    index = build_index(load_holdout(REPO / "holdout"), GuardsConfig())
+    hr02 = _without_declarations(load_holdout(REPO / "holdout").kg("hr").questions[1].sparql)
+    assert [m.holdout_item for m in index.match_text(hr02) if m.kind == "sparql"] == ["hr/hr-02"]
+    assert not [m for m in index.match_text(hr02.replace("Engineering", "Legal")) if m.kind == "sparql"]
+    assert not [m for m in index.match_text(hr02.replace("?employee a hr:Employee ;", "?employee")) if m.kind == "sparql"]
+    assert index.match_text("SELECT ?x WHERE { ?x rdfs:label ?l }") == []
