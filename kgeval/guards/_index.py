@@ -33,9 +33,12 @@ key of some query (one of its needles, `query_keys`) and then all its needles
 (`query_needles`). A key holding a prefilter literal is preferred: every line with it passes
 the prefilter, so it is looked for in the kept lines only; other keys in whole texts.
 
-Folding: Python matchers use NFKC + casefold; the prefilter uses simple case folding.
-They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
-be missed.
+Folding: everything the index holds (questions, IRIs, identifiers, reference queries) and
+every text it is given is `folded` first (NFKC, hidden characters dropped, Cyrillic and Greek
+look-alikes read as Latin: `kgeval.guards._text`), so a copy in full-width forms, with
+zero-width spaces or soft hyphens, or with look-alike letters is the text it looks like.
+Beyond that the Python matchers fold case (casefold), the prefilter Unicode simple case
+folding; the question word count allows for the difference (`_hidden_word_weights`).
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from pydantic import BaseModel
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
-from kgeval.guards._needles import Needles, load_words_database, whole_words, words_database
+from kgeval.guards._needles import Needles, load_words_database, occurrences, whole_words, words_database
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
@@ -69,6 +72,7 @@ from kgeval.guards._text import (
     declarations,
     feature,
     features,
+    folded,
     iris_in_query,
     query_needles,
     sparql_candidates,
@@ -182,10 +186,10 @@ class HoldoutIndex:
 
     def may_match(self, text: str) -> bool:
         """The prefilter: False means no matcher can fire on `text`."""
-        return bool(self.prefilter_mask([text])[0])
+        return bool(self.prefilter_mask([folded(text)])[0])
 
     def prefilter_mask(self, texts: list[str] | pa.Array) -> np.ndarray:
-        """`may_match` of each text, in one pass of a multi-literal matcher over the column
+        """`may_match` of each text (`folded` already: the needles are), in one pass of a multi-literal matcher over the column
         (`Needles.mask`): linear in the text's length. (Python's `re` tries each of the
         prefilter's hundreds of alternatives at every position: 20 s for one megabyte of text
         without a line break.)"""
@@ -208,8 +212,9 @@ class HoldoutIndex:
         return literal | question, only
 
     def match_text(self, text: str) -> list[Match]:
-        """Every holdout match in `text`: each line, then the text as a query. A lone surrogate
-        (legal in JSON, not in UTF-8) is read as U+FFFD: no holdout text holds one."""
+        """Every holdout match in `text`, `folded`: each line, then the text as a query. A lone
+        surrogate (legal in JSON, not in UTF-8) is read as U+FFFD: no holdout text holds one."""
+        text = folded(text)
         try:
             lines = pa.array(text.split("\n"), pa.large_string())
         except UnicodeEncodeError:
@@ -237,16 +242,18 @@ class HoldoutIndex:
         features is sound; the rarest make the prefilter pass the fewest lines."""
         if not sample:
             return self
+        sample = [folded(line) for line in sample]
         counts = self._words.lines_with_feature(sample)
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
-        lower = joined.lower()  # the prefilter ignores case
-        rarest = {min(n, key=lambda x: (lower.count(x.lower()), *_needle_rank(x))) for n in self.undistinctive_needles}
+        needles = {x for n in self.needle_sets() for x in n}
+        anywhere = occurrences(joined, needles, ignore_case=True)  # the prefilter ignores case
+        rarest = {min(n, key=lambda x: (anywhere[x], *_needle_rank(x))) for n in self.undistinctive_needles}
         covering = self.literals | rarest
-        seen = lru_cache(maxsize=None)(joined.count)  # queries share namespaces
+        seen = occurrences(joined, needles)  # queries share namespaces: counted once
         # Each query's key: a covered needle if it has one (found in kept lines), the rarest.
         tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needle_sets() if n]
-        keys = {min(tier, key=lambda x: (seen(x), -len(x))) for tier in tiers}
+        keys = {min(tier, key=lambda x: (seen[x], -len(x))) for tier in tiers}
         prefilter = _prefilter(set(self.literals) | rarest, anchors)
         return replace(self, prefilter=prefilter, query_keys=frozenset(keys), query_literals=frozenset(rarest))
 
@@ -552,18 +559,18 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     for kg in holdout.kgs:
         for iri in _kg_iris(kg.files) | {i for q in kg.questions for i in iris_in_query(q.sparql)}:
             if not in_namespaces(iri, excluded) and iri not in training_iris:
-                iris[iri].add(kg.id)
+                iris[folded(iri)].add(kg.id)  # as the matchers read a text's
     namespaces = _distinctive_namespaces(iris, excluded, training_iris)
     questions = _held_questions(holdout, config)
     sparql = _canonical_queries(holdout)
     identifiers = _identifiers(holdout)
-    literals = set(identifiers) | {f"holdout/{kg.id}" for kg in holdout.kgs}
+    literals = set(identifiers) | {folded(f"holdout/{kg.id}") for kg in holdout.kgs}
     literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
     anchors = _anchors(questions)
-    queries = list(dict.fromkeys(q.sparql for q in holdout.questions()))
+    queries = list(dict.fromkeys(folded(q.sparql) for q in holdout.questions()))
     needles = list({query_needles(q) for q in queries})
     bare = list({(prologue, bare_query_needles(q, iris)) for q in queries if (prologue := declarations(q))})
-    undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
+    undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(folded(q.sparql)))]
     undistinctive_needles = list({n for n in [*needles, *(n for _, n in bare)] if n and not any(_covered(x, literals) for x in n)})
     query_literals = {min(n, key=_needle_rank) for n in undistinctive_needles}
     return HoldoutIndex(
@@ -639,7 +646,7 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
         words = tokens(q.question)
         feats = features(words)
         threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
-        names = frozenset(feature(w.casefold()) for w in q.question.split()[1:] if w[:1].isupper()) & feats
+        names = frozenset(feature(w.casefold()) for w in folded(q.question).split()[1:] if w[:1].isupper()) & feats
         held.append(
             HeldQuestion(
                 kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names, threshold=threshold
@@ -691,7 +698,7 @@ def _commonness(feat: str, names: frozenset[str]) -> int:
 def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
     sparql: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(holdout.questions()):
-        canonical = canonical_sparql(q.sparql)
+        canonical = canonical_sparql(folded(q.sparql))  # as the matcher reads a text's
         if canonical is None:
             raise InputError(f"{holdout.root}/{q.kg}: question {q.id}: reference SPARQL does not parse")
         sparql[canonical].append(i)
@@ -699,9 +706,9 @@ def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
 
 
 def _identifiers(holdout: Holdout) -> dict[str, str]:
-    ids = {kg.id: f"kg {kg.id}" for kg in holdout.kgs if _distinctive_id(kg.id)}
-    ids.update({f"holdout/{kg.id}": f"kg {kg.id}" for kg in holdout.kgs})
-    ids.update({q.id: f"{q.kg}/{q.id}" for q in holdout.questions() if _distinctive_id(q.id)})
+    ids = {folded(kg.id): f"kg {kg.id}" for kg in holdout.kgs if _distinctive_id(kg.id)}
+    ids.update({folded(f"holdout/{kg.id}"): f"kg {kg.id}" for kg in holdout.kgs})
+    ids.update({folded(q.id): f"{q.kg}/{q.id}" for q in holdout.questions() if _distinctive_id(q.id)})
     return ids
 
 

@@ -384,3 +384,66 @@ def test_a_query_without_declarations_that_differs_from_the_reference_is_not_fla
     assert not [m for m in index.match_text(hr02.replace("Engineering", "Legal")) if m.kind == "sparql"]
     assert not [m for m in index.match_text(hr02.replace("?employee a hr:Employee ;", "?employee")) if m.kind == "sparql"]
     assert index.match_text("SELECT ?x WHERE { ?x rdfs:label ?l }") == []
+
+
+# --- Copies the check must see through: hidden characters and look-alike letters ---
+
+LOOKALIKE = {"a": "\u0430", "c": "\u0441", "e": "\u0435", "o": "\u043e", "p": "\u0440", "x": "\u0445", "y": "\u0443",
+             "i": "\u0456", "j": "\u0458", "s": "\u0455", "A": "\u0410", "B": "\u0412", "C": "\u0421", "E": "\u0415",
+             "H": "\u041d", "I": "\u0406", "K": "\u039a", "M": "\u041c", "O": "\u039f", "P": "\u03a1", "T": "\u0422",
+             "X": "\u03a7", "Y": "\u03a5", "N": "\u039d", "Z": "\u0396", "v": "\u03bd"}
+"""Latin letters -> a Cyrillic or Greek letter drawn alike (Cyrillic where both have one, Greek for K, O, P, X, Y, N, Z, v)."""
+
+DISGUISES = {
+    "full-width": lambda s, i: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in s),
+    "zero-width spaces": lambda s, i: re.sub(r"(?<=\w)(?=\w)", "\u200b", s),
+    "look-alike letters": lambda s, i: "".join(LOOKALIKE.get(c, c) for c in s),
+    "soft hyphens": lambda s, i: re.sub(r"(\w{3})(?=\w{2})", "\\1\u00ad", s),
+    "format characters": lambda s, i: "\ufeff" + re.sub(r"(?<=\w)(?=\w)", lambda m: "\u200c\u200d\u2060\u200e\u202a\u202c"[m.start() % 6], s),
+    "no declarations, full-width": lambda s, i: DISGUISES["full-width"](_without_declarations(s), i),
+}
+
+
+@pytest.mark.parametrize("which", ["sample", "ck25"])
+@pytest.mark.parametrize("disguise", sorted(DISGUISES))
+def test_a_copy_in_hidden_characters_or_look_alike_letters_is_caught(holdouts, tmp_path, which, disguise):
+    """Acceptance found none of the 66 questions or queries caught when written in full-width
+    forms, with zero-width spaces, or with Cyrillic/Greek letters drawn like Latin ones, and 15
+    of 66 with soft hyphens: the prefilter folds only case, so the matchers' NFKC never saw those
+    lines. Texts are folded (NFKC, format characters dropped, look-alikes read as Latin) before the
+    prefilter now: every question is found as itself (exact or near) and every query as its
+    query, while the other holdout's material, disguised the same way, and passages in Russian,
+    Greek, Chinese and German stay clean."""
+    holdout, clean = holdouts[which]
+    change = DISGUISES[disguise]
+    records, questions, queries = [], {}, {}
+    for q in clean.questions():
+        records.append({"prompt": change(q.question, 0), "completion": change(q.sparql, 0)})
+    records += [{"prompt": text, "completion": "ok"} for text in FOREIGN_PASSAGES]
+    clean_records = set(range(len(records)))
+    for i, q in enumerate(holdout.questions()):
+        if not disguise.startswith("no declarations"):
+            questions[len(records)] = f"{q.kg}/{q.id}"
+            records.append({"prompt": "Question: " + change(q.question, i), "completion": "ok"})
+        queries[len(records)] = f"{q.kg}/{q.id}"
+        records.append({"prompt": "Write the SPARQL query.", "completion": change(q.sparql, i)})
+    report = check_contamination([_jsonl(tmp_path / "train.jsonl", records)], build_index(holdout, GuardsConfig()), GuardsConfig())
+    asked = {(h.record, h.holdout_item) for h in report.hits if h.kind in ("question-exact", "question-near")}
+    missed = [item for record, item in questions.items() if (record, item) not in asked]
+    assert not missed, missed
+    found = _caught(report, queries, _same_query(holdout), "sparql")
+    assert len(found) == len(queries), sorted(set(queries.values()) - set(found))
+    assert not {h.record for h in report.hits} & clean_records, [h for h in report.hits if h.record in clean_records][:5]
+
+
+FOREIGN_PASSAGES = [
+    "\u0421\u043e\u0442\u0440\u0443\u0434\u043d\u0438\u043a \u043e\u0442\u0434\u0435\u043b\u0430 \u043f\u0440\u043e\u0434\u0430\u0436 "
+    "\u0440\u0430\u0431\u043e\u0442\u0430\u0435\u0442 \u0432 \u043e\u0444\u0438\u0441\u0435 \u0432 \u0422\u043e\u0440\u043e\u043d\u0442\u043e.",
+    "\u039f \u03c5\u03c0\u03ac\u03bb\u03bb\u03b7\u03bb\u03bf\u03c2 \u03b5\u03c1\u03b3\u03ac\u03b6\u03b5\u03c4\u03b1\u03b9 "
+    "\u03c3\u03c4\u03bf \u03c4\u03bc\u03ae\u03bc\u03b1 \u039c\u03b7\u03c7\u03b1\u03bd\u03b9\u03ba\u03ae\u03c2.",
+    "\u54ea\u4e2a\u90e8\u95e8\uff1f\u5458\u5de5\u5728\u591a\u4f26\u591a\u529e\u516c\u5ba4\u5de5\u4f5c\u3002",
+    "Welche Abteilung? Die Mitarbeiterin arbeitet im B\u00fcro in Stra\u00dfburg, Gr\u00f6\u00dfe egal.",
+    "\ud83d\udc69\u200d\ud83d\udcbb Team update\u2026 caf\u00e9 na\u00efve \ufb01nance \u00bd price",
+]
+"""Clean text with Cyrillic and Greek letters (some drawn like Latin ones), full-width
+punctuation, a zero-width joiner in an emoji, an ellipsis, ligature and fraction NFKC changes."""
