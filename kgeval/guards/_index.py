@@ -116,6 +116,11 @@ class HeldQuestion:
     threshold: float
     """Jaccard a window needs to be a near-duplicate (above 1: exact matches only); see
     `ContaminationConfig.min_question_words`."""
+    words: frozenset[str] = frozenset()
+    """The `feature` of each of its normalized words, function words included."""
+    coverage: float = 0.0
+    """Share of `words` a near-duplicate must hold around its window (0 for a question with
+    many content words); see `ContaminationConfig.min_question_coverage`."""
 
     @property
     def near(self) -> bool:
@@ -297,8 +302,9 @@ class HoldoutIndex:
             if not q.near or len(have) < math.ceil(q.threshold * len(q.features)):
                 continue
             feats = feats or [None if w in STOPWORDS else feature(w) for w in words]
-            score, window = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
-            if score >= q.threshold:
+            score, start, end = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
+            if score >= q.threshold and _covers(words, start, end, q):
+                window = " ".join(words[start : end + 1])
                 found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
         return found
 
@@ -525,13 +531,13 @@ def _prefixes(iri: str) -> list[str]:
     return [iri[: i + 1] for i in range(len(iri) - 1, 7, -1) if iri[i] in "/#"]
 
 
-def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, str]:
+def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, int, int]:
     """Highest Jaccard of the question's features with a window of at most its length + 3
-    words. Only windows that start and end on one of its features can be best: widening a
+    words, and the window's first and last word (0, 0, -1: none). Only windows that start and end on one of its features can be best: widening a
     window adds no feature of the question. Each start grows its window one word at a time,
     keeping the intersection and union sizes, so a line costs O(hits x window length), not the
     cube of it (a long line full of the question's words is a service request's worst case)."""
-    best, best_window = 0.0, ""
+    best, best_start, best_end = 0.0, 0, -1
     span, size = q.length + 3, len(q.features)
     for start in hits:
         seen: set[str] = set()
@@ -545,10 +551,20 @@ def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: 
                 shared += 1
                 score = shared / (size + len(seen) - shared)
                 if score > best:
-                    best, best_window = score, " ".join(words[start : end + 1])
+                    best, best_start, best_end = score, start, end
         if best >= 1.0:
             break
-    return best, best_window
+    return best, best_start, best_end
+
+
+def _covers(words: list[str], start: int, end: int, q: HeldQuestion) -> bool:
+    """Do the words around a near-duplicate window (as many more as make it the question's
+    length, on each side) hold `q.coverage` of the question's words?"""
+    if not q.coverage:
+        return True
+    slack = max(0, q.length - (end - start + 1))
+    around = {feature(w) for w in words[max(0, start - slack) : end + 1 + slack]}
+    return len(q.words & around) >= q.coverage * len(q.words)
 
 
 def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFingerprint] = ()) -> HoldoutIndex:
@@ -647,9 +663,11 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
         feats = features(words)
         threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
         names = frozenset(feature(w.casefold()) for w in folded(q.question).split()[1:] if w[:1].isupper()) & feats
+        coverage = cc.min_question_coverage if len(feats) < cc.short_question_words else 0.0
         held.append(
             HeldQuestion(
-                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names, threshold=threshold
+                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names,
+                threshold=threshold, words=frozenset(map(feature, words)), coverage=coverage,
             )
         )
     return held

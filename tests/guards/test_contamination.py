@@ -447,3 +447,96 @@ FOREIGN_PASSAGES = [
 ]
 """Clean text with Cyrillic and Greek letters (some drawn like Latin ones), full-width
 punctuation, a zero-width joiner in an emoji, an ellipsis, ligature and fraction NFKC changes."""
+
+# --- Short generic questions: not near-duplicates of a short holdout question ---
+
+SHORT_REWORDINGS = {
+    "hr/hr-08": ["How many employees are in each department?", "how many employees does every department have"],
+    "trials/trials-10": ["How many trials are there per phase?", "how many trials are in each phase"],
+    "catalogue/catalogue-05": ["How many discontinued products are there?", "How many products were discontinued?"],
+    "catalogue/catalogue-09": ["How many units are in stock in each warehouse?", "how many units in stock per warehouse"],
+    "catalogue/catalogue-07": ["Is any discontinued product still in stock at all?"],
+    "catalogue/catalogue-08": ["Which products launched before 2016?", "What products were launched before 2016?"],
+    "complaints/complaints-04": ["Number of complaints received in 2023?", "How many complaints were received during 2023?"],
+    "complaints/complaints-09": ["List the complaints about payday loans.", "Show all complaints about payday loans"],
+    "complaints/complaints-17": ["How many complaints did the consumers dispute?"],
+    "complaints/complaints-05": ["How many complaints has every financial product received?"],
+    "complaints/complaints-08": ["Which five states did most complaints come from?"],
+    "complaints/complaints-02": ["What date was complaint 3517884 received on?"],
+    "hr/hr-01": ["In which department does Karen Novak work?"],
+    "hr/hr-03": ["Tell me how many employees are located at the Toronto office."],
+    "hr/hr-04": ["Is Karen Duarte working remotely?"],
+    "hr/hr-09": ["What's the average salary in the Finance department?"],
+    "trials/trials-01": ["Who is the sponsor of trial NCT05937709?"],
+    "trials/trials-05": ["How many phase 3 trials does the registry have?"],
+    "trials/trials-06": ["Is trial NCT05964932 recruiting currently?"],
+    "catalogue/catalogue-04": ["What are the 5 most expensive products and what do they cost?"],
+    "catalogue/catalogue-11": ["Which three brands have most products in the catalogue and how many each?"],
+    "catalogue/catalogue-01": ["How much does the Falkwerk Dumbbell Set Z476 cost, i.e. its price?"],
+    "trials/trials-03": ["Give me all the trials studying type 2 diabetes"],
+    "ck25/ck25-5": ["Who has got expertise in transistors?"],
+    "ck25/ck25-6": ["Who's our sensor expert?"],
+    "ck25/ck25-13": ["How many suppliers are there in France?"],
+    "ck25/ck25-16": ["Do we have any suppliers in Toulouse?"],
+    "ck25/ck25-18": ["Which is the cheapest oscillator we have?"],
+    "ck25/ck25-1": ["Which department is Ms. Brant in?"],
+    "ck25/ck25-3": ["Who's Heinrich Hoch's manager?"],
+    "ck25/ck25-19": ["Which is the most expensive service that we offer?"],
+    "ck25/ck25-25": ["What coil has the highest density?"],
+    "ck25/ck25-33": ["Are there any departments with no manager assigned?"],
+}
+"""Light rewordings of holdout questions with two to four content words (and two longer ones),
+as a data builder would leave a copied question: each is caught."""
+
+GENERIC_SHORT_QUESTIONS = [
+    'employees per department', 'number of employees', 'list all departments', 'average salary per department',
+    'salary by department', 'departments and their managers', 'employees hired in 2020', 'who works remotely',
+    'list remote employees', 'offices by city', 'employee count per office', 'stock per warehouse',
+    'products per brand', 'discontinued products', 'products in stock', 'cheapest product', 'most expensive products',
+    'products launched in 2019', 'brands by country', 'warehouse cities', 'complaints per state',
+    'complaints by product', 'complaints received', 'complaints about mortgages', 'disputed complaints',
+    'companies with the most complaints', 'trials per phase', 'trials by sponsor', 'recruiting trials',
+    'phase 2 trials', 'trial enrollment', 'conditions studied', 'suppliers per country', 'suppliers in Germany',
+    'experts in sensors', 'department managers', 'product prices', 'How many employees are there?',
+    'Which departments exist?', 'What does each product cost?', 'List products by price',
+    'How many offices are there?', 'Who manages the Sales department?', 'What is the budget of each department?',
+    'Employees with a salary above 100000', 'Average price per category', 'Count of products per category',
+    'Number of complaints per company', 'Number of trials per condition', 'Which sponsors run the most trials?',
+    'Employees in the Marketing department', 'Who is the manager of the IT department?', 'Products out of stock',
+    'Products supplied from Germany', 'Complaints submitted by phone', 'Complaints with monetary relief',
+    'Trials started in 2021', 'Trials with more than 100 patients', 'Suppliers of capacitors',
+    'Average enrollment per phase', 'Top five brands by revenue', 'Total stock of each product',
+    'Employees per office', 'Units per warehouse', 'Departments per office', 'Complaints per year',
+    'Trials per sponsor', 'Products per supplier', 'Managers per department', 'Employees by hire year',
+    'phase of each trial', 'price of each product', 'state of each complaint', 'department of each employee',
+    'salary of each employee', 'stock of each product', 'sponsor of each trial', 'How many products are there?',
+    'How many complaints are there?', 'How many trials are there?', 'How many departments are there?',
+    'List all employees', 'List all products', 'List all trials', 'List all complaints', 'Show the warehouses',
+    'Show all brands', 'Which employees work in Sales?', 'Which products cost more than 50 euros?',
+    'Which trials are completed?', 'Which complaints were closed?', 'What is the email of the HR manager?',
+    'Who sponsors the most trials?', 'Which country has the most suppliers?',
+    'Which department has the highest budget?', 'Which warehouse holds the most units?',
+    'Which state has the most complaints?', 'Which phase has the most trials?',
+]
+"""Short questions a text-to-SPARQL training set over HR, catalogue, complaint, trial and
+supplier KGs holds, written without looking at how the holdout words its questions: many share
+all content words of a short holdout question ("employees per department", "trials per phase")."""
+
+
+def test_short_generic_questions_are_not_near_duplicates_but_rewordings_are(holdouts, tmp_path):
+    """Acceptance found "employees per department" flagged as hr-08 ("How many employees does
+    each department have?") at score 1.00: content-word Jaccard on two words is 1 for any phrase
+    with both. Of the generic questions above, 14 of 148 were flagged against the sample holdout
+    and 5 of 164 against CK25. A near-duplicate of a question with fewer than 5 content words must
+    now also hold 55% of its words, function words included, around the match: none is flagged,
+    and every rewording still is (as its own item); the CK25 questions stay clean too."""
+    for holdout, clean in holdouts.values():
+        items = {f"{q.kg}/{q.id}" for q in holdout.questions()}
+        rewordings = [(item, text) for item, texts in SHORT_REWORDINGS.items() if item in items for text in texts]
+        generic = GENERIC_SHORT_QUESTIONS + [q.question for q in clean.questions()]
+        records = [{"prompt": text} for _, text in rewordings] + [{"prompt": text} for text in generic]
+        report = check_contamination([_jsonl(tmp_path / "short.jsonl", records)], build_index(holdout, GuardsConfig()), GuardsConfig())
+        found = {(h.record, h.holdout_item) for h in report.hits}
+        assert [r for i, r in enumerate(rewordings) if (i, r[0]) not in found] == []
+        flagged = sorted({(records[h.record]["prompt"], h.holdout_item) for h in report.hits if h.record >= len(rewordings)})
+        assert flagged == [], flagged

@@ -52,15 +52,15 @@ def test_a_ten_megabyte_text_without_line_breaks_is_matched_in_linear_time():
 
 def _brute_best_window(words, feats, hits, q):
     """The definition: every window starting and ending on a question feature, within span."""
-    best, best_window = 0.0, ""
+    best, best_start, best_end = 0.0, 0, -1
     for a, start in enumerate(hits):
         for end in hits[a:]:
             if end - start >= q.length + 3:
                 break
             score = jaccard(q.features, frozenset(f for f in feats[start : end + 1] if f))
             if score > best:
-                best, best_window = score, " ".join(words[start : end + 1])
-    return best, best_window
+                best, best_start, best_end = score, start, end
+    return best, best_start, best_end
 
 
 def test_incremental_best_window_equals_the_definition(index):
