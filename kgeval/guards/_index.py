@@ -194,10 +194,10 @@ class HoldoutIndex:
         return bool(self.prefilter_mask([folded(text)])[0])
 
     def prefilter_mask(self, texts: list[str] | pa.Array) -> np.ndarray:
-        """`may_match` of each text (`folded` already: the needles are), in one pass of a multi-literal matcher over the column
-        (`Needles.mask`): linear in the text's length. (Python's `re` tries each of the
-        prefilter's hundreds of alternatives at every position: 20 s for one megabyte of text
-        without a line break.)"""
+        """`may_match` of each text (`folded` already: the needles are), in one pass of a
+        multi-literal matcher over the column (`Needles.mask`): linear in the text's length.
+        (Python's `re` tries each of the prefilter's hundreds of alternatives at every position:
+        20 s for one megabyte of text without a line break.)"""
         return self.prefilter.mask(texts)
 
     def line_mask(self, lines: pa.Array) -> np.ndarray:
@@ -448,9 +448,9 @@ def _hidden_word_weights(feature_chars: frozenset[str]) -> dict[int, str]:
     word no ASCII feature is)."""
     wanted = set(feature_chars) | set(string.ascii_lowercase + string.digits)
     by_weight: dict[int, set[int]] = defaultdict(set)
-    for c, folded in _folded_characters():
-        if not folded or not wanted.isdisjoint(folded):  # a character folded to nothing would join words
-            by_weight[max(1, len(TOKEN.findall(folded)))].add(ord(c))
+    for c, spelled in _folded_characters():
+        if not spelled or not wanted.isdisjoint(spelled):  # a character folded to nothing would join words
+            by_weight[max(1, len(TOKEN.findall(spelled)))].add(ord(c))
     by_weight[1].update(ord(x) for c in feature_chars for x in unicodedata.normalize("NFD", c) + c if not x.isascii())
     return {w: _char_class(sorted(points)) for w, points in sorted(by_weight.items())}
 
@@ -533,10 +533,11 @@ def _prefixes(iri: str) -> list[str]:
 
 def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, int, int]:
     """Highest Jaccard of the question's features with a window of at most its length + 3
-    words, and the window's first and last word (0, 0, -1: none). Only windows that start and end on one of its features can be best: widening a
-    window adds no feature of the question. Each start grows its window one word at a time,
-    keeping the intersection and union sizes, so a line costs O(hits x window length), not the
-    cube of it (a long line full of the question's words is a service request's worst case)."""
+    words, and the window's first and last word (0, 0, -1: none). Only windows that start and
+    end on one of its features can be best: widening a window adds no feature of the question.
+    Each start grows its window one word at a time, keeping the intersection and union sizes,
+    so a line costs O(hits x window length), not the cube of it (a long line full of the
+    question's words is a service request's worst case)."""
     best, best_start, best_end = 0.0, 0, -1
     span, size = q.length + 3, len(q.features)
     for start in hits:

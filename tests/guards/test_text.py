@@ -9,7 +9,14 @@ import unicodedata
 import pyarrow as pa
 import pytest
 
-from kgeval.guards._text import HIDDEN, LOOKALIKES, folded, folded_rows, foldable_characters, tokens
+from kgeval.guards._text import (
+    HIDDEN,
+    LOOKALIKES,
+    foldable_characters,
+    folded,
+    folded_rows,
+    tokens,
+)
 from kgeval.holdout import load_holdout
 from tests.conftest import REPO
 from tests.guards.test_contamination import DISGUISES
