@@ -4,7 +4,9 @@ Generates, in a temporary directory deleted afterwards, a JSONL file of text-to-
 training records (half in prompt/completion form, half as chat messages) with leaks of every
 kind planted at random records: a holdout question with case, spacing and punctuation
 changed; a light paraphrase; a reference query with variables and prefixes renamed and its
-layout changed; a distinctive holdout IRI; a holdout question id; half of them written with
+layout changed, or every other one without its declarations; a distinctive holdout IRI; a
+holdout question id; the questions and queries in turn as written, in full-width forms, with
+Cyrillic/Greek look-alike letters and with zero-width spaces; half of the leaks written with
 `/` as `\\/` and vowels and quotes (keys too) as `\\u` escapes, so their raw bytes hold no needle.
 
 `--corpus unique` (default): no record and no line repeats (random prose over a 30,000-word
@@ -183,20 +185,48 @@ def rename_query(sparql: str, rng: random.Random) -> str:
     return " ".join(out.split())
 
 
+LOOKALIKE = {"a": "\u0430", "c": "\u0441", "e": "\u0435", "o": "\u043e", "p": "\u0440", "x": "\u0445", "y": "\u0443",
+             "A": "\u0410", "B": "\u0412", "C": "\u0421", "E": "\u0415", "H": "\u041d", "K": "\u039a", "M": "\u041c",
+             "O": "\u039f", "P": "\u0420", "T": "\u0422", "X": "\u03a7"}
+"""Latin letters -> Cyrillic or Greek letters drawn alike (a homoglyph swap)."""
+
+DISGUISES = (
+    lambda s: s,
+    lambda s: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in s),  # full-width
+    lambda s: "".join(LOOKALIKE.get(c, c) for c in s),
+    lambda s: re.sub(r"(?<=\w)(?=\w)", "\u200b", s),  # zero-width spaces inside words
+)
+"""As written, full-width forms, look-alike letters, zero-width spaces: each leak kind that is
+text (questions, queries) is planted in turn in each."""
+
+
+def bare_query(sparql: str, rng: random.Random) -> str:
+    """A query without its PREFIX / BASE declarations (so with the holdout's own prefixes),
+    variables renamed, keywords lower-cased, whitespace folded (comments dropped first)."""
+    out = re.sub(r"(?i)\b(?:PREFIX\s+[^\s:]*:\s*<[^>]*>|BASE\s*<[^>]*>)", " ", re.sub(r"(?m)(^|\s)#[^\n]*$", r"\1", sparql))
+    for var in sorted(set(re.findall(r"\?(\w+)", out)), key=len, reverse=True):
+        out = re.sub(rf"\?{var}\b", f"?x{rng.randrange(10**6)}", out)
+    out = re.sub(r"\b(SELECT|WHERE|DISTINCT|ORDER BY|LIMIT|FILTER|ASK)\b", lambda m: m.group(1).lower(), out)
+    return " ".join(out.split())
+
+
 def planted_leaks(index, holdout, rng: random.Random, per_kind: int) -> list[tuple[str, str, dict]]:
-    """(kind, holdout item, record) for every planted leak."""
+    """(kind, holdout item, record) for every planted leak; questions and queries in turn as
+    written and in each of `DISGUISES`, every other query also without its declarations."""
     questions = holdout.questions()
     iris = sorted(index.iris)
     leaks = []
-    for _ in range(per_kind):
+    for n in range(per_kind):
+        disguise = DISGUISES[n % len(DISGUISES)]
         q = rng.choice(questions)
         mangled = "  ".join(w.upper() if rng.random() < 0.5 else w.lower() for w in re.findall(r"\w+", q.question)) + " ?!"
-        leaks.append(("question-exact", f"{q.kg}/{q.id}", {"prompt": "Question: " + mangled, "completion": "SELECT * WHERE { ?s ?p ?o }"}))
+        leaks.append(("question-exact", f"{q.kg}/{q.id}", {"prompt": "Question: " + disguise(mangled), "completion": "SELECT * WHERE { ?s ?p ?o }"}))
         qid, text = rng.choice(sorted(PARAPHRASES.items()))
         kg = qid.rsplit("-", 1)[0]
         leaks.append(("question-near", f"{kg}/{qid}", {"messages": [{"role": "user", "content": text}]}))
         q = rng.choice(questions)
-        leaks.append(("sparql", f"{q.kg}/{q.id}", {"prompt": "Translate.", "completion": rename_query(q.sparql, rng)}))
+        query = bare_query(q.sparql, rng) if n % 2 else rename_query(q.sparql, rng)
+        leaks.append(("sparql", f"{q.kg}/{q.id}", {"prompt": "Translate.", "completion": disguise(query)}))
         iri = rng.choice(iris)
         leaks.append(("iri", "kg " + ", ".join(sorted(index.iris[iri])), {"prompt": f"What do you know about <{iri}>?", "completion": "n/a"}))
         q = rng.choice(questions)

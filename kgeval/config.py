@@ -464,8 +464,18 @@ class ContaminationConfig(_Strict):
     is a near-duplicate (calibrated: light paraphrases >= 0.6, unrelated CK25 questions < 0.5)."""
     min_question_words: int = Field(3, ge=2)
     """Questions with fewer content words than this are near-duplicates only of a passage with
-    exactly their content words (Jaccard 1); with fewer than 2, exact (normalized) matches only.
-    Jaccard on two-word sets is too coarse: "employees per department" is not a leak."""
+    exactly their content words (Jaccard 1); with fewer than 2, exact (normalized) matches only."""
+    short_question_words: int = Field(5, ge=0)
+    """Questions with fewer content words than this are near-duplicates only of a passage that
+    also holds `min_question_coverage` of their words (0: no question is short)."""
+    min_question_coverage: float = Field(0.55, ge=0, le=1)
+    """Share of a short question's distinct words, function words included, that a near-
+    duplicate must hold within about the question's length of its content words. Content-word
+    Jaccard is too coarse on two to four words: "employees per department" has both content words
+    of "How many employees does each department have?" (Jaccard 1) but 2 of its 7 words, and is a
+    generic phrase, not a copy. Calibrated on light rewordings of the short sample and CK25
+    questions (0.57-1.0) and generic short questions with their content words (0-0.50):
+    tests/guards/test_contamination.py."""
     workers: int = Field(0, ge=0)
     """Worker processes; 0 means one per CPU core."""
     sample_mb: int = Field(2, ge=0)

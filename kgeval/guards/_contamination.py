@@ -39,6 +39,7 @@ from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
 from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
+from kgeval.guards._text import folded_rows
 from kgeval.holdout import Holdout
 
 MAX_REPORTED_HITS = 1000
@@ -216,6 +217,21 @@ class ShardScanner:
 
     def _field_matches(self, texts: pa.Array) -> Iterable[tuple[int, list[Match]]]:
         """(text index, its matches) for each text of one field with any, in text order.
+
+        Texts are matched as they are, and those that `folded` changes (only rows with
+        characters outside ASCII are looked at) again as it reads them, a text's matches
+        joined: so a copy in full-width forms, hidden characters or look-alike letters meets
+        the prefilter as the text it looks like, and ASCII-only data pays one pass of
+        `string_is_ascii`."""
+        found = dict(self._matches_as_given(texts))
+        rows, changed = folded_rows(texts)
+        if len(rows):
+            for t, matches in self._matches_as_given(pa.array(changed, pa.large_string())):
+                found[int(rows[t])] = unique_matches(matches + found.get(int(rows[t]), []))
+        yield from sorted(found.items())
+
+    def _matches_as_given(self, texts: pa.Array) -> Iterable[tuple[int, list[Match]]]:
+        """`_field_matches` of texts without folding them.
 
         Training data repeats lines (system prompts, schema context), so the lines the
         prefilter keeps are deduplicated in Arrow and each distinct line matched once;

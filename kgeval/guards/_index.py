@@ -33,9 +33,12 @@ key of some query (one of its needles, `query_keys`) and then all its needles
 (`query_needles`). A key holding a prefilter literal is preferred: every line with it passes
 the prefilter, so it is looked for in the kept lines only; other keys in whole texts.
 
-Folding: Python matchers use NFKC + casefold; the prefilter uses simple case folding.
-They agree except on rare characters (ligatures, `ß`, full-width forms), where a match may
-be missed.
+Folding: everything the index holds (questions, IRIs, identifiers, reference queries) and
+every text it is given is `folded` first (NFKC, hidden characters dropped, Cyrillic and Greek
+look-alikes read as Latin: `kgeval.guards._text`), so a copy in full-width forms, with
+zero-width spaces or soft hyphens, or with look-alike letters is the text it looks like.
+Beyond that the Python matchers fold case (casefold), the prefilter Unicode simple case
+folding; the question word count allows for the difference (`_hidden_word_weights`).
 """
 
 from __future__ import annotations
@@ -59,14 +62,17 @@ from pydantic import BaseModel
 from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
-from kgeval.guards._needles import Needles, load_words_database, whole_words, words_database
+from kgeval.guards._needles import Needles, load_words_database, occurrences, whole_words, words_database
 from kgeval.guards._text import (
     QUERY_KEYWORD,
     STOPWORDS,
     TOKEN,
+    bare_query_needles,
     canonical_sparql,
+    declarations,
     feature,
     features,
+    folded,
     iris_in_query,
     query_needles,
     sparql_candidates,
@@ -110,6 +116,11 @@ class HeldQuestion:
     threshold: float
     """Jaccard a window needs to be a near-duplicate (above 1: exact matches only); see
     `ContaminationConfig.min_question_words`."""
+    words: frozenset[str] = frozenset()
+    """The `feature` of each of its normalized words, function words included."""
+    coverage: float = 0.0
+    """Share of `words` a near-duplicate must hold around its window (0 for a question with
+    many content words); see `ContaminationConfig.min_question_coverage`."""
 
     @property
     def near(self) -> bool:
@@ -137,13 +148,19 @@ class HoldoutIndex:
     Chosen, where a query has one, among needles holding a prefilter literal (`_covered`):
     those are found in the lines the prefilter keeps, the others only in whole texts."""
     undistinctive_queries: list[str] = field(default_factory=list)
-    """Reference queries with no distinctive IRI: the prefilter holds one needle of each."""
+    """Reference queries with no distinctive IRI."""
     undistinctive_needles: list[frozenset[str]] = field(default_factory=list)
-    """The needles of each undistinctive query."""
+    """The needle sets (`needles` and `bare`'s) none of whose needles holds a literal: those
+    of undistinctive queries, and those of queries copied without their declarations (which
+    no longer hold a holdout namespace). The prefilter holds one needle of each."""
     query_literals: frozenset[str] = frozenset()
-    """One needle of each undistinctive query (the rarest known): in the prefilter, so a text
-    holding the query is tried as one, but not in `line_mask`'s literals (a line matcher finds
-    IRIs, identifiers and questions, never a query: the needle may be a common namespace)."""
+    """One needle of each of `undistinctive_needles` (the rarest known): in the prefilter, so a
+    text holding the query is tried as one, but not in `line_mask`'s literals (a line matcher
+    finds IRIs, identifiers and questions, never a query: the needle may be a common name)."""
+    bare: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+    """Per reference query with declarations (distinct): its declarations, and the strings a
+    copy of it without them must contain (`bare_query_needles`): such a copy is read with the
+    holdout's declarations (`SELECT ?p WHERE { ?p hr:worksIn ?d }` is hr's query all the same)."""
 
     def __post_init__(self) -> None:
         ids = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
@@ -174,13 +191,13 @@ class HoldoutIndex:
 
     def may_match(self, text: str) -> bool:
         """The prefilter: False means no matcher can fire on `text`."""
-        return bool(self.prefilter_mask([text])[0])
+        return bool(self.prefilter_mask([folded(text)])[0])
 
     def prefilter_mask(self, texts: list[str] | pa.Array) -> np.ndarray:
-        """`may_match` of each text, in one pass of a multi-literal matcher over the column
-        (`Needles.mask`): linear in the text's length. (Python's `re` tries each of the
-        prefilter's hundreds of alternatives at every position: 20 s for one megabyte of text
-        without a line break.)"""
+        """`may_match` of each text (`folded` already: the needles are), in one pass of a
+        multi-literal matcher over the column (`Needles.mask`): linear in the text's length.
+        (Python's `re` tries each of the prefilter's hundreds of alternatives at every position:
+        20 s for one megabyte of text without a line break.)"""
         return self.prefilter.mask(texts)
 
     def line_mask(self, lines: pa.Array) -> np.ndarray:
@@ -200,8 +217,9 @@ class HoldoutIndex:
         return literal | question, only
 
     def match_text(self, text: str) -> list[Match]:
-        """Every holdout match in `text`: each line, then the text as a query. A lone surrogate
-        (legal in JSON, not in UTF-8) is read as U+FFFD: no holdout text holds one."""
+        """Every holdout match in `text`, `folded`: each line, then the text as a query. A lone
+        surrogate (legal in JSON, not in UTF-8) is read as U+FFFD: no holdout text holds one."""
+        text = folded(text)
         try:
             lines = pa.array(text.split("\n"), pa.large_string())
         except UnicodeEncodeError:
@@ -229,16 +247,18 @@ class HoldoutIndex:
         features is sound; the rarest make the prefilter pass the fewest lines."""
         if not sample:
             return self
+        sample = [folded(line) for line in sample]
         counts = self._words.lines_with_feature(sample)
         anchors = _anchors(self.questions, lambda f, q: (counts[f], _commonness(f, q.names), -len(f), f))
         joined = "\n".join(sample)
-        lower = joined.lower()  # the prefilter ignores case
-        rarest = {min(n, key=lambda x: (lower.count(x.lower()), *_needle_rank(x))) for n in self.undistinctive_needles}
+        needles = {x for n in self.needle_sets() for x in n}
+        anywhere = occurrences(joined, needles, ignore_case=True)  # the prefilter ignores case
+        rarest = {min(n, key=lambda x: (anywhere[x], *_needle_rank(x))) for n in self.undistinctive_needles}
         covering = self.literals | rarest
-        seen = lru_cache(maxsize=None)(joined.count)  # queries share namespaces
+        seen = occurrences(joined, needles)  # queries share namespaces: counted once
         # Each query's key: a covered needle if it has one (found in kept lines), the rarest.
-        tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needles if n]
-        keys = {min(tier, key=lambda x: (seen(x), -len(x))) for tier in tiers}
+        tiers = [[x for x in n if _covered(x, covering)] or list(n) for n in self.needle_sets() if n]
+        keys = {min(tier, key=lambda x: (seen[x], -len(x))) for tier in tiers}
         prefilter = _prefilter(set(self.literals) | rarest, anchors)
         return replace(self, prefilter=prefilter, query_keys=frozenset(keys), query_literals=frozenset(rarest))
 
@@ -282,23 +302,35 @@ class HoldoutIndex:
             if not q.near or len(have) < math.ceil(q.threshold * len(q.features)):
                 continue
             feats = feats or [None if w in STOPWORDS else feature(w) for w in words]
-            score, window = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
-            if score >= q.threshold:
+            score, start, end = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
+            if score >= q.threshold and _covers(words, start, end, q):
+                window = " ".join(words[start : end + 1])
                 found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
         return found
 
     def _match_sparql(self, text: str) -> list[Match]:
-        if not any(all(n in text for n in needles) for needles in self.needles):
+        """Reference queries in `text`: a piece that parses as it is, or, when it does not (a
+        prefix it does not declare), read after the declarations of each reference query whose
+        copy without them it may be (its own declarations, after those, still count)."""
+        prologues = [p for p, needles in self.bare if all(n in text for n in needles)]
+        if not prologues and not any(all(n in text for n in needles) for needles in self.needles):
             return []
         found = []
         for piece in sparql_candidates(text):
             if not QUERY_KEYWORD.search(piece):
                 continue
             canonical = canonical_sparql(piece)
+            for prologue in prologues if canonical is None else ():
+                if (canonical := canonical_sparql(f"{prologue}\n{piece}")) in self.sparql:
+                    break
             for i in self.sparql.get(canonical, ()) if canonical else ():
                 q = self.questions[i]
                 found.append(Match(kind="sparql", matched=" ".join(piece.split())[:200], holdout_item=f"{q.kg}/{q.id}"))
         return found
+
+    def needle_sets(self) -> list[frozenset[str]]:
+        """The needles of each reference query as written, and of each without its declarations."""
+        return [*self.needles, *(n for _, n in self.bare)]
 
     def question_matches(self, text: str) -> list[Match]:
         """Exact and near-duplicate holdout questions in `text` (no prefilter: for short texts)."""
@@ -416,9 +448,9 @@ def _hidden_word_weights(feature_chars: frozenset[str]) -> dict[int, str]:
     word no ASCII feature is)."""
     wanted = set(feature_chars) | set(string.ascii_lowercase + string.digits)
     by_weight: dict[int, set[int]] = defaultdict(set)
-    for c, folded in _folded_characters():
-        if not folded or not wanted.isdisjoint(folded):  # a character folded to nothing would join words
-            by_weight[max(1, len(TOKEN.findall(folded)))].add(ord(c))
+    for c, spelled in _folded_characters():
+        if not spelled or not wanted.isdisjoint(spelled):  # a character folded to nothing would join words
+            by_weight[max(1, len(TOKEN.findall(spelled)))].add(ord(c))
     by_weight[1].update(ord(x) for c in feature_chars for x in unicodedata.normalize("NFD", c) + c if not x.isascii())
     return {w: _char_class(sorted(points)) for w, points in sorted(by_weight.items())}
 
@@ -499,13 +531,14 @@ def _prefixes(iri: str) -> list[str]:
     return [iri[: i + 1] for i in range(len(iri) - 1, 7, -1) if iri[i] in "/#"]
 
 
-def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, str]:
+def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: HeldQuestion) -> tuple[float, int, int]:
     """Highest Jaccard of the question's features with a window of at most its length + 3
-    words. Only windows that start and end on one of its features can be best: widening a
-    window adds no feature of the question. Each start grows its window one word at a time,
-    keeping the intersection and union sizes, so a line costs O(hits x window length), not the
-    cube of it (a long line full of the question's words is a service request's worst case)."""
-    best, best_window = 0.0, ""
+    words, and the window's first and last word (0, 0, -1: none). Only windows that start and
+    end on one of its features can be best: widening a window adds no feature of the question.
+    Each start grows its window one word at a time, keeping the intersection and union sizes,
+    so a line costs O(hits x window length), not the cube of it (a long line full of the
+    question's words is a service request's worst case)."""
+    best, best_start, best_end = 0.0, 0, -1
     span, size = q.length + 3, len(q.features)
     for start in hits:
         seen: set[str] = set()
@@ -519,10 +552,20 @@ def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: 
                 shared += 1
                 score = shared / (size + len(seen) - shared)
                 if score > best:
-                    best, best_window = score, " ".join(words[start : end + 1])
+                    best, best_start, best_end = score, start, end
         if best >= 1.0:
             break
-    return best, best_window
+    return best, best_start, best_end
+
+
+def _covers(words: list[str], start: int, end: int, q: HeldQuestion) -> bool:
+    """Do the words around a near-duplicate window (as many more as make it the question's
+    length, on each side) hold `q.coverage` of the question's words?"""
+    if not q.coverage:
+        return True
+    slack = max(0, q.length - (end - start + 1))
+    around = {feature(w) for w in words[max(0, start - slack) : end + 1 + slack]}
+    return len(q.words & around) >= q.coverage * len(q.words)
 
 
 def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFingerprint] = ()) -> HoldoutIndex:
@@ -533,17 +576,19 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
     for kg in holdout.kgs:
         for iri in _kg_iris(kg.files) | {i for q in kg.questions for i in iris_in_query(q.sparql)}:
             if not in_namespaces(iri, excluded) and iri not in training_iris:
-                iris[iri].add(kg.id)
+                iris[folded(iri)].add(kg.id)  # as the matchers read a text's
     namespaces = _distinctive_namespaces(iris, excluded, training_iris)
     questions = _held_questions(holdout, config)
     sparql = _canonical_queries(holdout)
     identifiers = _identifiers(holdout)
-    literals = set(identifiers) | {f"holdout/{kg.id}" for kg in holdout.kgs}
+    literals = set(identifiers) | {folded(f"holdout/{kg.id}") for kg in holdout.kgs}
     literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
     anchors = _anchors(questions)
-    needles = list({query_needles(q.sparql) for q in holdout.questions()})
-    undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(q.sparql))]
-    undistinctive_needles = list({n for q in undistinctive if (n := query_needles(q.sparql))})
+    queries = list(dict.fromkeys(folded(q.sparql) for q in holdout.questions()))
+    needles = list({query_needles(q) for q in queries})
+    bare = list({(prologue, bare_query_needles(q, iris)) for q in queries if (prologue := declarations(q))})
+    undistinctive = [q for q in holdout.questions() if not any(i in iris for i in iris_in_query(folded(q.sparql)))]
+    undistinctive_needles = list({n for n in [*needles, *(n for _, n in bare)] if n and not any(_covered(x, literals) for x in n)})
     query_literals = {min(n, key=_needle_rank) for n in undistinctive_needles}
     return HoldoutIndex(
         kgs=tuple(kg.id for kg in holdout.kgs),
@@ -559,15 +604,20 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         literals=frozenset(literals),
         query_literals=frozenset(query_literals),
         undistinctive_needles=undistinctive_needles,
-        query_keys=frozenset(min(n, key=lambda x: (not _covered(x, literals | query_literals), -len(x))) for n in needles if n),
+        bare=bare,
+        query_keys=frozenset(
+            min(n, key=lambda x: (not _covered(x, literals | query_literals), -len(x))) for n in [*needles, *(n for _, n in bare)] if n
+        ),
         undistinctive_queries=[f"{q.kg}/{q.id}" for q in undistinctive],
     )
 
 
-def _needle_rank(needle: str) -> tuple[bool, int]:
-    """Which needle of a query without a distinctive IRI to look for: not a namespace (its
-    namespaces are common ones, declared by much SPARQL in training data), then the longest."""
-    return "://" in needle, -len(needle)
+def _needle_rank(needle: str) -> tuple[bool, bool, int]:
+    """Which needle of a set without a literal to look for: not a namespace (a query without a
+    distinctive IRI declares only common ones, as much SPARQL in training data does), then a
+    prefixed name (`hr:worksIn`, rare in prose, where a label such as "Engineering" is not),
+    then the longest."""
+    return "://" in needle, ":" not in needle, -len(needle)
 
 
 def _kg_iris(files: tuple) -> set[str]:
@@ -613,10 +663,12 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
         words = tokens(q.question)
         feats = features(words)
         threshold = cc.near_duplicate if len(feats) >= cc.min_question_words else 1.0 if len(feats) >= 2 else 2.0
-        names = frozenset(feature(w.casefold()) for w in q.question.split()[1:] if w[:1].isupper()) & feats
+        names = frozenset(feature(w.casefold()) for w in folded(q.question).split()[1:] if w[:1].isupper()) & feats
+        coverage = cc.min_question_coverage if len(feats) < cc.short_question_words else 0.0
         held.append(
             HeldQuestion(
-                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names, threshold=threshold
+                kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names,
+                threshold=threshold, words=frozenset(map(feature, words)), coverage=coverage,
             )
         )
     return held
@@ -665,7 +717,7 @@ def _commonness(feat: str, names: frozenset[str]) -> int:
 def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
     sparql: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(holdout.questions()):
-        canonical = canonical_sparql(q.sparql)
+        canonical = canonical_sparql(folded(q.sparql))  # as the matcher reads a text's
         if canonical is None:
             raise InputError(f"{holdout.root}/{q.kg}: question {q.id}: reference SPARQL does not parse")
         sparql[canonical].append(i)
@@ -673,9 +725,9 @@ def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
 
 
 def _identifiers(holdout: Holdout) -> dict[str, str]:
-    ids = {kg.id: f"kg {kg.id}" for kg in holdout.kgs if _distinctive_id(kg.id)}
-    ids.update({f"holdout/{kg.id}": f"kg {kg.id}" for kg in holdout.kgs})
-    ids.update({q.id: f"{q.kg}/{q.id}" for q in holdout.questions() if _distinctive_id(q.id)})
+    ids = {folded(kg.id): f"kg {kg.id}" for kg in holdout.kgs if _distinctive_id(kg.id)}
+    ids.update({folded(f"holdout/{kg.id}"): f"kg {kg.id}" for kg in holdout.kgs})
+    ids.update({folded(q.id): f"{q.kg}/{q.id}" for q in holdout.questions() if _distinctive_id(q.id)})
     return ids
 
 

@@ -197,6 +197,27 @@ def whole_words(lines: pa.Array, words: tuple[str, ...], table: bytes) -> tuple[
     return np.searchsorted(starts, hits[:, 1] - 2, "right") - 1, ids[hits[:, 0]]
 
 
+def occurrences(text: str, needles: Iterable[str], *, ignore_case: bool = False) -> dict[str, int]:
+    """How often each needle occurs in `text`, to rank needles by rarity: one Hyperscan scan
+    (overlapping occurrences counted), or `str.count` per needle without it."""
+    needles = sorted({n for n in needles if n})
+    if hyperscan is None or not needles:
+        haystack = text.lower() if ignore_case else text
+        return {n: haystack.count(n.lower() if ignore_case else n) for n in needles}
+    counts = [0] * len(needles)
+
+    def found(i: int, start: int, end: int, flags: int, context: object) -> None:
+        counts[i] += 1
+
+    # Bytes, ASCII case only: a count for ranking, compiled ~10x faster than with UTF-8 and UCP.
+    expressions = [_hyperscan_literal(n) for n in needles]
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    flags = hyperscan.HS_FLAG_CASELESS if ignore_case else 0
+    database.compile(expressions=expressions, ids=list(range(len(needles))), elements=len(needles), flags=[flags] * len(needles))
+    database.scan(text.encode("utf-8", "replace"), match_event_handler=found)
+    return dict(zip(needles, counts))
+
+
 def _as_one_list(lines: pa.Array) -> pa.Array:
     wide = pa.types.is_large_string(lines.type)
     bounds = pa.array([0, len(lines)], pa.int64() if wide else pa.int32())

@@ -1,15 +1,24 @@
 """Text and query normal forms shared by the contamination check and the example-bank guards.
 
-Questions: Unicode NFKC, case folded, split into runs of letters and digits (so case, spacing
+Folding (`folded`), on both sides of every comparison (the holdout's questions, IRIs and
+queries when indexed; training text before the prefilter): Unicode NFKC (full-width forms,
+ligatures, KELVIN SIGN, composed accents), invisible characters dropped (`HIDDEN`: format
+characters such as zero-width spaces and joiners, soft hyphens, BOMs and bidi marks, and the
+other default-ignorable code points), and Cyrillic and Greek letters drawn like Latin ones read
+as those (`LOOKALIKES`), case kept. So a copy written in full-width forms, with zero-width
+spaces, or with `а` (Cyrillic) for `a` is the text it looks like.
+
+Questions: folded, case folded, split into runs of letters and digits (so case, spacing
 and punctuation never matter). The *features* of a text are its tokens minus a short list of
 function words, lightly stemmed (`departments` -> `department`, `working` -> `work`). Similarity is the
 Jaccard similarity of feature sets: exact on short texts, no sampling, so no MinHash is needed
 (holdout questions number in the hundreds and are a dozen words long).
 
 SPARQL: parsed by rdflib and translated to algebra, which expands prefixes and folds
-whitespace; variables are then renamed ?v0, ?v1, ... in order of first appearance and the
-algebra serialized, so two queries that differ only in prefixes, variable names, layout or
-keyword case have the same canonical form.
+whitespace; variables are then renamed ?v0, ?v1, ... and blank nodes (which rdflib names at
+random) _:b0, _:b1, ... in order of first appearance and the algebra serialized, so two
+queries that differ only in prefixes, variable names, layout or keyword case have the same
+canonical form.
 """
 
 from __future__ import annotations
@@ -17,8 +26,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.plugins.sparql.parserutils import CompValue
 
@@ -39,9 +52,194 @@ STOPWORDS = frozenset(
 )
 
 
+HIDDEN = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F),
+    (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+"""Code points `folded` drops (ranges): every format character (category Cf: zero-width space,
+non-joiner and joiner, soft hyphen, word joiner, BOM, bidi marks and isolates, tags) and the
+other default-ignorable ones (variation selectors, the combining grapheme joiner, Hangul
+fillers): nothing a reader sees, so nothing that tells a copy from its holdout text."""
+
+LOOKALIKES = {
+    # Cyrillic
+    "\u0410": "A", "\u0412": "B", "\u0405": "S", "\u0406": "I", "\u0408": "J", "\u0415": "E", "\u041a": "K",
+    "\u041c": "M", "\u041d": "H", "\u041e": "O", "\u0420": "P", "\u0421": "C", "\u0422": "T", "\u0423": "Y",
+    "\u0425": "X", "\u04ae": "Y", "\u04c0": "I", "\u051a": "Q", "\u051c": "W", "\u0474": "V",
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y", "\u0445": "x",
+    "\u0455": "s", "\u0456": "i", "\u0458": "j", "\u04bb": "h", "\u04af": "y", "\u04cf": "l", "\u0501": "d",
+    "\u051b": "q", "\u051d": "w", "\u0475": "v",
+    # Greek
+    "\u0391": "A", "\u0392": "B", "\u0395": "E", "\u0396": "Z", "\u0397": "H", "\u0399": "I", "\u039a": "K",
+    "\u039c": "M", "\u039d": "N", "\u039f": "O", "\u03a1": "P", "\u03a4": "T", "\u03a5": "Y", "\u03a7": "X",
+    "\u037f": "J",
+    "\u03b1": "a", "\u03b3": "y", "\u03b9": "i", "\u03ba": "k", "\u03bd": "v", "\u03bf": "o", "\u03c1": "p",
+    "\u03c5": "u", "\u03c7": "x", "\u03f3": "j",
+}
+"""Cyrillic and Greek letters drawn like a Latin letter in common fonts (Unicode's confusables
+for them, the letters a homoglyph swap uses), read as that letter by `folded`. An explicit
+table, not a confusables library: these few letters are what such swaps use, a table of them
+costs nothing to load or ship to workers, and Unicode's full skeleton mapping also merges
+Latin with Latin (`rn` with `m`, `l` with `I`), which would make distinct holdout words equal.
+None has a decomposition, so NFKC neither makes one nor changes it (the lunate sigmas,
+which NFKC reads as sigmas, are not here)."""
+
+_UNMASK = str.maketrans({**{chr(c): None for lo, hi in HIDDEN for c in range(lo, hi + 1)}, **LOOKALIKES})
+_MASKED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HIDDEN) + "".join(LOOKALIKES) + "]")
+_MASKED_RE2 = "[" + "".join(f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in HIDDEN) + "".join(f"\\x{{{ord(c):x}}}" for c in LOOKALIKES) + "]"
+"""The characters `_UNMASK` changes: a Python expression, and the same in RE2 (for Arrow)."""
+_FOLDABLE: dict = {}
+"""This process's `foldable_characters` and `_unmask_table`, made on first use."""
+
+
+def folded(text: str) -> str:
+    """`text` as every matcher reads it (module docstring): NFKC, hidden characters dropped,
+    look-alike letters as Latin ones, case kept. NFKC again after that, so a mark that a
+    dropped character kept from its letter composes with it (`e`, U+200B, U+0301 is `é`)."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    if _MASKED.search(text) is None:
+        return text
+    return unicodedata.normalize("NFKC", text.translate(_UNMASK))
+
+
+def folded_rows(texts: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """The rows of a string column that `folded` changes (their indexes, ascending) and what
+    it makes of them. Only rows with a character outside ASCII are looked at, and of those only
+    the ones holding a character `folded` may change (`foldable_characters`, RE2 in Arrow)
+    meet Python."""
+    other = np.flatnonzero(~pc.fill_null(pc.string_is_ascii(texts), True).to_numpy(zero_copy_only=False))
+    if not len(other):
+        return other, []
+    maybe = pc.fill_null(pc.match_substring_regex(texts.take(pa.array(other, pa.int64())), pattern=foldable_characters()), False)
+    rows = other[maybe.to_numpy(zero_copy_only=False)]
+    before = texts.take(pa.array(rows, pa.int64())).to_pylist()
+    after = [unicodedata.normalize("NFKC", t) for t in before]
+    masked = np.flatnonzero(pc.match_substring_regex(pa.array(after, pa.large_string()), pattern=_MASKED_RE2)).tolist()
+    for i, t in zip(masked, _unmasked([after[i] for i in masked])):
+        after[i] = unicodedata.normalize("NFKC", t)  # as `folded` does, for many texts at once
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    return rows[changed], [after[i] for i in changed]
+
+
+def _unmasked(texts: list[str]) -> list[str]:
+    """`text.translate(_UNMASK)` of each text, at once: the texts' code points mapped through a
+    numpy table (str.translate looks each character up in a dict: ~8 MB/s on Cyrillic text,
+    this ~50)."""
+    if not texts:
+        return []
+    points = _unmask_table()[np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32)]
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    kept = points != _DROPPED
+    if not kept.all():
+        ends = np.concatenate([[0], np.cumsum(kept)])[np.cumsum(lengths)]
+        lengths = np.diff(ends, prepend=0)
+        points = points[kept]
+    out = points.tobytes().decode("utf-32-le")
+    ends = np.cumsum(lengths).tolist()
+    return [out[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
+_DROPPED = np.uint32(0xFFFFFFFF)
+
+
+def _unmask_table() -> np.ndarray:
+    """Code point -> `_UNMASK`'s code point for it (`_DROPPED`: none); built once (4 MB)."""
+    if "table" not in _FOLDABLE:
+        table = np.arange(0x110000, dtype=np.uint32)
+        for point, to in _UNMASK.items():
+            table[point] = _DROPPED if to is None else ord(to)
+        _FOLDABLE["table"] = table
+    return _FOLDABLE["table"]
+
+
+FOLDABLE_FILE = Path(__file__).with_name("foldable.txt")
+"""`foldable_characters` as computed for one Unicode version (first line: the version): read
+where this Python's is the same, computed (~0.3 s) otherwise. `write_foldable_file` writes
+it; tests/guards/test_text.py checks it."""
+
+
+def write_foldable_file() -> None:
+    """Write `FOLDABLE_FILE` for this Python's Unicode version."""
+    FOLDABLE_FILE.write_text(f"{unicodedata.unidata_version}\n{_foldable()}\n", encoding="ascii")
+
+
+def foldable_characters() -> str:
+    """An RE2 class of every character that can make `folded` change a text: those NFKC
+    changes, hidden ones, look-alikes, and those NFKC may compose with or reorder after the
+    character before them (marks, and the Hangul vowel and final jamo). Once per process:
+    from `FOLDABLE_FILE`, or computed."""
+    if "class" not in _FOLDABLE:
+        version, _, expression = FOLDABLE_FILE.read_text(encoding="ascii").partition("\n") if FOLDABLE_FILE.is_file() else ("", "", "")
+        _FOLDABLE["class"] = expression.strip() if version == unicodedata.unidata_version else _foldable()
+    return _FOLDABLE["class"]
+
+
+def _foldable() -> str:
+    """`foldable_characters`, computed: each character is normalized in a block of 4096 at once
+    (NFKC: does it change; NFD: does it decompose, and into which marks, which may compose
+    with a letter before them; NFD after U+093C and before U+0334, combining classes 7 and 1:
+    is it reordered, so a mark, unless it only decomposes). `\\p{M}` would do for the marks but
+    makes RE2 twice as slow. ~0.3 s."""
+    points = {ord(c) for c in LOOKALIKES} | {c for lo, hi in HIDDEN for c in range(lo, hi + 1)}
+    decomposing, tails = _decompositions()
+    marks = (_changed("NFD", (0x093C,)) | _changed("NFD", (), (0x0334,))) - decomposing
+    points |= _changed("NFKC", ()) | tails | marks
+    ranges, ordered = [], sorted(p for p in points if p >= 0x80)
+    start = ordered[0]
+    for a, b in zip(ordered, ordered[1:] + [-1]):
+        if b != a + 1:
+            ranges.append(f"\\x{{{start:x}}}" + (f"-\\x{{{a:x}}}" if a != start else ""))
+            start = b
+    return "[" + "".join(ranges) + "]"
+
+
+def _blocks(before: tuple[int, ...] = (), after: tuple[int, ...] = ()) -> Iterator[tuple[str, str]]:
+    """Every character from U+0080 on (surrogates left out), 4096 at a time: (the block as one
+    text, each character between `before` and `after` and ended by a NUL, which composes with
+    nothing; the characters alone)."""
+    for start in range(0x80, 0x110000, 4096):
+        block = np.arange(start, min(start + 4096, 0x110000), dtype=np.uint32)
+        block = block[(block < 0xD800) | (block > 0xDFFF)]
+        if len(block):
+            columns = [np.full_like(block, p) for p in before] + [block] + [np.full_like(block, p) for p in (*after, 0)]
+            yield np.stack(columns, axis=1).tobytes().decode("utf-32-le"), block.tobytes().decode("utf-32-le")
+
+
+def _changed(form: str, before: tuple[int, ...], after: tuple[int, ...] = ()) -> set[int]:
+    """Characters c that `form` changes between `before` and `after`."""
+    changed = set()
+    for text, chars in _blocks(before, after):
+        normal = unicodedata.normalize(form, text)
+        if normal != text:
+            pieces = normal.split("\0")
+            wrapped = "".join(map(chr, before)) + "{}" + "".join(map(chr, after))
+            changed.update(ord(c) for c, n in zip(chars, pieces) if n != wrapped.format(c))
+    return changed
+
+
+def _decompositions() -> tuple[set[int], set[int]]:
+    """The characters NFD decomposes, and those after the first of some decomposition: NFKC
+    may compose them with the character before them (marks, Hangul vowel and final jamo,
+    vowel signs)."""
+    decomposing, tails = set(), set()
+    for text, chars in _blocks():
+        normal = unicodedata.normalize("NFD", text)
+        if normal != text:
+            for c, piece in zip(chars, normal.split("\0")):
+                if piece != c:
+                    decomposing.add(ord(c))
+                    tails.update(ord(x) for x in piece[1:])
+    return decomposing, tails
+
+
 def tokens(text: str) -> list[str]:
-    """Normalized words: NFKC, case folded, runs of letters and digits."""
-    return TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+    """Normalized words: folded, case folded, runs of letters and digits."""
+    return TOKEN.findall(folded(text).casefold())
 
 
 def normalize_question(text: str) -> str:
@@ -118,6 +316,37 @@ def query_needles(text: str) -> frozenset[str]:
     return frozenset(n for n in found if n)
 
 
+_DECLARATION = re.compile(r"(?i)\bPREFIX\s+([^\s:<>]*):\s*<([^<>\s]*)>|\bBASE\s*<[^<>\s]*>")
+
+
+def declarations(text: str) -> str:
+    """A query's PREFIX and BASE declarations, one a line ("" when it has none)."""
+    return "\n".join(m.group(0) for m in _DECLARATION.finditer(text))
+
+
+def written_names(text: str) -> dict[str, str]:
+    """IRI -> the prefixed name a query writes it as (`hr:worksIn`), for each IRI it writes
+    with a prefix it declares: what a copy of the query without its declarations still holds."""
+    body = _DECLARATION.sub(" ", text)
+    declared = sorted(((m.group(1), m.group(2)) for m in _DECLARATION.finditer(text) if m.group(2)), key=lambda d: -len(d[1]))
+    names = {}
+    for iri in iris_in_query(text):
+        for prefix, ns in declared:
+            if iri.startswith(ns) and f"{prefix}:{iri[len(ns):]}" in body:
+                names[iri] = f"{prefix}:{iri[len(ns):]}"
+                break
+    return names
+
+
+def bare_query_needles(text: str, named: set[str] | dict) -> frozenset[str]:
+    """Strings a copy of the query without its declarations must contain: `query_needles`,
+    less the namespaces it writes only in declarations, plus the prefixed names of the IRIs
+    in `named` (the holdout's distinctive ones) as it writes them."""
+    body = _DECLARATION.sub(" ", text)
+    kept = {n for n in query_needles(text) if "://" not in n or n in body}
+    return frozenset(kept | {name for iri, name in written_names(text).items() if iri in named})
+
+
 def sparql_candidates(text: str) -> Iterator[str]:
     """Pieces of free text that may be a SPARQL query: the whole text, fenced code blocks, and
     the text from the first query keyword on."""
@@ -147,14 +376,17 @@ def _terms(algebra: CompValue) -> Iterator[URIRef | Literal]:
 
 
 def _shape(triple: tuple) -> tuple[str, ...]:
-    """A triple's spelling with its variables blanked: an order independent of their names."""
-    return tuple("?" if isinstance(t, Variable) else t.n3() for t in triple)
+    """A triple's spelling with its variables and blank nodes blanked: an order independent of
+    their names."""
+    return tuple("?" if isinstance(t, (Variable, BNode)) else t.n3() for t in triple)
 
 
 def _serialize(node: Any, names: dict[str, str]) -> Iterator[str]:
     if isinstance(node, Variable):
         yield "?" + names.setdefault(str(node), f"v{len(names)}")
-    elif isinstance(node, (URIRef, Literal, BNode)):
+    elif isinstance(node, BNode):  # rdflib names `[]` and paths' blank nodes at random: named in order too
+        yield "_:" + names.setdefault(node.n3(), f"b{len(names)}")
+    elif isinstance(node, (URIRef, Literal)):
         yield node.n3()
     elif isinstance(node, CompValue):
         yield node.name + "("

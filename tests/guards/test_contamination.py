@@ -49,6 +49,19 @@ def _ck25_records() -> list[dict]:
     return [{"prompt": q["question"]["en"], "completion": q["query"]["sparql"]} for q in doc["questions"]]
 
 
+@pytest.fixture(scope="module")
+def ck25_holdout(tmp_path_factory):
+    """CK25 as a holdout KG (imported into a temporary directory; its 50 reference queries
+    declare `pv:` and write the instance IRIs in full)."""
+    if not (CK25 / "questions.yml").is_file():
+        pytest.skip(f"CK25 not found at {CK25} (set KGEVAL_CK25)")
+    from kgeval.interop import import_text2sparql
+
+    root = tmp_path_factory.mktemp("ck25-holdout") / "holdout"
+    import_text2sparql(CK25, "ck25", root)
+    return load_holdout(root)
+
+
 def _jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
@@ -240,8 +253,9 @@ def test_cli_contamination_check_exit_codes(tmp_path):
 
 
 def _renamed(sparql: str) -> str:
-    """Variables renamed (reversed order of appearance), prefixes renamed, layout and keyword case changed."""
-    out = sparql
+    """Variables renamed (reversed order of appearance), prefixes renamed, layout and keyword
+    case changed (comments dropped: a comment ends at its line's end)."""
+    out = re.sub(r"(?m)(^|\s)#[^\n]*$", r"\1", sparql)
     variables = list(dict.fromkeys(re.findall(r"\?(\w+)", sparql)))
     for i, var in enumerate(sorted(variables, key=len, reverse=True)):
         out = re.sub(rf"\?{var}\b", f"?zz{len(variables) - i}", out)
@@ -255,6 +269,15 @@ def test_every_reference_query_renamed_keeps_its_canonical_form():
     # Regression: rdflib orders BGP triples by variable name and fills an ASK's projection from
     # a set, so before canonicalization handled both, renamed variants of some queries were missed.
     for q in load_holdout(REPO / "holdout").questions():
+        assert canonical_sparql(_renamed(q.sparql)) == canonical_sparql(q.sparql), q.id
+
+
+def test_every_ck25_reference_query_renamed_keeps_its_canonical_form(ck25_holdout):
+    """rdflib names a blank node (`[]`) at random on each parse: ck25-27 (`FILTER NOT EXISTS
+    { [] pv:hasManager ?empl }`) and ck25-40 (`pv:hasProductManager/pv:name []`) had canonical
+    forms no other text shared, so no copy of them was ever found, even with the declarations
+    kept. Blank nodes are named in order of appearance now, as variables are."""
+    for q in ck25_holdout.questions():
         assert canonical_sparql(_renamed(q.sparql)) == canonical_sparql(q.sparql), q.id
 
 
@@ -326,3 +349,255 @@ def test_a_lone_surrogate_in_a_text_is_read_not_a_crash():
     found = index.match_text("\ud800 Which department does Karen Novak work in?\nand \udfff more")
     assert [m.holdout_item for m in found] == ["hr/hr-01"]
     assert index.match_text("nothing of the holdout \ud800") == []
+
+
+# --- Copies the check must see through: declarations removed (the holdout's own prefixes) ---
+
+_DECLARATION = re.compile(r"(?i)\b(?:PREFIX\s+[^\s:]*:\s*<[^>]*>|BASE\s*<[^>]*>)")
+
+COMMON_VOCABULARY = [
+    "SELECT ?label WHERE { ?x rdfs:label ?label }",
+    "?p a foaf:Person ; foaf:name ?name ; schema:worksFor ?org .",
+    'FILTER(datatype(?v) = xsd:integer) # cast with xsd:decimal, xsd:dateTime, xsd:string',
+    "?c a owl:Class ; rdfs:subClassOf skos:Concept ; skos:prefLabel ?l .",
+    "SELECT ?city WHERE { dbr:Berlin dbo:country ?c . ?c rdfs:label ?city } LIMIT 10",
+    "SELECT (COUNT(?s) AS ?n) WHERE { ?s rdf:type ?t }",
+]
+
+
+def _without_declarations(sparql: str) -> str:
+    """A reference query with its PREFIX and BASE declarations removed (a copy whose names
+    are all written with the holdout's own prefixes, which it no longer declares)."""
+    return _DECLARATION.sub("", sparql).strip()
+
+
+@pytest.fixture(scope="module")
+def holdouts(ck25_holdout):
+    """(holdout, another holdout whose material is clean training data for it): the sample
+    holdout (four KGs) against CK25 and the other way round."""
+    sample = load_holdout(REPO / "holdout")
+    return {"sample": (sample, ck25_holdout), "ck25": (ck25_holdout, sample)}
+
+
+def _same_query(holdout) -> dict[str, set[str]]:
+    """Each question's item -> the items whose reference query has the same canonical form
+    (a copy of one is a copy of all of them)."""
+    by_form: dict[str, set[str]] = {}
+    for q in holdout.questions():
+        by_form.setdefault(canonical_sparql(q.sparql), set()).add(f"{q.kg}/{q.id}")
+    return {item: by_form[canonical_sparql(q.sparql)] for q in holdout.questions() for item in [f"{q.kg}/{q.id}"]}
+
+
+def _leaks_among_clean(tmp_path: Path, holdout, clean, disguise) -> tuple[Path, dict[int, str], set[int]]:
+    """A JSONL file of the clean holdout's questions and queries (as given and without their
+    declarations) and common-vocabulary lines, with one record per reference query of
+    `holdout` disguised by `disguise`; the leaks' records -> item, and the clean records."""
+    records: list[dict] = []
+    leaks: dict[int, str] = {}
+    for q in clean.questions():
+        records += [{"prompt": q.question, "completion": q.sparql}, {"prompt": q.question, "completion": _without_declarations(q.sparql)}]
+    records += [{"prompt": "Common vocabularies.", "completion": line} for line in COMMON_VOCABULARY]
+    clean_records = set(range(len(records)))
+    for i, q in enumerate(holdout.questions()):
+        leaks[len(records)] = f"{q.kg}/{q.id}"
+        records.append({"prompt": "Write the SPARQL query.", "completion": disguise(q.sparql, i)})
+    return _jsonl(tmp_path / "train.jsonl", records), leaks, clean_records
+
+
+def _caught(report, leaks: dict[int, str], same: dict[str, set[str]], kind: str) -> list[str]:
+    """The leaks' items reported as `kind` with their own item (or one of the same query)."""
+    hits = {(h.record, h.holdout_item) for h in report.hits if h.kind == kind}
+    return [item for record, item in leaks.items() if any((record, other) in hits for other in same[item])]
+
+
+@pytest.mark.parametrize("which", ["sample", "ck25"])
+@pytest.mark.parametrize("layout", ["as written", "renamed"])
+def test_a_reference_query_copied_without_its_declarations_is_caught(holdouts, tmp_path, which, layout):
+    """Acceptance found 53 of the 66 sample reference queries uncaught when copied without
+    their PREFIX lines (`SELECT ?p WHERE { ?p hr:worksIn hr:Sales }`): the SPARQL matcher's
+    needles were namespaces, which such a copy does not hold. Every one of the sample's 66 and
+    CK25's 50 is caught as its query (layout kept, or variables renamed and keywords and layout
+    changed), while the other holdout's queries, with and without their declarations, and lines
+    of common vocabularies (rdfs:label, foaf:name, xsd:integer, dbo:country ...) stay clean."""
+    holdout, clean = holdouts[which]
+
+    def disguise(sparql: str, i: int) -> str:
+        bare = _without_declarations(sparql)
+        return bare if layout == "as written" else _renamed(bare)  # no declaration left: variables renamed, layout folded
+
+    path, leaks, clean_records = _leaks_among_clean(tmp_path, holdout, clean, disguise)
+    report = check_contamination([path], build_index(holdout, GuardsConfig()), GuardsConfig())
+    caught = _caught(report, leaks, _same_query(holdout), "sparql")
+    assert len(caught) == len(leaks), sorted(set(leaks.values()) - set(caught))
+    assert not {h.record for h in report.hits} & clean_records, [h for h in report.hits if h.record in clean_records][:5]
+
+
+def test_a_query_without_declarations_that_differs_from_the_reference_is_not_flagged():
+    """The prefixed-name path is the same canonical comparison: hr-02 with another department,
+    or with one triple pattern left out, is not hr-02; nor is a line naming holdout terms."""
+    index = build_index(load_holdout(REPO / "holdout"), GuardsConfig())
+    hr02 = _without_declarations(load_holdout(REPO / "holdout").kg("hr").questions[1].sparql)
+    assert [m.holdout_item for m in index.match_text(hr02) if m.kind == "sparql"] == ["hr/hr-02"]
+    assert not [m for m in index.match_text(hr02.replace("Engineering", "Legal")) if m.kind == "sparql"]
+    assert not [m for m in index.match_text(hr02.replace("?employee a hr:Employee ;", "?employee")) if m.kind == "sparql"]
+    assert index.match_text("SELECT ?x WHERE { ?x rdfs:label ?l }") == []
+
+
+# --- Copies the check must see through: hidden characters and look-alike letters ---
+
+LOOKALIKE = {"a": "\u0430", "c": "\u0441", "e": "\u0435", "o": "\u043e", "p": "\u0440", "x": "\u0445", "y": "\u0443",
+             "i": "\u0456", "j": "\u0458", "s": "\u0455", "A": "\u0410", "B": "\u0412", "C": "\u0421", "E": "\u0415",
+             "H": "\u041d", "I": "\u0406", "K": "\u039a", "M": "\u041c", "O": "\u039f", "P": "\u03a1", "T": "\u0422",
+             "X": "\u03a7", "Y": "\u03a5", "N": "\u039d", "Z": "\u0396", "v": "\u03bd"}
+"""Latin letters -> a Cyrillic or Greek letter drawn alike (Cyrillic where both have one, Greek for K, O, P, X, Y, N, Z, v)."""
+
+DISGUISES = {
+    "full-width": lambda s, i: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in s),
+    "zero-width spaces": lambda s, i: re.sub(r"(?<=\w)(?=\w)", "\u200b", s),
+    "look-alike letters": lambda s, i: "".join(LOOKALIKE.get(c, c) for c in s),
+    "soft hyphens": lambda s, i: re.sub(r"(\w{3})(?=\w{2})", "\\1\u00ad", s),
+    "format characters": lambda s, i: "\ufeff" + re.sub(r"(?<=\w)(?=\w)", lambda m: "\u200c\u200d\u2060\u200e\u202a\u202c"[m.start() % 6], s),
+    "no declarations, full-width": lambda s, i: DISGUISES["full-width"](_without_declarations(s), i),
+}
+
+
+@pytest.mark.parametrize("which", ["sample", "ck25"])
+@pytest.mark.parametrize("disguise", sorted(DISGUISES))
+def test_a_copy_in_hidden_characters_or_look_alike_letters_is_caught(holdouts, tmp_path, which, disguise):
+    """Acceptance found none of the 66 questions or queries caught when written in full-width
+    forms, with zero-width spaces, or with Cyrillic/Greek letters drawn like Latin ones, and 15
+    of 66 with soft hyphens: the prefilter folds only case, so the matchers' NFKC never saw those
+    lines. Texts are folded (NFKC, format characters dropped, look-alikes read as Latin) before the
+    prefilter now: every question is found as itself (exact or near) and every query as its
+    query, while the other holdout's material, disguised the same way, and passages in Russian,
+    Greek, Chinese and German stay clean."""
+    holdout, clean = holdouts[which]
+    change = DISGUISES[disguise]
+    records, questions, queries = [], {}, {}
+    for q in clean.questions():
+        records.append({"prompt": change(q.question, 0), "completion": change(q.sparql, 0)})
+    records += [{"prompt": text, "completion": "ok"} for text in FOREIGN_PASSAGES]
+    clean_records = set(range(len(records)))
+    for i, q in enumerate(holdout.questions()):
+        if not disguise.startswith("no declarations"):
+            questions[len(records)] = f"{q.kg}/{q.id}"
+            records.append({"prompt": "Question: " + change(q.question, i), "completion": "ok"})
+        queries[len(records)] = f"{q.kg}/{q.id}"
+        records.append({"prompt": "Write the SPARQL query.", "completion": change(q.sparql, i)})
+    report = check_contamination([_jsonl(tmp_path / "train.jsonl", records)], build_index(holdout, GuardsConfig()), GuardsConfig())
+    asked = {(h.record, h.holdout_item) for h in report.hits if h.kind in ("question-exact", "question-near")}
+    missed = [item for record, item in questions.items() if (record, item) not in asked]
+    assert not missed, missed
+    found = _caught(report, queries, _same_query(holdout), "sparql")
+    assert len(found) == len(queries), sorted(set(queries.values()) - set(found))
+    assert not {h.record for h in report.hits} & clean_records, [h for h in report.hits if h.record in clean_records][:5]
+
+
+FOREIGN_PASSAGES = [
+    (
+        "\u0421\u043e\u0442\u0440\u0443\u0434\u043d\u0438\u043a \u043e\u0442\u0434\u0435\u043b\u0430 \u043f\u0440\u043e\u0434\u0430\u0436 "
+        "\u0440\u0430\u0431\u043e\u0442\u0430\u0435\u0442 \u0432 \u043e\u0444\u0438\u0441\u0435 \u0432 \u0422\u043e\u0440\u043e\u043d\u0442\u043e."
+    ),
+    (
+        "\u039f \u03c5\u03c0\u03ac\u03bb\u03bb\u03b7\u03bb\u03bf\u03c2 \u03b5\u03c1\u03b3\u03ac\u03b6\u03b5\u03c4\u03b1\u03b9 "
+        "\u03c3\u03c4\u03bf \u03c4\u03bc\u03ae\u03bc\u03b1 \u039c\u03b7\u03c7\u03b1\u03bd\u03b9\u03ba\u03ae\u03c2."
+    ),
+    "\u54ea\u4e2a\u90e8\u95e8\uff1f\u5458\u5de5\u5728\u591a\u4f26\u591a\u529e\u516c\u5ba4\u5de5\u4f5c\u3002",
+    "Welche Abteilung? Die Mitarbeiterin arbeitet im B\u00fcro in Stra\u00dfburg, Gr\u00f6\u00dfe egal.",
+    "\ud83d\udc69\u200d\ud83d\udcbb Team update\u2026 caf\u00e9 na\u00efve \ufb01nance \u00bd price",
+]
+"""Clean text with Cyrillic and Greek letters (some drawn like Latin ones), full-width
+punctuation, a zero-width joiner in an emoji, an ellipsis, ligature and fraction NFKC changes."""
+
+# --- Short generic questions: not near-duplicates of a short holdout question ---
+
+SHORT_REWORDINGS = {
+    "hr/hr-08": ["How many employees are in each department?", "how many employees does every department have"],
+    "trials/trials-10": ["How many trials are there per phase?", "how many trials are in each phase"],
+    "catalogue/catalogue-05": ["How many discontinued products are there?", "How many products were discontinued?"],
+    "catalogue/catalogue-09": ["How many units are in stock in each warehouse?", "how many units in stock per warehouse"],
+    "catalogue/catalogue-07": ["Is any discontinued product still in stock at all?"],
+    "catalogue/catalogue-08": ["Which products launched before 2016?", "What products were launched before 2016?"],
+    "complaints/complaints-04": ["Number of complaints received in 2023?", "How many complaints were received during 2023?"],
+    "complaints/complaints-09": ["List the complaints about payday loans.", "Show all complaints about payday loans"],
+    "complaints/complaints-17": ["How many complaints did the consumers dispute?"],
+    "complaints/complaints-05": ["How many complaints has every financial product received?"],
+    "complaints/complaints-08": ["Which five states did most complaints come from?"],
+    "complaints/complaints-02": ["What date was complaint 3517884 received on?"],
+    "hr/hr-01": ["In which department does Karen Novak work?"],
+    "hr/hr-03": ["Tell me how many employees are located at the Toronto office."],
+    "hr/hr-04": ["Is Karen Duarte working remotely?"],
+    "hr/hr-09": ["What's the average salary in the Finance department?"],
+    "trials/trials-01": ["Who is the sponsor of trial NCT05937709?"],
+    "trials/trials-05": ["How many phase 3 trials does the registry have?"],
+    "trials/trials-06": ["Is trial NCT05964932 recruiting currently?"],
+    "catalogue/catalogue-04": ["What are the 5 most expensive products and what do they cost?"],
+    "catalogue/catalogue-11": ["Which three brands have most products in the catalogue and how many each?"],
+    "catalogue/catalogue-01": ["How much does the Falkwerk Dumbbell Set Z476 cost, i.e. its price?"],
+    "trials/trials-03": ["Give me all the trials studying type 2 diabetes"],
+    "ck25/ck25-5": ["Who has got expertise in transistors?"],
+    "ck25/ck25-6": ["Who's our sensor expert?"],
+    "ck25/ck25-13": ["How many suppliers are there in France?"],
+    "ck25/ck25-16": ["Do we have any suppliers in Toulouse?"],
+    "ck25/ck25-18": ["Which is the cheapest oscillator we have?"],
+    "ck25/ck25-1": ["Which department is Ms. Brant in?"],
+    "ck25/ck25-3": ["Who's Heinrich Hoch's manager?"],
+    "ck25/ck25-19": ["Which is the most expensive service that we offer?"],
+    "ck25/ck25-25": ["What coil has the highest density?"],
+    "ck25/ck25-33": ["Are there any departments with no manager assigned?"],
+}
+"""Light rewordings of holdout questions with two to four content words (and two longer ones),
+as a data builder would leave a copied question: each is caught."""
+
+GENERIC_SHORT_QUESTIONS = [
+    'employees per department', 'number of employees', 'list all departments', 'average salary per department',
+    'salary by department', 'departments and their managers', 'employees hired in 2020', 'who works remotely',
+    'list remote employees', 'offices by city', 'employee count per office', 'stock per warehouse',
+    'products per brand', 'discontinued products', 'products in stock', 'cheapest product', 'most expensive products',
+    'products launched in 2019', 'brands by country', 'warehouse cities', 'complaints per state',
+    'complaints by product', 'complaints received', 'complaints about mortgages', 'disputed complaints',
+    'companies with the most complaints', 'trials per phase', 'trials by sponsor', 'recruiting trials',
+    'phase 2 trials', 'trial enrollment', 'conditions studied', 'suppliers per country', 'suppliers in Germany',
+    'experts in sensors', 'department managers', 'product prices', 'How many employees are there?',
+    'Which departments exist?', 'What does each product cost?', 'List products by price',
+    'How many offices are there?', 'Who manages the Sales department?', 'What is the budget of each department?',
+    'Employees with a salary above 100000', 'Average price per category', 'Count of products per category',
+    'Number of complaints per company', 'Number of trials per condition', 'Which sponsors run the most trials?',
+    'Employees in the Marketing department', 'Who is the manager of the IT department?', 'Products out of stock',
+    'Products supplied from Germany', 'Complaints submitted by phone', 'Complaints with monetary relief',
+    'Trials started in 2021', 'Trials with more than 100 patients', 'Suppliers of capacitors',
+    'Average enrollment per phase', 'Top five brands by revenue', 'Total stock of each product',
+    'Employees per office', 'Units per warehouse', 'Departments per office', 'Complaints per year',
+    'Trials per sponsor', 'Products per supplier', 'Managers per department', 'Employees by hire year',
+    'phase of each trial', 'price of each product', 'state of each complaint', 'department of each employee',
+    'salary of each employee', 'stock of each product', 'sponsor of each trial', 'How many products are there?',
+    'How many complaints are there?', 'How many trials are there?', 'How many departments are there?',
+    'List all employees', 'List all products', 'List all trials', 'List all complaints', 'Show the warehouses',
+    'Show all brands', 'Which employees work in Sales?', 'Which products cost more than 50 euros?',
+    'Which trials are completed?', 'Which complaints were closed?', 'What is the email of the HR manager?',
+    'Who sponsors the most trials?', 'Which country has the most suppliers?',
+    'Which department has the highest budget?', 'Which warehouse holds the most units?',
+    'Which state has the most complaints?', 'Which phase has the most trials?',
+]
+"""Short questions a text-to-SPARQL training set over HR, catalogue, complaint, trial and
+supplier KGs holds, written without looking at how the holdout words its questions: many share
+all content words of a short holdout question ("employees per department", "trials per phase")."""
+
+
+def test_short_generic_questions_are_not_near_duplicates_but_rewordings_are(holdouts, tmp_path):
+    """Acceptance found "employees per department" flagged as hr-08 ("How many employees does
+    each department have?") at score 1.00: content-word Jaccard on two words is 1 for any phrase
+    with both. Of the generic questions above, 14 of 148 were flagged against the sample holdout
+    and 5 of 164 against CK25. A near-duplicate of a question with fewer than 5 content words must
+    now also hold 55% of its words, function words included, around the match: none is flagged,
+    and every rewording still is (as its own item); the CK25 questions stay clean too."""
+    for holdout, clean in holdouts.values():
+        items = {f"{q.kg}/{q.id}" for q in holdout.questions()}
+        rewordings = [(item, text) for item, texts in SHORT_REWORDINGS.items() if item in items for text in texts]
+        generic = GENERIC_SHORT_QUESTIONS + [q.question for q in clean.questions()]
+        records = [{"prompt": text} for _, text in rewordings] + [{"prompt": text} for text in generic]
+        report = check_contamination([_jsonl(tmp_path / "short.jsonl", records)], build_index(holdout, GuardsConfig()), GuardsConfig())
+        found = {(h.record, h.holdout_item) for h in report.hits}
+        assert [r for i, r in enumerate(rewordings) if (i, r[0]) not in found] == []
+        flagged = sorted({(records[h.record]["prompt"], h.holdout_item) for h in report.hits if h.record >= len(rewordings)})
+        assert flagged == [], flagged
