@@ -59,7 +59,9 @@ class QuerySyntaxError(QueryError):
 def undeclared_prefix(prefix: str) -> QuerySyntaxError:
     """The error for a query that uses `prefix:` without declaring it."""
     return QuerySyntaxError(
-        f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>)", undeclared_prefix=prefix
+        f"SPARQL does not parse: prefix {prefix}: is not declared (add PREFIX {prefix}: <...>; a production endpoint that "
+        "predeclares it is mirrored with store.predeclared_prefixes)",
+        undeclared_prefix=prefix,
     )
 
 

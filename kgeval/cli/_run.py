@@ -61,7 +61,7 @@ def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
 
 @user_errors
 def run(
-    system: Annotated[str | None, typer.Option("--system", help="oracle, weak, replay, http or gemini.")] = None,
+    system: Annotated[str | None, typer.Option("--system", help="oracle, weak, replay, http, gemini or openai.")] = None,
     holdout: HoldoutOpt = Path("holdout"),
     gold: GoldOpt = Path("gold"),
     replay: Annotated[Path | None, typer.Option("--replay", help="JSONL of recorded answers (system replay).")] = None,

@@ -51,7 +51,7 @@ def test_canonical_forms(text, expected):
 def test_undeclared_prefixes_are_named(prefix):
     """No engine's implicit prefixes: Oxigraph has none, Virtuoso many (store.predeclared_prefixes
     re-runs a candidate with them declared, and says so)."""
-    with pytest.raises(QuerySyntaxError, match=rf"prefix {prefix}: is not declared \(add PREFIX {prefix}: <...>\)"):
+    with pytest.raises(QuerySyntaxError, match=rf"prefix {prefix}: is not declared \(add PREFIX {prefix}: <...>; .* store\.predeclared_prefixes\)"):
         canonical(f"SELECT * WHERE {{ ?s {prefix}:contains 'x' }}")
     assert "PREFIX bif:" in canonical("PREFIX bif: <bif:> SELECT * WHERE { ?s bif:contains 'x' }")
 
