@@ -97,7 +97,9 @@ def _kg_import(
 ) -> KgImport:
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
     prefix = id_prefix or name
-    questions = read_questions(raws, lambda raw, i: _question(path, raw, i, prefix, lang, domain or name, rules))
+    # several KGs of one file (--kg-dir) repeat source ids: their messages name the KG too
+    source = Path(f"{path} (KG {name})") if extra and "kg_value" in extra else path
+    questions = read_questions(raws, lambda raw, i: _question(source, raw, i, prefix, lang, domain or name, rules))
     provenance = {
         "format": "qald",
         "dataset": str(dataset.get("id", "")),

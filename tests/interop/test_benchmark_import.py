@@ -6,6 +6,7 @@ summary line per file instead of a warning per IRI."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -270,5 +271,6 @@ def test_every_bad_question_is_named_in_one_pass(benchmark, tmp_path):
     text = " ".join(done.output.split())
     assert "3 of 48 questions cannot be imported" in text, text
     assert "question 1: reference SPARQL" in text and "prefix res: is not declared" in text
+    assert re.search(r"bench.json \(KG \S+\): question 1: reference SPARQL", text), text  # ids repeat across KGs: the KG is named
     assert "question 6: reference SPARQL" in text and "question 21: no 'en' text" in text
     assert not (tmp_path / "h").exists() or not any((tmp_path / "h").iterdir())
