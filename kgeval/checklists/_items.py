@@ -13,7 +13,8 @@ from kgeval.errors import KgevalError
 from kgeval.gold import gold_problems, index_gold
 from kgeval.holdout import holdout_problems
 from kgeval.review import ReviewLog, current_hashes, review_states
-from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan
+from kgeval.judges import is_uninformative, missing_vocabulary
+from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan, store_lookup
 from kgeval.checklists._model import PreEvalChecklist
 
 
@@ -165,11 +166,36 @@ def _compare_one(checklist: PreEvalChecklist, ours: RunMetadata, other: RunMetad
     return ChecklistItem(item=name, observed=f"same {', '.join(fields)} as run {other.run_id}", passed=True)
 
 
+def _vacuous_golds(plan: RunPlan, gold: Any, questions: list) -> dict[str, list[str]]:
+    """Question id -> the IRIs the KG lacks, for each gold that says nothing (a false ASK, a
+    count of 0: `is_uninformative`) only because its reference query needs vocabulary occurring
+    nowhere in the KG: a misspelt predicate, or an extract without the data the question asks
+    about. Only ASK and one-row golds are read; a KG without SPARQL labels is not asked."""
+    summaries, lookups, found = gold.entries, {}, {}
+    for q in questions:
+        summary = summaries[q.id]
+        if summary.form != "ask" and summary.total != 1:
+            continue
+        if not is_uninformative(gold.entry(q.id).result):
+            continue
+        if q.kg not in lookups:
+            lookups[q.kg] = store_lookup(plan.stores[q.kg], q.kg, plan.config) if q.kg in plan.stores else None
+        if lookups[q.kg] is not None and (missing := missing_vocabulary(q.sparql, lookups[q.kg])):
+            found[q.id] = missing
+    return found
+
+
+def _shown(iris: list[str]) -> str:
+    return ", ".join(f"<{iri}>" for iri in iris[:3]) + (" ..." if len(iris) > 3 else "")
+
+
 def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
     """Every empty gold is confirmed: the question says `expect_empty: true`, or its empty answer
     is confirmed on record for its current reference query (`kgeval holdout confirm-empty`), or a
     domain reviewer approved that gold at its current hash. An empty gold from a broken reference
-    query would accept any answer that finds nothing."""
+    query would accept any answer that finds nothing. So would a vacuous one: a false ASK or a
+    count of 0 that says nothing only because the reference query needs a predicate or class the
+    KG lacks (`_vacuous_golds`); it needs the same confirmation."""
     try:
         gold = index_gold(plan.gold_dir)  # summaries only: the entries stay on disk
     except KgevalError as exc:
@@ -177,6 +203,11 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     summaries = gold.entries
     questions = [q for q in plan.holdout.questions() if q.id in summaries]
     empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
+    try:
+        vacuous = _vacuous_golds(plan, gold, [q for q in questions if q.id not in plan.holdout.exclusions and q not in empty])
+    except KgevalError as exc:
+        return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
+    empty += [q for q in questions if q.id in vacuous]
     # an excluded question is never asked: its empty gold needs no confirmation
     excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)
     unconfirmed = [q for q in empty if not plan.holdout.empty_confirmed(q) and q.id not in plan.holdout.exclusions]
@@ -189,7 +220,7 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
             states = review_states(current_hashes(unconfirmed, entries), log.records())
         unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
     if unconfirmed:
-        ids = ", ".join(f"{q.kg}/{q.id}" for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
+        ids = ", ".join(f"{q.kg}/{q.id}" + (f" (false / 0 only because {_shown(vacuous[q.id])} occurs nowhere in the KG)" if q.id in vacuous else "") for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
         stale = [q.id for q in unconfirmed if q.id in plan.holdout.confirmed_empty]
         detail = (
             f"unconfirmed empty golds: {ids}. Fix the reference query, or confirm the empty answer: "

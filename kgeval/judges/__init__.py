@@ -6,6 +6,7 @@ from kgeval.judges._execution_rules import RULES
 from kgeval.judges._lookup import KgLookup, fold, kg_lookup
 from kgeval.judges._model import FAILURE_WORDS, Candidate, FailureKind, Judge, Verdict
 from kgeval.judges._normalize import Normalizer, iri_tail, item_term, normalize_item, normalize_term, normalize_value
+from kgeval.judges._rules import is_uninformative, missing_vocabulary
 from kgeval.judges._seed import SeedJudge
 
 __all__ = [
@@ -23,9 +24,11 @@ __all__ = [
     "align_columns",
     "fold",
     "iri_tail",
+    "is_uninformative",
     "item_term",
     "judge_from_config",
     "judges_from_config",
+    "missing_vocabulary",
     "normalize_item",
     "normalize_term",
     "normalize_value",

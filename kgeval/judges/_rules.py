@@ -56,17 +56,23 @@ def vacuous_iris(candidate: Candidate, reference: str) -> list[str]:
         return []
     if not is_uninformative(candidate.result):
         return []
-    mentioned = mentioned_iris(candidate.sparql)
-    if mentioned is not None and len(mentioned) <= _MAX_PROBED and not candidate.lookup.lacks(mentioned):
-        return []  # the KG has every IRI the query writes, those of its patterns included: no parse needed
-    try:
-        algebra = query_algebra(candidate.sparql)
-    except QueryError:
-        return []
-    missing = _forced_empty(algebra, candidate.lookup) or []
+    missing = missing_vocabulary(candidate.sparql, candidate.lookup)
     if missing:
         missing = [iri for iri in missing if iri not in reference_iris(reference)]
-    return sorted(missing)
+    return missing
+
+
+def missing_vocabulary(sparql: str, lookup) -> list[str]:  # noqa: ANN001 - a KgLookup
+    """IRIs the KG lacks that alone force the query's result to be empty (a pattern every
+    solution needs), sorted; empty when the KG has them all or the query cannot be read."""
+    mentioned = mentioned_iris(sparql)
+    if mentioned is not None and len(mentioned) <= _MAX_PROBED and not lookup.lacks(mentioned):
+        return []  # the KG has every IRI the query writes, those of its patterns included: no parse needed
+    try:
+        algebra = query_algebra(sparql)
+    except QueryError:
+        return []
+    return sorted(_forced_empty(algebra, lookup) or [])
 
 
 @lru_cache(maxsize=4096)  # asked for every wrong answer to the same question

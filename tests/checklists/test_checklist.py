@@ -410,3 +410,45 @@ def test_an_empty_answer_confirmed_on_record_lets_the_run_start_while_its_query_
     assert code == 0 and "no longer confirmed empty: mini-07" in shown
     assert load_holdout(root).confirmed_empty == {} and cli("holdout", "unconfirm-empty", "mini-07")[0] == 2
     verify_holdout(root)
+
+
+def test_a_false_ask_or_zero_count_from_vocabulary_the_kg_lacks_needs_confirming(tmp_path):
+    """A gold that says nothing (ASK false, COUNT 0) only because its reference query needs a
+    predicate the KG lacks is as suspect as an empty one: a misspelt predicate, or an extract
+    without the data (ASK { wd:Q7186 wdt:P166 wd:Q38104 } is false on an extract without P166,
+    though true in Wikidata). The run is refused, naming the question and the IRI, until it is
+    confirmed; a false ASK over vocabulary the KG has needs nothing."""
+    from typer.testing import CliRunner
+
+    from kgeval.cli import app
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+
+    questions = [
+        *MINI_QUESTIONS,
+        {"id": "mini-20", "question": "Did Alice win an award?", "sparql": PREFIX + "ASK { e:alice ex:awardWon ?a }", "domain": "hr", "tags": ["ask"]},
+        {"id": "mini-21", "question": "How many awards did Bob win?", "sparql": PREFIX + "SELECT (COUNT(?a) AS ?n) WHERE { e:bob ex:awardWon ?a }", "domain": "hr", "tags": ["count"]},
+    ]
+    root = write_holdout(tmp_path / "holdout", questions)
+
+    def run(db_path):
+        holdout = load_holdout(root)
+        assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+        with ResultsDB(db_path) as db:
+            try:
+                execute_run(holdout, tmp_path / "gold", OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
+            except ChecklistFailed as refused:
+                return {i.item: i for i in refused.receipt.items}
+            return None
+
+    refused = run(tmp_path / "refused.duckdb")
+    assert refused is not None and not refused["empty_gold"].passed
+    detail = refused["empty_gold"].detail
+    for qid in ("mini-20", "mini-21"):
+        assert f"mini/{qid} (false / 0 only because <http://example.org/mini/vocab/awardWon> occurs nowhere in the KG)" in detail, detail
+    assert "mini-05" not in detail  # "Is Carol in sales?" is false over vocabulary the KG has
+    done = CliRunner().invoke(app, ["holdout", "confirm-empty", "mini-20", "mini-21", "--why", "no awards in this extract: checked", "--holdout", str(root)])
+    assert done.exit_code == 0, done.output
+    assert run(tmp_path / "r.duckdb") is None
