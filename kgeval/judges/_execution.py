@@ -61,7 +61,7 @@ from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "6"
+LOGIC_VERSION = "7"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -72,7 +72,8 @@ not vacuous for IRIs the reference query needs too; entity-for-label never takes
 reference query writes (the question's own subject) as a name. 5: a date-time at midnight UTC
 is its date (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans. 6: an
 answer list's prefixed names the reference query declares are IRIs, and `Name (ID)` is the ID
-when the ID is a gold IRI's tail (`_normalize.read_items`)."""
+when the ID is a gold IRI's tail (`_normalize.read_items`). 7: thousands separators are read
+(`2,872,800` = `2872800`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""

@@ -19,6 +19,7 @@ Rules (the config field is named in brackets), applied in this order:
    decimal form (`1.50` -> `1.5`, `+2` -> `2`, `-0.0` -> `0`, `1e3` -> `1000`, `-0.20` = `-.2`),
    except a text whose digits start with a zero (`00118`, `0471234`): an identifier (a postal
    code, a registry number), not the number 118, unless its datatype is numeric (`"007"^^xsd:integer` = 7).
+   Thousands separators are read (`2,872,800` = `2872800`; only groups of three digits).
    A number with a fractional part keeps 12 significant digits (rounded half to even): a
    computed value is then the same as the engine's xsd:decimal (oxigraph keeps 18 fractional
    digits of an average), as a double (`AVG(xsd:double(?x))`) and as a JSON number
@@ -69,6 +70,8 @@ _XSD_NUMBERS = frozenset(
     for t in ("integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
               "negativeInteger", "nonPositiveInteger", "unsignedInt", "unsignedLong", "unsignedShort", "unsignedByte")
 )  # fmt: skip
+_GROUPED = re.compile(r"\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*$")
+"""A number written with thousands separators (`2,872,800`, `1,234.5`)."""
 _MIDNIGHT = re.compile(r"\s*(\d{4}-\d\d-\d\d)[tT]00:00:00(?:\.0+)?(?:[zZ]|[+-]00:00)?\s*$")
 """A date-time at midnight UTC or with no zone (rule 5b: it compares as its date)."""
 _LEADING_ZEROS = re.compile(r"^\s*([+-]?)0+(?=\d)")
@@ -211,6 +214,10 @@ def _canonical_number(text: str) -> str | None:
     digits = text.lstrip("+-")
     if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
         return None
+    if "," in text:  # thousands separators: 2,872,800 (groups of three digits only)
+        if not _GROUPED.match(text):
+            return None
+        text = text.replace(",", "")
     try:
         number = Decimal(text)
     except InvalidOperation:

@@ -40,7 +40,7 @@ from kgeval.judges._normalize import Normalizer, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "8"
+LOGIC_VERSION = "9"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
@@ -49,7 +49,8 @@ whose digits start with a zero is an identifier, not a number (`00118` != `118`)
 not vacuous for IRIs the reference query needs too. 7: a date-time at midnight UTC is its date
 (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans. 8: an answer
 list's prefixed names the reference query declares are IRIs, and `Name (ID)` is the ID when the
-ID is a gold IRI's tail (`_normalize.read_items`)."""
+ID is a gold IRI's tail (`_normalize.read_items`). 9: thousands separators are read
+(`2,872,800` = `2872800`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

@@ -98,8 +98,10 @@ def test_the_identifier_itself_and_real_numbers_still_match(wiki, judge):
     assert _judge(wiki, judge, REGISTRY, items=[" 0471234 "]).correct
     assert not _judge(wiki, judge, REGISTRY, items=["471234"]).correct
     population = PREFIXES + "SELECT ?n WHERE { wd:Q220 wdt:P1082 ?n }"
-    for items in (["2872800"], [2872800], ["2872800.0"], ["2,872,800".replace(",", "")]):
+    for items in (["2872800"], [2872800], ["2872800.0"], ["2,872,800"], [" 2,872,800.00 "]):
         assert _judge(wiki, judge, population, items=items).correct, items
+    for items in (["2,87,2800"], ["2.872.800"], ["2,872,8000"]):  # not thousands separators
+        assert not _judge(wiki, judge, population, items=items).correct, items
     # a typed number keeps its value whatever zeros it is written with
     assert _judge(wiki, judge, population, PREFIXES + 'SELECT ?n WHERE { BIND("0002872800"^^xsd:integer AS ?n) }').correct
 
