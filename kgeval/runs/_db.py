@@ -15,15 +15,16 @@ import os
 from pathlib import Path
 
 import duckdb
+from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from kgeval._duckdb import connect_duckdb
 from kgeval._files import transaction, writing_to
-from kgeval.errors import InputError
+from kgeval.errors import InputError, first_validation_error
 from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
-from kgeval.runs._seal import SEALS_SCHEMA, check_seal, seal_run
+from kgeval.runs._seal import SEALS_SCHEMA, check_seal, check_start, record_start, seal_run
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -256,7 +257,7 @@ def _file_state(path: Path) -> tuple:
         except FileNotFoundError:
             states.append(None)
             continue
-        states.append((st.st_size, st.st_mtime_ns, st.st_ino))
+        states.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))  # ctime: no utime() sets it back
     return tuple(states)
 
 
@@ -300,6 +301,7 @@ class ResultsDB:
             _append_rows(con, "run_questions", [(metadata.run_id, q.kg, q.question_id, q.question, q.domain, q.qtype, q.honeypot) for q in questions])
             if receipt is not None:
                 self._insert_receipt(con, metadata.run_id, "start", receipt)
+            record_start(con, metadata)
             if status != "running":  # ended as it began (refused): sealed now
                 seal_run(con, metadata.run_id)
 
@@ -363,8 +365,8 @@ class ResultsDB:
 
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""
-        rows = self._con.execute("SELECT status, metadata FROM runs").fetchall()
-        found = [RunMetadata.model_validate_json(m) for st, m in rows if status is None or st == status]
+        rows = self._con.execute("SELECT run_id, status, metadata FROM runs").fetchall()
+        found = [self._parsed(r, m) for r, st, m in rows if status is None or st == status]
         found = [m for m in found if system is None or m.system == system]
         return sorted(found, key=lambda m: (m.started_at, m.run_id))
 
@@ -380,7 +382,17 @@ class ResultsDB:
     def metadata(self, run_id: str) -> RunMetadata:
         """The run's metadata, once its rows are checked against its seal (RunChanged if not)."""
         row = self._checked(run_id)
-        return RunMetadata.model_validate_json(row[1])
+        return self._parsed(run_id, row[1])
+
+    def _parsed(self, run_id: str, text: str) -> RunMetadata:
+        try:
+            return RunMetadata.model_validate_json(text)
+        except ValidationError as exc:
+            raise InputError(f"{self.path}: run {run_id}: invalid stored metadata: {first_validation_error(exc)}") from None
+
+    def check_start(self, run_id: str) -> None:
+        """RunChanged unless the run's start is on record as it is now (`_seal.check_start`)."""
+        check_start(self._con, str(self.path), self.metadata(run_id))
 
     def status(self, run_id: str) -> str:
         return self._checked(run_id)[0]
@@ -396,7 +408,7 @@ class ResultsDB:
             key = integrity_key()  # a check without the key does not stand for one with it
             unchanged = (str(self.path.resolve()), run_id, _file_state(self.path), key and hashlib.sha256(key).hexdigest())
             if unchanged not in _SEALS_CHECKED:
-                check_seal(self._con, str(self.path), run_id, row[0])
+                check_seal(self._con, str(self.path), run_id, row[0], self._parsed(run_id, row[1]).sealed_when_ended)
             if row[0] != "running":
                 self._sealed_ok.add(run_id)
                 _SEALS_CHECKED[unchanged] = None
@@ -426,7 +438,10 @@ class ResultsDB:
                 data[column] = json.loads(data[column]) if data[column] is not None else None
             data["extra"] = data["extra"] or {}
             data["tries"] = data["tries"] or []
-            out.append(Attempt(**data))
+            try:
+                out.append(Attempt(**data))
+            except ValidationError as exc:
+                raise InputError(f"{self.path}: run {run_id}: attempt {data['question_id']} seed {data['seed']}: invalid stored value: {first_validation_error(exc)}") from None
         return out
 
     def verdicts(self, run_id: str) -> list[tuple[str, int, Verdict]]:
@@ -439,8 +454,12 @@ class ResultsDB:
         out = []
         for row in cur.fetchall():
             data = dict(zip(_VERDICT_COLUMNS, row[2:]))
-            data["details"] = json.loads(data["details"]) if data["details"] else {}
-            out.append((row[0], row[1], Verdict(**data)))
+            try:
+                data["details"] = json.loads(data["details"]) if data["details"] else {}
+                out.append((row[0], row[1], Verdict(**data)))
+            except (ValidationError, ValueError) as exc:
+                why = first_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise InputError(f"{self.path}: run {run_id}: verdict on {row[0]} seed {row[1]} ({data.get('judge')}): invalid stored value: {why}") from None
         return out
 
     def run_ids(self) -> list[str]:

@@ -62,6 +62,9 @@ class RunMetadata(BaseModel):
     started_at: str
     finished_at: str | None = None
     resumed_at: list[str] = Field(default_factory=list)
+    sealed_when_ended: bool = False
+    """Written by a kgeval that seals a run when it ends (`_seal`): such a run, ended, without
+    its seal had it removed. False for runs written before seals existed."""
     """When the run was resumed after being stopped, if ever."""
 
 

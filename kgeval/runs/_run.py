@@ -149,6 +149,7 @@ def plan_run(
         kgeval_version=kgeval.__version__,
         git_commit=git_commit(),
         started_at=_now(),
+        sealed_when_ended=True,
     )
     return RunPlan(holdout, Path(gold_dir), system, config, metadata, judges, stores, list(compare_with or []))
 
@@ -240,6 +241,7 @@ def resume_run(
         raise InputError(f"run {run_id} was refused by the pre-eval checklist and never started; start a new run")
     if status == "finished":
         return metadata
+    db.check_start(run_id)  # a run made up in the file, or whose start was edited, is not continued and sealed
     config = KgevalConfig.model_validate(metadata.config)
     holdout = load_holdout(Path(metadata.holdout))
     system = system_for(metadata, config)

@@ -27,7 +27,16 @@ from kgeval.integrity import check_tag, integrity_key, sign
 SEALS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_seals (
     run_id VARCHAR PRIMARY KEY, sealed_at VARCHAR NOT NULL, tables JSON NOT NULL, seal_sha256 VARCHAR NOT NULL, tag VARCHAR);
+CREATE TABLE IF NOT EXISTS run_starts (
+    run_id VARCHAR PRIMARY KEY, start_sha256 VARCHAR NOT NULL, tag VARCHAR);
 """
+# What a run is at its start and never changes: `--resume` continues only a run whose start
+# matches (with the key: whose start was signed), so a run cannot be made up in the file and
+# then sealed by a resume.
+_START_FIELDS = (
+    "run_id", "system", "system_version", "holdout_manifest_sha256", "gold_manifest_sha256", "question_set_sha256",
+    "config_sha256", "seeds", "judge_versions", "started_at",
+)  # fmt: skip
 
 # Each table's rows of one run, in its key's order: the seal covers every column but run_id.
 _SEALED = {
@@ -64,28 +73,67 @@ def _seal_sha256(run_id: str, tables: dict[str, list]) -> str:
     return hashlib.sha256(json.dumps([run_id, tables], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def _start_sha256(metadata: Any) -> str:
+    values = [getattr(metadata, name) for name in _START_FIELDS]
+    return hashlib.sha256(json.dumps(values, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def record_start(con: Any, metadata: Any) -> None:
+    """Record (and, with the key, sign) what the run is at its start: in `create_run`'s transaction."""
+    start = _start_sha256(metadata)
+    key = integrity_key()
+    con.execute("INSERT INTO run_starts VALUES (?, ?, ?)", [metadata.run_id, start, sign(start, key) if key else None])
+
+
+def check_start(con: Any, where: str, metadata: Any) -> None:
+    """RunChanged unless the run's start is on record as it is now (and signed, with the key):
+    `--resume` calls it before it writes anything. A run from before starts were recorded
+    passes without a key."""
+    has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'run_starts'").fetchone()[0]
+    row = con.execute("SELECT start_sha256, tag FROM run_starts WHERE run_id = ?", [metadata.run_id]).fetchone() if has_table else None
+    key = integrity_key()
+    if row is None:
+        if key is not None or metadata.sealed_when_ended:
+            raise RunChanged(f"{where}: run {metadata.run_id} has no record of its start: it was not started by `kgeval run` (made up in the file?); not resumed")
+        return
+    if row[0] != _start_sha256(metadata):
+        raise RunChanged(f"{where}: run {metadata.run_id} differs from what it was at its start (its system, holdout, gold, judges, seeds or configuration was edited); not resumed")
+    if key is not None:
+        try:
+            check_tag(row[0], row[1], key, f"{where}: run {metadata.run_id}'s start")
+        except CheckFailed as exc:
+            raise RunChanged(str(exc)) from None
+
+
 def seal_run(con: Any, run_id: str) -> None:
-    """Hash the run's rows and store the seal (replacing an earlier one): call it in the
-    transaction that ends the run, after its last write."""
+    """Hash the run's rows and store the seal: call it in the transaction that ends the run,
+    after its last write. A run is sealed once: RunChanged if it was sealed before (a sealed
+    run set back to "running" and resumed would otherwise be sealed again over edited rows)."""
+    if con.execute("SELECT count(*) FROM run_seals WHERE run_id = ?", [run_id]).fetchone()[0]:
+        raise RunChanged(f"run {run_id} was sealed when it ended; it cannot end again (its status was edited back?)")
     tables = run_digests(con, run_id)
     seal = _seal_sha256(run_id, tables)
     key = integrity_key()
-    con.execute("DELETE FROM run_seals WHERE run_id = ?", [run_id])
     con.execute(
         "INSERT INTO run_seals VALUES (?, ?, ?, ?, ?)",
         [run_id, datetime.now(UTC).isoformat(timespec="seconds"), json.dumps(tables), seal, sign(seal, key) if key else None],
     )
 
 
-def check_seal(con: Any, where: str, run_id: str, status: str) -> None:
+def check_seal(con: Any, where: str, run_id: str, status: str, sealed_when_ended: bool = False) -> None:
     """RunChanged naming the run and what changed, unless the ended run's rows match its seal
-    (and its tag, with a key configured). A running run is not checked."""
-    if status == "running":
-        return
+    (and its tag, with a key configured). A running run has no seal to check; one that has a
+    seal was set back to running after it ended, and is refused."""
     has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'run_seals'").fetchone()[0]
     row = con.execute("SELECT tables, seal_sha256, tag FROM run_seals WHERE run_id = ?", [run_id]).fetchone() if has_table else None
+    if status == "running":
+        if row is not None:
+            raise RunChanged(f"{where}: run {run_id} was sealed when it ended but now reads as running: its status was edited; its figures are not shown")
+        return
     key = integrity_key()
     if row is None:
+        if sealed_when_ended:
+            raise RunChanged(f"{where}: run {run_id} is {status} but its seal was removed (the kgeval that wrote it seals every run it ends): its figures are not shown")
         if key is not None:
             raise RunChanged(
                 f"{where}: run {run_id} is {status} but has no seal, and an integrity key is configured: "

@@ -150,6 +150,7 @@ def test_with_a_key_a_seal_recomputed_without_it_is_refused(tmp_path, monkeypatc
     _edit(path, "UPDATE verdicts SET correct = true WHERE run_id = ? AND question_id = 'q3' AND ? IS NOT NULL")
     monkeypatch.delenv(KEY_ENV)
     con = duckdb.connect(str(path))
+    con.execute("DELETE FROM run_seals WHERE run_id = 'r1'")
     seal_run(con, "r1")  # an editor without the key reseals: the plain hashes match again
     con.close()
     with ResultsDB(path, read_only=True) as db:
@@ -222,3 +223,88 @@ def test_the_checklist_does_not_take_a_changed_control_run_as_evidence(mini_hold
         execute_run(load_holdout(mini_holdout), mini_gold, OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
     (item,) = [i for i in refused.value.receipt.failures() if "weak" in i.item]
     assert f"weak run {weak} cannot be read" in item.observed and "changed after it was sealed (verdicts" in item.observed
+
+
+# ---- found by a hostile tester: ways around the seal ----------------------------------------
+
+
+def _real_run(tmp_path, mini_holdout, mini_gold, system="weak"):
+    path = tmp_path / "real.duckdb"
+    return path, run_system(mini_holdout, mini_gold, path, system, seeds=1)
+
+
+def test_a_sealed_run_set_back_to_running_is_refused_and_cannot_be_sealed_again(tmp_path, mini_holdout, mini_gold):
+    """Status set to 'running', verdicts flipped, then `--resume`: before, every reader showed
+    the edited figures (a running run was not checked) and the resume sealed them anew, signed."""
+    path, run_id = _real_run(tmp_path, mini_holdout, mini_gold)
+    _edit(path, "UPDATE runs SET status = 'running' WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    _edit(path, "UPDATE verdicts SET correct = true WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="was sealed when it ended but now reads as running"):
+        build_report(db, run_id)
+    resumed = CliRunner().invoke(app, ["run", "--resume", run_id, "--db", str(path)])
+    assert resumed.exit_code == 1 and "now reads as running" in resumed.output, resumed.output
+    con = duckdb.connect(str(path))
+    with pytest.raises(RunChanged, match="cannot end again"):
+        seal_run(con, run_id)
+    con.close()
+
+
+def test_a_run_made_up_in_the_file_is_not_resumed_and_sealed(tmp_path, mini_holdout, mini_gold):
+    path, run_id = _real_run(tmp_path, mini_holdout, mini_gold, "oracle")
+    con = duckdb.connect(str(path))
+    fake = "20991231T000000-weak-fa4e00"
+    con.execute("INSERT INTO runs SELECT ?, 'running', json_merge_patch(metadata, json_object('run_id', ?, 'system', 'weak')) FROM runs WHERE run_id = ?", [fake, fake, run_id])
+    for table in ("run_questions", "attempts", "verdicts"):
+        con.execute(f"INSERT INTO {table} SELECT * REPLACE (? AS run_id) FROM {table} WHERE run_id = ?", [fake, run_id])
+    con.close()
+    resumed = CliRunner().invoke(app, ["run", "--resume", fake, "--db", str(path)])
+    assert resumed.exit_code == 1 and "has no record of its start" in resumed.output, resumed.output
+    with ResultsDB(path, read_only=True) as db:
+        assert db.status(fake) == "running"  # not sealed
+
+
+def test_a_run_whose_start_was_edited_is_not_resumed(tmp_path, mini_holdout, mini_gold):
+    path, run_id = _real_run(tmp_path, mini_holdout, mini_gold)
+    _edit(path, "UPDATE runs SET status = 'running' WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL", run_id)  # as if killed before it ended
+    _edit(path, "UPDATE runs SET metadata = json_merge_patch(metadata, '{\"system_version\": \"2\"}') WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    resumed = CliRunner().invoke(app, ["run", "--resume", run_id, "--db", str(path)])
+    assert resumed.exit_code == 1 and "differs from what it was at its start" in resumed.output, resumed.output
+
+
+def test_without_a_key_a_removed_seal_is_refused_for_a_run_that_was_sealed(tmp_path, mini_holdout, mini_gold):
+    path, run_id = _real_run(tmp_path, mini_holdout, mini_gold)
+    _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="its seal was removed"):
+        db.verdicts(run_id)
+
+
+def test_an_edit_that_puts_the_files_time_back_is_still_seen(tmp_path):
+    """The process remembers a checked seal while the file is unchanged: putting its size and
+    modification time back (os.utime) must not make an edited file look unchanged."""
+    import os
+
+    from kgeval.runs._db import _file_state
+
+    path = _synthetic(tmp_path / "r.duckdb")
+    before, stat = _file_state(path), path.stat()
+    path.write_bytes(path.read_bytes())  # same bytes, same size: rewritten
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert _file_state(path) != before
+
+
+def test_invalid_stored_values_are_named_not_tracebacks(tmp_path, mini_holdout, mini_gold):
+    path, run_id = _real_run(tmp_path, mini_holdout, mini_gold)
+    broken = tmp_path / "broken.duckdb"
+    shutil.copy(path, broken)
+    _edit(broken, "UPDATE runs SET metadata = '{}' WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    listed = CliRunner().invoke(app, ["runs", "--db", str(broken)])
+    assert listed.exit_code == 2 and f"run {run_id}: invalid stored metadata" in listed.output and "Traceback" not in listed.output, listed.output
+    running = tmp_path / "running.duckdb"
+    shutil.copy(path, running)
+    _edit(running, "UPDATE runs SET status = 'running' WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    _edit(running, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    _edit(running, "UPDATE attempts SET state = 'bogus' WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    report = CliRunner().invoke(app, ["report", run_id, "--db", str(running)])
+    assert report.exit_code == 2 and "invalid stored value" in report.output and "attempt mini-0" in report.output, report.output
