@@ -34,7 +34,18 @@ def holdout_verify(holdout: HoldoutOpt = Path("holdout")) -> None:
 @holdout_app.command("seal")
 @user_errors
 def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
-    """Write MANIFEST.json with the sha256 of every holdout file (after validating it loads)."""
+    """Write MANIFEST.json with the sha256 of every holdout file (after validating it loads).
+    Refuses to bless decision files edited by hand since the last seal (EXCLUDED.yaml,
+    CONFIRMED_EMPTY.yaml): those change only through their commands, which reseal."""
+    from kgeval.holdout._manifest import decisions_edited
+
+    edited = decisions_edited(holdout)
+    if edited:
+        raise CheckFailed(
+            f"{holdout}: {', '.join(edited)} changed since the holdout was sealed, not by kgeval: decisions on record change only "
+            "through `kgeval holdout exclude` / `include` / `confirm-empty` / `unconfirm-empty` (who, when and why are kept); "
+            "restore the file, then use those commands"
+        )
     load_holdout(holdout)
     digest = seal_holdout(holdout)
     out.print(f"sealed {holdout}: manifest {digest}")

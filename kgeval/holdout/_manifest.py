@@ -57,6 +57,21 @@ def holdout_problems(root: Path) -> list[str]:
     return problems
 
 
+DECISION_FILES = ("EXCLUDED.yaml", "CONFIRMED_EMPTY.yaml")
+"""Decisions on record (`_exclusions`, `_confirmed`): written only by their commands, which reseal."""
+
+
+def decisions_edited(root: Path) -> list[str]:
+    """The decision files that differ from the sealed manifest (edited, added or removed by
+    hand since the last seal); empty when there is no manifest yet."""
+    try:
+        expected = read_manifest(root)["files"]
+    except CheckFailed:
+        return []
+    actual = _holdout_files(Path(root))
+    return [name for name in DECISION_FILES if expected.get(name) != actual.get(name)]
+
+
 def verify_holdout(root: Path) -> str:
     """Raise CheckFailed listing every problem; return the manifest hash when sealed."""
     problems = holdout_problems(root)

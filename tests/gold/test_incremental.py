@@ -199,8 +199,18 @@ def test_exclusions_file_edited_without_reseal_fails_the_holdout(tmp_path):
 
     with pytest.raises(InputError, match="question mini-02 is excluded twice"):
         load_exclusions(holdout)
+    # and a hand-edited decision file is never blessed by a reseal (a forged exclusion, who/when/why
+    # copied, was accepted once resealed): decisions change only through their commands
     sealed = kgeval("holdout", "seal", "--holdout", str(holdout))
-    assert sealed.returncode == 2 and "excluded twice" in sealed.stderr
+    assert sealed.returncode == 1 and "EXCLUDED.yaml changed since the holdout was sealed, not by kgeval" in sealed.stderr, sealed.stderr
+    forged = holdout / "CONFIRMED_EMPTY.yaml"
+    forged.write_text("confirmed_empty:\n- {question_id: mini-03, why: forged, sparql_sha256: '" + "0" * 64 + "', by: alice, at: '2026-01-01'}\n")
+    path.write_text(path.read_text().split("excluded:\n", 1)[0] + "excluded: []\n")
+    sealed = kgeval("holdout", "seal", "--holdout", str(holdout))
+    assert sealed.returncode == 1 and "EXCLUDED.yaml, CONFIRMED_EMPTY.yaml changed" in sealed.stderr, sealed.stderr
+    forged.unlink()
+    include = kgeval("holdout", "include", "mini-01", "--holdout", str(holdout))  # refuses: the holdout does not match its manifest
+    assert include.returncode == 1 and "refusing to reseal" in include.stderr, include.stderr
 
 
 def test_a_killed_rebuilds_finished_kgs_are_reused(tmp_path):
