@@ -51,6 +51,7 @@ def test_report_never_mixes_judge_versions(mini_holdout, mini_gold, tmp_path):
     db_path, meta = _replay_run(tmp_path, mini_holdout, mini_gold)
     con = duckdb.connect(str(db_path))
     con.execute("UPDATE verdicts SET version = 'execution-0+old', correct = NOT correct WHERE judge = 'execution' AND question_id IN ('mini-01', 'mini-06')")
+    con.execute("DELETE FROM run_seals WHERE run_id = ?", [meta.run_id])
     seal_run(con, meta.run_id)  # a run holding two versions of a judge, as written: not an edit after the fact
     con.close()
     with ResultsDB(db_path, read_only=True) as db:
