@@ -89,8 +89,7 @@ def check_start(con: Any, where: str, metadata: Any) -> None:
     """RunChanged unless the run's start is on record as it is now (and signed, with the key):
     `--resume` calls it before it writes anything. A run from before starts were recorded
     passes without a key."""
-    has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'run_starts'").fetchone()[0]
-    row = con.execute("SELECT start_sha256, tag FROM run_starts WHERE run_id = ?", [metadata.run_id]).fetchone() if has_table else None
+    row = _stored(con, "run_starts", "start_sha256, tag", metadata.run_id)
     key = integrity_key()
     if row is None:
         if key is not None or metadata.sealed_when_ended:
@@ -99,10 +98,23 @@ def check_start(con: Any, where: str, metadata: Any) -> None:
     if row[0] != _start_sha256(metadata):
         raise RunChanged(f"{where}: run {metadata.run_id} differs from what it was at its start (its system, holdout, gold, judges, seeds or configuration was edited); not resumed")
     if key is not None:
-        try:
-            check_tag(row[0], row[1], key, f"{where}: run {metadata.run_id}'s start")
-        except CheckFailed as exc:
-            raise RunChanged(str(exc)) from None
+        _check_tag(row[0], row[1], key, f"{where}: run {metadata.run_id}'s start")
+
+
+def _stored(con: Any, table: str, columns: str, run_id: str) -> tuple | None:
+    """The run's row of a seals table; None when it has none, or the file has no such table
+    (written before seals existed, opened read-only)."""
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0]:
+        return None
+    return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ?", [run_id]).fetchone()
+
+
+def _check_tag(payload: str, tag: str | None, key: bytes, where: str) -> None:
+    """`check_tag`, failing as RunChanged."""
+    try:
+        check_tag(payload, tag, key, where)
+    except CheckFailed as exc:
+        raise RunChanged(str(exc)) from None
 
 
 def seal_run(con: Any, run_id: str) -> None:
@@ -124,8 +136,7 @@ def check_seal(con: Any, where: str, run_id: str, status: str, sealed_when_ended
     """RunChanged naming the run and what changed, unless the ended run's rows match its seal
     (and its tag, with a key configured). A running run has no seal to check; one that has a
     seal was set back to running after it ended, and is refused."""
-    has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'run_seals'").fetchone()[0]
-    row = con.execute("SELECT tables, seal_sha256, tag FROM run_seals WHERE run_id = ?", [run_id]).fetchone() if has_table else None
+    row = _stored(con, "run_seals", "tables, seal_sha256, tag", run_id)
     if status == "running":
         if row is not None:
             raise RunChanged(f"{where}: run {run_id} was sealed when it ended but now reads as running: its status was edited; its figures are not shown")
@@ -142,10 +153,7 @@ def check_seal(con: Any, where: str, run_id: str, status: str, sealed_when_ended
         return
     stored_tables, stored_seal, tag = json.loads(row[0]), row[1], row[2]
     if key is not None:
-        try:
-            check_tag(stored_seal, tag, key, f"{where}: run {run_id}'s seal")
-        except CheckFailed as exc:
-            raise RunChanged(str(exc)) from None
+        _check_tag(stored_seal, tag, key, f"{where}: run {run_id}'s seal")
     if _seal_sha256(run_id, stored_tables) != stored_seal:
         raise RunChanged(f"{where}: run {run_id}'s seal was edited: its table hashes do not give its seal hash")
     now = run_digests(con, run_id)
