@@ -91,6 +91,36 @@ PREDECLARED_PREFIXES: dict[str, dict[str, str]] = {
         "dc": "http://purl.org/dc/elements/1.1/",
         "skos": "http://www.w3.org/2004/02/skos/core#",
     },
+    # The Wikidata Query Service: the prefixes of its user manual ("Prefixes used ... are
+    # declared for every query"; not run here). Its label service is emulated by the guard
+    # (kgeval/stores/_label_service.py).
+    "wikidata": {
+        **_CORE_PREFIXES,
+        "wd": "http://www.wikidata.org/entity/",
+        "wds": "http://www.wikidata.org/entity/statement/",
+        "wdv": "http://www.wikidata.org/value/",
+        "wdref": "http://www.wikidata.org/reference/",
+        "wdt": "http://www.wikidata.org/prop/direct/",
+        "wdtn": "http://www.wikidata.org/prop/direct-normalized/",
+        "wdno": "http://www.wikidata.org/prop/novalue/",
+        "p": "http://www.wikidata.org/prop/",
+        "ps": "http://www.wikidata.org/prop/statement/",
+        "psv": "http://www.wikidata.org/prop/statement/value/",
+        "psn": "http://www.wikidata.org/prop/statement/value-normalized/",
+        "pq": "http://www.wikidata.org/prop/qualifier/",
+        "pqv": "http://www.wikidata.org/prop/qualifier/value/",
+        "pqn": "http://www.wikidata.org/prop/qualifier/value-normalized/",
+        "pr": "http://www.wikidata.org/prop/reference/",
+        "prv": "http://www.wikidata.org/prop/reference/value/",
+        "prn": "http://www.wikidata.org/prop/reference/value-normalized/",
+        "wikibase": "http://wikiba.se/ontology#",
+        "bd": "http://www.bigdata.com/rdf#",
+        "schema": "http://schema.org/",
+        "skos": "http://www.w3.org/2004/02/skos/core#",
+        "prov": "http://www.w3.org/ns/prov#",
+        "geo": "http://www.opengis.net/ont/geosparql#",
+        "hint": "http://www.bigdata.com/queryHints#",
+    },
 }
 """Prefixes known engines declare for every query (`store.predeclared_prefixes: virtuoso`)."""
 
@@ -126,7 +156,8 @@ class StoreConfig(_Strict):
     """Remote stores: the engine version recorded when the server does not say."""
     predeclared_prefixes: dict[str, str] = Field(default_factory=dict)
     """Prefixes the production endpoint declares for every query (name -> namespace IRI), or the
-    name of a known engine's list: "virtuoso", "graphdb", "blazegraph" (see PREDECLARED_PREFIXES).
+    name of a known engine's list: "virtuoso", "graphdb", "blazegraph", "wikidata" (see
+    PREDECLARED_PREFIXES).
     A candidate query that fails only for lacking one of these PREFIX lines is run with them, as it
     would run in production; its verdict records which it needed. Default: none (Oxigraph and
     Fuseki predeclare none)."""

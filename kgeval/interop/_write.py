@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kgeval.config import PREDECLARED_PREFIXES
 from kgeval.errors import InputError, QueryError, QuerySyntaxError
 from kgeval.holdout import MANIFEST, QUESTIONS_FILE, Question, Tag, holdout_problems, load_holdout, seal_holdout
 from kgeval.interop._infer import has_order_by, inferred_tags
@@ -167,7 +168,8 @@ _DECLARATION = re.compile(r"\s*@?prefix\s+(\S*?):\s*<([^>]*)>\s*\.?\s*(?:#.*)?",
 def prefix_table(pairs: list[str], files: list[Path]) -> dict[str, str]:
     """The prefixes to declare at import, from `NAME=IRI` pairs (`--prefix`) and from files of
     SPARQL or Turtle declarations (`--prefixes`: `PREFIX dbo: <...>` or `@prefix dbo: <...> .`
-    lines; blank and `#` lines skipped). A name given twice must name one IRI."""
+    lines; blank and `#` lines skipped), or a known endpoint's own list (`--prefixes wikidata`,
+    `config.PREDECLARED_PREFIXES`). A name given twice must name one IRI."""
     table: dict[str, str] = {}
     entries = [(f"--prefix {pair}", *pair.partition("=")[::2]) for pair in pairs if "=" in pair]
     if bad := [pair for pair in pairs if "=" not in pair]:
@@ -184,6 +186,8 @@ def prefix_table(pairs: list[str], files: list[Path]) -> dict[str, str]:
 
 
 def _declarations(path: Path) -> list[tuple[str, str, str]]:
+    if str(path) in PREDECLARED_PREFIXES and not path.exists():  # a known endpoint's list: `--prefixes wikidata`
+        return [(f"--prefixes {path}", name, iri) for name, iri in PREDECLARED_PREFIXES[str(path)].items()]
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:

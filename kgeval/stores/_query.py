@@ -2,7 +2,8 @@
 
 Every query a store executes, reference or candidate, goes through `guard_query` first
 (DESIGN invariant 12): updates, SERVICE clauses, CONSTRUCT/DESCRIBE and over-long or
-over-deep queries are refused before any store sees them. What the guard approved is exactly
+over-deep queries are refused before any store sees them (Wikidata's label service is first
+written as plain SPARQL on the store's own labels: `_label_service`). What the guard approved is exactly
 what the engine runs: `_lexer` splits the text into SPARQL terminals by the specification and
 writes them back in one canonical form (no comments, no escapes two parsers could read
 differently); the grammar (tree-sitter-sparql, a C parser with no recursion limit) then reads
@@ -28,6 +29,7 @@ import tree_sitter
 import tree_sitter_sparql
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
+from kgeval.stores import _label_service
 from kgeval.stores._lexer import _SCHEME, Token, canonical_text_and_spans, canonical_tokens
 
 if TYPE_CHECKING:  # rdflib's SPARQL grammar is imported on first use: a quarter of a second
@@ -129,8 +131,10 @@ def terminals(text: str) -> tuple[Token, ...]:
     """The lexer's canonical terminals of `text` (QuerySyntaxError when it does not lex), kept a
     short while: the guard reads a candidate, and the judges read the same text's IRIs right
     after (`mentioned_iris`, once per judge): one lexing serves them all. Few are kept (a 20 KB
-    text has thousands of terminals), enough for the candidates of a run's threads in flight."""
-    return tuple(canonical_tokens(text))
+    text has thousands of terminals), enough for the candidates of a run's threads in flight.
+    A Wikidata label service is already written as plain SPARQL (`_label_service`): every
+    reader of the query, the engine and the judges alike, reads the query that runs."""
+    return _label_service.emulate(tuple(canonical_tokens(text)))
 
 
 def parsed_tree(canonical: str) -> tree_sitter.Tree:
@@ -366,7 +370,7 @@ def mentioned_iris(text: str) -> frozenset[str] | None:
             iris.add(prefixes[prefix] + local)
         elif token.kind == "word" and token.text == "a":
             iris.add(_RDF_TYPE)
-    return frozenset(iris)
+    return frozenset(iris - {_label_service.UNBOUND})
 
 
 def compares_by_order(text: str) -> bool | None:
@@ -404,9 +408,10 @@ def query_algebra(text: str) -> CompValue:
     the backslash of a local-name escape inside the IRI (`res:Springfield_\\(Illinois\\)`
     gives an IRI with `\\(`, not the one the engine queries); the canonical text writes such
     names as full IRIs. (Not every text: rdflib refuses some of the canonical spacing, such
-    as `cat:p *`.) Text the guard refuses or rdflib cannot read so is read as given."""
+    as `cat:p *`.) So is a text with the Wikidata label service, which the engine runs as plain
+    SPARQL (`_label_service`). Text the guard refuses or rdflib cannot read so is read as given."""
     with _PARSE_LOCK:
-        if "\\" in text:
+        if "\\" in text or _label_service.named(text):
             try:
                 return _algebra(guard_query(text).text)
             except (QuerySyntaxError, QueryRefused):
