@@ -481,6 +481,8 @@ SHARED_NAMESPACES: tuple[str, ...] = (
     "http://www.w3.org/2006/time#",
     "http://www.w3.org/2003/01/geo/wgs84_pos#",
     "http://www.wikidata.org/",
+    "http://wikiba.se/ontology",  # the Wikibase ontology (wikibase:label, wikibase:language)
+    "http://www.bigdata.com/",  # Blazegraph's, in every WDQS label service (bd:serviceParam)
     "http://dbpedia.org/",
     "http://qudt.org/",
 )

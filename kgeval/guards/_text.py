@@ -283,9 +283,10 @@ _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 
 def _algebra(text: str) -> CompValue | None:
     """The query's algebra as kgeval.stores reads it (escaped local names resolved, parses
-    serialized and cached), or None when it does not parse."""
+    serialized and cached), as written (a label service as its SERVICE clause, which a copy
+    holds), or None when it does not parse."""
     try:
-        return query_algebra(text)
+        return query_algebra(text, as_written=True)
     except QuerySyntaxError:
         return None
 

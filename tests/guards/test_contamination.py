@@ -601,3 +601,34 @@ def test_short_generic_questions_are_not_near_duplicates_but_rewordings_are(hold
         assert [r for i, r in enumerate(rewordings) if (i, r[0]) not in found] == []
         flagged = sorted({(records[h.record]["prompt"], h.holdout_item) for h in report.hits if h.record >= len(rewordings)})
         assert flagged == [], flagged
+
+
+def test_a_wikidata_query_with_the_label_service_is_caught_and_wdqs_vocabulary_is_no_leak(tmp_path):
+    """Reference queries using WDQS's label service (importable since the guard emulates it):
+    a copy without its PREFIX lines was missed, since the matcher read the emulated query (its
+    needles held rdfs:label, which the copy does not), and a training query of any Wikidata
+    topic was flagged as a leak of the KG's "namespace" `http://www.bigdata.com/rdf#` (bd:)."""
+    from typer.testing import CliRunner
+
+    from kgeval.cli import app
+    from tests.interop.test_wikidata_label_service import LABELS, QUESTIONS, TTL
+
+    (tmp_path / "kgs").mkdir()
+    (tmp_path / "kgs" / "films.ttl").write_text(TTL, encoding="utf-8")
+    questions = [*QUESTIONS, ("4", "Which films did Nolan direct?", f"SELECT ?film ?filmLabel WHERE {{ ?film wdt:P57 wd:Q25191 . {LABELS} }}")]
+    doc = {"questions": [{"id": i, "kg": "films", "question": [{"language": "en", "string": t}], "query": {"sparql": s}} for i, t, s in questions]}
+    (tmp_path / "q.json").write_text(json.dumps(doc), encoding="utf-8")
+    done = CliRunner().invoke(app, ["holdout", "import", "qald", str(tmp_path / "q.json"), "--kg-dir", str(tmp_path / "kgs"),
+                                    "--out", str(tmp_path / "h"), "--prefixes", "wikidata"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    holdout = load_holdout(tmp_path / "h")
+    leaks = [text for q in holdout.questions() if "wikibase" in q.sparql for text in (q.sparql, _without_declarations(q.sparql))]
+    generic = [
+        "SELECT ?c ?cLabel WHERE { ?c wdt:P31 wd:Q6256 . " + LABELS + " }",
+        "PREFIX bd: <http://www.bigdata.com/rdf#>\nPREFIX wikibase: <http://wikiba.se/ontology#>\nSELECT ?c ?cLabel WHERE { ?c wdt:P31 wd:Q515 . " + LABELS + " }",
+    ]
+    path = _jsonl(tmp_path / "train.jsonl", [{"prompt": "Write the query.", "completion": text} for text in [*leaks, *generic]])
+    report = check_contamination([path], build_index(holdout, GuardsConfig()), GuardsConfig())
+    sparql_hits = {h.record for h in report.hits if h.kind == "sparql"}
+    assert len(leaks) == 4 and sparql_hits == set(range(len(leaks))), [(h.record, h.kind) for h in report.hits]
+    assert not {h.record for h in report.hits} & {len(leaks), len(leaks) + 1}, [(h.record, h.kind, h.matched) for h in report.hits]
