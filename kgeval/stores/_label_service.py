@@ -243,8 +243,12 @@ def _lookups(targets: list[_Target], languages: list[str], prefix: str) -> str:
             value = f"{held}_{k}"
             found.append(value)
             if target.kind == "AltLabel":
+                # GROUP_CONCAT's tag is the engine's choice (Oxigraph keeps a shared one, Virtuoso
+                # drops it): set it as WDQS gives it, the language asked
+                joined = f"GROUP_CONCAT({value}a; SEPARATOR=\", \")"
+                tagged = f"STRLANG(STR({joined}), {_string(language)})" if language else f"STR({joined})"
                 parts.append(
-                    f"OPTIONAL {{ SELECT {held} (GROUP_CONCAT({value}a; SEPARATOR=\", \") AS {value}) WHERE {{ "
+                    f"OPTIONAL {{ SELECT {held} ({tagged} AS {value}) WHERE {{ "
                     f"{held} <{_PREDICATE['AltLabel']}> {value}a FILTER(LCASE(LANG({value}a)) = {_string(language)}) }} GROUP BY {held} }}"
                 )
             else:

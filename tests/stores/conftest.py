@@ -29,17 +29,43 @@ TYPES_QUESTIONS = [
     {"id": "types-05", "question": "Is the flag set?", "sparql": TP + "ASK { t:a t:flag true }", "domain": "test", "tags": ["ask"]},
     {"id": "types-06", "question": "Sum", "sparql": TP + "SELECT (SUM(?n) AS ?s) (COUNT(?x) AS ?c) WHERE { ?x t:n ?n }", "domain": "test", "tags": ["aggregate"]},
 ]
+# Wikidata-style, with WDQS's label service in the reference queries (emulated by the guard as
+# plain SPARQL: the same gold on every engine)
+WIKIDATA_TTL = """\
+@prefix wd: <http://www.wikidata.org/entity/> . @prefix wdt: <http://www.wikidata.org/prop/direct/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> . @prefix schema: <http://schema.org/> .
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+wd:Q25188 rdfs:label "Inception"@en ; wdt:P57 wd:Q25191 ; wdt:P161 wd:Q38111, wd:Q99, wd:Q103 .
+wd:Q25191 rdfs:label "Christopher Nolan"@en, "Christophe Nolan"@fr ; schema:description "British-American filmmaker"@en ;
+    skos:altLabel "Chris Nolan"@en ; wdt:P19 wd:Q84 .
+wd:Q38111 rdfs:label "Leonardo DiCaprio"@en .
+wd:Q103 rdfs:label "Elliot Page"@en-gb .
+wd:Q84 rdfs:label "London"@en, "Londres"@fr .
+"""
+WD = (
+    "PREFIX wd: <http://www.wikidata.org/entity/>\nPREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
+    "PREFIX wikibase: <http://wikiba.se/ontology#>\nPREFIX bd: <http://www.bigdata.com/rdf#>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+)
+LABELS = 'SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],en". }'
+WIKIDATA_QUESTIONS = [
+    {"id": "wd-01", "question": "Cast of Inception, named", "sparql": WD + f"SELECT ?a ?aLabel WHERE {{ wd:Q25188 wdt:P161 ?a . {LABELS} }}", "domain": "film", "tags": ["list"]},
+    {"id": "wd-02", "question": "Director, in French", "sparql": WD + 'SELECT ?d ?dLabel ?dDescription WHERE { SERVICE wikibase:label { bd:serviceParam wikibase:language "fr,en" } wd:Q25188 wdt:P57 ?d }', "domain": "film", "tags": ["lookup"]},
+    {"id": "wd-03", "question": "People and birthplaces", "sparql": WD + f"SELECT ?p ?placeLabel WHERE {{ wd:Q25188 wdt:P161|wdt:P57 ?p OPTIONAL {{ ?p wdt:P19 ?place }} {LABELS} }}", "domain": "film", "tags": ["list"]},
+    {"id": "wd-04", "question": "Director's other names", "sparql": WD + f"SELECT ?d ?dAltLabel WHERE {{ wd:Q25188 wdt:P57 ?d . {LABELS} }}", "domain": "film", "tags": ["lookup"]},
+    {"id": "wd-05", "question": "Cast by name", "sparql": WD + 'SELECT ?name WHERE { wd:Q25188 wdt:P161 ?a . SERVICE wikibase:label { bd:serviceParam wikibase:language "en" . ?a rdfs:label ?name } } ORDER BY ?name', "domain": "film", "tags": ["list"]},
+]
 from tests.stores.servers import RunningServer, start_oxigraph, start_virtuoso, stop
 
 
 @pytest.fixture(scope="session")
 def server_holdouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Holdout]:
     """The holdouts every server is loaded with: the mini test holdout, one of typed literals
-    and blank nodes, and the shipped sample
+    and blank nodes, one of Wikidata's label service, and the shipped sample
     holdout when the checkout has one."""
     holdouts = {
         "mini": load_holdout(write_holdout(tmp_path_factory.mktemp("mini") / "holdout")),
         "types": load_holdout(write_holdout(tmp_path_factory.mktemp("types") / "holdout", TYPES_QUESTIONS, TYPES_TTL, kg="types")),
+        "wikidata": load_holdout(write_holdout(tmp_path_factory.mktemp("wikidata") / "holdout", WIKIDATA_QUESTIONS, WIKIDATA_TTL, kg="wikidata")),
     }
     if (REPO / "holdout" / "MANIFEST.json").is_file():
         holdouts["sample"] = load_holdout(REPO / "holdout")

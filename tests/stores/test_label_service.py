@@ -67,6 +67,8 @@ def test_description_and_alternative_labels(store):
     (_, description, alternatives), = rows
     assert description == "British-American filmmaker"
     assert sorted(alternatives.split(", ")) == ["Chris Nolan", "Christopher Jonathan James Nolan"]
+    result = store.execute(PREFIXES + f"SELECT ?dAltLabel WHERE {{ wd:Q25188 wdt:P57 ?d . {AUTO} }}", timeout_s=30, row_cap=10)
+    assert result.rows[0][0].lang == "en"  # tagged as WDQS tags it, whatever the engine's GROUP_CONCAT does (docs/engines.md)
 
 
 def test_manual_mode_names_the_variables(store):
