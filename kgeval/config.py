@@ -276,7 +276,12 @@ class LabelRulesConfig(_Strict):
     the gold's text."""
     label_for_entity: bool = True
     """Accept a name where the gold gives the entity's IRI: the name is that entity's label (or
-    IRI tail) and no other labelled entity of the KG bears it."""
+    IRI tail) and no other entity of the gold bears it (see `shared_names`)."""
+    shared_names: bool = True
+    """A name that entities outside the gold bear too still names the one gold entity bearing
+    it: a grader reads "Luxembourg" as the country bordering Germany though a city bears the
+    name, "Solaris" as Tarkovsky's film though a 2002 film bears it (the verdict names such
+    names). Off, a name any other labelled entity of the KG bears is not enough alone."""
     predicates: tuple[str, ...] = LABEL_PREDICATES
     """Label predicates read for every KG."""
     kg_predicates: dict[str, tuple[str, ...]] = Field(default_factory=dict)

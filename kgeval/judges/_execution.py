@@ -61,7 +61,7 @@ from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "7"
+LOGIC_VERSION = "8"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -73,7 +73,12 @@ reference query writes (the question's own subject) as a name. 5: a date-time at
 is its date (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans. 6: an
 answer list's prefixed names the reference query declares are IRIs, and `Name (ID)` is the ID
 when the ID is a gold IRI's tail (`_normalize.read_items`). 7: thousands separators are read
-(`2,872,800` = `2872800`)."""
+(`2,872,800` = `2872800`). 8: an answer list's prefixed names the store predeclares
+(`store.predeclared_prefixes`) are IRIs too, where the reference query does not declare them;
+yes / no answer a gold of one xsd:boolean value (a yes/no question asked with SELECT); a date
+written out in English (`January 1, 1985`) is that date where the gold holds dates;
+label-for-entity takes a name entities outside the gold bear too as the one gold entity bearing
+it (`labels.shared_names`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -303,7 +308,7 @@ class ExecutionJudge:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
-            items = read_items(candidate.items, question.sparql, gold)
+            items = read_items(candidate.items, question.sparql, gold, candidate.store_prefixes)
             answer, clashes = self._list_table(items, gold)
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:

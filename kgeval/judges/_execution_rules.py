@@ -12,9 +12,11 @@ judge compares again; the rule accepts only when that comparison accepts. Each i
 - `entity_for_label` / `label_for_entity`: the answer gives an entity's IRI where the gold gives
   its name, or the reverse. The answer gets, beside each IRI column, the gold name the IRI's KG
   label (or IRI tail) equals, and beside each literal column, the gold entity that literal names
-  when no other labelled entity of the KG bears it. An IRI the reference query itself writes
-  (the entity the question is about) is never taken as a name. A name borne by several entities is not
-  enough alone to identify the entity: the verdict says so. An answer list (no SPARQL) is read
+  when no other entity of the gold bears it (`labels.shared_names`: entities outside the gold
+  may bear it too, and the verdict names such names; off, no other labelled entity of the KG
+  may). An IRI the reference query itself writes (the entity the question is about) is never
+  taken as a name. A name borne by several gold entities is not enough alone to identify one:
+  the verdict says so. An answer list (no SPARQL) is read
   as the one-column result its items stand for: a list of names, or of IRIs, gets these rules.
 """
 
@@ -160,10 +162,13 @@ def with_named_columns(
                 columns.append((f"{var}__name", derived))
                 used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
         elif kinds == {"literal"} and gold_iris and config.labels.label_for_entity:
-            derived, n = _entities_for(cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous)
+            shared: dict[str, int] = {}
+            derived, n = _entities_for(cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous, shared if config.labels.shared_names else None)
             if n:
                 columns.append((f"{var}__entity", derived))
-                used["label_for_entity"] = f"{n} answer name(s) of ?{var} taken as the gold's entities they label"
+                used["label_for_entity"] = f"{n} answer name(s) of ?{var} taken as the gold's entities they label" + "".join(
+                    f"; {name!r} names {k} entities of the KG, one of them in the gold" for name, k in sorted(shared.items())[:3]
+                )
     if not columns:
         return answer, {}, ambiguous
     rows = [list(row) + [derived[i] for _, derived in columns] for i, row in enumerate(answer.rows)]
@@ -215,16 +220,26 @@ def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: Kg
 
 
 def _entities_for(
-    cells: list[Term | None], gold_iris: set[str], gold_iris_by_name: dict[str, frozenset[str]], lookup: KgLookup, ambiguous: dict[str, int]
+    cells: list[Term | None],
+    gold_iris: set[str],
+    gold_iris_by_name: dict[str, frozenset[str]],
+    lookup: KgLookup,
+    ambiguous: dict[str, int],
+    shared: dict[str, int] | None,
 ) -> tuple[list[Term | None], int]:
+    """Each name's gold entity where one gold entity bears it, and no other KG entity does
+    unless `shared` (which then collects such names); names that are not enough go to
+    `ambiguous` (name -> entities bearing it)."""
     derived, n = [], 0
     for cell in cells:
         target = None
         if cell is not None:
             bearers = lookup.bearers(cell.value) | gold_iris_by_name.get(fold(cell.value), frozenset())
             named = bearers & gold_iris
-            if len(named) == 1 and len(bearers) == 1:
+            if len(named) == 1 and (len(bearers) == 1 or shared is not None):
                 target = Term.iri(next(iter(named)))
+                if len(bearers) > 1:
+                    shared[cell.value] = len(bearers)  # type: ignore[index]
             elif named:
                 ambiguous[cell.value] = len(bearers)
         derived.append(target or cell)

@@ -49,6 +49,9 @@ class Candidate(BaseModel):
     predeclared_prefixes: list[str] = Field(default_factory=list)
     """Prefixes the store predeclares (`store.predeclared_prefixes`) that the query needed to
     run: it ran as it would on the production endpoint, and the verdict records it."""
+    store_prefixes: dict[str, str] = Field(default_factory=dict)
+    """Every prefix the store predeclares (`store.predeclared_prefixes`, name -> namespace): an
+    answer list's `wd:Q42` names an IRI by them, as the same name in a query would."""
     lookup: Any = None
     """A `kgeval.judges.KgLookup`: read-only facts about the KG holding the gold (labels,
     vocabulary), cached per run; None when no store is at hand (the label and vacuous rules then

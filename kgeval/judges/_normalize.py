@@ -53,6 +53,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
+from datetime import date
 from functools import lru_cache
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from itertools import compress, repeat
@@ -129,23 +130,37 @@ def declared_prefixes(sparql: str) -> dict[str, str]:
     return {name: iri for name, iri in _DECLARED.findall(sparql)}
 
 
-def read_items(items: list, reference: str, gold: QueryResult) -> list:
+def _one_boolean(gold: QueryResult) -> bool:
+    """Whether the gold is a single xsd:boolean value: a yes/no question asked with SELECT."""
+    if gold.total != 1 or len(gold.rows) != 1 or len(gold.rows[0]) != 1:
+        return False
+    cell = gold.rows[0][0]
+    return cell is not None and cell.type == "literal" and cell.datatype == _XSD_BOOLEAN
+
+
+def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None) -> list:
     """An answer list as a grader reads it against this question (`reference`: its reference
     query; `gold`: its gold), before normalization:
-    - to a yes/no question (an ASK gold), a text starting with yes / no / true / false is that
-      boolean (`ask_items`);
-    - a prefixed name the reference query declares is its IRI (`wd:Q42` -> `http://www.wikidata.org/entity/Q42`);
+    - to a yes/no question (an ASK gold, or a gold of one xsd:boolean value: `SELECT ?passed`),
+      a text starting with yes / no / true / false is that boolean (`ask_items`);
+    - a prefixed name the reference query declares, or else the store predeclares
+      (`store_prefixes`), is its IRI (`wd:Q42` -> `http://www.wikidata.org/entity/Q42`);
     - a name followed by an identifier in parentheses (`Christopher Nolan (Q25191)`, `Nolan
       (wd:Q25191)`) is that identifier, when it is the tail of one of the gold's IRIs: the
-      identifier says which entity the name means.
+      identifier says which entity the name means;
+    - where the gold holds a date (xsd:date or xsd:dateTime), a date written out in English
+      (`January 1, 1985`, `1 Jan 1985`, `1st of January, 1985`) is that date (`1985-01-01`);
+      numeric forms (`01/02/1985`) are left alone: their order of day and month is unknown.
     Anything else stays as it is."""
-    if gold.form == "ask":
+    if gold.form == "ask" or _one_boolean(gold):
         return ask_items(items)
-    prefixes = declared_prefixes(reference)
+    prefixes = {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
     tails: set[str] | None = None
+    dates = any(_ISO_DATE.match(item) is None and _prose_date(item) for item in items if isinstance(item, str)) and _holds_dates(gold)
     out = []
     for item in items:
         if isinstance(item, str):
+            item = (_prose_date(item) or item) if dates else item
             item = _expanded(item, prefixes)
             named = _WITH_ID.match(item) if item.endswith(")") else None
             if named:
@@ -156,6 +171,38 @@ def read_items(items: list, reference: str, gold: QueryResult) -> list:
                     item = identifier
         out.append(item)
     return out
+
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(("january jan", "february feb", "march mar", "april apr", "may", "june jun", "july jul",
+                                    "august aug", "september sep sept", "october oct", "november nov", "december dec"), 1)  # fmt: skip
+    for name in names.split()
+}
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_MONTH = r"([a-z]+)\.?"
+_PROSE_DATES = (
+    (re.compile(rf"\s*{_MONTH}\s+{_DAY},?\s+(\d{{4}})\s*$", re.IGNORECASE), 1, 2, 3),  # January 1, 1985
+    (re.compile(rf"\s*(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\s*$", re.IGNORECASE), 2, 1, 3),  # 1 January 1985
+)
+_ISO_DATE = re.compile(r"\s*\d{4}-\d\d-\d\d")
+_DATE_TYPES = frozenset({"http://www.w3.org/2001/XMLSchema#date", "http://www.w3.org/2001/XMLSchema#dateTime"})
+
+
+def _prose_date(text: str) -> str | None:
+    """`text` as an ISO date when it is a date written out in English, else None."""
+    for pattern, month, day, year in _PROSE_DATES:
+        found = pattern.match(text)
+        if found and (number := _MONTHS.get(found[month].lower())):
+            try:
+                return date(int(found[year]), number, int(found[day])).isoformat()
+            except ValueError:  # 31 February
+                return None
+    return None
+
+
+def _holds_dates(gold: QueryResult) -> bool:
+    return any(cell is not None and cell.datatype in _DATE_TYPES for row in gold.rows for cell in row)
 
 
 def _expanded(text: str, prefixes: dict[str, str]) -> str:

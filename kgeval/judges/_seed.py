@@ -40,7 +40,7 @@ from kgeval.judges._normalize import Normalizer, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "9"
+LOGIC_VERSION = "10"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
@@ -50,7 +50,10 @@ not vacuous for IRIs the reference query needs too. 7: a date-time at midnight U
 (`_normalize` rule 5b); an answer list to an ASK reads yes / no as booleans. 8: an answer
 list's prefixed names the reference query declares are IRIs, and `Name (ID)` is the ID when the
 ID is a gold IRI's tail (`_normalize.read_items`). 9: thousands separators are read
-(`2,872,800` = `2872800`)."""
+(`2,872,800` = `2872800`). 10: an answer list's prefixed names the store predeclares
+(`store.predeclared_prefixes`) are IRIs too, where the reference query does not declare them;
+yes / no answer a gold of one xsd:boolean value (a yes/no question asked with SELECT); a date
+written out in English (`January 1, 1985`) is that date where the gold holds dates."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""
@@ -275,7 +278,7 @@ class SeedJudge:
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         items = candidate.items
         if items is not None:
-            items = read_items(items, question.sparql, gold)
+            items = read_items(items, question.sparql, gold, candidate.store_prefixes)
         if items is not None:
             index = self._golds.get(gold)
             with index.lock:

@@ -301,7 +301,7 @@ def judge_output(
         return Attempt(**base, state="error", error_kind=execution.harness, error=execution.error), []
     if execution.failure is not None and output.answer is None and cut_off:
         return Attempt(**base, state="error", error_kind="truncated_empty", error=execution.error), []
-    judged, tie_resolved = _judged(question, output, execution, judges, gold, ties, lookup, verdicts, query_key)
+    judged, tie_resolved = _judged(question, output, execution, judges, gold, ties, lookup, verdicts, query_key, config.store.predeclared_prefixes)
     extra = _attempt_extra(execution, config)
     if tie_resolved:
         extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
@@ -320,6 +320,7 @@ def _judged(
     lookup: KgLookup | None,
     verdicts: VerdictCache | None,
     query_key: QueryKey | None = None,
+    store_prefixes: dict[str, str] | None = None,
 ) -> tuple[list[Verdict], bool]:
     """Every judge's verdict on the output and whether a tie resolution changed the gold judged,
     from `verdicts` when this candidate was judged before in the run (`query_key`: the query as
@@ -328,7 +329,7 @@ def _judged(
     def judge() -> tuple[list[Verdict], bool]:
         candidate = Candidate(
             items=output.answer, result=execution.result, sparql_error=execution.error, failure=execution.failure,
-            sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), lookup=lookup,
+            sparql=execution.sparql, predeclared_prefixes=list(execution.prefixes), store_prefixes=store_prefixes or {}, lookup=lookup,
         )
         return judge_candidate(question, judges, gold, candidate, ties)
 

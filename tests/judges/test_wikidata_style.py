@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgeval.config import JudgesConfig
+from kgeval.config import PREDECLARED_PREFIXES, JudgesConfig
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, ExecutionJudge, SeedJudge, kg_lookup
 from kgeval.config import ExecutionJudgeConfig, SeedJudgeConfig
@@ -38,6 +38,7 @@ wd:Q5 rdfs:label "human"@en .
 wd:Q38104 rdfs:label "Nobel Prize in Physics"@en .
 wd:Q3 rdfs:label "Somebody"@en ; wdt:P31 wd:Q5 ; wdt:P8 "0471234" .
 wd:Q3 wdt:P569 "1871-07-01T00:00:00Z"^^xsd:dateTime ; wdt:P570 "1934-07-04T12:30:00Z"^^xsd:dateTime .
+wd:Q3 wdt:P9999 "false"^^xsd:boolean .
 """
 PREFIXES = (
     "PREFIX wd: <http://www.wikidata.org/entity/>\nPREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
@@ -64,13 +65,13 @@ def _result(store, sparql: str):  # noqa: ANN001
     return store.execute(sparql, timeout_s=30, row_cap=2000)
 
 
-def _judge(wiki, judge: str, reference: str, candidate_sparql: str | None = None, items: list | None = None, text: str = "q?"):  # noqa: ANN001
+def _judge(wiki, judge: str, reference: str, candidate_sparql: str | None = None, items: list | None = None, text: str = "q?", store_prefixes: dict | None = None):  # noqa: ANN001
     store, lookup = wiki
     question = _question("w-1", reference, text)
     if candidate_sparql is not None:
         candidate = Candidate(result=_result(store, candidate_sparql), sparql=candidate_sparql, lookup=lookup)
     else:
-        candidate = Candidate(items=items, lookup=lookup)
+        candidate = Candidate(items=items, lookup=lookup, store_prefixes=store_prefixes or {})
     return JUDGES[judge].judge(question, _result(store, reference), candidate)
 
 
@@ -173,6 +174,18 @@ NOT_CITY_ASK = PREFIXES + "ASK { wd:Q40 wdt:P31 wd:Q515 }"
 
 
 @pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_date_written_out_in_english_is_that_date(wiki, judge):
+    # "When was she born?": `January 1, 1985` for Wikidata's 1985-01-01T00:00:00Z (3 of 507 records)
+    born = PREFIXES + "SELECT ?date WHERE { wd:Q3 wdt:P569 ?date }"
+    for items in (["July 1, 1871"], ["1 July 1871"], ["Jul. 1, 1871"], ["1st of July, 1871"], ["the 1st of July 1871"]):
+        assert _judge(wiki, judge, born, items=items).correct, items
+    for items in (["July 2, 1871"], ["June 1, 1871"], ["07/01/1871"], ["July 1871"], ["Julyish 1, 1871"]):
+        assert not _judge(wiki, judge, born, items=items).correct, items
+    died = PREFIXES + "SELECT ?date WHERE { wd:Q3 wdt:P570 ?date }"  # at 12:30: a date alone is not that time
+    assert not _judge(wiki, judge, died, items=["July 4, 1934"]).correct
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
 def test_yes_and_no_answer_a_yes_no_question(wiki, judge):
     for items in (["yes"], ["Yes"], ["YES."], ["Yes, it is."], [True], ["true"]):
         assert _judge(wiki, judge, CITY_ASK, items=items).correct, items
@@ -182,6 +195,16 @@ def test_yes_and_no_answer_a_yes_no_question(wiki, judge):
         assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
     for items in (["Yesterday"], ["nothing"], ["maybe"], ["no-one"]):
         assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_yes_and_no_answer_a_boolean_value_asked_with_select(wiki, judge):
+    # "Was it passed?" asked as SELECT ?passed over a boolean property (1 of 507 records)
+    reference = PREFIXES + "SELECT ?passed WHERE { wd:Q3 wdt:P9999 ?passed }"
+    for items in (["no"], ["No, it was not."], [False], ["false"]):
+        assert _judge(wiki, judge, reference, items=items).correct, items
+    for items in (["yes"], [True], ["no", "yes"]):
+        assert not _judge(wiki, judge, reference, items=items).correct, items
 
 
 @pytest.mark.parametrize("judge", sorted(JUDGES))
@@ -211,6 +234,17 @@ def test_an_entity_given_as_a_prefixed_name_or_with_its_id(wiki, judge):
     ]
     for items in wrong:
         assert not _judge(wiki, judge, CITIES, items=items).correct, items
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_prefixed_name_the_store_predeclares_is_its_iri(wiki, judge):
+    # the reference declares wdt: only (QALD-10 leaves wd: to the endpoint): an acceptance test's
+    # `wd:Q677` for "Which element has the symbol Fe?" was read as text (3 of 507 records)
+    reference = "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\nSELECT ?city WHERE { ?city wdt:P31 <http://www.wikidata.org/entity/Q515> }"
+    wikidata = PREDECLARED_PREFIXES["wikidata"]
+    assert _judge(wiki, judge, reference, items=["wd:Q220", "wd:Q1741"], store_prefixes=wikidata).correct
+    assert not _judge(wiki, judge, reference, items=["wd:Q220", "wd:Q1741"]).correct  # no store prefixes: text
+    assert not _judge(wiki, judge, reference, items=["wd:Q220", "wd:Q40"], store_prefixes=wikidata).correct
 
 
 @pytest.mark.parametrize("judge", sorted(JUDGES))
