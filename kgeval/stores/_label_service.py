@@ -65,45 +65,68 @@ def named(text: str) -> bool:
     return "wikibase" in text or "wikiba.se" in text
 
 
+@dataclass(frozen=True)
+class _Service:
+    """One label service clause: its tokens `start`..`end`, the index of its group's closing
+    `}`, the variables it binds and the languages asked."""
+
+    start: int
+    end: int
+    closing: int
+    targets: list[_Target]
+    languages: list[str]
+
+
 def emulate(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
     """`tokens` with every `SERVICE wikibase:label { ... }` written as plain SPARQL (see the
     module docstring); `tokens` themselves when there is none. QueryRefused for a label
     service whose body asks for more than the emulation knows."""
+    found = _services(tokens)
+    if not found:
+        return tokens
+    services, names = found
+    fresh = _fresh_prefix(names)
+    replaced: dict[int, int] = {}
+    grown = 0
+    added: dict[int, list[Token]] = {}
+    for n, service in enumerate(services):
+        replaced[service.start] = service.end
+        lookups = _lookups(service.targets, service.languages, f"{fresh}{n}_")
+        grown += len(lookups)
+        if grown > MAX_EXPANSION:
+            raise QueryRefused(
+                f"SERVICE wikibase:label would add over {MAX_EXPANSION} bytes of patterns ({len(service.targets)} variables "
+                f"in {len(service.languages)} languages): ask for fewer labels or languages"
+            )
+        added.setdefault(service.closing, []).extend(canonical_tokens(lookups))
+    return tuple(_edited(tokens, replaced, added))
+
+
+def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | None:
+    """The label services of the query and the names of its variables outside them; None when
+    it has none (or the grammar cannot place one: it will say why the text does not parse)."""
     if not any(t.keyword == "SERVICE" for t in tokens):
-        return tokens
+        return None
     prefixes = _prefixes(tokens)
-    services = [(i, end) for i in range(len(tokens)) if tokens[i].keyword == "SERVICE" and (end := _label_service_end(tokens, i, prefixes))]
-    if not services:
-        return tokens
+    spans_of = [(i, end) for i in range(len(tokens)) if tokens[i].keyword == "SERVICE" and (end := _label_service_end(tokens, i, prefixes))]
+    if not spans_of:
+        return None
     from kgeval.stores._query import _in_scope, parsed_tree  # the guard imports this module
 
     text, spans = canonical_text_and_spans(tokens)
     root = parsed_tree(text).root_node
     starts = [start for start, _ in spans]
-    inside = {k for start, end in services for k in range(start, end + 1)}
+    inside = {k for start, end in spans_of for k in range(start, end + 1)}
     names = {t.text[1:] for k, t in enumerate(tokens) if t.kind == "var" and k not in inside}
-    fresh = _fresh_prefix(names)
-    replaced: dict[int, int] = {}
-    grown = 0
-    added: dict[int, list[Token]] = {}
-    for n, (start, end) in enumerate(services):
+    services = []
+    for start, end in spans_of:
         group = _enclosing_group(root, spans[start][0])
-        if group is None:  # the grammar will say why the text does not parse
-            return tokens
-        bound = set(_in_scope(group))
-        targets = _targets(tokens, start, end, prefixes, names, bound)
-        languages = _languages(tokens, start, end, prefixes)
+        if group is None:
+            return None
+        targets = _targets(tokens, start, end, prefixes, names, set(_in_scope(group)))
         closing = bisect.bisect_left(starts, group.end_byte - 1)
-        replaced[start] = end
-        lookups = _lookups(targets, languages, f"{fresh}{n}_")
-        grown += len(lookups)
-        if grown > MAX_EXPANSION:
-            raise QueryRefused(
-                f"SERVICE wikibase:label would add over {MAX_EXPANSION} bytes of patterns ({len(targets)} variables "
-                f"in {len(languages)} languages): ask for fewer labels or languages"
-            )
-        added.setdefault(closing, []).extend(canonical_tokens(lookups))
-    return tuple(_edited(tokens, replaced, added))
+        services.append(_Service(start, end, closing, targets, _languages(tokens, start, end, prefixes)))
+    return services, names
 
 
 def _prefixes(tokens: Sequence[Token]) -> dict[str, str]:

@@ -247,6 +247,27 @@ def test_a_prefixed_name_the_store_predeclares_is_its_iri(wiki, judge):
     assert not _judge(wiki, judge, reference, items=["wd:Q220", "wd:Q40"], store_prefixes=wikidata).correct
 
 
+def test_the_label_column_of_a_reference_using_the_label_service_is_not_asked(wiki):
+    """A reference query written for WDQS gives each entity with its label (`SELECT ?city
+    ?cityLabel ... SERVICE wikibase:label`): the label is how WDQS shows the entity, and an
+    answer giving the entities alone answers the question (entity-for-label reads the KG's
+    labels, or the id WDQS gives an unlabelled entity, for the gold's label column). A wrong
+    entity is judged as before."""
+    labels = 'PREFIX wikibase: <http://wikiba.se/ontology#>\nPREFIX bd: <http://www.bigdata.com/rdf#>\n'
+    reference = PREFIXES + labels + 'SELECT ?city ?cityLabel WHERE { ?city wdt:P31 wd:Q515 . SERVICE wikibase:label { bd:serviceParam wikibase:language "en". } }'
+    right = [
+        PREFIXES + "SELECT ?city WHERE { ?city wdt:P31 wd:Q515 }",
+        PREFIXES + 'SELECT ?city ?name WHERE { ?city wdt:P31 wd:Q515 ; rdfs:label ?name FILTER(LANG(?name) = "en") }',
+        reference,
+    ]
+    for sparql in right:
+        verdict = _judge(wiki, "execution", reference, sparql)
+        assert verdict.correct, (sparql, verdict.reason)
+    assert _judge(wiki, "execution", reference, items=["wd:Q220", "wd:Q1741"]).correct
+    assert not _judge(wiki, "execution", reference, PREFIXES + "SELECT ?c WHERE { ?c wdt:P31 wd:Q5 }").correct
+    assert not _judge(wiki, "execution", reference, items=["wd:Q220"]).correct
+
+
 @pytest.mark.parametrize("judge", sorted(JUDGES))
 def test_a_name_with_a_parenthesis_that_is_no_gold_id_is_judged_as_text(wiki, judge):
     label = PREFIXES + 'SELECT ?l WHERE { wd:Q40 rdfs:label ?l FILTER(LANG(?l) = "en") }'
