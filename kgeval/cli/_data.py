@@ -16,6 +16,7 @@ from kgeval.config import load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import confirm_empty, exclude_questions, include_questions, load_holdout, seal_holdout, unconfirm_empty, verify_holdout
+from kgeval.integrity import integrity_key
 from kgeval.stores import open_store
 
 holdout_app = typer.Typer(help="Inspect, seal and verify the holdout.", no_args_is_help=True)
@@ -48,7 +49,8 @@ def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
         )
     load_holdout(holdout)
     digest = seal_holdout(holdout)
-    out.print(f"sealed {holdout}: manifest {digest}")
+    signed = " (signed with the integrity key)" if integrity_key() is not None else ""
+    out.print(f"sealed {holdout}: manifest {digest}{signed}")
 
 
 @contextmanager

@@ -1,4 +1,11 @@
-"""The sealed holdout manifest: the sha256 of every file, and one hash over them all."""
+"""The sealed holdout manifest: the sha256 of every file, one hash over them all, and with an
+integrity key configured (`kgeval.integrity`) an HMAC tag of that hash.
+
+A plain manifest proves the files were not changed by accident; anyone can edit a
+questions.yaml (an order-sensitive flag, an answer form, a question's text) and seal again.
+With a key, sealing signs the manifest and every check of the holdout (`holdout_problems`: the
+pre-eval checklist, `holdout verify`, the commands that reseal) refuses a manifest whose tag is
+missing or does not match: only a key holder can bless an edit."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from pathlib import Path
 
 from kgeval._files import sha256_file, sha256_json, write_json_atomic
 from kgeval.errors import CheckFailed, InputError
+from kgeval.integrity import check_tag, integrity_key, sign
 
 MANIFEST = "MANIFEST.json"
 
@@ -24,10 +32,15 @@ def _holdout_files(root: Path) -> dict[str, str]:
 
 
 def seal_holdout(root: Path) -> str:
-    """Write MANIFEST.json for the holdout at `root`; return the manifest hash."""
+    """Write MANIFEST.json for the holdout at `root` (signed when a key is configured); return
+    the manifest hash."""
     files = _holdout_files(Path(root))
     digest = sha256_json(files)
-    write_json_atomic(Path(root) / MANIFEST, {"files": files, "sha256": digest})
+    manifest: dict = {"files": files, "sha256": digest}
+    key = integrity_key()
+    if key is not None:
+        manifest["hmac"] = sign(digest, key)
+    write_json_atomic(Path(root) / MANIFEST, manifest)
     return digest
 
 
@@ -54,6 +67,12 @@ def holdout_problems(root: Path) -> list[str]:
     problems += [f"{name}: sha256 differs from the manifest" for name in sorted(expected.keys() & actual.keys()) if expected[name] != actual[name]]
     if manifest.get("sha256") != sha256_json(expected):
         problems.append(f"{MANIFEST}: its own sha256 does not match its file table")
+    key = integrity_key()
+    if key is not None:
+        try:
+            check_tag(str(manifest.get("sha256", "")), manifest.get("hmac"), key, MANIFEST)
+        except CheckFailed as exc:
+            problems.append(f"{exc}; `kgeval holdout seal` with the key signs it, after checking what changed")
     return problems
 
 
