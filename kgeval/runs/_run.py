@@ -188,12 +188,23 @@ def run_config(metadata: RunMetadata) -> KgevalConfig:
         return KgevalConfig()
 
 
+_CLOSING_THREADS = 8
+
+
 def _close_all(closeables: Iterable[object]) -> None:
-    """Close what has a `close` (a store's sandbox workers stop with it)."""
-    for closeable in closeables:
-        close = getattr(closeable, "close", None)
-        if close is not None:
+    """Close what has a `close` (a store's sandbox workers stop with it), several at once: a
+    store's close waits for its worker processes to end and be reaped, and one after another
+    twenty small KGs' stores took 0.2-0.3 s of a run's end. Every close is called; the first
+    error is raised once all have returned."""
+    closes = [close for close in (getattr(c, "close", None) for c in closeables) if close is not None]
+    if len(closes) <= 1:
+        for close in closes:
             close()
+        return
+    with ThreadPoolExecutor(max_workers=min(len(closes), _CLOSING_THREADS), thread_name_prefix="kgeval-close") as pool:
+        futures = [pool.submit(close) for close in closes]
+    for future in futures:
+        future.result()
 
 
 def execute_run(

@@ -220,10 +220,13 @@ class WorkerPool:
             return sorted(w.pid for w in self._all)
 
     def close(self) -> None:
-        """Stop every worker (idle or busy)."""
+        """Stop every worker (idle or busy), then the template. Every worker is signalled before
+        any is waited for, so they end together, not one after another."""
         with self._free:
             self._closed = True
             workers, self._all, self._idle = list(self._all), set(), []
+        for worker in workers:
+            worker.signal_kill()
         for worker in workers:
             worker.kill()
         with self._template_lock:
@@ -424,6 +427,15 @@ class _Worker:
         with self._kill_lock:
             if not self._killed:
                 self.conn.close()
+
+    def signal_kill(self) -> None:
+        """Send the process SIGKILL and return at once (`kill` then waits for it and closes the
+        channel): a pool closing signals all its workers before it waits for any."""
+        with self._kill_lock:
+            if self._killed:
+                return
+        if self.process.poll() is None:
+            self.process.kill()
 
     def kill(self) -> None:
         """Kill the process and close its channel, once: a pool closing while a start-ahead
