@@ -24,7 +24,7 @@ from kgeval.errors import InputError, first_validation_error
 from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
-from kgeval.runs._seal import SEALS_SCHEMA, check_seal, check_start, record_start, seal_run
+from kgeval.runs._seal import SEALS_SCHEMA, check_progress, check_seal, check_start, record_progress, record_start, seal_run
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -362,6 +362,8 @@ class ResultsDB:
         with transaction(self._con) as con:
             _append_rows(con, "attempts", attempt_rows)
             _append_rows(con, "verdicts", verdict_rows)
+            if attempt_rows:
+                record_progress(con, run_id, [(a.question_id, a.seed) for a, _ in results])
 
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""
@@ -391,8 +393,11 @@ class ResultsDB:
             raise InputError(f"{self.path}: run {run_id}: invalid stored metadata: {first_validation_error(exc)}") from None
 
     def check_start(self, run_id: str) -> None:
-        """RunChanged unless the run's start is on record as it is now (`_seal.check_start`)."""
-        check_start(self._con, str(self.path), self.metadata(run_id))
+        """RunChanged unless the run's start is on record as it is now, and its attempts as it
+        wrote them (`_seal.check_start`, `_seal.check_progress`)."""
+        metadata = self.metadata(run_id)
+        check_start(self._con, str(self.path), metadata)
+        check_progress(self._con, str(self.path), metadata)
 
     def status(self, run_id: str) -> str:
         return self._checked(run_id)[0]

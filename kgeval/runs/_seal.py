@@ -9,6 +9,10 @@ stored beside them (`run_seals`), with an HMAC tag when an integrity key is conf
 naming the run and each table that changed, when it does not match (DESIGN invariant 9).
 
 A run still running is not sealed (it is being written); `--resume` seals it when it ends.
+While it runs, each transaction that writes attempts records what it wrote (`run_progress`:
+the attempts' keys and a hash of their rows and verdicts, tagged with the key), so that
+`--resume` continues only rows the run itself wrote: a killed run's verdicts edited in the
+file and then resumed would otherwise be sealed as the run's own.
 Runs ended by a kgeval that did not seal are read as they are when no key is configured, and
 refused when one is (unsigned evidence is not trusted), as for the audit log. Without a key a
 determined editor can recompute the seal; with one, no edit passes without the key.
@@ -29,6 +33,8 @@ CREATE TABLE IF NOT EXISTS run_seals (
     run_id VARCHAR PRIMARY KEY, sealed_at VARCHAR NOT NULL, tables JSON NOT NULL, seal_sha256 VARCHAR NOT NULL, tag VARCHAR);
 CREATE TABLE IF NOT EXISTS run_starts (
     run_id VARCHAR PRIMARY KEY, start_sha256 VARCHAR NOT NULL, tag VARCHAR);
+CREATE TABLE IF NOT EXISTS run_progress (
+    run_id VARCHAR, seq INTEGER, keys JSON NOT NULL, rows_sha256 VARCHAR NOT NULL, tag VARCHAR, PRIMARY KEY (run_id, seq));
 """
 # What a run is at its start and never changes: `--resume` continues only a run whose start
 # matches (with the key: whose start was signed), so a run cannot be made up in the file and
@@ -115,6 +121,71 @@ def _check_tag(payload: str, tag: str | None, key: bytes, where: str) -> None:
         check_tag(payload, tag, key, where)
     except CheckFailed as exc:
         raise RunChanged(str(exc)) from None
+
+
+# The rows of some attempts (keys: parallel lists of question ids and seeds), in key order.
+_KEYED = """
+SELECT t.* EXCLUDE (run_id) FROM {table} t
+JOIN (SELECT unnest(?::VARCHAR[]) AS q, unnest(?::INTEGER[]) AS s) k ON t.question_id = k.q AND t.seed = k.s
+WHERE t.run_id = ? ORDER BY {order}
+"""
+_KEYED_TABLES = (("attempts", "t.question_id, t.seed"), ("verdicts", "t.question_id, t.seed, t.judge"))
+
+
+def _rows_sha256(con: Any, run_id: str, keys: list[list]) -> str:
+    questions, seeds = [k[0] for k in keys], [k[1] for k in keys]
+    digest = hashlib.sha256()
+    for table, order in _KEYED_TABLES:
+        rows = con.execute(_KEYED.format(table=table, order=order), [questions, seeds, run_id]).fetchall()
+        digest.update(json.dumps(rows, default=str, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _progress_payload(run_id: str, seq: int, keys: list[list], rows_sha256: str) -> str:
+    return hashlib.sha256(json.dumps([run_id, seq, keys, rows_sha256], separators=(",", ":")).encode()).hexdigest()
+
+
+def record_progress(con: Any, run_id: str, keys: list[tuple[str, int]]) -> None:
+    """Record what this transaction wrote for `run_id` (the attempts `keys`): call it in the
+    transaction, after the rows are written."""
+    seq = con.execute("SELECT coalesce(max(seq), -1) + 1 FROM run_progress WHERE run_id = ?", [run_id]).fetchone()[0]
+    listed = [[q, s] for q, s in sorted(keys)]
+    rows = _rows_sha256(con, run_id, listed)
+    key = integrity_key()
+    tag = sign(_progress_payload(run_id, seq, listed, rows), key) if key else None
+    con.execute("INSERT INTO run_progress VALUES (?, ?, ?, ?, ?)", [run_id, seq, json.dumps(listed), rows, tag])
+
+
+def check_progress(con: Any, where: str, metadata: Any) -> None:
+    """RunChanged unless every attempt of the running run is as the run wrote it (each batch's
+    rows as recorded, tagged with the key; no attempt the run did not write): `--resume` calls
+    it before it continues. A run from before progress was recorded passes without a key."""
+    run_id = metadata.run_id
+    if _stored(con, "run_progress", "count(*)", run_id) is None:
+        records = []
+    else:
+        records = con.execute("SELECT seq, keys, rows_sha256, tag FROM run_progress WHERE run_id = ? ORDER BY seq", [run_id]).fetchall()
+    key = integrity_key()
+    if not records and not metadata.sealed_when_ended and key is None:
+        return  # written by a kgeval that recorded no progress
+    covered: set[tuple[str, int]] = set()
+    for seq, keys_text, rows_sha256, tag in records:
+        keys = json.loads(keys_text)
+        if key is not None:
+            _check_tag(_progress_payload(run_id, seq, keys, rows_sha256), tag, key, f"{where}: run {run_id}'s record of batch {seq}")
+        if _rows_sha256(con, run_id, keys) != rows_sha256:
+            shown = ", ".join(f"{q}/seed {s}" for q, s in keys[:3]) + (" ..." if len(keys) > 3 else "")
+            raise RunChanged(
+                f"{where}: run {run_id}: attempts it wrote were changed before it was resumed (batch {seq}: {shown}): "
+                "not resumed; restore the database from a copy, or run again"
+            )
+        covered.update((q, s) for q, s in keys)
+    written = {(q, s) for table, _ in _KEYED_TABLES for q, s in con.execute(f"SELECT question_id, seed FROM {table} WHERE run_id = ?", [run_id]).fetchall()}
+    foreign = sorted(written - covered)
+    if foreign:
+        shown = ", ".join(f"{q}/seed {s}" for q, s in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise RunChanged(f"{where}: run {run_id} holds {len(foreign)} attempt(s) it did not write ({shown}): not resumed; restore the database from a copy, or run again")
 
 
 def seal_run(con: Any, run_id: str) -> None:

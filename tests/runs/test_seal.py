@@ -4,6 +4,7 @@ the table that changed; with an integrity key, a seal recomputed without the key
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -308,3 +309,82 @@ def test_invalid_stored_values_are_named_not_tracebacks(tmp_path, mini_holdout, 
     _edit(running, "UPDATE attempts SET state = 'bogus' WHERE run_id = ? AND ? IS NOT NULL", run_id)
     report = CliRunner().invoke(app, ["report", run_id, "--db", str(running)])
     assert report.exit_code == 2 and "invalid stored value" in report.output and "attempt mini-0" in report.output, report.output
+
+
+# ---- a killed run's rows, edited before `--resume` ----------------------------------------
+
+
+def _killed(tmp_path, mini_holdout, mini_gold):
+    """A run interrupted after 9 attempts (oracle answers, some wrong by design: not here)."""
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.config import KgevalConfig, RunConfig
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import execute_run
+    from tests.runs.test_resume import _Interrupting
+
+    path = tmp_path / "killed.duckdb"
+    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    with ResultsDB(path) as db:
+        with pytest.raises(KeyboardInterrupt):
+            execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(10), KgevalConfig(run=RunConfig(seeds=3, concurrency=1)), db, checklist=checklist)
+        (run,) = db.runs(status="running")
+    return path, run.run_id
+
+
+def _resume(path, run_id):
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.runs import resume_run
+    from kgeval.systems import system_from_name
+
+    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    with ResultsDB(path) as db:
+        return resume_run(run_id, db, lambda meta, c: system_from_name("oracle"), checklist=checklist)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM verdicts WHERE run_id = ?)", "were changed before it was resumed"),
+        ("INSERT INTO attempts SELECT * REPLACE (seed + 100 AS seed) FROM attempts WHERE run_id = ? AND ? IS NOT NULL LIMIT 1", "it did not write"),
+        ("DELETE FROM run_progress WHERE run_id = ? AND ? IS NOT NULL", "it did not write"),
+        ("DELETE FROM attempts WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM attempts WHERE run_id = ?)", "were changed before it was resumed"),
+    ],
+    ids=["verdict-flipped", "attempt-added", "records-removed", "attempt-removed"],
+)
+def test_a_killed_runs_rows_edited_before_resume_are_not_continued(tmp_path, mini_holdout, mini_gold, edit, message):
+    """A hostile tester's way round the seal: kill a run, edit what it wrote, `--resume`: the
+    resumed run was sealed (signed, with a key) over the edited rows as its own."""
+    path, run_id = _killed(tmp_path, mini_holdout, mini_gold)
+    con = duckdb.connect(str(path))
+    con.execute(edit, [run_id, run_id])
+    con.close()
+    with pytest.raises(RunChanged, match=message):
+        _resume(path, run_id)
+    with ResultsDB(path, read_only=True) as db:
+        assert db.status(run_id) == "running"  # not sealed
+
+
+def test_a_killed_run_resumes_and_with_a_key_a_recomputed_record_is_refused(tmp_path, mini_holdout, mini_gold, monkeypatch):
+    """Without the key anyone can recompute a batch's hash (as a seal's); with it, the record's
+    tag no longer matches."""
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.holdout import load_holdout
+    from kgeval.runs._seal import _rows_sha256
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import write_holdout
+
+    path, run_id = _killed(tmp_path, mini_holdout, mini_gold)
+    assert _resume(path, run_id).finished_at  # untouched: resumed and sealed
+
+    monkeypatch.setenv(KEY_ENV, KEY)  # holdout, gold and run all under the key
+    holdout, gold = write_holdout(tmp_path / "signed" / "holdout"), tmp_path / "signed" / "gold"
+    assert rebuild_gold(load_holdout(holdout), lambda kg: EmbeddedStore(kg.files), GoldConfig(), gold).ok
+    path, run_id = _killed(tmp_path / "signed", holdout, gold)
+    con = duckdb.connect(str(path))
+    assert con.execute("UPDATE verdicts SET correct = NOT correct WHERE run_id = ?", [run_id]).fetchone()[0] > 0
+    for seq, keys in con.execute("SELECT seq, keys FROM run_progress WHERE run_id = ?", [run_id]).fetchall():
+        con.execute("UPDATE run_progress SET rows_sha256 = ? WHERE run_id = ? AND seq = ?", [_rows_sha256(con, run_id, json.loads(keys)), run_id, seq])
+    con.close()
+    with pytest.raises(RunChanged, match="integrity tag does not match"):
+        _resume(path, run_id)
