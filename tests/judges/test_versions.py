@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "9", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "ace1bef9c33d68391a3b4f9dd6cbaa78f4e59cc919df85e13d21c5dc7aa0786d"),
-    "execution": (EXECUTION_LOGIC, "7", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "a1846e96be8c5308e45bccb2a6e8d035db4473b878e4b1134462f84a3f779c31"),
+    "execution": (EXECUTION_LOGIC, "8", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "e4de70a0711b81b1cccf52010173f9cc2075a34597395ee7e9d203b73f14e172"),
 }
 
 
