@@ -47,6 +47,7 @@ accepted (`truncated` path; raise `run.row_cap` and `gold.row_cap` to judge it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from functools import cached_property, lru_cache
 from itertools import permutations
 
@@ -61,7 +62,7 @@ from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "8"
+LOGIC_VERSION = "9"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -78,11 +79,25 @@ when the ID is a gold IRI's tail (`_normalize.read_items`). 7: thousands separat
 yes / no answer a gold of one xsd:boolean value (a yes/no question asked with SELECT); a date
 written out in English (`January 1, 1985`) is that date where the gold holds dates;
 label-for-entity takes a name entities outside the gold bear too as the one gold entity bearing
-it (`labels.shared_names`)."""
+it (`labels.shared_names`). 9: a single value that is an approximate number compares at the
+precision it has (`_same_number`): an xsd:float at 5 significant digits (the same AVG over
+floats was 6.9037037 on pyoxigraph, 6.9037027 on Oxigraph server and 6.903703724896466 as
+Virtuoso's decimal; over 200 floats 6.937497 and 6.937491 where the mean is 6.9375),
+another number at the fewer digits either side writes, 6 to 12 (Virtuoso writes every
+xsd:double with 6: 618833.0 for 618832.9)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_XSD_FLOAT = "http://www.w3.org/2001/XMLSchema#float"
+_XSD_APPROXIMATE = frozenset({_XSD_FLOAT, "http://www.w3.org/2001/XMLSchema#double"})
+_FLOAT_DIGITS = 5
+"""Digits an xsd:float compares at: one holds 6 for sure (FLT_DIG), and a sum or average of
+floats loses more by the order in which the engine adds (over 200 floats pyoxigraph and Oxigraph
+server differed by 1.3e-6 of the value)."""
+_NUMBER_DIGITS = (6, 12)
+"""Fewest and most significant digits a single number compares at (`_same_number`): 6 is
+what Virtuoso writes of an xsd:double; 12 is `_normalize` rule 4's precision."""
 _ABSENT = "\x00absent"
 """The value of a gold column the answer lacks: equals no gold value."""
 
@@ -112,6 +127,32 @@ class Table:
         if not self.vars or set(map(len, self.rows)) != {len(self.vars)}:
             return tuple(frozenset(row[j] for row in self.rows) for j in range(len(self.vars)))
         return tuple(map(frozenset, zip(*self.rows)))  # columns in C: rows are as wide as vars
+
+
+def _approximate(result: QueryResult | None) -> frozenset[str]:
+    """The approximate datatypes (xsd:float, xsd:double) among a one-row result's cells."""
+    if result is None or len(result.rows) != 1:
+        return frozenset()
+    return frozenset(cell.datatype for cell in result.rows[0] if cell is not None and cell.datatype in _XSD_APPROXIMATE)
+
+
+def _same_number(gold: Key, answer: Key, is_float: bool, approximate: bool) -> int:
+    """The significant digits at which two normalized numbers are the same value, or 0.
+
+    Integers keep every digit (counts, identifiers) unless one side is an approximate type. An
+    xsd:float compares at 5 digits; other numbers at the fewer digits either side writes, no
+    fewer than 6 (Virtuoso writes doubles so; an answer of `6.9` is not the average 6.9037) and
+    no more than 12. Equal when they differ by at most half a unit in that digit."""
+    try:
+        a, b = Decimal(gold or "x"), Decimal(answer or "x")
+    except InvalidOperation:
+        return 0
+    if not (a.is_finite() and b.is_finite()) or a == b or (not approximate and a == a.to_integral_value() and b == b.to_integral_value()):
+        return 0
+    written = min(len(a.normalize().as_tuple().digits), len(b.normalize().as_tuple().digits))
+    digits = _FLOAT_DIGITS if is_float else min(max(written, _NUMBER_DIGITS[0]), _NUMBER_DIGITS[1])
+    magnitude = max(abs(a), abs(b)).adjusted()
+    return digits if abs(a - b) <= Decimal(5).scaleb(magnitude - digits) else 0
 
 
 def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
@@ -313,7 +354,7 @@ class ExecutionJudge:
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
-        verdict = _Comparison(self, question, gold, gold_table, answer, compared).verdict()
+        verdict = _Comparison(self, question, gold, gold_table, answer, compared, _approximate(candidate.result)).verdict()
         if clashes:
             shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
             note = f"; {shown}: the tail of a gold IRI, but not the gold's IRI (an IRI of the gold IRIs' host compares as the full IRI)"
@@ -356,9 +397,14 @@ class ExecutionJudge:
 class _Comparison:
     """One answer against one gold; `verdict()` decides and explains."""
 
-    def __init__(self, judge: ExecutionJudge, question: Question, gold: QueryResult, gold_table: Table, answer: Table, compared: str) -> None:
+    def __init__(
+        self, judge: ExecutionJudge, question: Question, gold: QueryResult, gold_table: Table, answer: Table, compared: str,
+        answer_datatypes: frozenset[str] = frozenset(),
+    ) -> None:
         self.judge, self.config = judge, judge.config
         self.question, self.gold, self.g, self.a = question, gold, gold_table, answer
+        self.answer_datatypes = answer_datatypes
+        """Approximate datatypes (xsd:float, xsd:double) of the answer's cells, when it was executed."""
         self.details: dict = {"compared": compared}
 
     def verdict(self) -> Verdict:
@@ -378,6 +424,8 @@ class _Comparison:
             self.details["disjoint_columns"] = {gv: av for gv, av in disjoint}
         if g.truncated or a.truncated:
             return self._truncated(alignment, gold_set, answer_set, matched, counts, missing_cols)
+        if not matched and self._path() == "value" and len(answer_set) == 1 and self._same_single_number(next(iter(answer_set)), alignment.mapping):
+            matched, counts = 1, {"matched": 1, "unmatched": 0, "missing": 0}
         precision, recall = self._figures(matched, len(answer_set), len(gold_set))
         if a.rows and matched == len(answer_set) and matched < len(gold_set):
             self.details["strict_subset"] = f"{matched} of {len(gold_set)}"
@@ -416,6 +464,19 @@ class _Comparison:
         subset = self.details.get("strict_subset")
         reason = f"{self._describe(path)}: {figures}" + (f"; strict_subset: {subset}" if subset else "")
         return self.judge._verdict(correct, path, self.gold, reason=reason, details=self.details, **counts)
+
+    def _same_single_number(self, row: RowKeys, mapping: tuple[int, ...]) -> bool:
+        """Whether the answer's one value is the gold's one number at the precision the two
+        have (`_same_number`); says so in the details when it is."""
+        numbers = self.config.normalize.numbers if self.details["compared"] == "executed result" else self.config.list_normalize.numbers
+        cell = self.gold.rows[0][0] if self.gold.rows and self.gold.rows[0] else None
+        if not numbers or cell is None or mapping[0] < 0 or not self.g.rows:
+            return False
+        approximate = {cell.datatype} & _XSD_APPROXIMATE | self.answer_datatypes
+        digits = _same_number(self.g.rows[0][0], row[0], _XSD_FLOAT in approximate, bool(approximate))
+        if digits:
+            self.details["number_digits"] = digits
+        return bool(digits)
 
     def _path(self) -> str:
         if self.g.form == "ask":

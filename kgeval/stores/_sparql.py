@@ -103,8 +103,10 @@ class SparqlEndpointStore(Store):
         return self._data_version
 
     def _server_product(self) -> tuple[str, str]:
-        """(product, version) from the Server header when the server sends one, else config."""
-        if self._server_header is None and self._product is None:
+        """(product, version) from the Server header when the server sends one, else config.
+        A configured product without its version still asks the server once: else the identity
+        would read `unknown` until some query had run, and differ from the one the gold recorded."""
+        if self._server_header is None and (self._product is None or self._product_version is None):
             self.execute("ASK {}", timeout_s=30, row_cap=1)  # learn the Server header once
         product, version = self._product or "unknown", self._product_version or "unknown"
         if self._server_header:

@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "10", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "e262a5198504dbe119a2d5a067063f7b4254672fabedcd50448c95aee0661b02"),
-    "execution": (EXECUTION_LOGIC, "8", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "55256dd095a9dc38b6038b71486e82795c80aba0b18c43f76388a03c894105d5"),
+    "execution": (EXECUTION_LOGIC, "9", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "91a45b2123b8455c4da3f477d6338ce5e35e9869d2afcc866af02ea38c5819a5"),
 }
 
 

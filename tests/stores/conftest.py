@@ -54,18 +54,31 @@ WIKIDATA_QUESTIONS = [
     {"id": "wd-04", "question": "Director's other names", "sparql": WD + f"SELECT ?d ?dAltLabel WHERE {{ wd:Q25188 wdt:P57 ?d . {LABELS} }}", "domain": "film", "tags": ["lookup"]},
     {"id": "wd-05", "question": "Cast by name", "sparql": WD + 'SELECT ?name WHERE { wd:Q25188 wdt:P161 ?a . SERVICE wikibase:label { bd:serviceParam wikibase:language "en" . ?a rdfs:label ?name } } ORDER BY ?name', "domain": "film", "tags": ["list"]},
 ]
+AP = "http://example.org/approx/"
+APPROX_RATINGS = [("6.1", "7.3", "8.2", "5.5", "7.8", "9.1", "6.6", "4.9")[(i * 5 + i // 8) % 8] for i in range(200)]
+APPROX_MEAN = sum(float(r) for r in APPROX_RATINGS) / len(APPROX_RATINGS)
+APPROX_TTL = f"@prefix ap: <{AP}> .\n@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n" + "".join(
+    f'ap:item{i} ap:rating "{r}"^^xsd:float .\n' for i, r in enumerate(APPROX_RATINGS)
+) + 'ap:japan ap:area "618832.9"^^xsd:double .\n'
+APX = f"PREFIX ap: <{AP}> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
+APPROX_QUESTIONS = [
+    {"id": "approx-01", "question": "Average rating", "sparql": APX + "SELECT (AVG(?r) AS ?avg) WHERE { ?i ap:rating ?r }", "domain": "test", "tags": ["aggregate"]},
+    {"id": "approx-02", "question": "Area of Japan", "sparql": APX + "SELECT ?a WHERE { ap:japan ap:area ?a }", "domain": "test", "tags": ["lookup"]},
+    {"id": "approx-03", "question": "How many ratings?", "sparql": APX + "SELECT (COUNT(?r) AS ?n) WHERE { ?i ap:rating ?r }", "domain": "test", "tags": ["count"]},
+]
 from tests.stores.servers import RunningServer, start_oxigraph, start_virtuoso, stop
 
 
 @pytest.fixture(scope="session")
 def server_holdouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Holdout]:
     """The holdouts every server is loaded with: the mini test holdout, one of typed literals
-    and blank nodes, one of Wikidata's label service, and the shipped sample
+    and blank nodes, one of Wikidata's label service, one of approximate numbers (xsd:float, xsd:double), and the shipped sample
     holdout when the checkout has one."""
     holdouts = {
         "mini": load_holdout(write_holdout(tmp_path_factory.mktemp("mini") / "holdout")),
         "types": load_holdout(write_holdout(tmp_path_factory.mktemp("types") / "holdout", TYPES_QUESTIONS, TYPES_TTL, kg="types")),
         "wikidata": load_holdout(write_holdout(tmp_path_factory.mktemp("wikidata") / "holdout", WIKIDATA_QUESTIONS, WIKIDATA_TTL, kg="wikidata")),
+        "approx": load_holdout(write_holdout(tmp_path_factory.mktemp("approx") / "holdout", APPROX_QUESTIONS, APPROX_TTL, kg="approx")),
     }
     if (REPO / "holdout" / "MANIFEST.json").is_file():
         holdouts["sample"] = load_holdout(REPO / "holdout")

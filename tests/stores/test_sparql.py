@@ -89,6 +89,18 @@ def test_engine_name_and_version_come_from_the_server(sparql_server):
     assert store.data_sha256 == "test:mini"
 
 
+def test_a_configured_product_still_reads_its_version_from_the_server(sparql_server):
+    """`store.product` set (as docs/engines.md advises) and no `product_version`: the identity a
+    run's checklist reads before any query must be the one the gold recorded after its queries
+    (it read `unknown`: every run on the endpoint was refused, every rebuild executed everything)."""
+    store = mini_store(sparql_server, product=sparql_server.product)
+    before = store.version
+    store.execute("ASK {}", timeout_s=10, row_cap=1)
+    assert before == store.version
+    assert before[:1].isdigit()
+    assert store.name == f"sparql-endpoint:{sparql_server.product}"
+
+
 def test_a_server_side_row_limit_is_an_error_not_a_short_gold(virtuoso_server):
     store = mini_store(virtuoso_server)
     big = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # far more rows than ResultSetMaxRows
