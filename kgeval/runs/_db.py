@@ -24,7 +24,7 @@ from kgeval.errors import InputError, first_validation_error
 from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
-from kgeval.runs._seal import SEALS_SCHEMA, check_progress, check_seal, check_start, record_progress, record_start, seal_run
+from kgeval.runs._seal import SEALS_SCHEMA, check_progress, check_seal, check_start, next_progress_seq, progress_row, record_start, seal_run
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -273,6 +273,8 @@ class ResultsDB:
         self._con = connect_results(self.path, read_only=read_only)
         self._sealed_ok: set[str] = set()
         """Ended runs whose rows this connection found matching their seal (`_checked`)."""
+        self._progress_seq: dict[str, int] = {}
+        """The next `run_progress` batch number of each run this connection writes."""
         if read_only and not self._con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchone()[0]:
             self._con.close()
             raise InputError(f"{self.path}: not a kgeval results database (it has no runs table)")
@@ -359,11 +361,16 @@ class ResultsDB:
         """Persist attempts (each with its tries and verdicts) in one transaction: all or none."""
         attempt_rows = [attempt_row(run_id, attempt) for attempt, _ in results]
         verdict_rows = [verdict_row(run_id, a.question_id, a.seed, v) for a, verdicts in results for v in verdicts]
+        if not attempt_rows:
+            return
+        seq = self._progress_seq.get(run_id)
+        if seq is None:
+            seq = next_progress_seq(self._con, run_id)
         with transaction(self._con) as con:
             _append_rows(con, "attempts", attempt_rows)
             _append_rows(con, "verdicts", verdict_rows)
-            if attempt_rows:
-                record_progress(con, run_id, [(a.question_id, a.seed) for a, _ in results])
+            con.execute("INSERT INTO run_progress VALUES (?, ?, ?, ?, ?)", list(progress_row(run_id, seq, attempt_rows, verdict_rows)))
+        self._progress_seq[run_id] = seq + 1
 
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""

@@ -123,38 +123,42 @@ def _check_tag(payload: str, tag: str | None, key: bytes, where: str) -> None:
         raise RunChanged(str(exc)) from None
 
 
-# The rows of some attempts (keys: parallel lists of question ids and seeds), in key order.
-_KEYED = """
-SELECT t.* EXCLUDE (run_id) FROM {table} t
-JOIN (SELECT unnest(?::VARCHAR[]) AS q, unnest(?::INTEGER[]) AS s) k ON t.question_id = k.q AND t.seed = k.s
-WHERE t.run_id = ? ORDER BY {order}
-"""
-_KEYED_TABLES = (("attempts", "t.question_id, t.seed"), ("verdicts", "t.question_id, t.seed, t.judge"))
-
-
-def _rows_sha256(con: Any, run_id: str, keys: list[list]) -> str:
-    questions, seeds = [k[0] for k in keys], [k[1] for k in keys]
+def _rows_sha256(attempt_rows: list[tuple], verdict_rows: list[tuple]) -> str:
+    """sha256 of attempt and verdict rows without their run id, each table in its key order
+    (question, seed[, judge]): the same values whether taken from the rows as they are appended
+    or as DuckDB reads them back (JSON columns are stored as their text, numbers and strings as
+    given), so writing costs no read."""
     digest = hashlib.sha256()
-    for table, order in _KEYED_TABLES:
-        rows = con.execute(_KEYED.format(table=table, order=order), [questions, seeds, run_id]).fetchall()
-        digest.update(json.dumps(rows, default=str, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    for rows in (sorted(attempt_rows, key=_ATTEMPT_KEY), sorted(verdict_rows, key=_VERDICT_KEY)):
+        digest.update(json.dumps([row[1:] for row in rows], default=str, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+def _ATTEMPT_KEY(row: tuple) -> tuple:  # attempts: run_id, kg, question_id, seed, ...
+    return row[2], row[3]
+
+
+def _VERDICT_KEY(row: tuple) -> tuple:  # verdicts: run_id, question_id, seed, judge, ...
+    return row[1], row[2], row[3]
 
 
 def _progress_payload(run_id: str, seq: int, keys: list[list], rows_sha256: str) -> str:
     return hashlib.sha256(json.dumps([run_id, seq, keys, rows_sha256], separators=(",", ":")).encode()).hexdigest()
 
 
-def record_progress(con: Any, run_id: str, keys: list[tuple[str, int]]) -> None:
-    """Record what this transaction wrote for `run_id` (the attempts `keys`): call it in the
-    transaction, after the rows are written."""
-    seq = con.execute("SELECT coalesce(max(seq), -1) + 1 FROM run_progress WHERE run_id = ?", [run_id]).fetchone()[0]
-    listed = [[q, s] for q, s in sorted(keys)]
-    rows = _rows_sha256(con, run_id, listed)
+def progress_row(run_id: str, seq: int, attempt_rows: list[tuple], verdict_rows: list[tuple]) -> tuple:
+    """The `run_progress` row recording one write transaction's attempts and verdicts (rows as
+    appended, run id first): append it in the same transaction."""
+    keys = sorted([row[2], row[3]] for row in attempt_rows)
+    rows = _rows_sha256(attempt_rows, verdict_rows)
     key = integrity_key()
-    tag = sign(_progress_payload(run_id, seq, listed, rows), key) if key else None
-    con.execute("INSERT INTO run_progress VALUES (?, ?, ?, ?, ?)", [run_id, seq, json.dumps(listed), rows, tag])
+    tag = sign(_progress_payload(run_id, seq, keys, rows), key) if key else None
+    return run_id, seq, json.dumps(keys), rows, tag
+
+
+def next_progress_seq(con: Any, run_id: str) -> int:
+    return con.execute("SELECT coalesce(max(seq), -1) + 1 FROM run_progress WHERE run_id = ?", [run_id]).fetchone()[0]
 
 
 def check_progress(con: Any, where: str, metadata: Any) -> None:
@@ -169,20 +173,26 @@ def check_progress(con: Any, where: str, metadata: Any) -> None:
     key = integrity_key()
     if not records and not metadata.sealed_when_ended and key is None:
         return  # written by a kgeval that recorded no progress
-    covered: set[tuple[str, int]] = set()
+    attempts: dict[tuple, list[tuple]] = {}
+    for row in con.execute("SELECT * FROM attempts WHERE run_id = ?", [run_id]).fetchall():
+        attempts.setdefault(_ATTEMPT_KEY(row), []).append(row)
+    verdicts: dict[tuple, list[tuple]] = {}
+    for row in con.execute("SELECT * FROM verdicts WHERE run_id = ?", [run_id]).fetchall():
+        verdicts.setdefault(_VERDICT_KEY(row)[:2], []).append(row)
+    covered: set[tuple] = set()
     for seq, keys_text, rows_sha256, tag in records:
-        keys = json.loads(keys_text)
+        keys = [tuple(k) for k in json.loads(keys_text)]
         if key is not None:
-            _check_tag(_progress_payload(run_id, seq, keys, rows_sha256), tag, key, f"{where}: run {run_id}'s record of batch {seq}")
-        if _rows_sha256(con, run_id, keys) != rows_sha256:
+            _check_tag(_progress_payload(run_id, seq, [list(k) for k in keys], rows_sha256), tag, key, f"{where}: run {run_id}'s record of batch {seq}")
+        mine = [row for k in keys for row in attempts.get(k, [])], [row for k in keys for row in verdicts.get(k, [])]
+        if _rows_sha256(*mine) != rows_sha256:
             shown = ", ".join(f"{q}/seed {s}" for q, s in keys[:3]) + (" ..." if len(keys) > 3 else "")
             raise RunChanged(
                 f"{where}: run {run_id}: attempts it wrote were changed before it was resumed (batch {seq}: {shown}): "
                 "not resumed; restore the database from a copy, or run again"
             )
-        covered.update((q, s) for q, s in keys)
-    written = {(q, s) for table, _ in _KEYED_TABLES for q, s in con.execute(f"SELECT question_id, seed FROM {table} WHERE run_id = ?", [run_id]).fetchall()}
-    foreign = sorted(written - covered)
+        covered.update(keys)
+    foreign = sorted((attempts.keys() | verdicts.keys()) - covered)
     if foreign:
         shown = ", ".join(f"{q}/seed {s}" for q, s in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
         raise RunChanged(f"{where}: run {run_id} holds {len(foreign)} attempt(s) it did not write ({shown}): not resumed; restore the database from a copy, or run again")
