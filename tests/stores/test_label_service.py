@@ -148,3 +148,39 @@ def test_a_candidate_using_it_runs_in_the_sandbox_with_wikidatas_prefixes(store)
     assert [(row[0].value, row[1].value) for row in execution.result.rows] == [(WD["wd"] + "Q25191", "Christopher Nolan")]
     assert set(execution.prefixes) == {"wd", "wdt", "wikibase", "bd"}
     assert execution.resources is not None and execution.resources.sandboxed
+
+
+def test_generated_label_service_queries_are_refused_or_run_never_crash(store):
+    """600 generated queries mixing the clause's statements, its place in the group and what
+    stands beside it (OPTIONAL, MINUS, UNION, VALUES, BIND, sub-selects, ORDER BY a label):
+    the guard approves or refuses each with a named error, and every approved one runs on the
+    engine (an emulation that wrote invalid SPARQL would be a model's `invalid_sparql`)."""
+    import random
+
+    from kgeval.errors import QuerySyntaxError
+
+    statements = ['bd:serviceParam wikibase:language "en" .', 'bd:serviceParam wikibase:language "fr,en" .', "?x rdfs:label ?xn .",
+                  "?y rdfs:label ?yn .", "?y schema:description ?yd .", "?x skos:altLabel ?xa .", "?z rdfs:label ?zn ."]  # fmt: skip
+    beside = ["", "?y wdt:P19 ?z", "OPTIONAL { ?y wdt:P19 ?z }", "FILTER(?x != ?y)", "{ SELECT ?x ?y WHERE { ?x wdt:P161 ?y } }",
+              "MINUS { ?y wdt:P9 ?w }", "BIND(STR(?y) AS ?s)", "VALUES ?x { wd:Q25188 }", "{ ?x wdt:P161 ?y } UNION { ?x wdt:P57 ?y }"]  # fmt: skip
+    projections = ["*", "?x ?xLabel", "?y ?yLabel ?yDescription ?yAltLabel", "?yLabel", "?x ?xn ?yn", "?z ?zLabel", "(COUNT(?y) AS ?c)", "DISTINCT ?yLabel"]
+    rng = random.Random(7)
+    approved, refusals = 0, set()
+    for _ in range(600):
+        body = " ".join(rng.sample(statements, rng.randint(1, 3)))
+        first, second = rng.sample(beside, 2)
+        service = f"SERVICE {rng.choice(['', 'SILENT '])}wikibase:label {{ {body} }}"
+        if rng.random() < 0.5:  # after a triple with or without its dot: `A SERVICE ... B`
+            where = [rng.choice(["?x wdt:P161 ?y .", "?x wdt:P161 ?y"]), service, first, second]
+        else:
+            where = [service, "?x wdt:P161 ?y .", first, second]
+        query = PREFIXES + f"SELECT {rng.choice(projections)} WHERE {{ {' '.join(where)} }} {rng.choice(['', 'ORDER BY ?yLabel', 'LIMIT 2'])}"
+        try:
+            guard_query(query)
+        except (QueryRefused, QuerySyntaxError) as exc:
+            refusals.add(str(exc)[:40])
+            continue
+        approved += 1
+        store.execute(query, timeout_s=30, row_cap=100)  # raises on anything the engine rejects
+    assert approved > 200
+    assert refusals == {"SERVICE wikibase:label names no language"}, refusals  # nothing else generated is invalid
