@@ -15,8 +15,9 @@ from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, progres
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
-from kgeval.holdout import confirm_empty, exclude_questions, include_questions, load_holdout, seal_holdout, unconfirm_empty, verify_holdout
-from kgeval.integrity import integrity_key
+from kgeval.holdout import (
+    confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
+)  # fmt: skip
 from kgeval.stores import open_store
 
 holdout_app = typer.Typer(help="Inspect, seal and verify the holdout.", no_args_is_help=True)
@@ -49,7 +50,7 @@ def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
         )
     load_holdout(holdout)
     digest = seal_holdout(holdout)
-    signed = " (signed with the integrity key)" if integrity_key() is not None else ""
+    signed = " (signed with the integrity key)" if read_manifest(holdout).get("hmac") else ""
     out.print(f"sealed {holdout}: manifest {digest}{signed}")
 
 

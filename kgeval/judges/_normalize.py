@@ -156,7 +156,7 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
         return ask_items(items)
     prefixes = {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
     tails: set[str] | None = None
-    dates = any(_ISO_DATE.match(item) is None and _prose_date(item) for item in items if isinstance(item, str)) and _holds_dates(gold)
+    dates = _holds_dates(gold)
     out = []
     for item in items:
         if isinstance(item, str):
@@ -185,7 +185,6 @@ _PROSE_DATES = (
     (re.compile(rf"\s*{_MONTH}\s+{_DAY},?\s+(\d{{4}})\s*$", re.IGNORECASE), 1, 2, 3),  # January 1, 1985
     (re.compile(rf"\s*(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\s*$", re.IGNORECASE), 2, 1, 3),  # 1 January 1985
 )
-_ISO_DATE = re.compile(r"\s*\d{4}-\d\d-\d\d")
 _DATE_TYPES = frozenset({"http://www.w3.org/2001/XMLSchema#date", "http://www.w3.org/2001/XMLSchema#dateTime"})
 
 

@@ -107,10 +107,14 @@ def check_start(con: Any, where: str, metadata: Any) -> None:
         _check_tag(row[0], row[1], key, f"{where}: run {metadata.run_id}'s start")
 
 
+def _has_table(con: Any, table: str) -> bool:
+    """False for a seals table a file written before it existed lacks (opened read-only)."""
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0])
+
+
 def _stored(con: Any, table: str, columns: str, run_id: str) -> tuple | None:
-    """The run's row of a seals table; None when it has none, or the file has no such table
-    (written before seals existed, opened read-only)."""
-    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0]:
+    """The run's row of a seals table; None when it has none, or the file has no such table."""
+    if not _has_table(con, table):
         return None
     return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ?", [run_id]).fetchone()
 
@@ -129,17 +133,17 @@ def _rows_sha256(attempt_rows: list[tuple], verdict_rows: list[tuple]) -> str:
     or as DuckDB reads them back (JSON columns are stored as their text, numbers and strings as
     given), so writing costs no read."""
     digest = hashlib.sha256()
-    for rows in (sorted(attempt_rows, key=_ATTEMPT_KEY), sorted(verdict_rows, key=_VERDICT_KEY)):
+    for rows in (sorted(attempt_rows, key=_attempt_key), sorted(verdict_rows, key=_verdict_key)):
         digest.update(json.dumps([row[1:] for row in rows], default=str, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
         digest.update(b"\n")
     return digest.hexdigest()
 
 
-def _ATTEMPT_KEY(row: tuple) -> tuple:  # attempts: run_id, kg, question_id, seed, ...
+def _attempt_key(row: tuple) -> tuple:  # attempts: run_id, kg, question_id, seed, ...
     return row[2], row[3]
 
 
-def _VERDICT_KEY(row: tuple) -> tuple:  # verdicts: run_id, question_id, seed, judge, ...
+def _verdict_key(row: tuple) -> tuple:  # verdicts: run_id, question_id, seed, judge, ...
     return row[1], row[2], row[3]
 
 
@@ -150,7 +154,7 @@ def _progress_payload(run_id: str, seq: int, keys: list[list], rows_sha256: str)
 def progress_row(run_id: str, seq: int, attempt_rows: list[tuple], verdict_rows: list[tuple]) -> tuple:
     """The `run_progress` row recording one write transaction's attempts and verdicts (rows as
     appended, run id first): append it in the same transaction."""
-    keys = sorted([row[2], row[3]] for row in attempt_rows)
+    keys = sorted(list(_attempt_key(row)) for row in attempt_rows)
     rows = _rows_sha256(attempt_rows, verdict_rows)
     key = integrity_key()
     tag = sign(_progress_payload(run_id, seq, keys, rows), key) if key else None
@@ -166,19 +170,18 @@ def check_progress(con: Any, where: str, metadata: Any) -> None:
     rows as recorded, tagged with the key; no attempt the run did not write): `--resume` calls
     it before it continues. A run from before progress was recorded passes without a key."""
     run_id = metadata.run_id
-    if _stored(con, "run_progress", "count(*)", run_id) is None:
-        records = []
-    else:
+    records = []
+    if _has_table(con, "run_progress"):
         records = con.execute("SELECT seq, keys, rows_sha256, tag FROM run_progress WHERE run_id = ? ORDER BY seq", [run_id]).fetchall()
     key = integrity_key()
     if not records and not metadata.sealed_when_ended and key is None:
         return  # written by a kgeval that recorded no progress
     attempts: dict[tuple, list[tuple]] = {}
     for row in con.execute("SELECT * FROM attempts WHERE run_id = ?", [run_id]).fetchall():
-        attempts.setdefault(_ATTEMPT_KEY(row), []).append(row)
+        attempts.setdefault(_attempt_key(row), []).append(row)
     verdicts: dict[tuple, list[tuple]] = {}
     for row in con.execute("SELECT * FROM verdicts WHERE run_id = ?", [run_id]).fetchall():
-        verdicts.setdefault(_VERDICT_KEY(row)[:2], []).append(row)
+        verdicts.setdefault(_verdict_key(row)[:2], []).append(row)
     covered: set[tuple] = set()
     for seq, keys_text, rows_sha256, tag in records:
         keys = [tuple(k) for k in json.loads(keys_text)]

@@ -49,6 +49,7 @@ _PREDICATE: dict[Kind, str] = {
     "AltLabel": "http://www.w3.org/2004/02/skos/core#altLabel",
 }
 _KIND_OF = {iri: kind for kind, iri in _PREDICATE.items()}
+_SERVICE = Token("word", "SERVICE")
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,10 @@ def emulate(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
 def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | None:
     """The label services of the query and the names of its variables outside them; None when
     it has none (or the grammar cannot place one: it will say why the text does not parse)."""
-    if not any(t.keyword == "SERVICE" for t in tokens):
+    if _SERVICE not in tokens:  # the lexer writes every keyword in upper case
         return None
     prefixes = _prefixes(tokens)
-    spans_of = [(i, end) for i in range(len(tokens)) if tokens[i].keyword == "SERVICE" and (end := _label_service_end(tokens, i, prefixes))]
+    spans_of = [(i, end) for i in range(len(tokens)) if tokens[i] == _SERVICE and (end := _label_service_end(tokens, i, prefixes))]
     if not spans_of:
         return None
     from kgeval.stores._query import _in_scope, parsed_tree  # the guard imports this module
@@ -123,9 +124,10 @@ def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | No
         group = _enclosing_group(root, spans[start][0])
         if group is None:
             return None
-        targets = _targets(tokens, start, end, prefixes, names, set(_in_scope(group)))
+        statements = _statements(tokens, start, end)
+        targets = _targets(statements, prefixes, names, set(_in_scope(group)))
         closing = bisect.bisect_left(starts, group.end_byte - 1)
-        services.append(_Service(start, end, closing, targets, _languages(tokens, start, end, prefixes)))
+        services.append(_Service(start, end, closing, targets, _languages(statements, prefixes)))
     return services, names
 
 
@@ -199,9 +201,9 @@ def _body_start(tokens: Sequence[Token], start: int) -> int:
     return start + 3 + (tokens[start + 1].keyword == "SILENT")
 
 
-def _languages(tokens: Sequence[Token], start: int, end: int, prefixes: dict[str, str]) -> list[str]:
+def _languages(statements: list[tuple[Token, Token, Token]], prefixes: dict[str, str]) -> list[str]:
     languages: list[str] = []
-    for subject, predicate, value in _statements(tokens, start, end):
+    for subject, predicate, value in statements:
         if _iri(subject, prefixes) != _SERVICE_PARAM:
             continue
         if _iri(predicate, prefixes) != _LANGUAGE or value.kind != "string" or "\\" in value.text:
@@ -216,12 +218,12 @@ def _languages(tokens: Sequence[Token], start: int, end: int, prefixes: dict[str
     return languages
 
 
-def _targets(tokens: Sequence[Token], start: int, end: int, prefixes: dict[str, str], names: set[str], bound: set[str]) -> list[_Target]:
+def _targets(statements: list[tuple[Token, Token, Token]], prefixes: dict[str, str], names: set[str], bound: set[str]) -> list[_Target]:
     """The variables this service binds: the triples in its body (manual mode), else every
     `?xLabel` / `?xDescription` / `?xAltLabel` the query names (automatic mode). Only those
     whose subject is bound in the service's group and which nothing there binds already."""
     manual = []
-    for subject, predicate, value in _statements(tokens, start, end):
+    for subject, predicate, value in statements:
         if _iri(subject, prefixes) == _SERVICE_PARAM:
             continue
         kind = _KIND_OF.get(_iri(predicate, prefixes) or "")
