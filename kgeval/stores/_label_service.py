@@ -18,6 +18,9 @@ What WDQS documents, kept here (https://www.mediawiki.org/wiki/Wikidata_Query_Se
   every language is the entity's id (`Q42`; another IRI as its text, a literal as itself);
 - the labels are added after the rest of the service's group matched, wherever the clause is
   written in it.
+- two clauses naming one variable: the first binds it (`_bind_once`);
+- query hints (`hint:Query hint:optimizer "None"`) steer WDQS's optimizer and match nothing:
+  they are left out (`_without_hints`).
 Beyond WDQS: a label without a language tag is taken after the languages asked (KGs other than
 Wikidata often have no tags). Variables the emulation adds start with `_ls`; a `SELECT *`
 shows them as extra columns, which the judges ignore.
@@ -62,8 +65,8 @@ class _Target:
 
 
 def named(text: str) -> bool:
-    """Whether `text` may hold a label service (a cheap test before reading it)."""
-    return "wikibase" in text or "wikiba.se" in text
+    """Whether `text` may hold a label service or a query hint (a cheap test before reading it)."""
+    return "wikibase" in text or "wikiba.se" in text or "queryHints" in text
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,10 @@ class _Service:
 
 def emulate(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
     """`tokens` with every `SERVICE wikibase:label { ... }` written as plain SPARQL (see the
-    module docstring); `tokens` themselves when there is none. QueryRefused for a label
-    service whose body asks for more than the emulation knows."""
+    module docstring) and WDQS's query hints left out (`_without_hints`); `tokens` themselves
+    when there is neither. QueryRefused for a label service whose body asks for more than the
+    emulation knows."""
+    tokens = _without_hints(tokens)
     found = _services(tokens)
     if not found:
         return tokens
@@ -103,6 +108,41 @@ def emulate(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
     return tuple(_edited(tokens, replaced, added))
 
 
+def _without_hints(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
+    """`tokens` without WDQS's query hints: a triple whose subject and predicate are in
+    Blazegraph's hint namespace (`hint:Query hint:optimizer "None" .`, `hint:Prior hint:runFirst
+    true .`) tells WDQS's optimizer how to evaluate the query, never what it matches. Read as a
+    triple pattern it matches nothing, so a query right on Wikidata returned no row. Only a
+    whole triple at the start of a pattern (after `{`, `.` or `}`) with a one-term object is
+    left out, with its `.`; anything else in that namespace stays, and matches nothing."""
+    if not any(t.kind == "iri" and t.text.startswith("<" + _HINTS) for t in tokens):  # a PREFIX line or a full IRI
+        return tokens
+    prefixes = _prefixes(tokens)
+    kept: list[Token] = []
+    k = 0
+    while k < len(tokens):
+        if _is_hint(tokens, k, prefixes) and (not kept or kept[-1].text in ("{", ".", "}")):
+            k += 3 + (k + 3 < len(tokens) and tokens[k + 3].text == ".")
+            continue
+        kept.append(tokens[k])
+        k += 1
+    return tuple(kept) if len(kept) < len(tokens) else tokens
+
+
+_HINTS = "http://www.bigdata.com/queryHints#"
+
+
+def _is_hint(tokens: Sequence[Token], k: int, prefixes: dict[str, str]) -> bool:
+    if k + 2 >= len(tokens):
+        return False
+    subject, predicate, value = tokens[k : k + 3]
+    return (
+        all((_iri(t, prefixes) or "").startswith(_HINTS) for t in (subject, predicate))
+        and (value.kind in ("string", "number", "iri", "pname") or value.text.lower() in ("true", "false"))
+        and (k + 3 >= len(tokens) or tokens[k + 3].text in (".", "}"))
+    )
+
+
 def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | None:
     """The label services of the query and the names of its variables outside them; None when
     it has none (or the grammar cannot place one: it will say why the text does not parse)."""
@@ -119,7 +159,7 @@ def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | No
     starts = [start for start, _ in spans]
     inside = {k for start, end in spans_of for k in range(start, end + 1)}
     names = {t.text[1:] for k, t in enumerate(tokens) if t.kind == "var" and k not in inside}
-    services = []
+    services, groups = [], []
     for start, end in spans_of:
         group = _enclosing_group(root, spans[start][0])
         if group is None:
@@ -128,7 +168,23 @@ def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | No
         targets = _targets(statements, prefixes, names, set(_in_scope(group)))
         closing = bisect.bisect_left(starts, group.end_byte - 1)
         services.append(_Service(start, end, closing, targets, _languages(statements, prefixes)))
+        groups.append((group.start_byte, group.end_byte))
+    _bind_once(services, groups)
     return services, names
+
+
+def _bind_once(services: list[_Service], groups: list[tuple[int, int]]) -> None:
+    """Drop the targets another service already binds where this one's lookups run: two
+    clauses in one group (or one in a group nested in the other's) naming `?xLabel` would
+    otherwise BIND it twice, an error on every engine. The lookups written first in the query
+    (those of the innermost group, then the first clause of a group) bind it, as WDQS's first
+    service does; later ones see it bound and leave it."""
+    done: list[tuple[tuple[int, int], set[str]]] = []
+    for n in sorted(range(len(services)), key=lambda n: (services[n].closing, services[n].start)):
+        start, end = groups[n]
+        seen = set().union(*(names for (s, e), names in done if start <= s and e <= end))
+        services[n].targets[:] = [t for t in services[n].targets if t.name not in seen]
+        done.append((groups[n], {t.name for t in services[n].targets}))
 
 
 def _prefixes(tokens: Sequence[Token]) -> dict[str, str]:

@@ -184,3 +184,31 @@ def test_generated_label_service_queries_are_refused_or_run_never_crash(store):
         store.execute(query, timeout_s=30, row_cap=100)  # raises on anything the engine rejects
     assert approved > 200
     assert refusals == {"SERVICE wikibase:label names no language"}, refusals  # nothing else generated is invalid
+
+
+def test_two_clauses_binding_one_variable_bind_it_once(store):
+    # Two clauses in one group (a model writing one per language, or repeating the clause):
+    # both would BIND ?dLabel, an engine error scored invalid_sparql though WDQS answers. The
+    # first clause binds it; the second sees it bound. Likewise for a clause in a nested group.
+    two = 'SERVICE wikibase:label { bd:serviceParam wikibase:language "fr" }'
+    rows = _rows(store, f"SELECT ?d ?dLabel WHERE {{ wd:Q25188 wdt:P57 ?d . {two} {AUTO} }}")
+    assert rows == {(WD["wd"] + "Q25191", "Christophe Nolan")}
+    rows = _rows(store, f"SELECT ?d ?dLabel WHERE {{ wd:Q25188 wdt:P57 ?d . {AUTO} {two} }}")
+    assert rows == {(WD["wd"] + "Q25191", "Christopher Nolan")}
+    nested = f"SELECT ?d ?dLabel ?p ?pLabel WHERE {{ {{ wd:Q25188 wdt:P57 ?d . {two} }} ?d wdt:P19 ?p . {AUTO} }}"
+    assert _rows(store, nested) == {(WD["wd"] + "Q25191", "Christophe Nolan", WD["wd"] + "Q84", "London")}
+    union = f"SELECT ?d ?dLabel WHERE {{ {{ wd:Q25188 wdt:P57 ?d . {two} }} UNION {{ wd:Q25188 wdt:P57 ?d . {AUTO} }} }}"
+    assert _rows(store, union) == {(WD["wd"] + "Q25191", "Christophe Nolan"), (WD["wd"] + "Q25191", "Christopher Nolan")}
+
+
+def test_query_hints_are_left_out_as_wdqs_reads_them(store):
+    # WDQS reads `hint:` triples as instructions to its optimizer; as triple patterns they
+    # match nothing, and a query right on Wikidata returned no row (scored wrong).
+    hint = PREFIXES + f"PREFIX hint: <{WD['hint']}>\n"
+    rows = _rows(store, f'SELECT ?d ?dLabel WHERE {{ hint:Query hint:optimizer "None" . wd:Q25188 wdt:P57 ?d . hint:Prior hint:runFirst true . {AUTO} }}', hint)
+    assert rows == {(WD["wd"] + "Q25191", "Christopher Nolan")}
+    full = "SELECT ?a WHERE { wd:Q25188 wdt:P161 ?a . <http://www.bigdata.com/queryHints#Query> <http://www.bigdata.com/queryHints#optimizer> 'None' }"
+    assert len(_rows(store, full, hint)) == 3
+    # only a whole hint triple goes: a hint IRI anywhere else stays a pattern (matching nothing)
+    assert _rows(store, "SELECT ?a WHERE { wd:Q25188 wdt:P161 ?a . ?a hint:optimizer 'None' }", hint) == set()
+    assert "queryHints" not in guard_query(hint + 'ASK { hint:Query hint:optimizer "None" }').text.split("ASK")[1]
