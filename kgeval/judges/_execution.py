@@ -62,7 +62,7 @@ from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 
-LOGIC_VERSION = "9"
+LOGIC_VERSION = "10"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -84,7 +84,10 @@ precision it has (`_same_number`): an xsd:float at 5 significant digits (the sam
 floats was 6.9037037 on pyoxigraph, 6.9037027 on Oxigraph server and 6.903703724896466 as
 Virtuoso's decimal; over 200 floats 6.937497 and 6.937491 where the mean is 6.9375),
 another number at the fewer digits either side writes, 6 to 12 (Virtuoso writes every
-xsd:double with 6: 618833.0 for 618832.9)."""
+xsd:double with 6: 618833.0 for 618832.9). 10: in an answer list, a name written as many
+times as gold entities bear it stands for those entities, one each (`Paris`, `Paris`); a year
+alone is the gold's 1 January of that year where the gold holds it; where every gold value is a
+number, one with a unit, a currency or a scale word is that number (`_normalize.read_items`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -373,7 +376,7 @@ class ExecutionJudge:
             table = golds.get(gold) if gold_result is gold else table_of_result(gold_result, normalizer)
             return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared).verdict()
 
-        return try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare)
+        return try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare, listed=candidate.result is None)
 
     def _list_table(self, items: list, gold: QueryResult) -> tuple[Table, list[str]]:
         """An answer list's table (`list_normalize` rules; with `iri_tail`, an IRI of a gold

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -47,17 +48,18 @@ RULES = ("symmetric_pairs", "entity_for_label", "label_for_entity")
 
 
 def try_rules(
-    config: ExecutionJudgeConfig, question: Question, gold: QueryResult, answer: QueryResult, lookup: KgLookup | None, rejected: Verdict, recompare: Recompare
+    config: ExecutionJudgeConfig, question: Question, gold: QueryResult, answer: QueryResult, lookup: KgLookup | None, rejected: Verdict,
+    recompare: Recompare, *, listed: bool = False,
 ) -> Verdict:
     """The first rule's accepting verdict on `answer` (an executed result, or the one an answer
-    list stands for), or `rejected` with what the rules found; `lookup`: the KG's labels."""
+    list stands for: `listed`), or `rejected` with what the rules found; `lookup`: the KG's labels."""
     if pairs_rule_applies(config, question, gold, answer):
         verdict = recompare(oriented(gold), oriented(answer))
         if verdict.correct:
             return _accepted(verdict, "symmetric_pairs", "symmetric pairs: each pair compared in one orientation (the question asks for unordered pairs)")
     if lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
         return rejected
-    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup, reference_iris(question.sparql))
+    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup, reference_iris(question.sparql), listed=listed)
     if used:
         verdict = recompare(gold, widened)
         if verdict.correct:
@@ -144,7 +146,8 @@ def oriented(result: QueryResult) -> QueryResult:
 
 
 def with_named_columns(
-    config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup, asked_about: frozenset[str] = frozenset()
+    config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup, asked_about: frozenset[str] = frozenset(),
+    *, listed: bool = False,
 ) -> tuple[QueryResult, dict[str, str], dict[str, int]]:
     """The answer with a derived column beside each column (see module docstring); what each
     rule translated, in words; and the names found ambiguous (name -> entities bearing it).
@@ -163,7 +166,9 @@ def with_named_columns(
                 used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
         elif kinds == {"literal"} and gold_iris and config.labels.label_for_entity:
             shared: dict[str, int] = {}
-            derived, n = _entities_for(cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous, shared if config.labels.shared_names else None)
+            derived, n = _entities_for(
+                cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous, shared if config.labels.shared_names else None, listed
+            )
             if n:
                 columns.append((f"{var}__entity", derived))
                 used["label_for_entity"] = f"{n} answer name(s) of ?{var} taken as the gold's entities they label" + "".join(
@@ -226,11 +231,17 @@ def _entities_for(
     lookup: KgLookup,
     ambiguous: dict[str, int],
     shared: dict[str, int] | None,
+    listed: bool,
 ) -> tuple[list[Term | None], int]:
     """Each name's gold entity where one gold entity bears it, and no other KG entity does
     unless `shared` (which then collects such names); names that are not enough go to
-    `ambiguous` (name -> entities bearing it)."""
+    `ambiguous` (name -> entities bearing it). In an answer list (`listed`), a name written as
+    many times as gold entities bear it stands for those entities, one each ("Paris", "Paris"
+    for Paris, France and Paris, Texas); not in an executed result, where a repeated row says
+    nothing of how many entities the query found."""
     derived, n = [], 0
+    times = Counter(fold(cell.value) for cell in cells if cell is not None) if listed else Counter()
+    dealt: dict[str, list[str]] = {}
     for cell in cells:
         target = None
         if cell is not None:
@@ -239,6 +250,12 @@ def _entities_for(
             if len(named) == 1 and (len(bearers) == 1 or shared is not None):
                 target = Term.iri(next(iter(named)))
                 if len(bearers) > 1:
+                    shared[cell.value] = len(bearers)  # type: ignore[index]
+            elif named and times[fold(cell.value)] == len(named) and (len(bearers) == len(named) or shared is not None):
+                # a list naming "Paris" twice where two gold entities bear the name: one each
+                left = dealt.setdefault(fold(cell.value), sorted(named))
+                target = Term.iri(left.pop())
+                if len(bearers) > len(named):
                     shared[cell.value] = len(bearers)  # type: ignore[index]
             elif named:
                 ambiguous[cell.value] = len(bearers)

@@ -150,17 +150,24 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
       identifier says which entity the name means;
     - where the gold holds a date (xsd:date or xsd:dateTime), a date written out in English
       (`January 1, 1985`, `1 Jan 1985`, `1st of January, 1985`) is that date (`1985-01-01`);
-      numeric forms (`01/02/1985`) are left alone: their order of day and month is unknown.
+      numeric forms (`01/02/1985`) are left alone: their order of day and month is unknown. A
+      year alone (`1994`) is the gold's 1 January of that year, where the gold holds that date:
+      Wikidata writes a date known to the year as its 1 January (`1994-01-01T00:00:00Z`);
+    - where every gold value is a number, a number with a unit or a currency (`169 minutes`,
+      `193 cm`, `$1,200`, `45%`) is that number, and `2.5 million` is 2500000: the gold's
+      number has no unit to compare with, so a wrong unit is not caught.
     Anything else stays as it is."""
     if gold.form == "ask" or _one_boolean(gold):
         return ask_items(items)
     prefixes = {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
     tails: set[str] | None = None
     dates = _holds_dates(gold)
+    numbers = not dates and _all_numbers(gold)
     out = []
     for item in items:
         if isinstance(item, str):
-            item = (_prose_date(item) or item) if dates else item
+            item = (_prose_date(item) or _year_date(item, gold) or item) if dates else item
+            item = (_unit_number(item) or item) if numbers else item
             item = _expanded(item, prefixes)
             named = _WITH_ID.match(item) if item.endswith(")") else None
             if named:
@@ -202,6 +209,50 @@ def _prose_date(text: str) -> str | None:
 
 def _holds_dates(gold: QueryResult) -> bool:
     return any(cell is not None and cell.datatype in _DATE_TYPES for row in gold.rows for cell in row)
+
+
+_YEAR = re.compile(r"\s*(\d{4})\s*$")
+
+
+def _year_date(text: str, gold: QueryResult) -> str | None:
+    """`YYYY-01-01` for a year alone (`1994`) when the gold holds that date, else None."""
+    found = _YEAR.match(text)
+    if not found:
+        return None
+    first = f"{found[1]}-01-01"
+    held = any(cell is not None and cell.datatype in _DATE_TYPES and cell.value.startswith(first) for row in gold.rows for cell in row)
+    return first if held else None
+
+
+def _all_numbers(gold: QueryResult) -> bool:
+    cells = [cell for row in gold.rows for cell in row]
+    return bool(cells) and all(cell is not None and cell.datatype in _XSD_NUMBERS for cell in cells)
+
+
+_MULTIPLIERS = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12}
+_WITH_UNIT = re.compile(
+    r"\s*(?P<currency>[$€£¥])?\s*(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*"
+    r"(?P<scale>thousand|million|billion|trillion)?\s*"
+    r"(?P<unit>%|[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*)?|°\s*[CFK]?)?\s*$",
+    re.IGNORECASE,
+)
+"""A number with a currency sign before it, a scale word (`million`) or a unit after it (one
+or two words, `%`, `°C`)."""
+
+
+def _unit_number(text: str) -> str | None:
+    """The number of `169 minutes`, `$1,200`, `2.5 million people`; None for a bare number
+    (read by rule 4 as it is) or anything else."""
+    found = _WITH_UNIT.match(text)
+    if not found or not (found["currency"] or found["scale"] or found["unit"]):
+        return None
+    number = found["number"]
+    if not found["scale"]:
+        return number
+    try:
+        return format(Decimal(number.replace(",", "")).scaleb(_MULTIPLIERS[found["scale"].lower()]).normalize(), "f")
+    except InvalidOperation:
+        return None
 
 
 def _expanded(text: str, prefixes: dict[str, str]) -> str:

@@ -40,7 +40,7 @@ from kgeval.judges._normalize import Normalizer, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "10"
+LOGIC_VERSION = "11"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
@@ -53,7 +53,10 @@ ID is a gold IRI's tail (`_normalize.read_items`). 9: thousands separators are r
 (`2,872,800` = `2872800`). 10: an answer list's prefixed names the store predeclares
 (`store.predeclared_prefixes`) are IRIs too, where the reference query does not declare them;
 yes / no answer a gold of one xsd:boolean value (a yes/no question asked with SELECT); a date
-written out in English (`January 1, 1985`) is that date where the gold holds dates."""
+written out in English (`January 1, 1985`) is that date where the gold holds dates. 11: a year
+alone (`1994`) is the gold's 1 January of that year where the gold holds it (a date known to the
+year); where every gold value is a number, one with a unit, a currency or a scale word (`169
+minutes`, `$1,200`, `2.5 million`) is that number (`_normalize.read_items`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

@@ -182,6 +182,30 @@ def test_a_name_several_gold_entities_bear_is_not_enough_alone(tmp_path):
     assert not verdict.correct and "not enough alone" in verdict.reason
 
 
+def test_a_name_listed_as_often_as_gold_entities_bear_it_names_each(tmp_path):
+    """Ana is in two teams both named Sales: a list answering "Sales", "Sales" names both, as a
+    grader reads it ("Paris", "Paris" for the two cities). Once is not enough (one team of two),
+    three times is too many, and a query whose rows repeat one team's name says nothing of how
+    many teams it found: not accepted."""
+    path = tmp_path / "org.ttl"
+    path.write_text(AMBIGUOUS_TTL + "ex:ana ex:memberOf ex:sales-apac .\nex:bo ex:memberOf ex:sales-emea .\n")
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel"))
+    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
+    question = Question(id="org-3", question="Which teams is Ana in?", sparql=gold_q, domain="hr", kg="org")
+    gold = _run(store, gold_q)
+    verdict = EXECUTION.judge(question, gold, Candidate(items=["Sales", " sales"], lookup=lookup))
+    assert verdict.correct and verdict.details["rule"] == "label_for_entity", verdict.reason
+    for items in (["Sales"], ["Sales", "Sales", "Sales"], ["Sales", "IT"]):
+        assert not EXECUTION.judge(question, gold, Candidate(items=items, lookup=lookup)).correct, items
+    # one team's label on two rows (Ana and Bo both in sales-emea, no DISTINCT): not two teams
+    repeated = ("SELECT ?name WHERE { ?p <http://example.org/org/memberOf> <http://example.org/org/sales-emea> . "
+                "<http://example.org/org/sales-emea> <http://www.w3.org/2000/01/rdf-schema#label> ?name }")  # fmt: skip
+    candidate = _candidate(store, repeated, lookup)
+    assert len(candidate.result.rows) == 2
+    assert not EXECUTION.judge(question, gold, candidate).correct
+
+
 def test_an_answer_list_of_names_or_iris_gets_the_same_label_rules(ck25):
     """A system that answers with a list, not a query, gives the same name or IRI: the rules
     read the list as the one-column result its items stand for (an IRI when the item spells

@@ -39,6 +39,8 @@ wd:Q38104 rdfs:label "Nobel Prize in Physics"@en .
 wd:Q3 rdfs:label "Somebody"@en ; wdt:P31 wd:Q5 ; wdt:P8 "0471234" .
 wd:Q3 wdt:P569 "1871-07-01T00:00:00Z"^^xsd:dateTime ; wdt:P570 "1934-07-04T12:30:00Z"^^xsd:dateTime .
 wd:Q3 wdt:P9999 "false"^^xsd:boolean .
+wd:Q4 rdfs:label "Someone"@en ; wdt:P569 "1994-01-01T00:00:00Z"^^xsd:dateTime ; wdt:P2048 "193"^^xsd:decimal .
+wd:Q104123 rdfs:label "Pulp Fiction"@en ; wdt:P2047 "154"^^xsd:decimal ; wdt:P2130 "8500000"^^xsd:decimal ; wdt:P1113 "3"^^xsd:integer .
 """
 PREFIXES = (
     "PREFIX wd: <http://www.wikidata.org/entity/>\nPREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
@@ -183,6 +185,37 @@ def test_a_date_written_out_in_english_is_that_date(wiki, judge):
         assert not _judge(wiki, judge, born, items=items).correct, items
     died = PREFIXES + "SELECT ?date WHERE { wd:Q3 wdt:P570 ?date }"  # at 12:30: a date alone is not that time
     assert not _judge(wiki, judge, died, items=["July 4, 1934"]).correct
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_year_alone_is_the_gold_date_known_to_the_year(wiki, judge):
+    # Wikidata writes a birth date known to the year as 1 January: `1994` is how a grader reads it
+    born = PREFIXES + "SELECT ?date WHERE { wd:Q4 wdt:P569 ?date }"
+    for items in (["1994"], [" 1994 "], ["1994-01-01"], ["January 1, 1994"]):
+        assert _judge(wiki, judge, born, items=items).correct, items
+    for items in (["1995"], ["94"], ["1994s"]):
+        assert not _judge(wiki, judge, born, items=items).correct, items
+    # a date known to the day is not its year
+    assert not _judge(wiki, judge, PREFIXES + "SELECT ?date WHERE { wd:Q3 wdt:P569 ?date }", items=["1871"]).correct
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_number_with_its_unit_or_scale_is_that_number(wiki, judge):
+    runtime = PREFIXES + "SELECT ?m WHERE { wd:Q104123 wdt:P2047 ?m }"
+    for items in (["154 minutes"], ["154 min"], ["154"], ["154.0 minutes"]):
+        assert _judge(wiki, judge, runtime, items=items).correct, items
+    for items in (["155 minutes"], ["2 hours 34 minutes"], ["154 minutes 30 seconds"], ["about 154 minutes long today"]):
+        assert not _judge(wiki, judge, runtime, items=items).correct, items
+    budget = PREFIXES + "SELECT ?b WHERE { wd:Q104123 wdt:P2130 ?b }"
+    for items in (["$8,500,000"], ["8.5 million"], ["$8.5 million"], ["8500000 USD"], ["8,500,000 US dollars"]):
+        assert _judge(wiki, judge, budget, items=items).correct, items
+    for items in (["$8.6 million"], ["8.5 billion"], ["8.5"]):
+        assert not _judge(wiki, judge, budget, items=items).correct, items
+    height = PREFIXES + "SELECT ?h WHERE { wd:Q4 wdt:P2048 ?h }"
+    assert _judge(wiki, judge, height, items=["193 cm"]).correct
+    # not where the gold holds anything but numbers: a name starting with a digit stays a name
+    name = PREFIXES + 'SELECT ?n WHERE { wd:Q104123 rdfs:label ?n }'
+    assert not _judge(wiki, judge, name, items=["3 Pulp Fiction"]).correct
 
 
 @pytest.mark.parametrize("judge", sorted(JUDGES))
