@@ -166,13 +166,19 @@ def with_named_columns(
                 used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
         elif kinds == {"literal"} and gold_iris and config.labels.label_for_entity:
             shared: dict[str, int] = {}
+            repeated: dict[str, tuple[int, int]] = {}
             derived, n = _entities_for(
-                cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous, shared if config.labels.shared_names else None, listed
+                cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous, shared if config.labels.shared_names else None, listed, repeated
             )
             if n:
                 columns.append((f"{var}__entity", derived))
-                used["label_for_entity"] = f"{n} answer name(s) of ?{var} taken as the gold's entities they label" + "".join(
-                    f"; {name!r} names {k} entities of the KG, one of them in the gold" for name, k in sorted(shared.items())[:3]
+                used["label_for_entity"] = (
+                    f"{n} answer name(s) of ?{var} taken as the gold's entities they label"
+                    + "".join(f"; {name!r} names {k} entities of the KG, one of them in the gold" for name, k in sorted(shared.items())[:3])
+                    + "".join(
+                        f"; {name!r} written {k} times, once for each of the {k} gold entities bearing it" + (f" ({b} in the KG)" if b > k else "")
+                        for name, (k, b) in sorted(repeated.items())[:3]
+                    )
                 )
     if not columns:
         return answer, {}, ambiguous
@@ -232,13 +238,15 @@ def _entities_for(
     ambiguous: dict[str, int],
     shared: dict[str, int] | None,
     listed: bool,
+    repeated: dict[str, tuple[int, int]],
 ) -> tuple[list[Term | None], int]:
     """Each name's gold entity where one gold entity bears it, and no other KG entity does
     unless `shared` (which then collects such names); names that are not enough go to
     `ambiguous` (name -> entities bearing it). In an answer list (`listed`), a name written as
     many times as gold entities bear it stands for those entities, one each ("Paris", "Paris"
     for Paris, France and Paris, Texas); not in an executed result, where a repeated row says
-    nothing of how many entities the query found."""
+    nothing of how many entities the query found. Such names go to `repeated` (name -> gold
+    entities bearing it, KG entities bearing it)."""
     derived, n = [], 0
     times = Counter(fold(cell.value) for cell in cells if cell is not None) if listed else Counter()
     dealt: dict[str, list[str]] = {}
@@ -255,8 +263,7 @@ def _entities_for(
                 # a list naming "Paris" twice where two gold entities bear the name: one each
                 left = dealt.setdefault(fold(cell.value), sorted(named))
                 target = Term.iri(left.pop())
-                if len(bearers) > len(named):
-                    shared[cell.value] = len(bearers)  # type: ignore[index]
+                repeated[cell.value] = (len(named), len(bearers))
             elif named:
                 ambiguous[cell.value] = len(bearers)
         derived.append(target or cell)

@@ -196,6 +196,7 @@ def test_a_name_listed_as_often_as_gold_entities_bear_it_names_each(tmp_path):
     gold = _run(store, gold_q)
     verdict = EXECUTION.judge(question, gold, Candidate(items=["Sales", " sales"], lookup=lookup))
     assert verdict.correct and verdict.details["rule"] == "label_for_entity", verdict.reason
+    assert "'Sales' written 2 times, once for each of the 2 gold entities bearing it" in verdict.reason
     for items in (["Sales"], ["Sales", "Sales", "Sales"], ["Sales", "IT"]):
         assert not EXECUTION.judge(question, gold, Candidate(items=items, lookup=lookup)).correct, items
     # one team's label on two rows (Ana and Bo both in sales-emea, no DISTINCT): not two teams
