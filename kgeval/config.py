@@ -91,6 +91,35 @@ PREDECLARED_PREFIXES: dict[str, dict[str, str]] = {
         "dc": "http://purl.org/dc/elements/1.1/",
         "skos": "http://www.w3.org/2004/02/skos/core#",
     },
+    # DBpedia's public endpoint (a Virtuoso): the namespaces of its `/sparql?help=nsdecl` list
+    # that QALD, LC-QuAD 1.0 and TEXT2SPARQL DBpedia queries use (not run here; no network).
+    # Not `res:`, which QALD's queries declare themselves.
+    "dbpedia": {
+        **_CORE_PREFIXES,
+        "dbo": "http://dbpedia.org/ontology/",
+        "dbp": "http://dbpedia.org/property/",
+        "dbr": "http://dbpedia.org/resource/",
+        "dbc": "http://dbpedia.org/resource/Category:",
+        "dbt": "http://dbpedia.org/resource/Template:",
+        "dbpedia": "http://dbpedia.org/resource/",
+        "dbpedia-owl": "http://dbpedia.org/ontology/",
+        "dbpprop": "http://dbpedia.org/property/",
+        "category": "http://dbpedia.org/resource/Category:",
+        "yago": "http://dbpedia.org/class/yago/",
+        "wikidata": "http://www.wikidata.org/entity/",
+        "foaf": "http://xmlns.com/foaf/0.1/",
+        "dc": "http://purl.org/dc/elements/1.1/",
+        "dct": "http://purl.org/dc/terms/",
+        "dcterms": "http://purl.org/dc/terms/",
+        "skos": "http://www.w3.org/2004/02/skos/core#",
+        "geo": "http://www.w3.org/2003/01/geo/wgs84_pos#",
+        "georss": "http://www.georss.org/georss/",
+        "prov": "http://www.w3.org/ns/prov#",
+        "schema": "http://schema.org/",
+        "sioc": "http://rdfs.org/sioc/ns#",
+        "void": "http://rdfs.org/ns/void#",
+        "vcard": "http://www.w3.org/2001/vcard-rdf/3.0#",
+    },
     # The Wikidata Query Service: the prefixes of its user manual ("Prefixes used ... are
     # declared for every query"; not run here). Its label service is emulated by the guard
     # (kgeval/stores/_label_service.py).
@@ -156,7 +185,7 @@ class StoreConfig(_Strict):
     """Remote stores: the engine version recorded when the server does not say."""
     predeclared_prefixes: dict[str, str] = Field(default_factory=dict)
     """Prefixes the production endpoint declares for every query (name -> namespace IRI), or the
-    name of a known engine's list: "virtuoso", "graphdb", "blazegraph", "wikidata" (see
+    name of a known engine's list: "virtuoso", "graphdb", "blazegraph", "wikidata", "dbpedia" (see
     PREDECLARED_PREFIXES).
     A candidate query that fails only for lacking one of these PREFIX lines is run with them, as it
     would run in production; its verdict records which it needed. Default: none (Oxigraph and

@@ -44,7 +44,7 @@ PrefixOpt = Annotated[
 ]
 PrefixFileOpt = Annotated[
     list[Path] | None,
-    typer.Option("--prefixes", help="A file of 'PREFIX name: <iri>' or '@prefix name: <iri> .' lines, or a known endpoint's list (wikidata, virtuoso, graphdb, blazegraph), used as --prefix. Repeatable."),
+    typer.Option("--prefixes", help="A file of 'PREFIX name: <iri>' or '@prefix name: <iri> .' lines, or a known endpoint's list (wikidata, dbpedia, virtuoso, graphdb, blazegraph), used as --prefix. Repeatable."),
 ]
 
 

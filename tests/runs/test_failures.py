@@ -329,6 +329,22 @@ def test_a_predeclared_prefix_with_a_dotted_name_runs(sports_store):
     assert _answer(execution) == {(R + "Paolo_Maldini",), (R + "Zlatan_Ibrahimović",)}
 
 
+def test_the_dbpedia_endpoints_prefixes_by_name(sports_store):
+    """`store.predeclared_prefixes: dbpedia`: a TEXT2SPARQL or QALD system's query written for
+    DBpedia's endpoint, with no PREFIX lines (`dbo:`, `dbr:`, old `dbpedia-owl:`), runs as it ran
+    there; a prefix that endpoint does not declare (`res:`) is still the model's invalid SPARQL."""
+    from kgeval.runs._attempt import execute_candidate
+
+    config = KgevalConfig.model_validate({"store": {"predeclared_prefixes": "dbpedia"}})
+    execution = execute_candidate("SELECT ?p WHERE { ?p dbpedia-owl:team dbr:A.C._Milan }", sports_store, config)
+    assert (execution.failure, set(execution.prefixes)) == (None, {"dbpedia-owl", "dbr"}), execution.error
+    assert _answer(execution) == {(R + "Paolo_Maldini",), (R + "Zlatan_Ibrahimović",)}
+    execution = execute_candidate("ASK { dbpedia:Linux_2.6.32 dbo:developer dbr:Linus_Torvalds }", sports_store, config)
+    assert execution.failure is None and _answer(execution) is True
+    assert execute_candidate("SELECT ?p WHERE { ?p dbo:team res:A.C._Milan }", sports_store, config).failure == "invalid_sparql"
+    assert execute_candidate("SELECT ?p WHERE { ?p dbo:team dbr:A.C._Milan }", sports_store, KgevalConfig()).failure == "invalid_sparql"
+
+
 def test_an_engine_error_on_a_candidate_points_into_the_approved_text(sports_store):
     from kgeval.runs._attempt import execute_candidate
 
