@@ -347,6 +347,11 @@ class ExecutionJudgeConfig(_Strict):
     vacuous: bool = True
     """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or class
     the KG lacks."""
+    split_listing: bool = True
+    """An answer list of one text naming several things (`Christopher Nolan and Emma Thomas`,
+    `A, B, C`) where the gold has several rows: when the text as one item is wrong, it is read
+    split at `,`, `;` and `and` (reason `one item listing several`); accepted only when that
+    reading is right."""
 
 
 class JudgesConfig(_Strict):

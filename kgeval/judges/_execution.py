@@ -46,6 +46,7 @@ accepted (`truncated` path; raise `run.row_cap` and `gold.row_cap` to judge it).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cached_property, lru_cache
@@ -87,7 +88,9 @@ another number at the fewer digits either side writes, 6 to 12 (Virtuoso writes 
 xsd:double with 6: 618833.0 for 618832.9). 10: in an answer list, a name written as many
 times as gold entities bear it stands for those entities, one each (`Paris`, `Paris`); a year
 alone is the gold's 1 January of that year where the gold holds it; where every gold value is a
-number, one with a unit, a currency or a scale word is that number (`_normalize.read_items`)."""
+number, one with a unit, a currency or a scale word is that number (`_normalize.read_items`); a
+list of one text naming several things is read split at `,`, `;` and `and` when that reading is
+right and the text alone is not (`split_listing`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -173,6 +176,17 @@ def result_of_items(items: list) -> QueryResult | None:
         return None
     rows = [[item_term(item)] for item in items]
     return QueryResult(form="select", vars=["item"], rows=rows, total=len(rows))
+
+
+_LISTING = re.compile(r"\s*(?:[,;]\s*(?:and\s+)?|\s+and\s+)", re.IGNORECASE)
+"""Where a text listing several things is split: `,` and `;` (with an `and` after them) and
+`and` between words."""
+
+
+def listed_parts(text: str) -> list[str]:
+    """The things one text lists (`A, B and C` -> A, B, C); the text alone when it lists none."""
+    parts = [part.strip() for part in _LISTING.split(text)]
+    return parts if all(parts) else [text]
 
 
 def table_of_items(items: list, normalizer: Normalizer) -> Table:
@@ -331,12 +345,29 @@ class ExecutionJudge:
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         verdict = self._judge(question, gold, candidate)
+        if not verdict.correct and self.config.split_listing:
+            verdict = self._split_listing(question, gold, candidate) or verdict
         if candidate.predeclared_prefixes:
             names = ", ".join(candidate.predeclared_prefixes)
             details = {**verdict.details, "predeclared_prefixes": list(candidate.predeclared_prefixes)}
             reason = f"{verdict.reason}; ran with the store's predeclared prefixes {names} (store.predeclared_prefixes)"
             verdict = verdict.model_copy(update={"details": details, "reason": reason})
         return verdict
+
+    def _split_listing(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict | None:
+        """The verdict on an answer list's one text read as the several items it lists, when that
+        reading is right (`split_listing`); None otherwise."""
+        items = candidate.items
+        if candidate.result is not None or candidate.sparql_error is not None or not items or len(items) != 1 or len(gold.rows) < 2:
+            return None
+        parts = listed_parts(items[0]) if isinstance(items[0], str) else []
+        if len(parts) < 2:
+            return None
+        verdict = self._judge(question, gold, candidate.model_copy(update={"items": parts}))
+        if not verdict.correct:
+            return None
+        reason = f"one item listing several: {items[0]!r} read as {len(parts)} items; {verdict.reason}"
+        return verdict.model_copy(update={"reason": reason, "details": {**verdict.details, "split_item": items[0]}})
 
     def _judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         if candidate.sparql_error is not None:

@@ -484,3 +484,31 @@ def test_vocabulary_asked_together_answers_as_one_ask_each(tmp_path, monkeypatch
         assert failing.lacks(present + absent) and len(queries) > before
     finally:
         store.close()
+
+
+def test_one_item_listing_several_is_read_as_those_items(tmp_path):
+    """"Which teams is Ana in?" answered with one text `Sales EMEA and IT` (a model putting
+    its whole answer in one list item): a grader reads two teams. Read split only when the
+    item alone is wrong and the split reading is right; a name holding `and` stays one name."""
+    path = tmp_path / "org.ttl"
+    path.write_text(
+        AMBIGUOUS_TTL.replace('rdfs:label "Sales"', 'rdfs:label "Sales EMEA"')
+        + 'ex:ana ex:memberOf ex:it .\nex:bo ex:memberOf ex:rnd .\nex:rnd a ex:Team ; rdfs:label "Research and Development" .\n'
+    )
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
+    question = Question(id="org-4", question="Which teams is Ana in?", sparql=gold_q, domain="hr", kg="org")
+    gold = _run(store, gold_q)
+    for text in ("Sales EMEA and IT", "IT, Sales EMEA", "Sales EMEA; IT", "IT, and Sales EMEA"):
+        verdict = EXECUTION.judge(question, gold, Candidate(items=[text], lookup=lookup))
+        assert verdict.correct and verdict.details["split_item"] == text, (text, verdict.reason)
+        assert verdict.reason.startswith(f"one item listing several: {text!r} read as 2 items")
+    for text in ("Sales EMEA", "Sales EMEA and IT and HR", "Sales EMEA, IT, HR", "Sales EMEA IT"):
+        assert not EXECUTION.judge(question, gold, Candidate(items=[text], lookup=lookup)).correct, text
+    off = ExecutionJudge(ExecutionJudgeConfig(split_listing=False))
+    assert not off.judge(question, gold, Candidate(items=["Sales EMEA and IT"], lookup=lookup)).correct
+    # Bo's one team has "and" in its name: read whole, as before
+    bo = "SELECT ?t WHERE { <http://example.org/org/bo> <http://example.org/org/memberOf> ?t }"
+    verdict = EXECUTION.judge(question.model_copy(update={"sparql": bo}), _run(store, bo), Candidate(items=["Research and Development"], lookup=lookup))
+    assert verdict.correct and "split_item" not in verdict.details

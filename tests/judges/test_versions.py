@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "11", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "65b5ece036ad11762d57d4ce0f4f6fe04ca7255c6fbb62c9bd1ee2c8b6b5d066"),
-    "execution": (EXECUTION_LOGIC, "10", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "f0959d025b604b35090aa89bde300418303cfea731d575ecafc71321cba30909"),
+    "execution": (EXECUTION_LOGIC, "10", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "99c9b7f2cfc52784d048bc31801d29185eed13c1c7436b798d882bfddf60b3c4"),
 }
 
 
