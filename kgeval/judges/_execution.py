@@ -88,7 +88,8 @@ another number at the fewer digits either side writes, 6 to 12 (Virtuoso writes 
 xsd:double with 6: 618833.0 for 618832.9). 10: in an answer list, a name written as many
 times as gold entities bear it stands for those entities, one each (`Paris`, `Paris`); a year
 alone is the gold's 1 January of that year where the gold holds it; where every gold value is a
-number, one with a unit, a currency or a scale word is that number (`_normalize.read_items`); a
+number, one with a unit, a currency, a scale word or a hedge, or in words (`three`), is that
+number (`_normalize.read_items`); a
 list of one text naming several things is read split at `,`, `;` and `and` when that reading is
 right and the text alone is not (`split_listing`)."""
 

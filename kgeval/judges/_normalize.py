@@ -154,8 +154,9 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
       year alone (`1994`) is the gold's 1 January of that year, where the gold holds that date:
       Wikidata writes a date known to the year as its 1 January (`1994-01-01T00:00:00Z`);
     - where every gold value is a number, a number with a unit or a currency (`169 minutes`,
-      `193 cm`, `$1,200`, `45%`) is that number, and `2.5 million` is 2500000: the gold's
-      number has no unit to compare with, so a wrong unit is not caught.
+      `193 cm`, `$1,200`, `45%`) or a hedge (`about 150`) is that number, `2.5 million` is
+      2500000, and `three`, `twenty-one` are 3 and 21: the gold's number has no unit to compare
+      with, so a wrong unit is not caught.
     Anything else stays as it is."""
     if gold.form == "ask" or _one_boolean(gold):
         return ask_items(items)
@@ -229,24 +230,34 @@ def _all_numbers(gold: QueryResult) -> bool:
     return bool(cells) and all(cell is not None and cell.datatype in _XSD_NUMBERS for cell in cells)
 
 
-_MULTIPLIERS = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12}
+_MULTIPLIERS = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9, "trillion": 12}
+_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS = {word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
 _WITH_UNIT = re.compile(
-    r"\s*(?P<currency>[$€£¥])?\s*(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*"
-    r"(?P<scale>thousand|million|billion|trillion)?\s*"
-    r"(?P<unit>%|[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*)?|°\s*[CFK]?)?\s*$",
+    r"\s*(?P<hedge>(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s*)?(?P<currency>[$€£¥])?\s*"
+    r"(?:(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?)"
+    rf"|(?P<tens>{'|'.join(_TENS)})(?:[-\s](?P<ten_ones>{'|'.join(_ONES[1:10])}))?\b|(?P<ones>{'|'.join(sorted(_ONES, key=len, reverse=True))})\b)\s*"
+    rf"(?:(?P<scale>{'|'.join(_MULTIPLIERS)})s?\b)?\s*"
+    rf"(?P<unit>%|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*)?|°\s*[CFK]?)?\s*$",
     re.IGNORECASE,
 )
-"""A number with a currency sign before it, a scale word (`million`) or a unit after it (one
-or two words, `%`, `°C`)."""
+"""A number, in digits or words (`three`, `twenty-one`), with a hedge before it (`about`), a
+currency sign, a scale word (`million`) or a unit after it (one or two words, `%`, `°C`)."""
 
 
 def _unit_number(text: str) -> str | None:
-    """The number of `169 minutes`, `$1,200`, `2.5 million people`; None for a bare number
-    (read by rule 4 as it is) or anything else."""
+    """The number of `169 minutes`, `$1,200`, `2.5 million people`, `about 150`, `three`; None
+    for a bare number in digits (read by rule 4 as it is) or anything else."""
     found = _WITH_UNIT.match(text)
-    if not found or not (found["currency"] or found["scale"] or found["unit"]):
+    if not found:
         return None
-    number = found["number"]
+    if found["number"] is None:  # in words
+        words = found["ones"] or found["tens"]
+        number = str(_ONES.index(words.lower()) if found["ones"] else _TENS[words.lower()] + (_ONES.index(found["ten_ones"].lower()) if found["ten_ones"] else 0))
+    elif found["hedge"] or found["currency"] or found["scale"] or found["unit"]:
+        number = found["number"]
+    else:
+        return None
     if not found["scale"]:
         return number
     try:

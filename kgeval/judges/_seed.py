@@ -55,8 +55,9 @@ ID is a gold IRI's tail (`_normalize.read_items`). 9: thousands separators are r
 yes / no answer a gold of one xsd:boolean value (a yes/no question asked with SELECT); a date
 written out in English (`January 1, 1985`) is that date where the gold holds dates. 11: a year
 alone (`1994`) is the gold's 1 January of that year where the gold holds it (a date known to the
-year); where every gold value is a number, one with a unit, a currency or a scale word (`169
-minutes`, `$1,200`, `2.5 million`) is that number (`_normalize.read_items`)."""
+year); where every gold value is a number, one with a unit, a currency, a scale word or a hedge
+(`169 minutes`, `$1,200`, `2.5 million`, `about 150`), or in words (`three`), is that number
+(`_normalize.read_items`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

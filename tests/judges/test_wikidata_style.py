@@ -213,6 +213,14 @@ def test_a_number_with_its_unit_or_scale_is_that_number(wiki, judge):
         assert not _judge(wiki, judge, budget, items=items).correct, items
     height = PREFIXES + "SELECT ?h WHERE { wd:Q4 wdt:P2048 ?h }"
     assert _judge(wiki, judge, height, items=["193 cm"]).correct
+    assert _judge(wiki, judge, height, items=["about 193 cm"]).correct
+    # numbers in words, where the gold is a number: "How many seasons?" -> "three"
+    seasons = PREFIXES + "SELECT ?n WHERE { wd:Q104123 wdt:P1113 ?n }"
+    for items in (["three"], ["Three seasons"], ["3"], ["3 seasons"]):
+        assert _judge(wiki, judge, seasons, items=items).correct, items
+    for items in (["thirty"], ["threes"], ["thirteen"], ["three hundred"], ["twenty-three"]):
+        assert not _judge(wiki, judge, seasons, items=items).correct, items
+    assert _judge(wiki, judge, budget, items=["eight point five million"]).correct is False  # only whole number words
     # not where the gold holds anything but numbers: a name starting with a digit stays a name
     name = PREFIXES + 'SELECT ?n WHERE { wd:Q104123 rdfs:label ?n }'
     assert not _judge(wiki, judge, name, items=["3 Pulp Fiction"]).correct
