@@ -171,14 +171,22 @@ def test_a_name_other_entities_bear_too_names_the_one_gold_entity_bearing_it(tmp
     assert not EXECUTION.judge(question, _run(store, gold_q), Candidate(items=["IT"], lookup=lookup)).correct  # another team's name
 
 
-def test_a_name_several_gold_entities_bear_is_not_enough_alone(tmp_path):
+ANA_TEAMS = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
+_ORG_LABELS = ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel")
+
+
+def _org(tmp_path, ttl: str, qid: str):  # noqa: ANN001, ANN202
+    """The org KG `ttl` on the embedded store, its label lookup, and "Which teams is Ana in?"."""
     path = tmp_path / "org.ttl"
-    path.write_text(AMBIGUOUS_TTL + "ex:ana ex:memberOf ex:sales-apac .\n")
+    path.write_text(ttl)
     store = EmbeddedStore([path])
-    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel"))
-    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
-    question = Question(id="org-2", question="Which teams is Ana in?", sparql=gold_q, domain="hr", kg="org")
-    verdict = EXECUTION.judge(question, _run(store, gold_q), Candidate(items=["Sales"], lookup=lookup))
+    question = Question(id=qid, question="Which teams is Ana in?", sparql=ANA_TEAMS, domain="hr", kg="org")
+    return store, KgLookup(store, _ORG_LABELS), question
+
+
+def test_a_name_several_gold_entities_bear_is_not_enough_alone(tmp_path):
+    store, lookup, question = _org(tmp_path, AMBIGUOUS_TTL + "ex:ana ex:memberOf ex:sales-apac .\n", "org-2")
+    verdict = EXECUTION.judge(question, _run(store, ANA_TEAMS), Candidate(items=["Sales"], lookup=lookup))
     assert not verdict.correct and "not enough alone" in verdict.reason
 
 
@@ -187,13 +195,8 @@ def test_a_name_listed_as_often_as_gold_entities_bear_it_names_each(tmp_path):
     grader reads it ("Paris", "Paris" for the two cities). Once is not enough (one team of two),
     three times is too many, and a query whose rows repeat one team's name says nothing of how
     many teams it found: not accepted."""
-    path = tmp_path / "org.ttl"
-    path.write_text(AMBIGUOUS_TTL + "ex:ana ex:memberOf ex:sales-apac .\nex:bo ex:memberOf ex:sales-emea .\n")
-    store = EmbeddedStore([path])
-    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel"))
-    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
-    question = Question(id="org-3", question="Which teams is Ana in?", sparql=gold_q, domain="hr", kg="org")
-    gold = _run(store, gold_q)
+    store, lookup, question = _org(tmp_path, AMBIGUOUS_TTL + "ex:ana ex:memberOf ex:sales-apac .\nex:bo ex:memberOf ex:sales-emea .\n", "org-3")
+    gold = _run(store, ANA_TEAMS)
     verdict = EXECUTION.judge(question, gold, Candidate(items=["Sales", " sales"], lookup=lookup))
     assert verdict.correct and verdict.details["rule"] == "label_for_entity", verdict.reason
     assert "'Sales' written 2 times, once for each of the 2 gold entities bearing it" in verdict.reason
@@ -490,16 +493,11 @@ def test_one_item_listing_several_is_read_as_those_items(tmp_path):
     """"Which teams is Ana in?" answered with one text `Sales EMEA and IT` (a model putting
     its whole answer in one list item): a grader reads two teams. Read split only when the
     item alone is wrong and the split reading is right; a name holding `and` stays one name."""
-    path = tmp_path / "org.ttl"
-    path.write_text(
-        AMBIGUOUS_TTL.replace('rdfs:label "Sales"', 'rdfs:label "Sales EMEA"')
-        + 'ex:ana ex:memberOf ex:it .\nex:bo ex:memberOf ex:rnd .\nex:rnd a ex:Team ; rdfs:label "Research and Development" .\n'
+    ttl = AMBIGUOUS_TTL.replace('rdfs:label "Sales"', 'rdfs:label "Sales EMEA"') + (
+        'ex:ana ex:memberOf ex:it .\nex:bo ex:memberOf ex:rnd .\nex:rnd a ex:Team ; rdfs:label "Research and Development" .\n'
     )
-    store = EmbeddedStore([path])
-    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
-    gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
-    question = Question(id="org-4", question="Which teams is Ana in?", sparql=gold_q, domain="hr", kg="org")
-    gold = _run(store, gold_q)
+    store, lookup, question = _org(tmp_path, ttl, "org-4")
+    gold = _run(store, ANA_TEAMS)
     for text in ("Sales EMEA and IT", "IT, Sales EMEA", "Sales EMEA; IT", "IT, and Sales EMEA"):
         verdict = EXECUTION.judge(question, gold, Candidate(items=[text], lookup=lookup))
         assert verdict.correct and verdict.details["split_item"] == text, (text, verdict.reason)
