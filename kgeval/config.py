@@ -348,10 +348,12 @@ class ExecutionJudgeConfig(_Strict):
     """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or class
     the KG lacks."""
     split_listing: bool = True
-    """An answer list of one text naming several things (`Christopher Nolan and Emma Thomas`,
-    `A, B, C`) where the gold has several rows: when the text as one item is wrong, it is read
-    split at `,`, `;` and `and` (reason `one item listing several`); accepted only when that
-    reading is right."""
+    """One text listing several things where the gold has more rows: an answer list of one text
+    (`Christopher Nolan and Emma Thomas`, `A, B, C`) read split at `,`, `;` and `and` (reason
+    `one item listing several`), and an executed result's one GROUP_CONCAT column read as the
+    values it joined, split at the query's own separator (reason `GROUP_CONCAT read as the values
+    it joined`). Tried only when the answer as it is is wrong; accepted only when the reading is
+    right."""
 
 
 class JudgesConfig(_Strict):

@@ -62,6 +62,8 @@ from kgeval.judges._model import Candidate, Verdict, new_verdict
 from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
+from kgeval.stores._lexer import string_value
+from kgeval.stores._query import terminals
 
 LOGIC_VERSION = "10"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
@@ -90,8 +92,9 @@ times as gold entities bear it stands for those entities, one each (`Paris`, `Pa
 alone is the gold's 1 January of that year where the gold holds it; where every gold value is a
 number, one with a unit, a currency, a scale word or a hedge, or in words (`three`), is that
 number (`_normalize.read_items`); a
-list of one text naming several things is read split at `,`, `;` and `and` when that reading is
-right and the text alone is not (`split_listing`)."""
+list of one text naming several things is read split at `,`, `;` and `and`, and an executed
+result's one GROUP_CONCAT column as the values it joined (split at the query's separator, a row
+per value), when that reading is right and the answer as it is is not (`split_listing`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -188,6 +191,33 @@ def listed_parts(text: str) -> list[str]:
     """The things one text lists (`A, B and C` -> A, B, C); the text alone when it lists none."""
     parts = [part.strip() for part in _LISTING.split(text)]
     return parts if all(parts) else [text]
+
+
+@lru_cache(maxsize=1024)
+def concatenated_columns(sparql: str) -> dict[str, str]:
+    """The variables a query binds to a GROUP_CONCAT (`(GROUP_CONCAT(?n; SEPARATOR=", ") AS
+    ?names)`), each with its separator (SPARQL's default: one space); empty when it has none or
+    does not lex."""
+    if "group_concat" not in sparql.lower():
+        return {}
+    try:
+        tokens = terminals(sparql)
+    except QueryError:
+        return {}
+    found: dict[str, str] = {}
+    for i, token in enumerate(tokens):
+        if token.keyword != "GROUP_CONCAT":
+            continue
+        depth, separator, j = 0, " ", i + 1
+        for j in range(i + 1, len(tokens)):
+            depth += {"(": 1, ")": -1}.get(tokens[j].text, 0)
+            if tokens[j].keyword == "SEPARATOR" and j + 2 < len(tokens) and tokens[j + 2].kind == "string":
+                separator = string_value(tokens[j + 2].text)
+            if depth == 0:
+                break
+        if j + 2 < len(tokens) and tokens[j + 1].keyword == "AS" and tokens[j + 2].kind == "var":
+            found[tokens[j + 2].text[1:]] = separator
+    return found
 
 
 def table_of_items(items: list, normalizer: Normalizer) -> Table:
@@ -347,7 +377,7 @@ class ExecutionJudge:
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         verdict = self._judge(question, gold, candidate)
         if not verdict.correct and self.config.split_listing:
-            verdict = self._split_listing(question, gold, candidate) or verdict
+            verdict = self._split_listing(question, gold, candidate) or self._unnested(question, gold, candidate) or verdict
         if candidate.predeclared_prefixes:
             names = ", ".join(candidate.predeclared_prefixes)
             details = {**verdict.details, "predeclared_prefixes": list(candidate.predeclared_prefixes)}
@@ -369,6 +399,31 @@ class ExecutionJudge:
             return None
         reason = f"one item listing several: {items[0]!r} read as {len(parts)} items; {verdict.reason}"
         return verdict.model_copy(update={"reason": reason, "details": {**verdict.details, "split_item": items[0]}})
+
+    def _unnested(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict | None:
+        """The verdict on an executed result whose one GROUP_CONCAT column is read as the values
+        it joined (a row per value, the row's other cells kept), when that reading is right and
+        the gold has more rows than the result (`split_listing`); None otherwise."""
+        result = candidate.result
+        if result is None or result.form != "select" or result.truncated or not result.rows or len(gold.rows) <= len(result.rows):
+            return None
+        joined = concatenated_columns(candidate.sparql or "")
+        columns = [k for k, name in enumerate(result.vars) if name in joined]
+        if len(columns) != 1 or not joined[result.vars[columns[0]]]:
+            return None
+        k, separator = columns[0], joined[result.vars[columns[0]]]
+        rows = []
+        for row in result.rows:
+            cell = row[k]
+            if cell is None or cell.type != "literal":
+                return None
+            rows += [[*row[:k], item_term(part), *row[k + 1 :]] for part in cell.value.split(separator)]
+        unnested = result.model_copy(update={"rows": rows, "total": len(rows)})
+        verdict = self._judge(question, gold, candidate.model_copy(update={"result": unnested}))
+        if not verdict.correct:
+            return None
+        reason = f"GROUP_CONCAT read as the values it joined: ?{result.vars[k]} split at {separator!r} into {len(rows)} rows; {verdict.reason}"
+        return verdict.model_copy(update={"reason": reason, "details": {**verdict.details, "unnested": result.vars[k]}})
 
     def _judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         if candidate.sparql_error is not None:

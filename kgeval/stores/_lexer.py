@@ -231,7 +231,7 @@ def _glued(tokens: Sequence[Token], i: int) -> bool:
 
 def _canonical(kind: TokenKind, raw: str, prefixes: dict[str, str], before: list[Token]) -> Token:
     if kind == "string":
-        return Token("string", _quote(_string_value(raw)))
+        return Token("string", _quote(string_value(raw)))
     if kind == "var":
         return Token("var", "?" + raw[1:])
     if kind == "word":
@@ -276,7 +276,7 @@ def _canonical_pname(raw: str, prefixes: dict[str, str], before: list[Token]) ->
     return Token("iri", f"<{iri}>")
 
 
-def _string_value(raw: str) -> str:
+def string_value(raw: str) -> str:
     """The value of a string terminal. Its pattern admits only ECHAR escapes, and the text holds
     no NUL (refused as a control character), so NUL can stand in for an escaped backslash while
     the other escapes are replaced: linear C-speed replaces, no callback per escape."""

@@ -510,3 +510,53 @@ def test_one_item_listing_several_is_read_as_those_items(tmp_path):
     bo = "SELECT ?t WHERE { <http://example.org/org/bo> <http://example.org/org/memberOf> ?t }"
     verdict = EXECUTION.judge(question.model_copy(update={"sparql": bo}), _run(store, bo), Candidate(items=["Research and Development"], lookup=lookup))
     assert verdict.correct and "split_item" not in verdict.details
+
+
+FILMS_TTL = """
+@prefix ex: <http://example.org/film/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:inception ex:actor ex:leo, ex:ellen, ex:tom ; rdfs:label "Inception" .
+ex:dunkirk ex:actor ex:tom, ex:harry ; rdfs:label "Dunkirk" .
+ex:leo rdfs:label "Leonardo DiCaprio" . ex:ellen rdfs:label "Elliot Page" . ex:tom rdfs:label "Tom Hardy" .
+ex:harry rdfs:label "Harry Styles" .
+"""
+FILM = "PREFIX ex: <http://example.org/film/>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+
+
+def test_a_group_concat_is_read_as_the_values_it_joined(tmp_path):
+    """A model listing the cast with GROUP_CONCAT (one row, "Leonardo DiCaprio, Elliot Page, Tom
+    Hardy") where the gold lists the actors, a row each: the values it joined, in any order and
+    with its own separator, are the answer; a concatenation missing or adding one is still wrong,
+    and so is a string the query built otherwise (CONCAT)."""
+    path = tmp_path / "films.ttl"
+    path.write_text(FILMS_TTL)
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+    gold_q = FILM + "SELECT ?a WHERE { ex:inception ex:actor ?a }"
+    question = Question(id="films-1", question="Who acted in Inception?", sparql=gold_q, domain="film", kg="films")
+    gold = _run(store, gold_q)
+    cast = "SELECT (GROUP_CONCAT(?n; SEPARATOR={sep}) AS ?cast) WHERE {{ ex:{film} ex:actor ?a . ?a rdfs:label ?n }}"
+    for sep in ('", "', "' | '", '";"'):
+        candidate = _candidate(store, FILM + cast.format(sep=sep, film="inception"), lookup)
+        verdict = EXECUTION.judge(question, gold, candidate)
+        assert verdict.correct and verdict.details["unnested"] == "cast", (sep, verdict.reason)
+        assert verdict.reason.startswith("GROUP_CONCAT read as the values it joined: ?cast split at")
+    # the IRIs themselves joined (STR of each) are the gold's IRIs
+    iris = FILM + "SELECT (GROUP_CONCAT(STR(?a); SEPARATOR=' ') AS ?x) WHERE { ex:inception ex:actor ?a }"
+    assert EXECUTION.judge(question, gold, _candidate(store, iris, lookup)).correct
+    wrong = [
+        FILM + cast.format(sep='", "', film="dunkirk"),  # another film's cast
+        FILM + "SELECT (GROUP_CONCAT(?n; SEPARATOR=', ') AS ?c) WHERE { ex:inception ex:actor ?a . ?a rdfs:label ?n FILTER(?a != ex:tom) }",
+        FILM + "SELECT (GROUP_CONCAT(?n; SEPARATOR=' ') AS ?c) WHERE { ex:inception ex:actor ?a . ?a rdfs:label ?n }",  # names hold spaces
+        FILM + "SELECT (CONCAT('Leonardo DiCaprio, Elliot Page, ', 'Tom Hardy') AS ?c) WHERE {}",
+    ]
+    for sparql in wrong:
+        assert not EXECUTION.judge(question, gold, _candidate(store, sparql, lookup)).correct, sparql
+    # grouped per film: (film, cast) rows read as (film, actor) rows
+    pairs_q = FILM + "SELECT ?f ?a WHERE { ?f ex:actor ?a }"
+    pairs = Question(id="films-2", question="Which actor played in which film?", sparql=pairs_q, domain="film", kg="films")
+    grouped = FILM + "SELECT ?f (GROUP_CONCAT(STR(?a); SEPARATOR=',') AS ?cast) WHERE { ?f ex:actor ?a } GROUP BY ?f"
+    verdict = EXECUTION.judge(pairs, _run(store, pairs_q), _candidate(store, grouped, lookup))
+    assert verdict.correct and verdict.details["unnested"] == "cast", verdict.reason
+    off = ExecutionJudge(ExecutionJudgeConfig(split_listing=False))
+    assert not off.judge(question, gold, _candidate(store, FILM + cast.format(sep='", "', film="inception"), lookup)).correct

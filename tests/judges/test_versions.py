@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "11", ("_seed.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py"), "fc836f87dfc0c8670e7da9c2680247da311555b3e1ba15f9cc47d1c2c75a8564"),
-    "execution": (EXECUTION_LOGIC, "10", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "f045eb02336008aa9a7be38e5fc6cdba5b0025ae58eec203af982300ba3bf962"),
+    "execution": (EXECUTION_LOGIC, "10", ("_execution.py", "_normalize.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "71773a1f8bcba4afd70f4e95b2353a3bc9146630021e1d295e95a790e3276d93"),
 }
 
 
