@@ -49,9 +49,11 @@ def test_refused_queries_never_leave(kind):
                 store.execute(query, timeout_s=5, row_cap=10)
         assert recorded == []
         try:  # an allowed query does reach the server, so the recorder works
-            store.execute(ALLOWED[language(kind)], timeout_s=5, row_cap=10)
-        except StoreError:
-            pass  # the loopback server is no Gremlin server: the handshake is what arrives
+            store.execute(ALLOWED[language(kind)], timeout_s=30, row_cap=10)
+        except (StoreError, QueryTimeout):
+            # the loopback server is no Gremlin server: the handshake is what arrives (and on a
+            # loaded machine the client's wait for its answer ran past a 5 s timeout once)
+            pass
         assert len(recorded) == 1
 
 
