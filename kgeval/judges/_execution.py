@@ -59,7 +59,8 @@ from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._execution_rules import try_rules
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer, item_iri, item_term, read_items
+from kgeval.judges._normalize import Normalizer, item_iri, item_term
+from kgeval.judges._reading import read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult, Term, order_variables
 from kgeval.stores._lexer import string_value

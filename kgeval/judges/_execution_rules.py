@@ -39,6 +39,8 @@ from kgeval.judges._lookup import KgLookup, fold
 from kgeval.judges._model import Verdict
 from kgeval.judges._rules import reference_iris
 from kgeval.stores import QueryResult, Term, compares_by_order, guard_query, query_algebra
+from kgeval.stores._lexer import string_value
+from kgeval.stores._query import terminals
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
 """Compare an answer with a gold again (the execution judge's comparison, rules off)."""
@@ -59,7 +61,7 @@ def try_rules(
             return _accepted(verdict, "symmetric_pairs", "symmetric pairs: each pair compared in one orientation (the question asks for unordered pairs)")
     if lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
         return rejected
-    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup, reference_iris(question.sparql), listed=listed)
+    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup, asked_about(question.sparql, lookup), listed=listed)
     if used:
         verdict = recompare(gold, widened)
         if verdict.correct:
@@ -70,6 +72,19 @@ def try_rules(
         note = f"; label-for-entity not applied: {shown} in the KG, not enough alone to identify the gold's entity"
         return rejected.model_copy(update={"reason": rejected.reason + note, "details": {**rejected.details, "ambiguous_labels": dict(ambiguous)}})
     return rejected
+
+
+def asked_about(reference: str, lookup: KgLookup) -> frozenset[str]:
+    """The entities a question is about, as its reference query finds them: every IRI it writes,
+    and every entity bearing a name it writes (`?c rdfs:label "Corvin"@en` is about Corvin). Such
+    an entity is never taken for a name the gold gives: "the German name of Corvin" is one of
+    Corvin's labels, and answering Corvin itself does not give it, however the query found it."""
+    iris = reference_iris(reference)
+    try:
+        strings = {string_value(t.text) for t in terminals(reference) if t.kind == "string"}
+    except QueryError:
+        return iris
+    return iris.union(*(lookup.bearers(text) for text in strings))
 
 
 def _accepted(verdict: Verdict, rule: str, why: str) -> Verdict:

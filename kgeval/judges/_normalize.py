@@ -53,20 +53,18 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
-from datetime import date
-from functools import lru_cache
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from itertools import compress, repeat
 from operator import eq, itemgetter, is_
 from urllib.parse import unquote
 
 from kgeval.config import SEED_NORMALIZATION, NormalizationConfig
-from kgeval.stores import QueryResult, Term, term_cell
+from kgeval.stores import Term, term_cell
 
 _IRI_SCHEMES = ("http://", "https://", "urn:", "mailto:", "file://")
 _NUMBER_START = frozenset("+-.0123456789")
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
-_XSD_NUMBERS = frozenset(
+XSD_NUMBERS = frozenset(
     "http://www.w3.org/2001/XMLSchema#" + t
     for t in ("integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
               "negativeInteger", "nonPositiveInteger", "unsignedInt", "unsignedLong", "unsignedShort", "unsignedByte")
@@ -86,13 +84,13 @@ _AFTER = itemgetter(2)
 _FIRST_CHARACTER = itemgetter(slice(0, 1))
 
 
-def _unbracketed(text: str) -> str:
+def unbracketed(text: str) -> str:
     """An untyped value without its surrounding whitespace and one pair of angle brackets."""
     stripped = text.strip()
     return stripped[1:-1] if stripped.startswith("<") and stripped.endswith(">") else stripped
 
 
-def _spells_iri(stripped: str) -> bool:
+def spells_iri(stripped: str) -> bool:
     """Rule 1's test of an untyped value (unbracketed): it starts with an IRI scheme."""
     return stripped[:8].lower().startswith(_IRI_SCHEMES)
 
@@ -100,184 +98,14 @@ def _spells_iri(stripped: str) -> bool:
 def item_term(item: str | int | float) -> Term:
     """The typed cell an answer-list item stands for, as the rules above read it: the IRI it
     spells (bracketed or not), else a plain literal of its text."""
-    text = _unbracketed(item if isinstance(item, str) else str(item))
-    return Term.iri(text) if _spells_iri(text) else Term.literal(text)
-
-
-_YES_NO = re.compile(r"\s*(yes|no|true|false)\b(?![-'])", re.IGNORECASE)
-_YES_NO_VALUES = {"yes": True, "true": True, "no": False, "false": False}
-
-
-def ask_items(items: list) -> list:
-    """An answer list to a yes/no question (the gold is an ASK) with a text that starts with
-    yes, no, true or false read as that boolean (`"Yes"`, `"no"`, `"Yes, it is."`); other
-    items as they are."""
-    out = []
-    for item in items:
-        found = _YES_NO.match(item) if isinstance(item, str) else None
-        out.append(_YES_NO_VALUES[found[1].lower()] if found else item)
-    return out
-
-
-_DECLARED = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*|)\s*:\s*<([^<>\s]*)>", re.IGNORECASE)
-_PREFIXED = re.compile(r"\s*([A-Za-z][\w.-]*|):([^\s:/<>()\[\]]+)\s*$")
-_WITH_ID = re.compile(r"(.+?)\s*\(\s*([^\s()]+)\s*\)\s*$")
-
-
-@lru_cache(maxsize=4096)  # one reference query per question, read for each of its answer lists
-def declared_prefixes(sparql: str) -> dict[str, str]:
-    """The prefixes a query's PREFIX lines declare: name -> namespace IRI."""
-    return {name: iri for name, iri in _DECLARED.findall(sparql)}
-
-
-def _one_boolean(gold: QueryResult) -> bool:
-    """Whether the gold is a single xsd:boolean value: a yes/no question asked with SELECT."""
-    if gold.total != 1 or len(gold.rows) != 1 or len(gold.rows[0]) != 1:
-        return False
-    cell = gold.rows[0][0]
-    return cell is not None and cell.type == "literal" and cell.datatype == _XSD_BOOLEAN
-
-
-def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None) -> list:
-    """An answer list as a grader reads it against this question (`reference`: its reference
-    query; `gold`: its gold), before normalization:
-    - to a yes/no question (an ASK gold, or a gold of one xsd:boolean value: `SELECT ?passed`),
-      a text starting with yes / no / true / false is that boolean (`ask_items`);
-    - a prefixed name the reference query declares, or else the store predeclares
-      (`store_prefixes`), is its IRI (`wd:Q42` -> `http://www.wikidata.org/entity/Q42`);
-    - a name followed by an identifier in parentheses (`Christopher Nolan (Q25191)`, `Nolan
-      (wd:Q25191)`) is that identifier, when it is the tail of one of the gold's IRIs: the
-      identifier says which entity the name means;
-    - where the gold holds a date (xsd:date or xsd:dateTime), a date written out in English
-      (`January 1, 1985`, `1 Jan 1985`, `1st of January, 1985`) is that date (`1985-01-01`);
-      numeric forms (`01/02/1985`) are left alone: their order of day and month is unknown. A
-      year alone (`1994`) is the gold's 1 January of that year, where the gold holds that date:
-      Wikidata writes a date known to the year as its 1 January (`1994-01-01T00:00:00Z`);
-    - where every gold value is a number, a number with a unit or a currency (`169 minutes`,
-      `193 cm`, `$1,200`, `45%`) or a hedge (`about 150`) is that number, `2.5 million` is
-      2500000, and `three`, `twenty-one` are 3 and 21: the gold's number has no unit to compare
-      with, so a wrong unit is not caught.
-    Anything else stays as it is."""
-    if gold.form == "ask" or _one_boolean(gold):
-        return ask_items(items)
-    prefixes = {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
-    tails: set[str] | None = None
-    dates = _holds_dates(gold)
-    numbers = not dates and _all_numbers(gold)
-    out = []
-    for item in items:
-        if isinstance(item, str):
-            item = (_prose_date(item) or _year_date(item, gold) or item) if dates else item
-            item = (_unit_number(item) or item) if numbers else item
-            item = _expanded(item, prefixes)
-            named = _WITH_ID.match(item) if item.endswith(")") else None
-            if named:
-                if tails is None:
-                    tails = {iri_tail(t.value).casefold() for row in gold.rows for t in row if t is not None and t.type == "uri"}
-                identifier = _expanded(named[2], prefixes)
-                if iri_tail(_unbracketed(identifier)).casefold() in tails:
-                    item = identifier
-        out.append(item)
-    return out
-
-
-_MONTHS = {
-    name: number
-    for number, names in enumerate(("january jan", "february feb", "march mar", "april apr", "may", "june jun", "july jul",
-                                    "august aug", "september sep sept", "october oct", "november nov", "december dec"), 1)  # fmt: skip
-    for name in names.split()
-}
-_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_MONTH = r"([a-z]+)\.?"
-_PROSE_DATES = (
-    (re.compile(rf"\s*{_MONTH}\s+{_DAY},?\s+(\d{{4}})\s*$", re.IGNORECASE), 1, 2, 3),  # January 1, 1985
-    (re.compile(rf"\s*(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\s*$", re.IGNORECASE), 2, 1, 3),  # 1 January 1985
-)
-_DATE_TYPES = frozenset({"http://www.w3.org/2001/XMLSchema#date", "http://www.w3.org/2001/XMLSchema#dateTime"})
-
-
-def _prose_date(text: str) -> str | None:
-    """`text` as an ISO date when it is a date written out in English, else None."""
-    for pattern, month, day, year in _PROSE_DATES:
-        found = pattern.match(text)
-        if found and (number := _MONTHS.get(found[month].lower())):
-            try:
-                return date(int(found[year]), number, int(found[day])).isoformat()
-            except ValueError:  # 31 February
-                return None
-    return None
-
-
-def _holds_dates(gold: QueryResult) -> bool:
-    return any(cell is not None and cell.datatype in _DATE_TYPES for row in gold.rows for cell in row)
-
-
-_YEAR = re.compile(r"\s*(\d{4})\s*$")
-
-
-def _year_date(text: str, gold: QueryResult) -> str | None:
-    """`YYYY-01-01` for a year alone (`1994`) when the gold holds that date, else None."""
-    found = _YEAR.match(text)
-    if not found:
-        return None
-    first = f"{found[1]}-01-01"
-    held = any(cell is not None and cell.datatype in _DATE_TYPES and cell.value.startswith(first) for row in gold.rows for cell in row)
-    return first if held else None
-
-
-def _all_numbers(gold: QueryResult) -> bool:
-    cells = [cell for row in gold.rows for cell in row]
-    return bool(cells) and all(cell is not None and cell.datatype in _XSD_NUMBERS for cell in cells)
-
-
-_MULTIPLIERS = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9, "trillion": 12}
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
-_TENS = {word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
-_WITH_UNIT = re.compile(
-    r"\s*(?P<hedge>(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s*)?(?P<currency>[$€£¥])?\s*"
-    r"(?:(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?)"
-    rf"|(?P<tens>{'|'.join(_TENS)})(?:[-\s](?P<ten_ones>{'|'.join(_ONES[1:10])}))?\b|(?P<ones>{'|'.join(sorted(_ONES, key=len, reverse=True))})\b)\s*"
-    rf"(?:(?P<scale>{'|'.join(_MULTIPLIERS)})s?\b)?\s*"
-    rf"(?P<unit>%|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*)?|°\s*[CFK]?)?\s*$",
-    re.IGNORECASE,
-)
-"""A number, in digits or words (`three`, `twenty-one`), with a hedge before it (`about`), a
-currency sign, a scale word (`million`) or a unit after it (one or two words, `%`, `°C`)."""
-
-
-def _unit_number(text: str) -> str | None:
-    """The number of `169 minutes`, `$1,200`, `2.5 million people`, `about 150`, `three`; None
-    for a bare number in digits (read by rule 4 as it is) or anything else."""
-    found = _WITH_UNIT.match(text)
-    if not found:
-        return None
-    if found["number"] is None:  # in words
-        words = found["ones"] or found["tens"]
-        number = str(_ONES.index(words.lower()) if found["ones"] else _TENS[words.lower()] + (_ONES.index(found["ten_ones"].lower()) if found["ten_ones"] else 0))
-    elif found["hedge"] or found["currency"] or found["scale"] or found["unit"]:
-        number = found["number"]
-    else:
-        return None
-    if not found["scale"]:
-        return number
-    try:
-        return format(Decimal(number.replace(",", "")).scaleb(_MULTIPLIERS[found["scale"].lower()]).normalize(), "f")
-    except InvalidOperation:
-        return None
-
-
-def _expanded(text: str, prefixes: dict[str, str]) -> str:
-    """`text` as the IRI it names when it is a prefixed name of `prefixes`, else as it is."""
-    found = _PREFIXED.match(text) if prefixes and ":" in text else None
-    if found and found[1] in prefixes and not _spells_iri(text.strip()):
-        return prefixes[found[1]] + found[2]
-    return text
+    text = unbracketed(item if isinstance(item, str) else str(item))
+    return Term.iri(text) if spells_iri(text) else Term.literal(text)
 
 
 def item_iri(item: str) -> str | None:
     """The IRI an answer-list text spells (`item_term`'s reading), or None."""
-    text = _unbracketed(item)
-    return text if _spells_iri(text) else None
+    text = unbracketed(item)
+    return text if spells_iri(text) else None
 
 
 def iri_tail(iri: str) -> str:
@@ -432,8 +260,8 @@ class Normalizer:
         return list(zip(*[iter(keys)] * width))
 
     def _untyped(self, text: str) -> str:
-        stripped = _unbracketed(text)
-        return self._iri(stripped) if _spells_iri(stripped) else self._literal(stripped)
+        stripped = unbracketed(text)
+        return self._iri(stripped) if spells_iri(stripped) else self._literal(stripped)
 
     def _typed(self, kind: str, value: str, datatype: str | None, lang: str | None) -> str:
         if kind == "bnode":
@@ -442,7 +270,7 @@ class Normalizer:
             return self._iri(value)
         if self._booleans and datatype == _XSD_BOOLEAN:
             value = _BOOLEAN_FORMS.get(value.strip(), value)
-        elif self._numbers and datatype in _XSD_NUMBERS:  # "007"^^xsd:integer is the number 7
+        elif self._numbers and datatype in XSD_NUMBERS:  # "007"^^xsd:integer is the number 7
             value = _LEADING_ZEROS.sub(r"\1", value)
         key = self._untyped(value) if self._kinds_ignored else self._literal(value)
         if self._datatypes_kept and datatype:

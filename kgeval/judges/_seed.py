@@ -36,7 +36,8 @@ from kgeval.config import SeedJudgeConfig
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
 from kgeval.judges._model import Candidate, Verdict, new_verdict
-from kgeval.judges._normalize import Normalizer, read_items
+from kgeval.judges._normalize import Normalizer
+from kgeval.judges._reading import read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 

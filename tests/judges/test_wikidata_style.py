@@ -147,6 +147,19 @@ def test_the_questions_own_subject_is_not_its_name_in_another_language(wiki):
     assert _judge(wiki, "execution", GERMAN_NAME, items=["Wien"]).correct
 
 
+def test_the_questions_subject_found_by_its_name_is_not_its_name_either(wiki):
+    """The reference finds Vienna by its English label, not its IRI: answering Vienna (by either
+    label, or its IRI in a list) still does not give its German name (an acceptance test had 4
+    such false accepts)."""
+    by_label = PREFIXES + 'SELECT ?name WHERE { ?c rdfs:label "Vienna"@en ; rdfs:label ?name FILTER(LANG(?name) = "de") }'
+    answers = (PREFIXES + 'SELECT ?c WHERE { ?c rdfs:label "Vienna"@en }', PREFIXES + 'SELECT ?c WHERE { ?c rdfs:label "Wien"@de }')
+    for answer in answers:
+        verdict = _judge(wiki, "execution", by_label, answer, text="What is the German name of Vienna?")
+        assert not verdict.correct, verdict.reason
+    assert not _judge(wiki, "execution", by_label, items=["http://www.wikidata.org/entity/Q1741"]).correct
+    assert _judge(wiki, "execution", by_label, items=["Wien"]).correct
+
+
 def test_an_entity_the_reference_only_reaches_is_still_taken_for_its_name(wiki):
     """The rule still serves its purpose: the country of Vienna by name in the gold, by IRI in the answer."""
     country_name = PREFIXES + 'SELECT ?name WHERE { wd:Q1741 wdt:P17 ?c . ?c rdfs:label ?name FILTER(LANG(?name) = "en") }'
@@ -235,6 +248,13 @@ def test_yes_and_no_answer_a_yes_no_question(wiki, judge):
         assert _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
         assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
     for items in (["Yesterday"], ["nothing"], ["maybe"], ["no-one"]):
+        assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
+    for items in (["Yep"], ["yeah, it is"]):
+        assert _judge(wiki, judge, CITY_ASK, items=items).correct, items
+    assert _judge(wiki, judge, NOT_CITY_ASK, items=["Nope, it is a country."]).correct
+    # the first word is not the answer when a word of the other sense follows (a false accept once)
+    for items in (["No idea, but I would guess yes."], ["Yes, no, maybe"]):
+        assert not _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
         assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
 
 
