@@ -92,7 +92,11 @@ xsd:double with 6: 618833.0 for 618832.9). 10: in an answer list, a name written
 times as gold entities bear it stands for those entities, one each (`Paris`, `Paris`); a year
 alone is the gold's 1 January of that year where the gold holds it; where every gold value is a
 number, one with a unit, a currency, a scale word or a hedge, or in words (`three`), is that
-number (`_normalize.read_items`); a
+number, unless the question names another unit of its kind; `The answer is X.` is X; the one
+date or number of a plain sentence, a numeric date whose order of day and month is plain, and
+`None` for an empty gold are read; a yes/no whose first word the text contradicts is not
+(`_reading.read_items`); an entity bearing a name the reference query writes is never taken
+for a name the gold gives (`asked_about`); a
 list of one text naming several things is read split at `,`, `;` and `and`, and an executed
 result's one GROUP_CONCAT column as the values it joined (split at the query's separator, a row
 per value), when that reading is right and the answer as it is is not (`split_listing`)."""
@@ -440,7 +444,7 @@ class ExecutionJudge:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
-            items = read_items(candidate.items, question.sparql, gold, candidate.store_prefixes)
+            items = read_items(candidate.items, question.sparql, gold, candidate.store_prefixes, question.question)
             answer, clashes = self._list_table(items, gold)
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:

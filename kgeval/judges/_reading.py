@@ -62,7 +62,7 @@ def _one_boolean(gold: QueryResult) -> bool:
     return cell is not None and cell.type == "literal" and cell.datatype == _XSD_BOOLEAN
 
 
-def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None) -> list:
+def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None, question: str = "") -> list:
     """An answer list as a grader reads it against this question (`reference`: its reference
     query; `gold`: its gold), before normalization:
     - to a yes/no question (an ASK gold, or a gold of one xsd:boolean value: `SELECT ?passed`),
@@ -72,18 +72,32 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     - a name followed by an identifier in parentheses (`Christopher Nolan (Q25191)`, `Nolan
       (wd:Q25191)`) is that identifier, when it is the tail of one of the gold's IRIs: the
       identifier says which entity the name means;
+    - a text that says it is the answer (`The answer is Elena Herzog.`, `Answer: 42`) is what
+      it says the answer is;
+    - where the gold is empty, one text saying there is none (`None`, `No such line.`, `There is
+      no such station.`) is the empty list;
     - where the gold holds a date (xsd:date or xsd:dateTime), a date written out in English
-      (`January 1, 1985`, `1 Jan 1985`, `1st of January, 1985`) is that date (`1985-01-01`);
-      numeric forms (`01/02/1985`) are left alone: their order of day and month is unknown. A
-      year alone (`1994`) is the gold's 1 January of that year, where the gold holds that date:
-      Wikidata writes a date known to the year as its 1 January (`1994-01-01T00:00:00Z`);
+      (`January 1, 1985`, `1 Jan 1985`, `1st of January, 1985`) is that date (`1985-01-01`),
+      alone or as the one date of a plain sentence (`It opened on 17 May 1902.`); a numeric
+      form is read only when its order of day and month is plain (`05/15/1915`, `15.05.1915`:
+      no month 15), never `01/02/1985`. A year alone (`1994`) is the gold's 1 January of that
+      year, where the gold holds that date: Wikidata writes a date known to the year as its 1
+      January (`1994-01-01T00:00:00Z`);
     - where every gold value is a number, a number with a unit or a currency (`169 minutes`,
       `193 cm`, `$1,200`, `45%`) or a hedge (`about 150`) is that number, `2.5 million` is
-      2500000, and `three`, `twenty-one` are 3 and 21: the gold's number has no unit to compare
-      with, so a wrong unit is not caught.
+      2500000, and `three`, `twenty-one` are 3 and 21; a decimal comma is read (`24,2 km`). The
+      gold's number has no unit: a unit is checked against the question (`question`: its text),
+      and one of the dimension of a unit the question names but another (`24.2 miles` where it
+      asks in km, `$79` where it asks in euros) is not read. The one number of a plain
+      sentence is read the same way (`There are 40 stations in Bremsfeld.`);
+    A sentence is read only when it holds one such value and no word that qualifies it (not,
+    never, more, less, over, about ... or, maybe): `It is not 40.` stays as written.
     Anything else stays as it is."""
+    items = [_said_answer(item) if isinstance(item, str) else item for item in items]
     if gold.form == "ask" or _one_boolean(gold):
         return ask_items(items)
+    if gold.form == "select" and gold.total == 0 and len(items) == 1 and isinstance(items[0], str) and _NONE.match(items[0]):
+        return []
     prefixes = {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
     tails: set[str] | None = None
     dates = _holds_dates(gold)
@@ -91,8 +105,11 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     out = []
     for item in items:
         if isinstance(item, str):
-            item = (_prose_date(item) or _year_date(item, gold) or item) if dates else item
-            item = (_unit_number(item) or item) if numbers else item
+            if dates:
+                item = _prose_date(item) or _numeric_date(item) or _year_date(item, gold) or _sentence_date(item) or item
+            elif numbers:
+                asked = units_named(question)
+                item = _unit_number(item, asked) or _sentence_number(item, asked) or item
             item = _expanded(item, prefixes)
             named = _WITH_ID.match(item) if item.endswith(")") else None
             if named:
@@ -117,6 +134,11 @@ _PROSE_DATES = (
     (re.compile(rf"\s*{_MONTH}\s+{_DAY},?\s+(\d{{4}})\s*$", re.IGNORECASE), 1, 2, 3),  # January 1, 1985
     (re.compile(rf"\s*(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\s*$", re.IGNORECASE), 2, 1, 3),  # 1 January 1985
 )
+_PROSE_DATES_IN = (
+    (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(\d{{4}})\b", re.IGNORECASE), 1, 2, 3),
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.IGNORECASE), 2, 1, 3),
+)
+"""`_PROSE_DATES` anywhere in a text."""
 _DATE_TYPES = frozenset({"http://www.w3.org/2001/XMLSchema#date", "http://www.w3.org/2001/XMLSchema#dateTime"})
 
 
@@ -130,6 +152,78 @@ def _prose_date(text: str) -> str | None:
             except ValueError:  # 31 February
                 return None
     return None
+
+
+_NUMERIC_DATE = re.compile(r"\s*(\d{1,2})([./-])(\d{1,2})\2(\d{4})\s*$")
+
+
+def _numeric_date(text: str) -> str | None:
+    """`text` as an ISO date when it is a numeric date whose order of day and month is plain
+    (`05/15/1915`, `15.05.1915`, `3/3/1990`); None when it is not one, or either order reads."""
+    found = _NUMERIC_DATE.match(text)
+    if not found:
+        return None
+    first, second, year = int(found[1]), int(found[3]), int(found[4])
+    if first != second and first <= 12 and second <= 12:
+        return None  # 01/02/1985: January or February
+    month, day = (first, second) if second > 12 else (second, first)
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+_ANSWER_IS = re.compile(r"\s*(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is\s*:?|:)\s*(.+?)\s*\.?\s*$", re.IGNORECASE | re.DOTALL)
+_NONE = re.compile(
+    r"\s*(?:none|nothing|nobody|no\s+one|n/?a|null|nil|empty|no(?!\s+(?:idea|clue|answer|comment)\b)(?:\s+[\w-]+){1,3}"
+    r"|there\s+(?:is|are)\s+no(?:ne)?\b[^.]*)\s*[.!]?\s*$",
+    re.IGNORECASE,
+)
+_QUALIFIED = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|without|except|n't|isn't|wasn't|aren't|weren't|doesn't|didn't|don't|more|less|fewer|over|"
+    r"under|least|most|between|up\s+to|nearly|almost|about|around|roughly|approximately|or|either|maybe|perhaps|possibly|probably|"
+    r"guess|unsure|unknown|if)\b",
+    re.IGNORECASE,
+)
+"""Words that make a sentence's one value something else than the answer (a negation, a bound,
+a hedge, an alternative)."""
+
+
+def _said_answer(text: str) -> str:
+    """What a text that says it is the answer (`The answer is X.`) says; the text otherwise."""
+    found = _ANSWER_IS.match(text)
+    return found[1] if found and found[1] else text
+
+
+def _sentence_date(text: str) -> str | None:
+    """The one date written out in English in a plain sentence (`It opened on 17 May 1902.`)."""
+    if _QUALIFIED.search(text):
+        return None
+    found = [(pattern, match) for pattern in _PROSE_DATES_IN for match in pattern[0].finditer(text)]
+    spans = {match.span() for _, match in found}
+    if len(spans) != 1:
+        return None
+    (_, month, day, year), match = found[0]
+    number = _MONTHS.get(match[month].lower())
+    try:
+        return date(int(match[year]), number, int(match[day])).isoformat() if number else None
+    except ValueError:
+        return None
+
+
+_NUMBER_IN = re.compile(r"(?<![\w.,/:-])[+-]?\d[\d,]*(?:\.\d+)?(?![\w/:-]|[.,]\d)(?:\s+(?P<unit>[^\W\d_][\w-]*))?")
+
+
+def _sentence_number(text: str, asked: frozenset[str]) -> str | None:
+    """The one number of a plain sentence (`There are 40 stations in Bremsfeld.`, `Every 7.5
+    minutes.`), its unit checked against the question as `_unit_number` does; None otherwise."""
+    if not any(c.isalpha() for c in text) or _QUALIFIED.search(text):
+        return None
+    found = list(_NUMBER_IN.finditer(text))
+    if len(found) != 1 or (found[0]["unit"] and _ruled_out(found[0]["unit"], asked)):
+        return None
+    number = found[0].group().split()[0]
+    return number.replace(",", ".") if _DECIMAL_COMMA.fullmatch(number) else number
 
 
 def _holds_dates(gold: QueryResult) -> bool:
@@ -159,27 +253,39 @@ _ONES = "zero one two three four five six seven eight nine ten eleven twelve thi
 _TENS = {word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
 _WITH_UNIT = re.compile(
     r"\s*(?P<hedge>(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s*)?(?P<currency>[$€£¥])?\s*"
-    r"(?:(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?)"
+    r"(?:(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?!\d)|\d+(?:\.\d+)?))"
     rf"|(?P<tens>{'|'.join(_TENS)})(?:[-\s](?P<ten_ones>{'|'.join(_ONES[1:10])}))?\b|(?P<ones>{'|'.join(sorted(_ONES, key=len, reverse=True))})\b)\s*"
     rf"(?:(?P<scale>{'|'.join(_MULTIPLIERS)})s?\b)?\s*"
-    rf"(?P<unit>%|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*)?|°\s*[CFK]?)?\s*$",
+    rf"(?P<unit>%|[$€£¥]|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*){{0,2}}|°\s*[CFK]?)?\s*\.?\s*$",
     re.IGNORECASE,
 )
 """A number, in digits or words (`three`, `twenty-one`), with a hedge before it (`about`), a
-currency sign, a scale word (`million`) or a unit after it (one or two words, `%`, `°C`)."""
+currency sign, a scale word (`million`) or a unit after it (one to three words, `%`, `°C`, `€`).
+A comma before one or two digits is a decimal comma (`24,2`); before three, thousands."""
 
 
-def _unit_number(text: str) -> str | None:
-    """The number of `169 minutes`, `$1,200`, `2.5 million people`, `about 150`, `three`; None
-    for a bare number in digits (read by rule 4 as it is) or anything else."""
+def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
+    """The number of `169 minutes`, `$1,200`, `2.5 million people`, `about 150`, `three`,
+    `24,2 km`, `five (5)`; None for a bare number in digits (read by rule 4 as it is), a unit
+    the question rules out (`asked`: the units it names, `_units_named`; `24.2 miles` where it
+    asks for km, `$79` where it asks for euros), or anything else."""
+    both = _BOTH_FORMS.match(text)
+    if both:  # `five (5)`: read when both forms say the same number
+        first, second = (_unit_number(part, asked) or _bare(part) for part in (both[1], both[2]))
+        return first if first is not None and first == second else None
     found = _WITH_UNIT.match(text)
     if not found:
         return None
+    for unit in (found["currency"], found["unit"]):
+        if unit and (_ruled_out(unit, asked) or _QUALIFIED.search(unit)):
+            return None  # `24.2 miles` where the question asks in km; `154 minutes or more`
     if found["number"] is None:  # in words
         words = found["ones"] or found["tens"]
         number = str(_ONES.index(words.lower()) if found["ones"] else _TENS[words.lower()] + (_ONES.index(found["ten_ones"].lower()) if found["ten_ones"] else 0))
-    elif found["hedge"] or found["currency"] or found["scale"] or found["unit"]:
+    elif found["hedge"] or found["currency"] or found["scale"] or found["unit"] or _DECIMAL_COMMA.fullmatch(found["number"]):
         number = found["number"]
+        if _DECIMAL_COMMA.fullmatch(number):
+            number = number.replace(",", ".")
     else:
         return None
     if not found["scale"]:
@@ -188,6 +294,57 @@ def _unit_number(text: str) -> str | None:
         return format(Decimal(number.replace(",", "")).scaleb(_MULTIPLIERS[found["scale"].lower()]).normalize(), "f")
     except InvalidOperation:
         return None
+
+
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d{1,2}")
+_BOTH_FORMS = re.compile(r"\s*([^()]+?)\s*\(\s*([^()]+?)\s*\)\s*$")
+
+
+def _bare(text: str) -> str | None:
+    """A number in digits alone, as its text."""
+    text = text.strip()
+    return text if re.fullmatch(r"[+-]?\d+(?:\.\d+)?", text) else None
+
+
+_UNITS: dict[str, tuple[str, str]] = {
+    spelling: (dimension, unit)
+    for dimension, units in {
+        "length": {
+            "km": "km kilometre kilometres kilometer kilometers", "m": "m metre metres meter meters", "cm": "cm centimetre centimetres centimeter centimeters",
+            "mm": "mm millimetre millimetres millimeter millimeters", "mi": "mi mile miles", "ft": "ft foot feet", "yd": "yd yard yards",
+            "nmi": "nmi", "ly": "ly light-year light-years lightyear lightyears", "au": "au",
+        },
+        "mass": {"kg": "kg kilogram kilograms kilogramme kilogrammes", "g": "g gram grams gramme grammes", "t": "t tonne tonnes ton tons", "lb": "lb lbs pound pounds", "oz": "oz ounce ounces"},
+        "time": {"s": "s sec secs second seconds", "min": "min mins minute minutes", "h": "h hr hrs hour hours", "d": "day days", "wk": "week weeks", "mo": "month months", "yr": "yr yrs year years"},
+        "money": {"usd": "$ usd dollar dollars", "eur": "€ eur euro euros", "gbp": "£ gbp", "jpy": "¥ jpy yen", "chf": "chf franc francs"},
+        "temperature": {"c": "°c celsius", "f": "°f fahrenheit", "k": "kelvin"},
+        "speed": {"kmh": "km/h kmh kph", "mph": "mph", "m/s": "m/s", "kn": "kn knot knots"},
+        "area": {"km2": "km² km2", "m2": "m² m2", "ha": "ha hectare hectares", "ac": "acre acres", "mi2": "mi² sq mi"},
+    }.items()
+    for unit, spellings in units.items()
+    for spelling in spellings.split()
+}
+"""Units a number is given in, by spelling: (dimension, unit). A unit of the same dimension
+as one the question names, but another one, rules the reading out."""
+_QUESTION_UNIT = re.compile(
+    r"(?<![\w$€£¥°])(" + "|".join(sorted((re.escape(s) for s in _UNITS if len(s) > 1 or not s.isalpha()), key=len, reverse=True)) + r")(?![\w/²])",
+    re.IGNORECASE,
+)
+"""A unit in a question's text (one-letter spellings left out: `s`, `m`, `h` are words too)."""
+
+
+def units_named(question: str) -> frozenset[str]:
+    """The units a question's text names (`In km, how long ...?`, `... in euros?`), as units."""
+    return frozenset(_UNITS[spelling.lower()][1] for spelling in _QUESTION_UNIT.findall(question))
+
+
+def _ruled_out(spelling: str, asked: frozenset[str]) -> bool:
+    """Whether the question names a unit of `spelling`'s dimension other than `spelling`'s."""
+    known = _UNITS.get(re.sub(r"\s+", " ", spelling.strip().lower()))
+    if known is None or not asked:
+        return False
+    same = {unit for unit in asked if any(d == known[0] and u == unit for d, u in _UNITS.values())}
+    return bool(same) and known[1] not in same
 
 
 def _expanded(text: str, prefixes: dict[str, str]) -> str:

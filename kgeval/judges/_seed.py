@@ -57,8 +57,11 @@ yes / no answer a gold of one xsd:boolean value (a yes/no question asked with SE
 written out in English (`January 1, 1985`) is that date where the gold holds dates. 11: a year
 alone (`1994`) is the gold's 1 January of that year where the gold holds it (a date known to the
 year); where every gold value is a number, one with a unit, a currency, a scale word or a hedge
-(`169 minutes`, `$1,200`, `2.5 million`, `about 150`), or in words (`three`), is that number
-(`_normalize.read_items`)."""
+(`169 minutes`, `$1,200`, `2.5 million`, `about 150`), or in words (`three`), is that number,
+unless the question names another unit of its kind; a text saying it is the answer (`The answer
+is X.`) is X; the one date or number of a plain sentence is read; a numeric date whose order of
+day and month is plain is read; `None` answers an empty gold; a yes/no whose first word the text
+contradicts is not read (`_reading.read_items`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""
@@ -283,7 +286,7 @@ class SeedJudge:
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         items = candidate.items
         if items is not None:
-            items = read_items(items, question.sparql, gold, candidate.store_prefixes)
+            items = read_items(items, question.sparql, gold, candidate.store_prefixes, question.question)
         if items is not None:
             index = self._golds.get(gold)
             with index.lock:
