@@ -7,9 +7,9 @@ defaults. Unknown keys are an error, so a misspelt threshold cannot silently fal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from kgeval._files import read_yaml
 from kgeval.errors import InputError
@@ -315,6 +315,10 @@ class LabelRulesConfig(_Strict):
     """Label predicates read for every KG."""
     kg_predicates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """KG id -> further label predicates of that KG (e.g. a domain vocabulary's own name)."""
+    local_names: tuple[Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")], ...] = ("name", "label")
+    """A KG's own predicates whose IRI ends in one of these local names (case-insensitive) are
+    label predicates too, found in the KG when its labels are first read: CK25's `pv:name`, a
+    vocabulary's `ex:label`. Not `firstName` or `title` (a person's title is not their name)."""
     iri_tail: bool = True
     """An IRI's last path segment (percent-decoded) counts as one of its names."""
     max_labels: int = Field(500_000, ge=1)

@@ -1,7 +1,8 @@
 """Read-only facts about one KG that the judges' rules ask of the store holding the gold.
 
 - **Names** (label-for-entity rules): every label of the KG (rdfs:label, skos:prefLabel,
-  schema:name, foaf:name and the predicates the configuration adds for the KG), read once per
+  schema:name, foaf:name, the predicates the configuration adds for the KG, and the KG's own
+  predicates named `name` or `label`: CK25's `pv:name`), read once per
   run with one SELECT, folded (case and whitespace) for comparison; an IRI's tail (its last path
   segment, percent-decoded) is one of its names too when `iri_tail` is on.
 - **Vocabulary** (vacuous-answer rule): whether an IRI occurs anywhere in the KG (subject,
@@ -41,10 +42,13 @@ class KgLookup:
     """Labels and vocabulary of one KG, asked of `store` (read-only) and cached."""
 
     def __init__(
-        self, store: Store, label_predicates: tuple[str, ...], *, iri_tail: bool = True, timeout_s: float = 60.0, row_cap: int = 500_000
+        self, store: Store, label_predicates: tuple[str, ...], *, iri_tail: bool = True, timeout_s: float = 60.0, row_cap: int = 500_000,
+        local_names: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.label_predicates = label_predicates
+        self.local_names = local_names
+        """The KG's own predicates ending in one of these local names are label predicates too."""
         self.iri_tail = iri_tail
         self.timeout_s = timeout_s
         self.row_cap = row_cap
@@ -133,10 +137,23 @@ class KgLookup:
                 self._names = self._read_labels()
             return self._names
 
+    def _named_predicates(self) -> tuple[str, ...]:
+        """The KG's predicates with literal values whose IRI ends in one of `local_names`."""
+        if not self.local_names:
+            return ()
+        ending = "|".join(self.local_names)  # plain words (the configuration checks them)
+        query = f'SELECT DISTINCT ?p WHERE {{ ?s ?p ?o . FILTER(isLiteral(?o) && REGEX(STR(?p), "[/#:]({ending})$", "i")) }}'
+        try:
+            result = self.store.execute_cells(query, timeout_s=self.timeout_s, row_cap=1000)
+        except QueryError:
+            return ()
+        return tuple(row[0][1] for row in result.rows if row[0] is not None)
+
     def _read_labels(self) -> dict[str, frozenset[str]]:
-        if not self.label_predicates:
+        predicates = tuple(dict.fromkeys((*self.label_predicates, *self._named_predicates())))
+        if not predicates:
             return {}
-        values = " ".join(f"<{p}>" for p in self.label_predicates)
+        values = " ".join(f"<{p}>" for p in predicates)
         query = f"SELECT ?s ?l WHERE {{ VALUES ?p {{ {values} }} ?s ?p ?l . FILTER(isIRI(?s) && isLiteral(?l)) }}"
         try:  # plain cells: every label of the KG, no Term built for each
             result = self.store.execute_cells(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
@@ -162,4 +179,6 @@ class KgLookup:
 def kg_lookup(store: Store, kg: str, config: JudgesConfig, timeout_s: float) -> KgLookup:
     """The lookup the judges use for KG `kg`, as the execution judge's label rules configure it."""
     labels = config.execution.labels
-    return KgLookup(store, labels.predicates_for(kg), iri_tail=labels.iri_tail, timeout_s=timeout_s, row_cap=labels.max_labels)
+    return KgLookup(
+        store, labels.predicates_for(kg), iri_tail=labels.iri_tail, timeout_s=timeout_s, row_cap=labels.max_labels, local_names=labels.local_names
+    )

@@ -130,6 +130,25 @@ def test_entity_where_the_gold_has_its_name_is_accepted(ck25):
     assert not wrong.correct
 
 
+def test_a_kgs_own_name_predicate_is_found_without_configuration(ck25):
+    """CK25 names its products, suppliers and departments with `pv:name` only: with no
+    `kg_predicates` configured, a list of those names was wrong against a gold of their IRIs
+    (an acceptance test: 3 records). A predicate whose local name is `name` or `label` is now a
+    label predicate of its KG; `labels.local_names: []` turns that off."""
+    # "Which suppliers do we have in Toulouse?" (CK25 question 17): its rdfs:label is
+    # "Harris-Cunningham (France)", its pv:name "Harris-Cunningham"
+    toulouse = PREFIXES + 'SELECT ?s WHERE { ?s a pv:Supplier ; <http://www.w3.org/2003/01/geo/wgs84_pos#lat> "43.6044622" }'
+    question, gold = _q("ck25-17", toulouse), _run(ck25, toulouse)
+    plain = kg_lookup(ck25, "ck25", JudgesConfig(), timeout_s=30)
+    verdict = EXECUTION.judge(question, gold, Candidate(items=["Harris-Cunningham"], lookup=plain))
+    assert verdict.correct and verdict.details["rule"] == "label_for_entity", verdict.reason
+    other = _run(ck25, PREFIXES + "SELECT ?n WHERE { ?s a pv:Supplier ; pv:name ?n } ORDER BY ?n LIMIT 1").rows[0][0].value
+    assert other != "Harris-Cunningham"
+    assert not EXECUTION.judge(question, gold, Candidate(items=[other], lookup=plain)).correct
+    none = kg_lookup(ck25, "ck25", JudgesConfig(execution=ExecutionJudgeConfig(labels=LabelRulesConfig(local_names=()))), timeout_s=30)
+    assert not EXECUTION.judge(question, gold, Candidate(items=["Harris-Cunningham"], lookup=none)).correct
+
+
 def test_rules_switched_off_reject_as_before(ck25):
     off = ExecutionJudge(ExecutionJudgeConfig(labels=LabelRulesConfig(entity_for_label=False, label_for_entity=False)))
     verdict = off.judge(_q("ck25-1", DEPT_IRI), _run(ck25, DEPT_IRI), _candidate(ck25, DEPT_NAME, _lookup(ck25)))
