@@ -68,7 +68,12 @@ def _print_imports(reports: list[ImportReport]) -> None:
     for report in reports:
         _print_import(report)
     questions = sum(r.questions for r in reports)
-    out.print(f"{len(reports)} KG(s), {questions} questions; holdout sealed: manifest {reports[0].manifest_sha256}", markup=False)
+    line = f"{len(reports)} KG(s), {questions} questions"
+    holdout = load_holdout(reports[0].kg_dir.parent)
+    others = len(holdout.kgs) - len(reports)
+    if others > 0:  # an --out that already held a holdout: said, not merged silently
+        line += f" into a holdout that already held {others} other KG(s): it now holds {len(holdout.kgs)} KGs, {len(holdout.questions())} questions"
+    out.print(f"{line}; holdout sealed: manifest {reports[0].manifest_sha256}", markup=False)
 
 
 @import_app.command("text2sparql")

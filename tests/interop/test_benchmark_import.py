@@ -147,6 +147,8 @@ def test_replace_reimports_one_kg_and_reseals(benchmark, tmp_path):
     replaced = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out), "--replace", "hr")
     assert replaced.exit_code == 0, replaced.output
     assert "replaced 15 questions" in replaced.output and "1 KG(s)" in replaced.output
+    # the other KGs stay, and the summary says the holdout holds them too (not a silent merge)
+    assert "into a holdout that already held 2 other KG(s): it now holds 3 KGs" in replaced.output, replaced.output
     holdout = load_holdout(out)
     assert len(holdout.kg("hr").questions) == 15 and "p19" in (out / "hr" / "hr.ttl").read_text()
     assert {p: p.read_bytes() for p in untouched} == untouched  # the other KGs as they were
