@@ -254,12 +254,12 @@ _TENS = {word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty 
 _WITH_UNIT = re.compile(
     r"\s*(?P<hedge>(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s*)?(?P<currency>[$€£¥])?\s*"
     r"(?:(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?!\d)|\d+(?:\.\d+)?))"
-    rf"|(?P<tens>{'|'.join(_TENS)})(?:[-\s](?P<ten_ones>{'|'.join(_ONES[1:10])}))?\b|(?P<ones>{'|'.join(sorted(_ONES, key=len, reverse=True))})\b)\s*"
+    r")\s*"
     rf"(?:(?P<scale>{'|'.join(_MULTIPLIERS)})s?\b)?\s*"
     rf"(?P<unit>%|[$€£¥]|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*){{0,2}}|°\s*[CFK]?)?\s*\.?\s*$",
     re.IGNORECASE,
 )
-"""A number, in digits or words (`three`, `twenty-one`), with a hedge before it (`about`), a
+"""A number in digits (in words: `_words_number`), with a hedge before it (`about`), a
 currency sign, a scale word (`million`) or a unit after it (one to three words, `%`, `°C`, `€`).
 A comma before one or two digits is a decimal comma (`24,2`); before three, thousands."""
 
@@ -273,16 +273,16 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
     if both:  # `five (5)`: read when both forms say the same number
         first, second = (_unit_number(part, asked) or _bare(part) for part in (both[1], both[2]))
         return first if first is not None and first == second else None
+    worded = _words_number(text, asked)
+    if worded is not None:
+        return worded
     found = _WITH_UNIT.match(text)
     if not found:
         return None
     for unit in (found["currency"], found["unit"]):
         if unit and (_ruled_out(unit, asked) or _QUALIFIED.search(unit)):
             return None  # `24.2 miles` where the question asks in km; `154 minutes or more`
-    if found["number"] is None:  # in words
-        words = found["ones"] or found["tens"]
-        number = str(_ONES.index(words.lower()) if found["ones"] else _TENS[words.lower()] + (_ONES.index(found["ten_ones"].lower()) if found["ten_ones"] else 0))
-    elif found["hedge"] or found["currency"] or found["scale"] or found["unit"] or _DECIMAL_COMMA.fullmatch(found["number"]):
+    if found["hedge"] or found["currency"] or found["scale"] or found["unit"] or _DECIMAL_COMMA.fullmatch(found["number"]):
         number = found["number"]
         if _DECIMAL_COMMA.fullmatch(number):
             number = number.replace(",", ".")
@@ -294,6 +294,42 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
         return format(Decimal(number.replace(",", "")).scaleb(_MULTIPLIERS[found["scale"].lower()]).normalize(), "f")
     except InvalidOperation:
         return None
+
+
+_WORD_VALUES = {**{word: n for n, word in enumerate(_ONES)}, **_TENS}
+_HEDGE = re.compile(r"^\s*(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s+", re.IGNORECASE)
+
+
+def _words_number(text: str, asked: frozenset[str]) -> str | None:
+    """The number of a text written in whole number words (`one hundred and sixty`, `two
+    thousand three hundred`, `a dozen`), with up to three unit words after it, checked as
+    `_unit_number` checks them; None when it does not start so, or its words do not make one
+    number (`three four`)."""
+    words = re.split(r"[\s-]+", _HEDGE.sub("", text, count=1).strip().rstrip(".").lower())
+    total, current, k, last = 0, 0, 0, ""
+    if len(words) > 1 and words[0] == "a" and words[1] in ("dozen", "hundred", "thousand", "million"):
+        current, k, last = 1, 1, "one"
+    while k < len(words):
+        word = words[k]
+        if word in _WORD_VALUES and (last not in _WORD_VALUES or (last in _TENS and _WORD_VALUES[word] < 10)):
+            current += _WORD_VALUES[word]
+        elif word == "dozen" and last in _WORD_VALUES:
+            current *= 12
+        elif word == "hundred" and last in _WORD_VALUES and current % 100:
+            current *= 100
+        elif word in ("thousand", "million", "billion") and last and last != "and":
+            total, current = total + current * 10 ** _MULTIPLIERS[word], 0
+        elif word == "and" and last in ("hundred", "thousand", "million", "billion") and k + 1 < len(words) and words[k + 1] in _WORD_VALUES:
+            pass
+        else:
+            break
+        last, k = word, k + 1
+    unit = " ".join(words[k:])
+    if not last or last == "and" or len(words) - k > 3 or (unit and not unit[0].isalpha()):
+        return None
+    if unit and (_ruled_out(unit, asked) or _QUALIFIED.search(unit) or unit.split()[0] in (*_WORD_VALUES, "and", "a")):
+        return None
+    return str(total + current)
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d{1,2}")

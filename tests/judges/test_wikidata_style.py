@@ -261,6 +261,14 @@ def test_what_a_chatty_answer_says_is_read_and_nothing_it_qualifies(wiki, judge)
     assert not _judge(wiki, judge, mass, items=["72.5 lb"], text="What is his mass in kg?").correct
     seasons = PREFIXES + "SELECT ?n WHERE { wd:Q104123 wdt:P1113 ?n }"
     assert _judge(wiki, judge, seasons, items=["three (3)"]).correct
+    for items in (["about three"], ["Three."]):
+        assert _judge(wiki, judge, seasons, items=items).correct, items
+    for items in (["three four"], ["three or four"], ["one three"]):
+        assert not _judge(wiki, judge, seasons, items=items).correct, items
+    for items in (["eight million five hundred thousand"], ["eight million five hundred thousand dollars"]):
+        assert _judge(wiki, judge, budget, items=items, text=in_dollars).correct, items
+    assert not _judge(wiki, judge, budget, items=["eight million five hundred thousand euros"], text=in_dollars).correct
+    assert _judge(wiki, judge, runtime, items=["one hundred and fifty-four minutes"]).correct
     assert not _judge(wiki, judge, seasons, items=["three (4)"]).correct
     born = PREFIXES + "SELECT ?d WHERE { wd:Q6 wdt:P569 ?d }"
     for items in (["05/15/1915"], ["15.05.1915"], ["15/05/1915"], ["She was born on 15 May 1915."], ["The answer is May 15, 1915."]):
