@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kgeval.errors import QueryRefused
-from kgeval.stores._lexer import MAX_EXPANSION, Token, canonical_text_and_spans, canonical_tokens
+from kgeval.stores._lexer import MAX_EXPANSION, Token, canonical_text_and_spans, canonical_tokens, declared_prefixes, iri_of
 
 _WIKIBASE = "http://wikiba.se/ontology#"
 LABEL_SERVICE = _WIKIBASE + "label"
@@ -117,7 +117,7 @@ def _without_hints(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
     left out, with its `.`; anything else in that namespace stays, and matches nothing."""
     if not any(t.kind == "iri" and t.text.startswith("<" + _HINTS) for t in tokens):  # a PREFIX line or a full IRI
         return tokens
-    prefixes = _prefixes(tokens)
+    prefixes = declared_prefixes(tokens)
     kept: list[Token] = []
     k = 0
     while k < len(tokens):
@@ -137,7 +137,7 @@ def _is_hint(tokens: Sequence[Token], k: int, prefixes: dict[str, str]) -> bool:
         return False
     subject, predicate, value = tokens[k : k + 3]
     return (
-        all((_iri(t, prefixes) or "").startswith(_HINTS) for t in (subject, predicate))
+        all((iri_of(t, prefixes) or "").startswith(_HINTS) for t in (subject, predicate))
         and (value.kind in ("string", "number", "iri", "pname") or value.text.lower() in ("true", "false"))
         and (k + 3 >= len(tokens) or tokens[k + 3].text in (".", "}"))
     )
@@ -148,7 +148,7 @@ def _services(tokens: tuple[Token, ...]) -> tuple[list[_Service], set[str]] | No
     it has none (or the grammar cannot place one: it will say why the text does not parse)."""
     if _SERVICE not in tokens:  # the lexer writes every keyword in upper case
         return None
-    prefixes = _prefixes(tokens)
+    prefixes = declared_prefixes(tokens)
     spans_of = [(i, end) for i in range(len(tokens)) if tokens[i] == _SERVICE and (end := _label_service_end(tokens, i, prefixes))]
     if not spans_of:
         return None
@@ -187,23 +187,10 @@ def _bind_once(services: list[_Service], groups: list[tuple[int, int]]) -> None:
         done.append((groups[n], {t.name for t in services[n].targets}))
 
 
-def _prefixes(tokens: Sequence[Token]) -> dict[str, str]:
-    return {tokens[i + 1].text[:-1]: tokens[i + 2].text[1:-1] for i in range(len(tokens) - 2) if tokens[i].keyword == "PREFIX" and tokens[i + 2].kind == "iri"}
-
-
-def _iri(token: Token, prefixes: dict[str, str]) -> str | None:
-    if token.kind == "iri":
-        return token.text[1:-1]
-    if token.kind == "pname":
-        prefix, _, local = token.text.partition(":")
-        return prefixes[prefix] + local if prefix in prefixes else None
-    return None
-
-
 def _label_service_end(tokens: Sequence[Token], i: int, prefixes: dict[str, str]) -> int | None:
     """The index of the `}` closing the label service at `i`; None for any other service."""
     j = i + 1 + (i + 1 < len(tokens) and tokens[i + 1].keyword == "SILENT")
-    if j + 1 >= len(tokens) or _iri(tokens[j], prefixes) != LABEL_SERVICE or tokens[j + 1].text != "{":
+    if j + 1 >= len(tokens) or iri_of(tokens[j], prefixes) != LABEL_SERVICE or tokens[j + 1].text != "{":
         return None
     for k in range(j + 2, len(tokens)):
         if tokens[k].text == "{":
@@ -260,9 +247,9 @@ def _body_start(tokens: Sequence[Token], start: int) -> int:
 def _languages(statements: list[tuple[Token, Token, Token]], prefixes: dict[str, str]) -> list[str]:
     languages: list[str] = []
     for subject, predicate, value in statements:
-        if _iri(subject, prefixes) != _SERVICE_PARAM:
+        if iri_of(subject, prefixes) != _SERVICE_PARAM:
             continue
-        if _iri(predicate, prefixes) != _LANGUAGE or value.kind != "string" or "\\" in value.text:
+        if iri_of(predicate, prefixes) != _LANGUAGE or value.kind != "string" or "\\" in value.text:
             raise QueryRefused(_refusal(f"the parameter {predicate.text} {value.text}"))
         for code in value.text.strip("\"'").split(","):
             code = code.strip().lower()
@@ -280,9 +267,9 @@ def _targets(statements: list[tuple[Token, Token, Token]], prefixes: dict[str, s
     whose subject is bound in the service's group and which nothing there binds already."""
     manual = []
     for subject, predicate, value in statements:
-        if _iri(subject, prefixes) == _SERVICE_PARAM:
+        if iri_of(subject, prefixes) == _SERVICE_PARAM:
             continue
-        kind = _KIND_OF.get(_iri(predicate, prefixes) or "")
+        kind = _KIND_OF.get(iri_of(predicate, prefixes) or "")
         if subject.kind != "var" or value.kind != "var" or kind is None:
             raise QueryRefused(_refusal(f"the triple {subject.text} {predicate.text} {value.text}"))
         manual.append(_Target(subject.text[1:], kind, value.text[1:]))

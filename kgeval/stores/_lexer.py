@@ -168,6 +168,21 @@ def _next_terminal(text: str, position: int, before: list[Token], parens: int, m
     return kind, start, raw
 
 
+def declared_prefixes(tokens: Sequence[Token]) -> dict[str, str]:
+    """The prefixes a query's PREFIX lines declare (name -> namespace IRI), from its terminals."""
+    return {tokens[i + 1].text[:-1]: tokens[i + 2].text[1:-1] for i in range(len(tokens) - 2) if tokens[i].keyword == "PREFIX" and tokens[i + 2].kind == "iri"}
+
+
+def iri_of(token: Token, prefixes: dict[str, str]) -> str | None:
+    """The IRI a terminal writes (a full IRI, or a prefixed name of `prefixes`), else None."""
+    if token.kind == "iri":
+        return token.text[1:-1]
+    if token.kind == "pname":
+        prefix, _, local = token.text.partition(":")
+        return prefixes[prefix] + local if prefix in prefixes else None
+    return None
+
+
 def canonical_text(tokens: Sequence[Token]) -> str:
     """The tokens joined by single spaces (none before a language tag or around `^^`)."""
     return canonical_text_and_spans(tokens)[0]

@@ -30,7 +30,7 @@ import tree_sitter_sparql
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
 from kgeval.stores import _label_service
-from kgeval.stores._lexer import _SCHEME, Token, canonical_text_and_spans, canonical_tokens
+from kgeval.stores._lexer import _SCHEME, Token, canonical_text_and_spans, canonical_tokens, declared_prefixes, iri_of
 
 if TYPE_CHECKING:  # rdflib's SPARQL grammar is imported on first use: a quarter of a second
     # that commands which never read a query's algebra (gold rebuild, verify, the guard) skip
@@ -114,6 +114,7 @@ def _shape_of(tokens: tuple[Token, ...]) -> QueryShape:
     canonical, spans = canonical_text_and_spans(tokens)
     root = parsed_tree(canonical).root_node
     _check_same_terminals(root, tokens, canonical, spans)
+    _refuse_engine_functions(root, tokens)
     query = next((c for c in root.named_children if c.type.endswith("_query")), None)
     if query is None or query.type not in ("select_query", "ask_query"):
         raise QuerySyntaxError("SPARQL does not parse: not a SELECT or ASK query")
@@ -166,6 +167,44 @@ def _refuse_unsafe(tokens: tuple[Token, ...]) -> set[str]:
     if deepest > MAX_NESTING:
         raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
     return words
+
+
+_CALLABLE = (
+    "http://www.w3.org/2001/XMLSchema#",  # casts: xsd:integer(?x)
+    "http://www.w3.org/2005/xpath-functions#",  # fn:
+    "http://www.opengis.net/def/function/geosparql/",  # geof:
+    "http://jena.apache.org/ARQ/function#",  # afn: (string and IRI functions)
+)
+"""Namespaces whose functions a query may call: casts and standard read-only functions."""
+_ENGINE_SCHEMES = ("bif:", "sql:", "java:")
+"""IRI schemes that name an engine's own procedures (Virtuoso's `bif:` and `sql:`, Jena's
+`java:`): `bif:http_get` makes the server fetch a URL, `bif:sequence_next` writes."""
+_ENGINE_PREDICATES = frozenset({"bif:contains"})
+"""Such IRIs a query may still write: Virtuoso's full-text predicate (`?l bif:contains "x"`),
+which reads its text index."""
+_CALLS = tree_sitter.Query(LANGUAGE, "(function_call identifier: (_) @function)")
+
+
+def _refuse_engine_functions(root: tree_sitter.Node, tokens: tuple[Token, ...]) -> None:
+    """Refuse a call of a function outside `_CALLABLE` and any IRI of an engine's procedures
+    (`_ENGINE_SCHEMES`): SPARQL lets an engine run any function an IRI names, and Virtuoso's
+    include HTTP requests and writes, which no guard of SERVICE or updates sees."""
+    prefixes = declared_prefixes(tokens)
+    for i, token in enumerate(tokens):
+        if (i >= 1 and tokens[i - 1].keyword == "PREFIX") or (i >= 2 and tokens[i - 2].keyword == "PREFIX"):
+            continue  # `PREFIX bif: <bif:>` declares a name; using it is what counts
+        iri = iri_of(token, prefixes)
+        if iri is not None and iri.lower().startswith(_ENGINE_SCHEMES) and iri.lower() not in _ENGINE_PREDICATES:
+            raise QueryRefused(f"<{iri}> names an engine's own procedure ({iri.split(':')[0]}:): refused, a query may only read the store")
+    for node in tree_sitter.QueryCursor(_CALLS).captures(root).get("function", []):
+        name = node.text.decode("utf-8") if node.text else ""
+        if node.type == "iri_reference":
+            iri = name[1:-1]
+        else:
+            prefix, _, local = name.partition(":")
+            iri = prefixes.get(prefix, prefix + ":") + local
+        if not iri.startswith(_CALLABLE):
+            raise QueryRefused(f"calling <{iri}> is refused: a query may call the SPARQL built-ins, XSD casts and the fn:, geof: and afn: functions only")
 
 
 def _check_same_terminals(root: tree_sitter.Node, tokens: tuple[Token, ...], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:

