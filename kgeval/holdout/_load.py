@@ -31,7 +31,9 @@ def load_holdout(root: Path) -> Holdout:
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{root}: holdout directory does not exist")
-    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if (d / QUESTIONS_FILE).is_file()]
+    # read exactly what the manifest covers (`_holdout_files`): no hidden directory, and no
+    # symbolic link to a directory, whose files a manifest built before would not hold
+    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if not d.name.startswith(".") and (d / QUESTIONS_FILE).is_file()]
     if not kgs:
         raise InputError(f"{root}: no KG directories with a {QUESTIONS_FILE}")
     seen: dict[str, str] = {}
@@ -52,6 +54,8 @@ def load_holdout(root: Path) -> Holdout:
 
 
 def _load_kg(kg_dir: Path) -> KnowledgeGraph:
+    if kg_dir.is_symlink():
+        raise InputError(f"{kg_dir}: a KG directory may not be a symbolic link (the holdout's manifest does not cover what it points to)")
     path = kg_dir / QUESTIONS_FILE
     try:
         raw = parse_yaml(path.read_text(encoding="utf-8"))
@@ -62,7 +66,7 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         raise InputError(f"{path}: {first_validation_error(exc)}") from None
     if parsed.kg != kg_dir.name:
         raise InputError(f"{path}: kg is {parsed.kg!r} but the directory is {kg_dir.name!r}")
-    files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES))
+    files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES and not p.name.startswith(".")))
     if not files:
         raise InputError(f"{kg_dir}: no RDF file ({', '.join(RDF_SUFFIXES)})")
     unknown = sorted(set(parsed.graphs) - {f.name for f in files})

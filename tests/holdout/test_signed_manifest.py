@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from kgeval.cli import app
 from kgeval.config import GoldConfig
+from kgeval.errors import InputError
 from kgeval.gold import rebuild_gold
 from kgeval.holdout import MANIFEST, holdout_problems, load_holdout, seal_holdout
 from kgeval.integrity import KEY_ENV
@@ -83,3 +85,37 @@ def test_the_checklist_refuses_a_run_on_a_holdout_resealed_without_the_key(tmp_p
     monkeypatch.setenv(KEY_ENV, KEY)
     refused = runner.invoke(app, [*args, "--db", str(tmp_path / "b.duckdb")])
     assert refused.exit_code != 0 and "integrity tag" in refused.output, refused.output
+
+
+def test_files_the_manifest_does_not_cover_are_never_read(tmp_path, monkeypatch):
+    """A red-team pass added questions the signed manifest did not cover, and `holdout verify`
+    passed while runs read them: a KG in a hidden directory, a KG linked in from elsewhere, a
+    hidden RDF file beside a KG's own. The loader now reads only what a manifest covers (hidden
+    entries are skipped as the manifest skips them) and refuses a KG directory that is a link."""
+    import shutil
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    root = write_holdout(tmp_path / "holdout")
+    before = load_holdout(root)
+    n_questions, files = len(before.questions()), before.kg("mini").files
+    hidden = root / ".extra"
+    shutil.copytree(root / "mini", hidden)
+    doc = yaml.safe_load((hidden / "questions.yaml").read_text(encoding="utf-8"))
+    doc["kg"] = ".extra"
+    doc["questions"] = [{**q, "id": "x-" + q["id"]} for q in doc["questions"]]
+    (hidden / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    (root / "mini" / ".planted.ttl").write_text("<http://x/a> <http://x/p> <http://x/b> .\n", encoding="utf-8")
+    assert holdout_problems(root) == []  # hidden entries are outside the manifest, as before
+    after = load_holdout(root)
+    assert len(after.questions()) == n_questions and after.kg("mini").files == files  # and outside what is read
+
+    outside = tmp_path / "elsewhere" / "linked"
+    shutil.copytree(root / "mini", outside)
+    doc = yaml.safe_load((outside / "questions.yaml").read_text(encoding="utf-8"))
+    doc["kg"], doc["questions"] = "linked", [{**q, "id": "l-" + q["id"]} for q in doc["questions"]]
+    (outside / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    verified = runner.invoke(app, ["holdout", "verify", "--holdout", str(root)])
+    assert verified.exit_code != 0 and "may not be a symbolic link" in verified.output, verified.output
+    with pytest.raises(InputError, match="may not be a symbolic link"):
+        load_holdout(root)
