@@ -35,6 +35,10 @@ _RANGES: dict[str, tuple[int | None, int | None]] = {
 }
 
 
+_MOST_DIGITS = 4300
+"""Digits of the largest integer a cast reads (Python's own limit for int from text)."""
+
+
 def _integer_value(term: object) -> int | None:
     if not isinstance(term, ox.Literal):
         return None
@@ -47,7 +51,9 @@ def _integer_value(term: object) -> int | None:
             return int(text) if text.lstrip("+-").isdigit() else None
         if kind in _NUMERIC:
             number = Decimal(text)
-            return int(number) if number.is_finite() else None
+            # `1e1000000` would be a million-digit int, made holding the interpreter lock (a
+            # process without the sandbox stalled 50 s): no integer type casts that many digits
+            return int(number) if number.is_finite() and number.adjusted() < _MOST_DIGITS else None
     except (InvalidOperation, ValueError):
         return None
     return None

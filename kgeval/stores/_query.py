@@ -446,13 +446,15 @@ def query_algebra(text: str, *, as_written: bool = False) -> CompValue:
     A text with a backslash is read through the guard's canonical text first: rdflib keeps
     the backslash of a local-name escape inside the IRI (`res:Springfield_\\(Illinois\\)`
     gives an IRI with `\\(`, not the one the engine queries); the canonical text writes such
-    names as full IRIs. (Not every text: rdflib refuses some of the canonical spacing, such
+    names as full IRIs. So is a text with a carriage return, which ends a `#` comment for the
+    guard and the engine but not for rdflib: `# note\r ?x ex:p ?y` hid a pattern from the judges
+    that the engine ran. (Not every text: rdflib refuses some of the canonical spacing, such
     as `cat:p *`.) So is a text with the Wikidata label service, which the engine runs as plain
     SPARQL (`_label_service`), unless `as_written` (the contamination check compares queries as
     people write them: a copy holds the SERVICE clause, not its emulation). Text the guard
     refuses or rdflib cannot read so is read as given."""
     with _PARSE_LOCK:
-        if "\\" in text or (not as_written and _label_service.named(text)):
+        if "\\" in text or "\r" in text or (not as_written and _label_service.named(text)):
             try:
                 return _algebra(guard_query(text).text)
             except (QuerySyntaxError, QueryRefused):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kgeval.config import ExecutionJudgeConfig, JudgesConfig, LabelRulesConfig, SeedJudgeConfig
+from kgeval.config import ExecutionJudgeConfig, JudgesConfig, KgevalConfig, LabelRulesConfig, SeedJudgeConfig
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, ExecutionJudge, KgLookup, SeedJudge, kg_lookup
 from kgeval.stores import EmbeddedStore
@@ -579,3 +579,27 @@ def test_a_group_concat_is_read_as_the_values_it_joined(tmp_path):
     assert verdict.correct and verdict.details["unnested"] == "cast", verdict.reason
     off = ExecutionJudge(ExecutionJudgeConfig(split_listing=False))
     assert not off.judge(question, gold, _candidate(store, FILM + cast.format(sep='", "', film="inception"), lookup)).correct
+
+
+def test_a_carriage_return_ending_a_comment_hides_no_vocabulary_from_the_vacuous_rule(tmp_path):
+    """A red-team pass: the engine (and the guard) end a `#` comment at a carriage return,
+    rdflib only at a line feed. `# tidy\\r ?x ex:noSuchPredicate ?y` ran with the missing
+    predicate, but the judges read it without: an empty answer to an empty gold was accepted
+    instead of `vacuous`. The judges now read such a text as the guard does."""
+    from kgeval.runs._attempt import execute_candidate
+
+    path = tmp_path / "kg.ttl"
+    path.write_text("<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> .\n")
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+    reference = "PREFIX ex: <http://ex.org/> SELECT ?x WHERE { ?x ex:p ex:zzz }"
+    question = Question(id="t-1", question="Which x point to zzz?", sparql=reference, domain="t", kg="t", expect_empty=True)
+    gold = _run(store, reference)
+    for end in ("\n", "\r"):
+        sparql = f"PREFIX ex: <http://ex.org/>\nSELECT ?x WHERE {{ ?x ex:p ?y . # tidy{end} ?x ex:noSuchPredicate ?y .\n }}"
+        execution = execute_candidate(sparql, store, KgevalConfig())
+        candidate = Candidate(result=execution.result, sparql=execution.sparql, lookup=lookup)
+        for judge in (EXECUTION, SEED):
+            verdict = judge.judge(question, gold, candidate)
+            assert not verdict.correct and verdict.path == "vacuous", (repr(end), judge.name, verdict.reason)
+    store.close()

@@ -18,11 +18,14 @@ CONFIG = KgevalConfig()
 
 def test_a_function_the_engine_lacks_is_the_models_failure(sparql_server):
     """Both servers answer an unknown function with HTTP 500; they are up (a trivial query runs),
-    so the failure is the query's."""
+    so the failure is the query's. (In the fn: namespace, which the guard lets a query call; a
+    function of any other namespace is refused before it is sent.)"""
     store = open_store(sparql_server.config("mini"), [], "mini")
-    query = PREFIX + "SELECT ?x WHERE { ?p ex:age ?a . BIND(<http://example.org/fn/guess>(?a) AS ?x) }"
+    query = PREFIX + "SELECT ?x WHERE { ?p ex:age ?a . BIND(<http://www.w3.org/2005/xpath-functions#kgeval-guess>(?a) AS ?x) }"
     execution = execute_candidate(query, store, CONFIG)
     assert (execution.failure, execution.harness) == ("invalid_sparql", None), execution.error
+    elsewhere = execute_candidate(query.replace("http://www.w3.org/2005/xpath-functions#kgeval-guess", "http://example.org/fn/guess"), store, CONFIG)
+    assert (elsewhere.failure, elsewhere.harness) == ("refused", None), elsewhere.error
     # the reference-like query on the same store runs: the store is healthy
     assert execute_candidate(PREFIX + "SELECT ?p WHERE { ?p ex:age ?a }", store, CONFIG).result.total == 3
 

@@ -166,3 +166,22 @@ def test_names_that_would_expand_the_text_past_the_bound_are_refused():
     real = "PREFIX dbr: <http://dbpedia.org/resource/>\nSELECT ?x WHERE { VALUES ?x { " + " ".join(f"dbr:J._R._{i}.b" for i in range(1_000)) + " } }"
     shape = guard_query(real)
     assert "<http://dbpedia.org/resource/J._R._999.b>" in shape.text and len(shape.text) - len(real) < MAX_EXPANSION
+
+
+def test_a_cast_of_a_huge_number_is_an_error_not_a_stall():
+    """A red-team pass: with the sandbox off, `xsd:int("1e1000000"^^xsd:double)` made a
+    million-digit integer holding the interpreter lock (the run process stalled 50 s). A number
+    with more digits than any integer type holds is a cast error (unbound), at once."""
+    import time
+
+    import pyoxigraph as ox
+
+    store = ox.Store()
+    started = time.perf_counter()
+    for exponent in ("1e1000000", "1e99999999", "-1e5000"):
+        text = f'PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT (xsd:nonNegativeInteger("{exponent}"^^xsd:double) AS ?n) (xsd:int("{exponent}"^^xsd:decimal) AS ?m) WHERE {{}}'
+        row = next(iter(store.query(text, custom_functions=DERIVED_INTEGER_CASTS)))
+        assert row[0] is None and row[1] is None, exponent
+    assert time.perf_counter() - started < 5
+    row = next(iter(store.query('PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT (xsd:nonNegativeInteger("1e30"^^xsd:double) AS ?n) WHERE {}', custom_functions=DERIVED_INTEGER_CASTS)))
+    assert row[0].value == str(10**30)
