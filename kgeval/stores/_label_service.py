@@ -119,12 +119,19 @@ def _without_hints(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
         return tokens
     prefixes = declared_prefixes(tokens)
     kept: list[Token] = []
-    k = 0
+    k, in_values, opening = 0, 0, False  # a VALUES block holds data, never a hint
     while k < len(tokens):
-        if _is_hint(tokens, k, prefixes) and (not kept or kept[-1].text in ("{", ".", "}")):
+        token = tokens[k]
+        if not in_values and _is_hint(tokens, k, prefixes) and (not kept or kept[-1].text in ("{", ".", "}")):
             k += 3 + (k + 3 < len(tokens) and tokens[k + 3].text == ".")
             continue
-        kept.append(tokens[k])
+        if token.keyword == "VALUES":
+            opening = True
+        elif token.text == "{" and (opening or in_values):
+            in_values, opening = in_values + 1, False
+        elif token.text == "}" and in_values:
+            in_values -= 1
+        kept.append(token)
         k += 1
     return tuple(kept) if len(kept) < len(tokens) else tokens
 

@@ -212,3 +212,7 @@ def test_query_hints_are_left_out_as_wdqs_reads_them(store):
     # only a whole hint triple goes: a hint IRI anywhere else stays a pattern (matching nothing)
     assert _rows(store, "SELECT ?a WHERE { wd:Q25188 wdt:P161 ?a . ?a hint:optimizer 'None' }", hint) == set()
     assert "queryHints" not in guard_query(hint + 'ASK { hint:Query hint:optimizer "None" }').text.split("ASK")[1]
+    # a VALUES block holds data: three hint IRIs there are three values, not a hint
+    values = "SELECT ?x WHERE { VALUES ?x { hint:a hint:b hint:c } }"
+    assert "VALUES ?x { hint:a hint:b hint:c }" in guard_query(hint + values).text
+    assert len(_rows(store, values, hint)) == 3
