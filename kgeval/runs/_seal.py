@@ -80,13 +80,32 @@ def _seal_sha256(run_id: str, tables: dict[str, list]) -> str:
 
 
 def _start_sha256(metadata: Any) -> str:
+    """The start of a run recorded before 2026-12-02 (`_START_FIELDS` only)."""
     values = [getattr(metadata, name) for name in _START_FIELDS]
     return hashlib.sha256(json.dumps(values, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+_CHANGING_FIELDS = frozenset({"served_versions", "finished_at", "resumed_at"})
+"""Metadata a run writes after its start (at a resume, at its end): the rest is its start."""
+_START_V2 = "v2:"
+
+
+def _start_v2(con: Any, metadata: Any) -> str:
+    """What a run is at its start: every metadata field but `_CHANGING_FIELDS` (its primary
+    judge, reasoning settings, exclusions ...), its questions and its start checklist, hashed.
+    (A first version covered `_START_FIELDS` only: a killed run's primary judge or question
+    texts edited before `--resume` were then sealed as the run's own.)"""
+    fixed = metadata.model_dump(mode="json", exclude=set(_CHANGING_FIELDS))
+    questions = con.execute(f"{_SEALED['run_questions']}", [metadata.run_id]).fetchall()
+    start = con.execute("SELECT * EXCLUDE (run_id) FROM checklist_items WHERE run_id = ? AND phase = 'start' ORDER BY position", [metadata.run_id]).fetchall()
+    payload = json.dumps([fixed, questions, start], sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return _START_V2 + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def record_start(con: Any, metadata: Any) -> None:
-    """Record (and, with the key, sign) what the run is at its start: in `create_run`'s transaction."""
-    start = _start_sha256(metadata)
+    """Record (and, with the key, sign) what the run is at its start (`_start_v2`): in
+    `create_run`'s transaction, after its questions and checklist receipt."""
+    start = _start_v2(con, metadata)
     key = integrity_key()
     con.execute("INSERT INTO run_starts VALUES (?, ?, ?)", [metadata.run_id, start, sign(start, key) if key else None])
 
@@ -101,8 +120,11 @@ def check_start(con: Any, where: str, metadata: Any) -> None:
         if key is not None or metadata.sealed_when_ended:
             raise RunChanged(f"{where}: run {metadata.run_id} has no record of its start: it was not started by `kgeval run` (made up in the file?); not resumed")
         return
-    if row[0] != _start_sha256(metadata):
-        raise RunChanged(f"{where}: run {metadata.run_id} differs from what it was at its start (its system, holdout, gold, judges, seeds or configuration was edited); not resumed")
+    if row[0] != (_start_v2(con, metadata) if str(row[0]).startswith(_START_V2) else _start_sha256(metadata)):
+        raise RunChanged(
+            f"{where}: run {metadata.run_id} differs from what it was at its start (its system, holdout, gold, judges, seeds, "
+            "configuration, questions or start checklist was edited); not resumed"
+        )
     if key is not None:
         _check_tag(row[0], row[1], key, f"{where}: run {metadata.run_id}'s start")
 
@@ -182,6 +204,13 @@ def check_progress(con: Any, where: str, metadata: Any) -> None:
     verdicts: dict[tuple, list[tuple]] = {}
     for row in con.execute("SELECT * FROM verdicts WHERE run_id = ?", [run_id]).fetchall():
         verdicts.setdefault(_verdict_key(row)[:2], []).append(row)
+    seqs = [record[0] for record in records]
+    if seqs != list(range(len(seqs))):
+        missing = sorted(set(range(max(seqs) + 1)) - set(seqs))
+        raise RunChanged(
+            f"{where}: run {run_id}: the records of write batch(es) {', '.join(map(str, missing[:5]))} are gone (deleted with their attempts, "
+            "to run them again?): not resumed; restore the database from a copy, or run again"
+        )
     covered: set[tuple] = set()
     for seq, keys_text, rows_sha256, tag in records:
         keys = [tuple(k) for k in json.loads(keys_text)]
@@ -227,7 +256,8 @@ def check_seal(con: Any, where: str, run_id: str, status: str, sealed_when_ended
         return
     key = integrity_key()
     if row is None:
-        if sealed_when_ended:
+        if sealed_when_ended or _stored(con, "run_starts", "start_sha256", run_id) is not None:
+            # the flag, or a record of its start (only a sealing kgeval writes one), says it was sealed
             raise RunChanged(f"{where}: run {run_id} is {status} but its seal was removed (the kgeval that wrote it seals every run it ends): its figures are not shown")
         if key is not None:
             raise RunChanged(

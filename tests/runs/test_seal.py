@@ -139,6 +139,9 @@ def test_a_running_run_is_not_checked_and_is_sealed_when_it_ends(tmp_path):
 def test_without_a_key_a_run_ended_before_seals_existed_is_read(tmp_path):
     path = _synthetic(tmp_path / "r.duckdb")
     _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL")
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="its seal was removed"):
+        db.verdicts("r1")  # its start record says a sealing kgeval wrote it
+    _edit(path, "DELETE FROM run_starts WHERE run_id = ? AND ? IS NOT NULL")  # as a run from before seals
     with ResultsDB(path, read_only=True) as db:
         assert build_report(db, "r1").overall.correct == 1
 
@@ -160,6 +163,7 @@ def test_with_a_key_a_seal_recomputed_without_it_is_refused(tmp_path, monkeypatc
     with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="no integrity tag"):
         db.verdicts("r1")
     _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL")
+    _edit(path, "DELETE FROM run_starts WHERE run_id = ? AND ? IS NOT NULL")
     with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="has no seal, and an integrity key is configured"):
         db.verdicts("r1")
 
@@ -348,8 +352,11 @@ def _resume(path, run_id):
         ("INSERT INTO attempts SELECT * REPLACE (seed + 100 AS seed) FROM attempts WHERE run_id = ? AND ? IS NOT NULL LIMIT 1", "it did not write"),
         ("DELETE FROM run_progress WHERE run_id = ? AND ? IS NOT NULL", "it did not write"),
         ("DELETE FROM attempts WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM attempts WHERE run_id = ?)", "were changed before it was resumed"),
+        ("UPDATE runs SET metadata = json_merge_patch(metadata, '{\"primary_judge\": \"seed\"}') WHERE run_id = ? AND ? IS NOT NULL", "differs from what it was at its start"),
+        ("UPDATE run_questions SET question = 'EDITED' WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM run_questions WHERE run_id = ?)", "differs from what it was at its start"),
+        ("UPDATE checklist_items SET passed = true, detail = 'edited' WHERE run_id = ? AND phase = 'start' AND position = (SELECT min(position) FROM checklist_items WHERE run_id = ?)", "differs from what it was at its start"),
     ],
-    ids=["verdict-flipped", "attempt-added", "records-removed", "attempt-removed"],
+    ids=["verdict-flipped", "attempt-added", "records-removed", "attempt-removed", "primary-judge", "question-text", "start-checklist"],
 )
 def test_a_killed_runs_rows_edited_before_resume_are_not_continued(tmp_path, mini_holdout, mini_gold, edit, message):
     """A hostile tester's way round the seal: kill a run, edit what it wrote, `--resume`: the
@@ -362,6 +369,36 @@ def test_a_killed_runs_rows_edited_before_resume_are_not_continued(tmp_path, min
         _resume(path, run_id)
     with ResultsDB(path, read_only=True) as db:
         assert db.status(run_id) == "running"  # not sealed
+
+
+def test_a_killed_runs_batch_deleted_whole_is_not_run_again(tmp_path, mini_holdout, mini_gold):
+    """A red-team pass deleted one write batch whole (its attempts, verdicts and record) and
+    resumed: those attempts ran again (with a system that answers differently each time, a way to
+    re-roll chosen attempts). A batch's record missing before the last one's is now named. (The
+    last batch deleted whole cannot be told from a kill just before it was written.)"""
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.config import KgevalConfig, RunConfig
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import execute_run
+    from tests.runs.test_resume import _Interrupting
+
+    path = tmp_path / "killed.duckdb"
+    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    config = KgevalConfig(run=RunConfig(seeds=3, concurrency=1, persist_within_s=0))  # a batch per attempt
+    with ResultsDB(path) as db:
+        with pytest.raises(KeyboardInterrupt):
+            execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(10), config, db, checklist=checklist)
+        (run,) = db.runs(status="running")
+    con = duckdb.connect(str(path))
+    assert con.execute("SELECT count(*) FROM run_progress WHERE run_id = ?", [run.run_id]).fetchone()[0] >= 2
+    keys = json.loads(con.execute("SELECT keys FROM run_progress WHERE run_id = ? AND seq = 0", [run.run_id]).fetchone()[0])
+    for question_id, seed in keys:
+        con.execute("DELETE FROM attempts WHERE run_id = ? AND question_id = ? AND seed = ?", [run.run_id, question_id, seed])
+        con.execute("DELETE FROM verdicts WHERE run_id = ? AND question_id = ? AND seed = ?", [run.run_id, question_id, seed])
+    con.execute("DELETE FROM run_progress WHERE run_id = ? AND seq = 0", [run.run_id])
+    con.close()
+    with pytest.raises(RunChanged, match="records of write batch\\(es\\) 0 are gone"):
+        _resume(path, run.run_id)
 
 
 def test_a_killed_run_resumes_and_with_a_key_a_recomputed_record_is_refused(tmp_path, mini_holdout, mini_gold, monkeypatch):
