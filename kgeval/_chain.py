@@ -5,7 +5,10 @@ previous row's `row_sha256`, "" for the first), `row_sha256` (sha256 over the lo
 prev_sha256 and the row's values) and, when an integrity key is configured (`kgeval.integrity`),
 `tag`, the HMAC of `row_sha256`. A head row per log in `log_heads` keeps the chain's length and
 last hash (tagged likewise), so deleting the newest records is caught as well as editing,
-deleting, reordering or inserting any other.
+deleting, reordering or inserting any other. What no check inside the file can catch: the
+newest records deleted together with the head put back to an earlier one (copied from the
+file as it was then), or the whole log removed with its head; that is the log as it was, or as
+if never written. A head kept elsewhere (its length and hash) is the witness for that.
 
 Every read verifies the whole chain first; a broken chain raises `BrokenLog` ("audit log
 broken at record N: ...") and nothing of it is returned (DESIGN invariant 9). Without a
