@@ -229,6 +229,7 @@ def _reap(pid: int) -> bytes:
 
 
 def _serve(conn: _Channel, store: object, engine: object) -> None:
+    status = _open_status()  # opened by the process that serves: /proc/self is its own
     while True:
         try:
             request = conn.recv()
@@ -241,15 +242,15 @@ def _serve(conn: _Channel, store: object, engine: object) -> None:
         try:
             answer = engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
         except MemoryError:
-            conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(), True))
+            conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(status), True))
             sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker
         except Exception as exc:  # noqa: BLE001 - every failure goes back by its class name
-            conn.send(("error", type(exc).__name__, str(exc), _peak_memory(), False))
+            conn.send(("error", type(exc).__name__, str(exc), _peak_memory(status), False))
             continue
         except BaseException as exc:  # pyo3's PanicException: the engine panicked on this query
-            conn.send(("error", type(exc).__name__, str(exc)[:500], _peak_memory(), True))
+            conn.send(("error", type(exc).__name__, str(exc)[:500], _peak_memory(status), True))
             sys.exit(3)
-        conn.send(("ok", tuple(answer), _peak_memory()))
+        conn.send(("ok", tuple(answer), _peak_memory(status)))
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -318,17 +319,30 @@ def _reset_peak_memory() -> None:
 _CLEAR_REFS: int | None = None
 
 
-def _peak_memory() -> int | None:
-    peak = _status_kb("VmHWM")
+def _open_status() -> int | None:
+    """A descriptor on this process's /proc/self/status, read again with `pread` on every query
+    (opening the file each time made a read take 24 us instead of 10); None where there is none."""
+    try:
+        return os.open("/proc/self/status", os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _peak_memory(status: int | None) -> int | None:
+    peak = _status_kb("VmHWM", status)
     return peak * 1024 if peak else None
 
 
-def _status_kb(field: str) -> int:
-    """A field of /proc/self/status in kB; 0 where there is none (read as bytes: decoding the
-    whole file line by line cost twice as much, on every query)."""
+def _status_kb(field: str, descriptor: int | None = None) -> int:
+    """A field of /proc/self/status in kB (read through `descriptor` when given, from its start:
+    the kernel writes the file afresh); 0 where there is none (read as bytes: decoding the whole
+    file line by line cost twice as much, on every query)."""
     try:
-        with open("/proc/self/status", "rb") as handle:
-            status = handle.read()
+        if descriptor is None:
+            with open("/proc/self/status", "rb") as handle:
+                status = handle.read()
+        else:
+            status = os.pread(descriptor, 1 << 16, 0)
     except OSError:
         return 0
     start = status.find(b"\n" + field.encode() + b":")

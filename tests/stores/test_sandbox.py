@@ -380,3 +380,33 @@ def test_a_worker_killed_from_two_threads_at_once_closes_its_channel_once(tmp_pa
             t.join()
         pool.close()
         assert errors == [] and worker.conn.closed
+
+
+@pytest.mark.parametrize("size", [0, 10, 65_531, 65_532, 300_000])
+def test_a_reply_is_read_whole_in_pieces_or_at_once(size):
+    """`_read_reply` reads the frames `_worker._Channel` writes, whether the reply fits in one
+    read or arrives in pieces; a reply followed by more bytes, or cut short, is refused."""
+    import socket
+    import struct
+
+    from kgeval.stores._sandbox import _read_reply
+
+    ours, theirs = socket.socketpair()
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    frame = struct.pack("!i", size) + payload
+    sender = threading.Thread(target=lambda: [theirs.sendall(frame[i : i + 7_000]) or time.sleep(0.001) for i in range(0, len(frame), 7_000)])
+    sender.start()
+    assert bytes(_read_reply(ours.fileno())) == payload
+    sender.join()
+    if size + 5 <= 65_536:  # read at once with the byte after it
+        theirs.sendall(frame + b"x")
+        time.sleep(0.05)
+        with pytest.raises(OSError, match="more than one reply"):
+            _read_reply(ours.fileno())
+    ours.close()
+    ours, theirs = socket.socketpair()
+    theirs.sendall(frame[: len(frame) // 2])
+    theirs.close()
+    with pytest.raises(EOFError):
+        _read_reply(ours.fileno())
+    ours.close()
