@@ -49,7 +49,7 @@ from kgeval import errors
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
 from kgeval.stores import _worker
-from kgeval.stores._engine import Answer
+from kgeval.stores._engine import Answer, Values
 
 _STORES_DIR = str(Path(_worker.__file__).parent)
 # where the worker finds kgeval and pyoxigraph (it starts without `site`: see `_worker`)
@@ -128,7 +128,8 @@ _NAMED_ERRORS = {
 class WorkerReply:
     """A worker's answer with what it cost."""
 
-    answer: Answer
+    answer: Answer | Values
+    """`Values` when the request asked for bare values, else `Answer`."""
     wall_ms: float
     """From sending the query to receiving the answer."""
     peak_memory_bytes: int | None
@@ -174,7 +175,7 @@ class WorkerPool:
             error = _NAMED_ERRORS.get(name, StoreError)
             raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
         _, answer, peak = message
-        return WorkerReply(Answer(*answer), (time.perf_counter() - started) * 1000, peak)
+        return WorkerReply((Values if request[7] else Answer)(*answer), (time.perf_counter() - started) * 1000, peak)
 
     def start_ahead(self, count: int) -> None:
         """Start up to `count` workers (at most `workers`, those running included) in background

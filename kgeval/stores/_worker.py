@@ -35,10 +35,11 @@ parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI},
 info: pid, network_isolated, file_sha256 (of the KG files it loaded), gc_frozen (objects it holds
 frozen out of the collector's sight: those it inherited from a template or zygote, which freezes
 what it holds before it forks)
-parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s); both
-byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps)
-worker -> ("ok", Answer tuple, peak_rss_bytes) or ("error", error class name, message, peak_rss_bytes,
-retiring: the worker exits after this reply)
+parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values);
+both byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps);
+values True for a trusted SELECT whose rows are wanted as bare values (`_engine.Values`)
+worker -> ("ok", Answer tuple (a Values tuple when values), peak_rss_bytes) or ("error", error
+class name, message, peak_rss_bytes, retiring: the worker exits after this reply)
 """
 
 from __future__ import annotations
@@ -235,12 +236,15 @@ def _serve(conn: _Channel, store: object, engine: object) -> None:
             request = conn.recv()
         except (EOFError, OSError):  # the parent is gone
             return
-        query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s = request
+        query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s, values = request
         _limit_cpu(cpu_backstop_s)
         _reset_peak_memory()
         caps = None if max_value is None else engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
         try:
-            answer = engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
+            if values:  # a trusted SELECT read as bare values (no caps: never a candidate's)
+                answer = engine.evaluate_values(store, query, ordered=ordered, row_cap=row_cap)  # type: ignore[attr-defined]
+            else:
+                answer = engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
         except MemoryError:
             conn.send(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(status), True))
             sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker
