@@ -2,7 +2,8 @@
 
 Every query goes through the read-only guard (`guard_query`) before it reaches a store.
 `Store.execute` runs trusted queries (reference queries, probes), `Store.execute_cells` the same
-with plain-tuple rows (`CellResult`, no Term built); `Store.execute_candidate`
+with plain-tuple rows (`CellResult`, no Term built), `Store.execute_values` a SELECT's values only
+(`ValueResult`, not even a cell built); `Store.execute_candidate`
 runs what a system under test wrote: bounded by `store.candidates` (the embedded store runs it
 in a sandbox worker process) and counted (`QueryResources`).
 """
@@ -13,7 +14,7 @@ from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
-from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms, term_cell
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms, term_cell
 
 __all__ = [
     "Cell",
@@ -28,6 +29,7 @@ __all__ = [
     "Row",
     "Store",
     "Term",
+    "ValueResult",
     "answer_sha256",
     "canonical_spelling",
     "cell_spelling",

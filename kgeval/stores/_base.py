@@ -11,7 +11,7 @@ from typing import TypeVar
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
-from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, ValueResult
 from kgeval.stores._value_size import estimated_value_bytes
 
 T = TypeVar("T")
@@ -58,6 +58,13 @@ class Store(ABC):
         that hash results or scan many rows, as the gold rebuild does); same errors."""
         shape = self._guard(query)
         return self._cells(shape.text, shape, timeout_s, row_cap)
+
+    def execute_values(self, query: str, *, timeout_s: float, row_cap: int) -> ValueResult:
+        """`execute` of a SELECT with the rows kept as bare values, one list per variable, in no
+        particular order (for callers that read only values, as the judges' label index does:
+        no cell or Term built per value); the same rows kept, same errors."""
+        shape = self._guard(query)
+        return self._values(shape.text, shape, timeout_s, row_cap)
 
     def execute_candidate(self, query: str, *, timeout_s: float, row_cap: int) -> tuple[QueryResult, QueryResources]:
         """Run an untrusted `query` within `candidate_limits`: its result and what it cost.
@@ -123,6 +130,10 @@ class Store(ABC):
     def _cells(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> CellResult:
         """The result as cells; stores whose engine yields plain values override this to skip Terms."""
         return CellResult.of(self._result(query, shape, timeout_s, row_cap))
+
+    def _values(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> ValueResult:
+        """The result as bare values; the embedded store overrides this to build no cell."""
+        return ValueResult.of(self._cells(query, shape, timeout_s, row_cap))
 
     def _guard(self, query: str) -> QueryShape:
         """The read-only guard for this store's query language; runs before any request leaves."""

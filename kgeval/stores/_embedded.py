@@ -29,9 +29,9 @@ from kgeval._files import sha256_file, sha256_json
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import KgevalError, QueryError
 from kgeval.stores._base import Store, run_with_deadline, select_result
-from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, load_kg, rdf_format
+from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, evaluate_values, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
-from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, rows_from_cells
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, rows_from_cells
 from kgeval.stores._sandbox import WorkerPool, files_changed
 
 __all__ = ["EmbeddedStore", "rdf_format", "term_from_oxigraph"]
@@ -150,6 +150,19 @@ class EmbeddedStore(Store):
         answer = self._trusted(query, ask=ask, ordered=shape.ordered, row_cap=1 if ask else row_cap, timeout_s=timeout_s)
         return CellResult(shape.form, answer.variables, answer.rows, answer.total, answer.boolean, shape.ordered)
 
+    def _values(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> ValueResult:
+        if shape.form == "ask":
+            return super()._values(query, shape, timeout_s, row_cap)
+        store = self._store
+        if store is None:
+            request = _request(query, False, shape.ordered, row_cap, None, timeout_s, values=True)
+            answer = self._pool.run(request, timeout_s).answer
+        else:
+            answer = run_with_deadline(
+                lambda cancel: evaluate_values(store, query, ordered=shape.ordered, row_cap=row_cap, cancel=cancel), timeout_s
+            )
+        return ValueResult(*answer)
+
     def _trusted(self, query: str, *, ask: bool, ordered: bool, row_cap: int, timeout_s: float) -> Answer:
         """A trusted query's answer: in process, or in a sandbox worker when this process holds
         no copy of the KG (no size caps there either)."""
@@ -204,11 +217,12 @@ class EmbeddedStore(Store):
         return _query_result(answer, shape), resources
 
 
-def _request(query: str, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, timeout_s: float) -> tuple:
-    """A sandbox worker's request (`_worker`'s protocol): `caps` None for a trusted query. The
-    CPU backstop only matters if this process dies mid-query and cannot kill the worker."""
+def _request(query: str, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, timeout_s: float, values: bool = False) -> tuple:
+    """A sandbox worker's request (`_worker`'s protocol): `caps` None for a trusted query, and
+    `values` for a trusted SELECT read as bare values. The CPU backstop only matters if this
+    process dies mid-query and cannot kill the worker."""
     max_value, max_result = caps if caps is not None else (None, None)
-    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5)
+    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5, values)
 
 
 def _query_result(answer: Answer, shape: QueryShape) -> QueryResult:

@@ -151,6 +151,23 @@ class CellResult(NamedTuple):
         )
 
 
+class ValueResult(NamedTuple):
+    """A SELECT query's kept rows as bare values, one list per variable (`Store.execute_values`):
+    for callers that read only the values of many rows, as the judges' label index reads every
+    label of a KG."""
+
+    variables: tuple[str, ...]
+    columns: list[list[str | None]]
+    """Per variable, the value of each row kept (None: unbound), the rows in no particular order."""
+    total: int
+
+    @classmethod
+    def of(cls, result: CellResult) -> ValueResult:
+        """The values of a cell result (stores that hand over cells)."""
+        columns = [[None if cell is None else cell[1] for cell in column] for column in zip(*result.rows)]
+        return cls(result.variables, columns or [[] for _ in result.variables], result.total)
+
+
 def collect_rows(
     rows: Iterable[Row], *, row_cap: int, ordered: bool
 ) -> tuple[list[Row], int]:

@@ -25,6 +25,7 @@ query's time), so a verdict never depends on what else was in flight.
 from __future__ import annotations
 
 import os
+import pickle
 import select
 import signal
 import socket
@@ -48,7 +49,7 @@ from kgeval import errors
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
 from kgeval.stores import _worker
-from kgeval.stores._engine import Answer
+from kgeval.stores._engine import Answer, Values
 
 _STORES_DIR = str(Path(_worker.__file__).parent)
 # where the worker finds kgeval and pyoxigraph (it starts without `site`: see `_worker`)
@@ -127,7 +128,8 @@ _NAMED_ERRORS = {
 class WorkerReply:
     """A worker's answer with what it cost."""
 
-    answer: Answer
+    answer: Answer | Values
+    """`Values` when the request asked for bare values, else `Answer`."""
     wall_ms: float
     """From sending the query to receiving the answer."""
     peak_memory_bytes: int | None
@@ -173,7 +175,7 @@ class WorkerPool:
             error = _NAMED_ERRORS.get(name, StoreError)
             raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
         _, answer, peak = message
-        return WorkerReply(Answer(*answer), (time.perf_counter() - started) * 1000, peak)
+        return WorkerReply((Values if request[7] else Answer)(*answer), (time.perf_counter() - started) * 1000, peak)
 
     def start_ahead(self, count: int) -> None:
         """Start up to `count` workers (at most `workers`, those running included) in background
@@ -342,6 +344,8 @@ class _Worker:
         self.gc_frozen = 0
         """Objects the process holds frozen out of its collector's sight when it said ready
         (inherited from the template or zygote it was forked from; `_worker._fork_workers`)."""
+        self._poller = select.poll()
+        self._poller.register(conn.fileno(), select.POLLIN)
 
     @classmethod
     def start(cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load", graphs: Mapping[str, str] | None = None) -> _Worker:
@@ -389,13 +393,20 @@ class _Worker:
 
     def exchange(self, request: tuple[Any, ...], timeout_s: float) -> tuple[Any, ...]:
         """The worker's reply to `request`; QueryTimeout (the worker is killed) or
-        QueryOverBudget (the query ended the worker) when there is none."""
+        QueryOverBudget (the query ended the worker) when there is none.
+
+        Framed as `Connection` frames it, but sent and read on the descriptor directly: one
+        write, a poll on a poller registered once, and one read for a reply that fits in
+        `_READ_SIZE` (Connection's poll built a selector per call, and its recv read the length
+        and the pickle apart)."""
+        fd = self.conn.fileno()
         try:
-            self.conn.send(request)
-            if not self.conn.poll(timeout_s):
+            payload = pickle.dumps(request)
+            _write_all(fd, struct.pack("!i", len(payload)) + payload)
+            if not self._poller.poll(timeout_s * 1000):
                 self.kill()  # the engine cannot be interrupted: its process is ended instead
                 raise QueryTimeout(f"query ran longer than {timeout_s:g} s (its worker process was stopped)")
-            message = self.conn.recv()
+            message = pickle.loads(_read_reply(fd))
         except (EOFError, OSError, ConnectionError):
             raise QueryOverBudget(f"the query ended its worker process ({self.exit_description()}); a fresh worker takes the next query") from None
         return message
@@ -456,6 +467,48 @@ class _Worker:
             self._stderr.close()
         except OSError:
             pass
+
+
+_READ_SIZE = 1 << 16
+"""Bytes of a reply read at once: its length and its pickle together when it fits."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_reply(fd: int) -> bytes:
+    """One reply's pickle, framed as `Connection` frames it (a 4-byte big-endian signed length;
+    -1, then an 8-byte length, past 2 GiB). EOFError when the worker closed its end first; a
+    reply followed by more bytes (never sent: a worker answers each request once) is an
+    OSError, so the worker is not reused."""
+    data = os.read(fd, _READ_SIZE)
+    while len(data) < 4 or (data[:4] == b"\xff\xff\xff\xff" and len(data) < 12):
+        more = os.read(fd, _READ_SIZE)
+        if not more:
+            raise EOFError("the worker closed the channel")
+        data += more
+    (size,) = struct.unpack_from("!i", data)
+    start = 4
+    if size == -1:
+        (size,) = struct.unpack_from("!Q", data, 4)
+        start = 12
+    if len(data) > start + size:
+        raise OSError("the worker sent more than one reply")
+    if len(data) == start + size:
+        return data[start:]
+    whole = bytearray(size)
+    got = len(data) - start
+    whole[:got] = data[start:]
+    view = memoryview(whole)
+    while got < size:
+        count = os.readv(fd, [view[got:]])
+        if not count:
+            raise EOFError("the worker closed the channel mid-reply")
+        got += count
+    return whole
 
 
 _CAN_FORK = all(hasattr(m, n) for m, n in ((os, "fork"), (os, "pidfd_open"), (signal, "pidfd_send_signal"), (socket, "send_fds")))

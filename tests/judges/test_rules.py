@@ -14,6 +14,8 @@ import pytest
 from kgeval.config import ExecutionJudgeConfig, JudgesConfig, KgevalConfig, LabelRulesConfig, SeedJudgeConfig
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, ExecutionJudge, KgLookup, SeedJudge, kg_lookup
+from kgeval.judges._lookup import fold
+from kgeval.judges._normalize import iri_tail as iri_tail_of
 from kgeval.stores import EmbeddedStore
 
 PV = "http://ld.company.org/prod-vocab/"
@@ -603,3 +605,68 @@ def test_a_carriage_return_ending_a_comment_hides_no_vocabulary_from_the_vacuous
             verdict = judge.judge(question, gold, candidate)
             assert not verdict.correct and verdict.path == "vacuous", (repr(end), judge.name, verdict.reason)
     store.close()
+
+
+LABELS_TTL = """@prefix ex: <http://example.org/lab/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+ex:a rdfs:label "Alpha"@en, "ALPHA ", "Alfa"@de ; skos:prefLabel "alpha" .
+ex:b rdfs:label "Alpha" .
+ex:c rdfs:label "beta" .
+ex:beta rdfs:label "Gamma" .
+ex:d%20e rdfs:label "x" .
+_:n rdfs:label "blank" .
+ex:f rdfs:label ex:a .
+"""
+
+
+@pytest.mark.parametrize("local_copy", [True, False])
+@pytest.mark.parametrize("row_cap", [500_000, 5, 1, 0])
+@pytest.mark.parametrize("iri_tail", [True, False])
+def test_the_label_index_answers_as_sets_built_from_every_cell(tmp_path, local_copy, row_cap, iri_tail):
+    """The label index (bare values, one label or a set per IRI and per name) answers `names`,
+    `bearers` and `labels_complete` as an index of sets built from the cells of the same query
+    does: several labels per IRI and per name, a name that is also another IRI's tail, a
+    blank-node subject and an IRI object left out, the rows past a cap (the same rows kept)."""
+    path = tmp_path / "labels.ttl"
+    path.write_text(LABELS_TTL)
+    predicates = ("http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2004/02/skos/core#prefLabel")
+    store = EmbeddedStore([path], local_copy=local_copy)
+    try:
+        lookup = KgLookup(store, predicates, iri_tail=iri_tail, row_cap=row_cap)
+        values = " ".join(f"<{p}>" for p in predicates)
+        cells = store.execute_cells(
+            f"SELECT ?s ?l WHERE {{ VALUES ?p {{ {values} }} ?s ?p ?l . FILTER(isIRI(?s) && isLiteral(?l)) }}", timeout_s=30, row_cap=row_cap
+        )
+        names: dict[str, set[str]] = {}
+        bearers: dict[str, set[str]] = {}
+        for subject, label in cells.rows:
+            names.setdefault(subject[1], set()).add(fold(label[1]))
+            bearers.setdefault(fold(label[1]), set()).add(subject[1])
+        if iri_tail:
+            for subject in names:
+                bearers.setdefault(fold(iri_tail_of(subject)), set()).add(subject)
+        iris = [f"http://example.org/lab/{n}" for n in ("a", "b", "c", "beta", "d%20e", "f", "none")]
+        for iri in iris:
+            expected = names.get(iri, set()) | ({fold(iri_tail_of(iri))} if iri_tail else set())
+            assert lookup.names(iri) == expected and isinstance(lookup.names(iri), frozenset)
+        for name in ("alpha", "Alpha ", "alfa", "beta", "gamma", "d e", "x", "blank", "none"):
+            assert lookup.bearers(name) == bearers.get(fold(name), set()) and isinstance(lookup.bearers(name), frozenset)
+        assert lookup.labels_complete == (cells.total <= len(cells.rows))
+    finally:
+        store.close()
+
+
+def test_label_rows_with_an_unbound_value_are_left_out():
+    """A store that ignored the label query's FILTER (a subject or a label unbound): those rows
+    are left out of the index, the rest kept."""
+    from kgeval.stores import ValueResult
+
+    class Unfiltered:
+        def execute_values(self, query, *, timeout_s, row_cap):  # noqa: ANN001, ANN202, ARG002
+            return ValueResult(("s", "l"), [["http://x/a", None, "http://x/b", "http://x/c"], ["A", "B", None, "c "]], 4)
+
+    lookup = KgLookup(Unfiltered(), ("http://www.w3.org/2000/01/rdf-schema#label",))  # type: ignore[arg-type]
+    assert lookup.names("http://x/a") == {"a"} and lookup.names("http://x/b") == {"b"}  # b: its tail only
+    assert lookup.bearers("a") == {"http://x/a"} and lookup.bearers("b") == frozenset()
+    assert lookup.bearers("c") == {"http://x/c"} and lookup.labels_complete

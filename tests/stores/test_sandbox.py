@@ -12,7 +12,7 @@ import pytest
 
 from kgeval.config import CandidateQueryConfig, StoreConfig
 from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
-from kgeval.stores import EmbeddedStore, open_store, row_key
+from kgeval.stores import EmbeddedStore, Store, open_store, row_key
 from kgeval.stores._cells import cells_key
 from kgeval.stores._engine import _Describer, cell_from_term
 from tests.conftest import MINI_QUESTIONS, MINI_TTL
@@ -138,7 +138,7 @@ def test_service_reaching_the_engine_makes_no_request(mini_store):
     try:
         with loopback() as (url, recorded):
             query = f"SELECT * WHERE {{ SERVICE <{url}/sparql> {{ ?s ?p ?o }} }}"
-            request = (query, False, False, 10, 1000, 100_000, 10)
+            request = (query, False, False, 10, 1000, 100_000, 10, False)
             with pytest.raises(QueryRejected, match="outside the store"):
                 mini_store.sandbox.run(request, timeout_s=10)
             assert recorded == [], "a sandbox worker reached the network"
@@ -380,3 +380,62 @@ def test_a_worker_killed_from_two_threads_at_once_closes_its_channel_once(tmp_pa
             t.join()
         pool.close()
         assert errors == [] and worker.conn.closed
+
+
+@pytest.mark.parametrize("size", [0, 10, 65_531, 65_532, 300_000])
+def test_a_reply_is_read_whole_in_pieces_or_at_once(size):
+    """`_read_reply` reads the frames `_worker._Channel` writes, whether the reply fits in one
+    read or arrives in pieces; a reply followed by more bytes, or cut short, is refused."""
+    import socket
+    import struct
+
+    from kgeval.stores._sandbox import _read_reply
+
+    ours, theirs = socket.socketpair()
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    frame = struct.pack("!i", size) + payload
+    sender = threading.Thread(target=lambda: [theirs.sendall(frame[i : i + 7_000]) or time.sleep(0.001) for i in range(0, len(frame), 7_000)])
+    sender.start()
+    assert bytes(_read_reply(ours.fileno())) == payload
+    sender.join()
+    if size + 5 <= 65_536:  # read at once with the byte after it
+        theirs.sendall(frame + b"x")
+        time.sleep(0.05)
+        with pytest.raises(OSError, match="more than one reply"):
+            _read_reply(ours.fileno())
+    ours.close()
+    ours, theirs = socket.socketpair()
+    theirs.sendall(frame[: len(frame) // 2])
+    theirs.close()
+    with pytest.raises(EOFError):
+        _read_reply(ours.fileno())
+    ours.close()
+
+
+@pytest.mark.parametrize("row_cap", [10_000, 7, 1, 0])
+def test_bare_values_are_the_values_of_the_rows_the_cells_keep(tmp_path, row_cap):
+    """`execute_values` keeps the rows `execute_cells` keeps (the same rows past a cap, the same
+    order when ordered), in a sandbox worker, in process, and by the stores' default."""
+    path = _kg(tmp_path, TRICKY_TTL + "_:b <http://example.org/t/p> 1 .\n")
+    queries = [
+        "SELECT ?s ?p ?o WHERE { ?s ?p ?o }",
+        "SELECT ?s ?o ?none WHERE { ?s ?p ?o OPTIONAL { ?s <http://example.org/none> ?none } }",
+        "SELECT ?s ?o WHERE { ?s ?p ?o } ORDER BY DESC(STR(?o)) ?s",
+        "SELECT ?x WHERE { ?s <http://example.org/none> ?x }",
+    ]
+    for local_copy in (False, True):
+        store = EmbeddedStore([path], local_copy=local_copy)
+        try:
+            for query in queries:
+                cells = store.execute_cells(query, timeout_s=30, row_cap=row_cap)
+                rows = [tuple(None if cell is None else cell[1] for cell in row) for row in cells.rows]
+                for values in (store.execute_values(query, timeout_s=30, row_cap=row_cap), Store._values(store, query, store._guard(query), 30, row_cap)):  # noqa: SLF001
+                    assert values.variables == cells.variables and values.total == cells.total
+                    assert len(values.columns) == len(cells.variables)
+                    kept = list(zip(*values.columns))
+                    if "ORDER BY" in query:
+                        assert kept == rows
+                    else:
+                        assert sorted(kept, key=repr) == sorted(rows, key=repr)
+        finally:
+            store.close()
