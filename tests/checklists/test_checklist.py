@@ -51,7 +51,7 @@ class _WrongOracle:
     name, version, kind, pipeline, reasoning = "oracle", "1", "control", None, {}
 
     def respond(self, question, seed):
-        return SystemOutput(answer=["nothing"])
+        return SystemOutput(answer=["Atlantis"])  # not "nothing", which answers an empty gold rightly
 
 
 class _StrongWeak(OracleSystem):
