@@ -85,7 +85,8 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
       January (`1994-01-01T00:00:00Z`);
     - where every gold value is a number, a number with a unit or a currency (`169 minutes`,
       `193 cm`, `$1,200`, `45%`) or a hedge (`about 150`) is that number, `2.5 million` is
-      2500000, and `three`, `twenty-one` are 3 and 21; a decimal comma is read (`24,2 km`). The
+      2500000, and whole number words are read (`three`, `one hundred and sixty`, `a dozen`); a
+      decimal comma is read (`24,2 km`). The
       gold's number has no unit: a unit is checked against the question (`question`: its text),
       and one of the dimension of a unit the question names but another (`24.2 miles` where it
       asks in km, `$79` where it asks in euros) is not read. The one number of a plain
@@ -102,13 +103,13 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     tails: set[str] | None = None
     dates = _holds_dates(gold)
     numbers = not dates and _all_numbers(gold)
+    asked = units_named(question) if numbers else frozenset()
     out = []
     for item in items:
         if isinstance(item, str):
             if dates:
                 item = _prose_date(item) or _numeric_date(item) or _year_date(item, gold) or _sentence_date(item) or item
             elif numbers:
-                asked = units_named(question)
                 item = _unit_number(item, asked) or _sentence_number(item, asked) or item
             item = _expanded(item, prefixes)
             named = _WITH_ID.match(item) if item.endswith(")") else None
