@@ -252,10 +252,11 @@ def _all_numbers(gold: QueryResult) -> bool:
 _MULTIPLIERS = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9, "trillion": 12}
 _ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = {word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_HEDGE_WORDS = r"(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)"
+"""Words that hedge a number (`about 150`): read as the number."""
 _WITH_UNIT = re.compile(
-    r"\s*(?P<hedge>(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s*)?(?P<currency>[$€£¥])?\s*"
-    r"(?:(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?!\d)|\d+(?:\.\d+)?))"
-    r")\s*"
+    rf"\s*(?P<hedge>{_HEDGE_WORDS}\s*)?(?P<currency>[$€£¥])?\s*"
+    r"(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?!\d)|\d+(?:\.\d+)?))\s*"
     rf"(?:(?P<scale>{'|'.join(_MULTIPLIERS)})s?\b)?\s*"
     rf"(?P<unit>%|[$€£¥]|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*){{0,2}}|°\s*[CFK]?)?\s*\.?\s*$",
     re.IGNORECASE,
@@ -298,7 +299,7 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
 
 
 _WORD_VALUES = {**{word: n for n, word in enumerate(_ONES)}, **_TENS}
-_HEDGE = re.compile(r"^\s*(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)\s+", re.IGNORECASE)
+_HEDGE = re.compile(rf"^\s*{_HEDGE_WORDS}\s+", re.IGNORECASE)
 
 
 def _words_number(text: str, asked: frozenset[str]) -> str | None:
@@ -363,6 +364,7 @@ _UNITS: dict[str, tuple[str, str]] = {
 }
 """Units a number is given in, by spelling: (dimension, unit). A unit of the same dimension
 as one the question names, but another one, rules the reading out."""
+_DIMENSION = {unit: dimension for dimension, unit in _UNITS.values()}
 _QUESTION_UNIT = re.compile(
     r"(?<![\w$€£¥°])(" + "|".join(sorted((re.escape(s) for s in _UNITS if len(s) > 1 or not s.isalpha()), key=len, reverse=True)) + r")(?![\w/²])",
     re.IGNORECASE,
@@ -380,7 +382,7 @@ def _ruled_out(spelling: str, asked: frozenset[str]) -> bool:
     known = _UNITS.get(re.sub(r"\s+", " ", spelling.strip().lower()))
     if known is None or not asked:
         return False
-    same = {unit for unit in asked if any(d == known[0] and u == unit for d, u in _UNITS.values())}
+    same = {unit for unit in asked if _DIMENSION[unit] == known[0]}
     return bool(same) and known[1] not in same
 
 

@@ -449,8 +449,7 @@ def execute_candidate(sparql: str | None, store: Store, config: KgevalConfig) ->
     needed = _needed_prefixes(sparql, prefixes)
     if not needed:
         return first  # not a predeclared prefix it lacked (an engine's rejection, a syntax error): its own error stands
-    declared = "".join(f"PREFIX {name}: <{prefixes[name]}>\n" for name in needed) + sparql.removeprefix("\ufeff")
-    second = _run_once(declared, store, config)
+    second = _run_once(_declaring(sparql, prefixes, needed), store, config)
     if second.failure == "invalid_sparql":
         return first  # the prefixes were not all it lacked: its own error stands
     return replace(second, prefixes=needed)
@@ -511,6 +510,12 @@ def _model_failure(exc: QueryError) -> FailureKind | None:
     return None
 
 
+def _declaring(sparql: str, prefixes: dict[str, str], names: list[str] | tuple[str, ...]) -> str:
+    """`sparql` with PREFIX lines for `names` before it (a leading byte-order mark dropped: one
+    inside a text is refused)."""
+    return "".join(f"PREFIX {name}: <{prefixes[name]}>\n" for name in names) + sparql.removeprefix("\ufeff")
+
+
 def _needed_prefixes(sparql: str, prefixes: dict[str, str]) -> tuple[str, ...]:
     """The predeclared prefixes the query uses without declaring them, in the order it meets
     them; empty when it lacks another or none. Read by the lexer alone, which names the first
@@ -518,9 +523,8 @@ def _needed_prefixes(sparql: str, prefixes: dict[str, str]) -> tuple[str, ...]:
     prefix cost ~0.5 s each on a 5 KB query, outside the candidate's deadline)."""
     needed: list[str] = []
     while True:
-        declared = "".join(f"PREFIX {name}: <{prefixes[name]}>\n" for name in needed) + sparql.removeprefix("\ufeff")
         try:
-            canonical_tokens(declared)
+            canonical_tokens(_declaring(sparql, prefixes, needed))
         except QuerySyntaxError as exc:
             missing = exc.undeclared_prefix
             if missing is None:  # another syntax error: the run with these prefixes says it

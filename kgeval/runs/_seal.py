@@ -96,7 +96,7 @@ def _start_v2(con: Any, metadata: Any) -> str:
     (A first version covered `_START_FIELDS` only: a killed run's primary judge or question
     texts edited before `--resume` were then sealed as the run's own.)"""
     fixed = metadata.model_dump(mode="json", exclude=set(_CHANGING_FIELDS))
-    questions = con.execute(f"{_SEALED['run_questions']}", [metadata.run_id]).fetchall()
+    questions = con.execute(_SEALED["run_questions"], [metadata.run_id]).fetchall()
     start = con.execute("SELECT * EXCLUDE (run_id) FROM checklist_items WHERE run_id = ? AND phase = 'start' ORDER BY position", [metadata.run_id]).fetchall()
     payload = json.dumps([fixed, questions, start], sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
     return _START_V2 + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()

@@ -198,11 +198,7 @@ def _refuse_engine_functions(root: tree_sitter.Node, tokens: tuple[Token, ...]) 
             raise QueryRefused(f"<{iri}> names an engine's own procedure ({iri.split(':')[0]}:): refused, a query may only read the store")
     for node in tree_sitter.QueryCursor(_CALLS).captures(root).get("function", []):
         name = node.text.decode("utf-8") if node.text else ""
-        if node.type == "iri_reference":
-            iri = name[1:-1]
-        else:
-            prefix, _, local = name.partition(":")
-            iri = prefixes.get(prefix, prefix + ":") + local
+        iri = iri_of(Token("iri" if node.type == "iri_reference" else "pname", name), prefixes) or name
         if not iri.startswith(_CALLABLE):
             raise QueryRefused(f"calling <{iri}> is refused: a query may call the SPARQL built-ins, XSD casts and the fn:, geof: and afn: functions only")
 
