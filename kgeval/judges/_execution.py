@@ -66,7 +66,7 @@ from kgeval.stores import QueryResult, Term, order_variables
 from kgeval.stores._lexer import string_value
 from kgeval.stores._query import terminals
 
-LOGIC_VERSION = "10"
+LOGIC_VERSION = "11"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -99,7 +99,15 @@ date or number of a plain sentence, a numeric date whose order of day and month 
 for a name the gold gives (`asked_about`); a
 list of one text naming several things is read split at `,`, `;` and `and`, and an executed
 result's one GROUP_CONCAT column as the values it joined (split at the query's separator, a row
-per value), when that reading is right and the answer as it is is not (`split_listing`)."""
+per value), when that reading is right and the answer as it is is not (`split_listing`). 11
+(acceptance test 6): entity-for-label never takes an IRI for a gold name tagged with a language
+the question names ("the German name of ..."); an answer list reads German and Spanish forms:
+yes/no (`Ja`, `Nein`, `Sí`), dates (`15. Mai 1915`, `el 3 de marzo de 2001`), numbers with
+dot-grouped thousands before a decimal comma (`4.250.000,50 €`), whole numbers in words up to
+twelve (`drei`, `seis`), "none" for an empty gold (`Keine`, `Ninguno`), and a listing joined by
+`und` / `y`; a German or Spanish word qualifying a sentence's one value (`Mehr als 40`, `Más de
+16`, `nicht`) keeps it unread, as the English ones do; SPARQL JSON terms in an answer list
+(`{"type": "uri", "value": ...}`) are their values."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -187,9 +195,9 @@ def result_of_items(items: list) -> QueryResult | None:
     return QueryResult(form="select", vars=["item"], rows=rows, total=len(rows))
 
 
-_LISTING = re.compile(r"\s*(?:[,;]\s*(?:and\s+)?|\s+and\s+)", re.IGNORECASE)
+_LISTING = re.compile(r"\s*(?:[,;]\s*(?:(?:and|und|y)\s+)?|\s+(?:and|und|y)\s+)", re.IGNORECASE)
 """Where a text listing several things is split: `,` and `;` (with an `and` after them) and
-`and` between words."""
+`and` between words; German `und` and Spanish `y` as `and` (`ISWC, ESWC, ACL y NeurIPS`)."""
 
 
 def listed_parts(text: str) -> list[str]:

@@ -61,7 +61,9 @@ def try_rules(
             return _accepted(verdict, "symmetric_pairs", "symmetric pairs: each pair compared in one orientation (the question asks for unordered pairs)")
     if lookup is None or not (config.labels.entity_for_label or config.labels.label_for_entity):
         return rejected
-    widened, used, ambiguous = with_named_columns(config, gold, answer, lookup, asked_about(question.sparql, lookup), listed=listed)
+    widened, used, ambiguous = with_named_columns(
+        config, gold, answer, lookup, asked_about(question.sparql, lookup), listed=listed, languages=languages_named(question.question)
+    )
     if used:
         verdict = recompare(gold, widened)
         if verdict.correct:
@@ -85,6 +87,23 @@ def asked_about(reference: str, lookup: KgLookup) -> frozenset[str]:
     except QueryError:
         return iris
     return iris.union(*(lookup.bearers(text) for text in strings))
+
+
+_LANGUAGES = {
+    "en": "english inglés ingles englisch", "de": "german deutsch alemán aleman", "es": "spanish español espanol spanisch castellano",
+    "fr": "french français francais französisch francés frances", "it": "italian italiano italienisch", "pt": "portuguese portugiesisch portugués",
+    "nl": "dutch niederländisch neerlandés", "pl": "polish polnisch polaco", "ru": "russian russisch ruso", "zh": "chinese chinesisch chino",
+    "ja": "japanese japanisch japonés",
+}  # fmt: skip
+_LANGUAGE_OF = {word: tag for tag, words in _LANGUAGES.items() for word in words.split()}
+_LANGUAGE_WORD = re.compile(r"\b(" + "|".join(sorted(_LANGUAGE_OF, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+
+
+def languages_named(question: str) -> frozenset[str]:
+    """The language tags of the languages a question's text names ("What is the German name of
+    ...?": `de`): a gold name in such a language is the name in that language, which the entity's
+    IRI does not give."""
+    return frozenset(_LANGUAGE_OF[word.lower()] for word in _LANGUAGE_WORD.findall(question))
 
 
 def _accepted(verdict: Verdict, rule: str, why: str) -> Verdict:
@@ -162,14 +181,18 @@ def oriented(result: QueryResult) -> QueryResult:
 
 def with_named_columns(
     config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup, asked_about: frozenset[str] = frozenset(),
-    *, listed: bool = False,
+    *, listed: bool = False, languages: frozenset[str] = frozenset(),
 ) -> tuple[QueryResult, dict[str, str], dict[str, int]]:
     """The answer with a derived column beside each column (see module docstring); what each
     rule translated, in words; and the names found ambiguous (name -> entities bearing it).
     An answer IRI in `asked_about` (the reference query's own IRIs: the entity the question is
     about) is never taken as a name: "the German name of Vienna" is a label of Vienna, and
-    answering Vienna itself does not give it."""
+    answering Vienna itself does not give it. Nor is an IRI taken as a gold name tagged with a
+    language the question names (`languages`: "the Spanish name of the department headed by
+    ..." is its `@es` label, which the department's IRI does not give, however it was found)."""
     gold_names, gold_iris, gold_iris_named = _GOLD_TERMS.get(gold)
+    if languages:
+        gold_names = {name: t for name, t in gold_names.items() if (t.lang or "").split("-")[0].lower() not in languages}
     columns, used, ambiguous = [], {}, {}
     for k, var in enumerate(answer.vars):
         cells = [row[k] for row in answer.rows]

@@ -21,7 +21,10 @@ from kgeval.stores import QueryResult
 
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 
-_YES_NO_VALUES = {"yes": True, "yep": True, "yeah": True, "yup": True, "true": True, "no": False, "nope": False, "nah": False, "false": False}
+_YES_NO_VALUES = {
+    "yes": True, "yep": True, "yeah": True, "yup": True, "true": True, "no": False, "nope": False, "nah": False, "false": False,
+    "ja": True, "jawohl": True, "nein": False, "sí": True,  # German and Spanish: none is an English word
+}  # fmt: skip
 _YES_NO = re.compile(rf"\s*({'|'.join(_YES_NO_VALUES)})\b(?![-'])", re.IGNORECASE)
 _POLAR_WORD = re.compile(rf"\b({'|'.join(_YES_NO_VALUES)})\b(?![-'])", re.IGNORECASE)
 
@@ -67,6 +70,8 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     query; `gold`: its gold), before normalization:
     - to a yes/no question (an ASK gold, or a gold of one xsd:boolean value: `SELECT ?passed`),
       a text starting with yes / no / true / false is that boolean (`ask_items`);
+    - an item written as a SPARQL JSON term, as QALD answers are (`{"type": "uri", "value":
+      "http://..."}`, a literal with its `datatype` or `xml:lang`), is its value;
     - a prefixed name the reference query declares, or else the store predeclares
       (`store_prefixes`), is its IRI (`wd:Q42` -> `http://www.wikidata.org/entity/Q42`);
     - a name followed by an identifier in parentheses (`Christopher Nolan (Q25191)`, `Nolan
@@ -94,7 +99,7 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     A sentence is read only when it holds one such value and no word that qualifies it (not,
     never, more, less, over, about ... or, maybe): `It is not 40.` stays as written.
     Anything else stays as it is."""
-    items = [_said_answer(item) if isinstance(item, str) else item for item in items]
+    items = [_said_answer(item) if isinstance(item, str) else item for item in map(_term_value, items)]
     if gold.form == "ask" or _one_boolean(gold):
         return ask_items(items)
     if gold.form == "select" and gold.total == 0 and len(items) == 1 and isinstance(items[0], str) and _NONE.match(items[0]):
@@ -123,21 +128,39 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     return out
 
 
+_TERM_TYPES = frozenset({"uri", "literal", "typed-literal", "bnode"})
+
+
+def _term_value(item: object) -> object:
+    """The value of an item written as a SPARQL JSON term (`{"type": "uri", "value": ...}`);
+    any other item as it is."""
+    if isinstance(item, dict) and item.get("type") in _TERM_TYPES and isinstance(item.get("value"), str):
+        return item["value"]
+    return item
+
+
 _MONTHS = {
     name: number
-    for number, names in enumerate(("january jan", "february feb", "march mar", "april apr", "may", "june jun", "july jul",
-                                    "august aug", "september sep sept", "october oct", "november nov", "december dec"), 1)  # fmt: skip
+    for number, names in enumerate(("january jan januar jänner enero", "february feb februar febrero", "march mar märz marzo",
+                                    "april apr abril", "may mai mayo", "june jun juni junio", "july jul juli julio", "august aug agosto",
+                                    "september sep sept septiembre setiembre", "october oct oktober octubre", "november nov noviembre",
+                                    "december dec dezember diciembre"), 1)  # fmt: skip
     for name in names.split()
 }
+"""Month names in English, German and Spanish: none names another month in another of them."""
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_MONTH = r"([a-z]+)\.?"
+_MONTH = r"([^\W\d_]+)\.?"
 _PROSE_DATES = (
     (re.compile(rf"\s*{_MONTH}\s+{_DAY},?\s+(\d{{4}})\s*$", re.IGNORECASE), 1, 2, 3),  # January 1, 1985
     (re.compile(rf"\s*(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\s*$", re.IGNORECASE), 2, 1, 3),  # 1 January 1985
+    (re.compile(rf"\s*(?:am\s+)?(\d{{1,2}})\.\s*{_MONTH}\s+(\d{{4}})\s*\.?\s*$", re.IGNORECASE), 2, 1, 3),  # 15. Mai 1915
+    (re.compile(rf"\s*(?:el\s+)?(\d{{1,2}})\s+de\s+{_MONTH}\s+del?\s+(\d{{4}})\s*\.?\s*$", re.IGNORECASE), 2, 1, 3),  # el 3 de marzo de 2001
 )
 _PROSE_DATES_IN = (
     (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(\d{{4}})\b", re.IGNORECASE), 1, 2, 3),
     (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.IGNORECASE), 2, 1, 3),
+    (re.compile(rf"\b(\d{{1,2}})\.\s*{_MONTH}\s+(\d{{4}})\b", re.IGNORECASE), 2, 1, 3),
+    (re.compile(rf"\b(\d{{1,2}})\s+de\s+{_MONTH}\s+del?\s+(\d{{4}})\b", re.IGNORECASE), 2, 1, 3),
 )
 """`_PROSE_DATES` anywhere in a text."""
 _DATE_TYPES = frozenset({"http://www.w3.org/2001/XMLSchema#date", "http://www.w3.org/2001/XMLSchema#dateTime"})
@@ -176,18 +199,23 @@ def _numeric_date(text: str) -> str | None:
 
 _ANSWER_IS = re.compile(r"\s*(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is\s*:?|:)\s*(.+?)\s*\.?\s*$", re.IGNORECASE | re.DOTALL)
 _NONE = re.compile(
-    r"\s*(?:none|nothing|nobody|no\s+one|n/?a|null|nil|empty|no(?!\s+(?:idea|clue|answer|comment)\b)(?:\s+[\w-]+){1,3}"
+    r"\s*(?:none|nothing|nobody|no\s+one|n/?a|null|nil|empty|keine?|keiner|nichts|niemand|ningun[oa]|ningún|nada|nadie|no(?!\s+(?:idea|clue|answer|comment)\b)(?:\s+[\w-]+){1,3}"
     r"|there\s+(?:is|are)\s+no(?:ne)?\b[^.]*)\s*[.!]?\s*$",
     re.IGNORECASE,
 )
 _QUALIFIED = re.compile(
     r"\b(?:not|no|never|none|neither|nor|without|except|n't|isn't|wasn't|aren't|weren't|doesn't|didn't|don't|more|less|fewer|over|"
     r"under|least|most|between|up\s+to|nearly|almost|about|around|roughly|approximately|or|either|maybe|perhaps|possibly|probably|"
-    r"guess|unsure|unknown|if)\b",
+    r"guess|unsure|unknown|if|"
+    # the same in German and Spanish (`Mehr als 40.`, `Es gibt nicht 360.`, `Más de 16`): none is an English word
+    r"nicht|kein|keine|keiner|nie|niemals|ohne|außer|mehr|weniger|über|unter|mindestens|höchstens|beinahe|etwa|ungefähr|circa|rund|"
+    r"zwischen|oder|vielleicht|wahrscheinlich|möglicherweise|eventuell|unbekannt|"
+    r"nunca|ningún|ninguno|ninguna|excepto|más|mas|menos|mínimo|máximo|casi|aproximadamente|alrededor|unos|unas|entre|"
+    r"quizás|quizá|tal\s+vez|posiblemente|probablemente|desconocido)\b",
     re.IGNORECASE,
 )
 """Words that make a sentence's one value something else than the answer (a negation, a bound,
-a hedge, an alternative)."""
+a hedge, an alternative), in English, German and Spanish."""
 
 
 def _said_answer(text: str) -> str:
@@ -256,7 +284,7 @@ _HEDGE_WORDS = r"(?:about|approximately|approx\.?|around|roughly|circa|ca\.|~)"
 """Words that hedge a number (`about 150`): read as the number."""
 _WITH_UNIT = re.compile(
     rf"\s*(?P<hedge>{_HEDGE_WORDS}\s*)?(?P<currency>[$€£¥])?\s*"
-    r"(?P<number>[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?!\d)|\d+(?:\.\d+)?))\s*"
+    r"(?P<number>[+-]?(?:[1-9]\d{0,2}(?:\.\d{3})+,\d+|[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?!\d)|\d+(?:\.\d+)?))\s*"
     rf"(?:(?P<scale>{'|'.join(_MULTIPLIERS)})s?\b)?\s*"
     rf"(?P<unit>%|[$€£¥]|(?!(?:{'|'.join(_MULTIPLIERS)})s?\b)[^\W\d_°][^\s\d]*(?:\s+[^\W\d_][^\s\d]*){{0,2}}|°\s*[CFK]?)?\s*\.?\s*$",
     re.IGNORECASE,
@@ -278,16 +306,19 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
     worded = _words_number(text, asked)
     if worded is not None:
         return worded
+    foreign = _FOREIGN_WORDS.get(text.strip().rstrip(".").strip().casefold())
+    if foreign is not None:
+        return foreign
     found = _WITH_UNIT.match(text)
     if not found:
         return None
     for unit in (found["currency"], found["unit"]):
         if unit and (_ruled_out(unit, asked) or _QUALIFIED.search(unit)):
             return None  # `24.2 miles` where the question asks in km; `154 minutes or more`
-    if found["hedge"] or found["currency"] or found["scale"] or found["unit"] or _DECIMAL_COMMA.fullmatch(found["number"]):
+    if found["hedge"] or found["currency"] or found["scale"] or found["unit"] or _DECIMAL_COMMA.fullmatch(found["number"]) or _DOT_GROUPS.fullmatch(found["number"]):
         number = found["number"]
-        if _DECIMAL_COMMA.fullmatch(number):
-            number = number.replace(",", ".")
+        if _DECIMAL_COMMA.fullmatch(number) or _DOT_GROUPS.fullmatch(number):
+            number = number.replace(".", "").replace(",", ".")
     else:
         return None
     if not found["scale"]:
@@ -299,6 +330,14 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
 
 
 _WORD_VALUES = {**{word: n for n, word in enumerate(_ONES)}, **_TENS}
+_FOREIGN_WORDS = {
+    word: str(n)
+    for n, words in enumerate(("cero", "eins uno", "zwei dos", "drei tres", "vier cuatro", "fünf cinco", "sechs seis", "sieben siete",
+                               "acht ocho", "neun nueve", "zehn diez", "", "zwölf doce"))  # fmt: skip
+    for word in words.split()
+}
+"""German and Spanish whole numbers zero to twelve, as a whole answer (`drei`, `Seis`): none is
+an English word (`elf` and `once` are left out: they are; so is `null`, which in English says there is no value)."""
 _HEDGE = re.compile(rf"^\s*{_HEDGE_WORDS}\s+", re.IGNORECASE)
 
 
@@ -335,6 +374,10 @@ def _words_number(text: str, asked: frozenset[str]) -> str | None:
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d{1,2}")
+_DOT_GROUPS = re.compile(r"[+-]?[1-9]\d{0,2}(?:\.\d{3})+,\d+")
+"""Thousands grouped with dots before a decimal comma (`4.250.000,50`, `5.200,5`): a form only
+German, Spanish and the like write. Dot groups without a decimal comma (`980.000`) are not
+read: in English that is 980."""
 _BOTH_FORMS = re.compile(r"\s*([^()]+?)\s*\(\s*([^()]+?)\s*\)\s*$")
 
 

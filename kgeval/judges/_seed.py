@@ -41,7 +41,7 @@ from kgeval.judges._reading import read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "11"
+LOGIC_VERSION = "12"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
@@ -61,7 +61,10 @@ year); where every gold value is a number, one with a unit, a currency, a scale 
 unless the question names another unit of its kind; a text saying it is the answer (`The answer
 is X.`) is X; the one date or number of a plain sentence is read; a numeric date whose order of
 day and month is plain is read; `None` answers an empty gold; a yes/no whose first word the text
-contradicts is not read (`_reading.read_items`)."""
+contradicts is not read (`_reading.read_items`). 12 (acceptance test 6): an answer list reads
+German and Spanish forms (yes/no, dates, dot-grouped numbers before a decimal comma, number words
+up to twelve, "none") and SPARQL JSON terms as their values; a German or Spanish word qualifying
+a sentence's one value keeps it unread (`_reading.read_items`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

@@ -95,3 +95,23 @@ def test_label_instead_of_the_iri():
     verdict = EXEC.judge(Q, gold, Candidate(result=labels))
     assert not verdict.correct and verdict.details["recall"] == 0.0
     assert "no shared value between gold ?p and answer ?name" in verdict.reason
+
+
+def test_an_answer_list_of_sparql_json_terms_is_read_as_their_values():
+    """Acceptance test 6 (4 of 480 records): QALD-style answer objects in an answer list
+    (`{"type": "uri", "value": ...}`, a typed literal) are their values, not their JSON text."""
+    gold = complaints([12345, 678])
+    items = [{"type": "uri", "value": f"{BASE}12345"}, {"type": "literal", "value": "678", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}]
+    assert SEED.judge(Q, gold, Candidate(items=items)).correct
+    assert EXEC.judge(Q, gold, Candidate(items=items)).correct
+    assert not EXEC.judge(Q, gold, Candidate(items=[{"type": "uri", "value": f"{BASE}12345"}, {"type": "uri", "value": f"{BASE}1"}])).correct
+
+
+def test_a_german_or_spanish_text_listing_several_things_is_read_as_them():
+    """Acceptance test 6: `ISWC, ESWC, ACL y NeurIPS`, `Kochgeschirr und Tassen` list several
+    things as `A, B and C` does."""
+    names = ["ISWC", "ESWC", "ACL", "NeurIPS"]
+    gold = QueryResult(form="select", vars=["v"], rows=[[Term.literal(n)] for n in names], total=4)
+    assert EXEC.judge(Q, gold, Candidate(items=["ISWC, ESWC, ACL y NeurIPS"])).correct
+    assert EXEC.judge(Q, gold, Candidate(items=["ISWC, ESWC, ACL und NeurIPS"])).correct
+    assert not EXEC.judge(Q, gold, Candidate(items=["ISWC, ESWC y ACL"])).correct

@@ -670,3 +670,31 @@ def test_label_rows_with_an_unbound_value_are_left_out():
     assert lookup.names("http://x/a") == {"a"} and lookup.names("http://x/b") == {"b"}  # b: its tail only
     assert lookup.bearers("a") == {"http://x/a"} and lookup.bearers("b") == frozenset()
     assert lookup.bearers("c") == {"http://x/c"} and lookup.labels_complete
+
+
+LANG_TTL = """@prefix ex: <http://example.org/shop/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:p7 ex:sku "SKU-10049" ; rdfs:label "Jigsaw S7"@en, "Stichsäge S7"@de, "Sierra de calar S7"@es .
+ex:p8 ex:sku "SKU-10056" ; rdfs:label "Wok Plus73"@en, "Wok Plus73"@de .
+"""
+
+
+def test_the_entity_does_not_give_its_name_in_the_language_the_question_asks(tmp_path):
+    """Acceptance test 6 (shop-02, shop-03, uni-03): "What is the German name of product
+    SKU-10049?" is its @de label; the product's IRI does not give it, although the IRI bears the
+    label, whether the reference found the product by a code (not a label) or by a path. A
+    question naming no language keeps the rule: the IRI where the gold gives its name."""
+    path = tmp_path / "shop.ttl"
+    path.write_text(LANG_TTL)
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+    ref = 'SELECT ?n WHERE {{ ?p <http://example.org/shop/sku> "SKU-10049" ; <http://www.w3.org/2000/01/rdf-schema#label> ?n FILTER(LANG(?n) = "{}") }}'
+    iri_query = 'SELECT ?p WHERE { ?p <http://example.org/shop/sku> "SKU-10049" }'
+    for lang, text in (("de", "What is the German name of product SKU-10049?"), ("es", "¿Cuál es el nombre en español del producto SKU-10049?")):
+        question = Question(id=f"shop-{lang}", question=text, sparql=ref.format(lang), domain="retail", kg="shop")
+        gold = _run(store, question.sparql)
+        assert not EXECUTION.judge(question, gold, _candidate(store, iri_query, lookup)).correct, lang
+        assert not EXECUTION.judge(question, gold, Candidate(items=["http://example.org/shop/p7"], lookup=lookup)).correct, lang
+        assert EXECUTION.judge(question, gold, Candidate(items=["Stichsäge S7" if lang == "de" else "Sierra de calar S7"], lookup=lookup)).correct
+    plain = Question(id="shop-en", question="Which product has SKU SKU-10049?", sparql=ref.format("en"), domain="retail", kg="shop")
+    verdict = EXECUTION.judge(plain, _run(store, plain.sparql), _candidate(store, iri_query, lookup))
+    assert verdict.correct and verdict.details["rule"] == "entity_for_label", verdict.reason

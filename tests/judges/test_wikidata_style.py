@@ -379,3 +379,50 @@ def test_a_name_with_a_parenthesis_that_is_no_gold_id_is_judged_as_text(wiki, ju
     label = PREFIXES + 'SELECT ?l WHERE { wd:Q40 rdfs:label ?l FILTER(LANG(?l) = "en") }'
     assert not _judge(wiki, judge, label, items=["Austria (1945)"]).correct
     assert _judge(wiki, judge, label, items=["Austria"]).correct
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_a_german_or_spanish_word_qualifying_a_sentence_keeps_it_unread(wiki, judge):
+    """Acceptance test 6 (a false accept, 4 of 480 records): `Mehr als 3 Staffeln.` (more than
+    three), `Es gibt nicht 3 ...` and `Más de 3` were read as the sentence's one number, 3."""
+    seasons = PREFIXES + "SELECT ?n WHERE { wd:Q104123 wdt:P1113 ?n }"
+    for items in (["Mehr als 3 Staffeln."], ["Es gibt nicht 3 Staffeln."], ["Más de 3"], ["Hay menos de 3 temporadas."], ["Vielleicht 3 Staffeln."]):
+        assert not _judge(wiki, judge, seasons, items=items).correct, items
+    for items in (["Es gibt 3 Staffeln."], ["Hay 3 temporadas."], ["There are 3 seasons."]):
+        assert _judge(wiki, judge, seasons, items=items).correct, items
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_german_and_spanish_answer_forms_are_read_where_the_gold_says_the_kind(wiki, judge):
+    """Acceptance test 6 (false rejects, 41 of 480 records): yes/no, dates, numbers and "none"
+    written in German or Spanish."""
+    for items in (["Ja"], ["Sí, es una ciudad."], ["Jawohl."], ["ja, ist sie"]):
+        assert _judge(wiki, judge, CITY_ASK, items=items).correct, items
+        assert not _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
+    for items in (["Nein"], ["Nein, ist es nicht."], ["No, no es una ciudad."]):
+        assert _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
+        assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
+    for items in (["Ja, nein"], ["Sí y no"]):
+        assert not _judge(wiki, judge, CITY_ASK, items=items).correct, items
+        assert not _judge(wiki, judge, NOT_CITY_ASK, items=items).correct, items
+    born = PREFIXES + "SELECT ?d WHERE { wd:Q6 wdt:P569 ?d }"
+    for items in (["15. Mai 1915"], ["am 15. Mai 1915"], ["el 15 de mayo de 1915"], ["15 de mayo de 1915"], ["Nació el 15 de mayo de 1915."],
+                  ["Sie wurde am 15. Mai 1915 geboren."]):  # fmt: skip
+        assert _judge(wiki, judge, born, items=items).correct, items
+    for items in (["16. Mai 1915"], ["15 de junio de 1915"], ["Nicht am 15. Mai 1915."], ["15. Mai oder 16. Mai 1915"]):
+        assert not _judge(wiki, judge, born, items=items).correct, items
+    budget = PREFIXES + "SELECT ?b WHERE { wd:Q104123 wdt:P2130 ?b }"
+    in_dollars = "What was the budget of Pulp Fiction in US dollars?"
+    assert _judge(wiki, judge, budget, items=["8.500.000,00 $"], text=in_dollars).correct
+    for items in (["8.500.000,00 €"], ["8.500.001,00 $"]):
+        assert not _judge(wiki, judge, budget, items=items, text=in_dollars).correct, items
+    assert not _judge(wiki, judge, budget, items=["8.500"]).correct  # dot groups alone: 8.5 in English, not read
+    seasons = PREFIXES + "SELECT ?n WHERE { wd:Q104123 wdt:P1113 ?n }"
+    for items in (["drei"], ["tres"], ["Tres."]):
+        assert _judge(wiki, judge, seasons, items=items).correct, items
+    for items in (["vier"], ["once"], ["dos"]):
+        assert not _judge(wiki, judge, seasons, items=items).correct, items
+    nothing = PREFIXES + "SELECT ?c WHERE { wd:Q3 wdt:P17 ?c }"
+    for items in (["Keine"], ["Ninguno."], ["Nada"]):
+        assert _judge(wiki, judge, nothing, items=items).correct, items
+    assert not _judge(wiki, judge, nothing, items=["Keine Ahnung"]).correct
