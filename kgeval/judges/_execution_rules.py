@@ -96,14 +96,21 @@ _LANGUAGES = {
     "ja": "japanese japanisch japonés",
 }  # fmt: skip
 _LANGUAGE_OF = {word: tag for tag, words in _LANGUAGES.items() for word in words.split()}
-_LANGUAGE_WORD = re.compile(r"\b(" + "|".join(sorted(_LANGUAGE_OF, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+_LANGUAGE = "|".join(sorted(_LANGUAGE_OF, key=len, reverse=True))
+_LANGUAGE_ASKED = re.compile(
+    rf"\b(?:(?:in|en|auf)\s+({_LANGUAGE})\b|({_LANGUAGE})\s+(?:names?|labels?|titles?|words?|terms?|translations?|spellings?|versions?)\b)",
+    re.IGNORECASE,
+)
+"""A language a question asks a name in: `in German`, `en alemán`, `auf Deutsch`, `the German
+name`, `Spanish label`; not a language word used of something else (`English football clubs`,
+`German cities`), whose gold names an IRI may still give."""
 
 
 def languages_named(question: str) -> frozenset[str]:
-    """The language tags of the languages a question's text names ("What is the German name of
-    ...?": `de`): a gold name in such a language is the name in that language, which the entity's
-    IRI does not give."""
-    return frozenset(_LANGUAGE_OF[word.lower()] for word in _LANGUAGE_WORD.findall(question))
+    """The language tags of the languages a question asks a name in ("What is the German name of
+    ...?", "... in Spanish": `de`, `es`): a gold name in such a language is the name in that
+    language, which the entity's IRI does not give."""
+    return frozenset(_LANGUAGE_OF[(a or b).lower()] for a, b in _LANGUAGE_ASKED.findall(question))
 
 
 def _accepted(verdict: Verdict, rule: str, why: str) -> Verdict:

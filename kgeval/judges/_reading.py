@@ -128,7 +128,8 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
     return out
 
 
-_TERM_TYPES = frozenset({"uri", "literal", "typed-literal", "bnode"})
+_TERM_TYPES = frozenset({"uri", "literal", "typed-literal"})
+"""SPARQL JSON term types read as their value (a blank node's label names nothing outside its result)."""
 
 
 def _term_value(item: object) -> object:

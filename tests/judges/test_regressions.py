@@ -105,6 +105,8 @@ def test_an_answer_list_of_sparql_json_terms_is_read_as_their_values():
     assert SEED.judge(Q, gold, Candidate(items=items)).correct
     assert EXEC.judge(Q, gold, Candidate(items=items)).correct
     assert not EXEC.judge(Q, gold, Candidate(items=[{"type": "uri", "value": f"{BASE}12345"}, {"type": "uri", "value": f"{BASE}1"}])).correct
+    # a blank node's label names nothing outside its own result
+    assert not EXEC.judge(Q, gold, Candidate(items=[{"type": "uri", "value": f"{BASE}12345"}, {"type": "bnode", "value": "678"}])).correct
 
 
 def test_a_german_or_spanish_text_listing_several_things_is_read_as_them():

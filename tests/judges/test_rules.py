@@ -695,6 +695,8 @@ def test_the_entity_does_not_give_its_name_in_the_language_the_question_asks(tmp
         assert not EXECUTION.judge(question, gold, _candidate(store, iri_query, lookup)).correct, lang
         assert not EXECUTION.judge(question, gold, Candidate(items=["http://example.org/shop/p7"], lookup=lookup)).correct, lang
         assert EXECUTION.judge(question, gold, Candidate(items=["Stichsäge S7" if lang == "de" else "Sierra de calar S7"], lookup=lookup)).correct
-    plain = Question(id="shop-en", question="Which product has SKU SKU-10049?", sparql=ref.format("en"), domain="retail", kg="shop")
-    verdict = EXECUTION.judge(plain, _run(store, plain.sparql), _candidate(store, iri_query, lookup))
-    assert verdict.correct and verdict.details["rule"] == "entity_for_label", verdict.reason
+    # a language word not asking a name in it (a nationality, the product's origin) keeps the rule too
+    for text in ("Which product has SKU SKU-10049?", "Which English product has SKU SKU-10049?"):
+        plain = Question(id="shop-en", question=text, sparql=ref.format("en"), domain="retail", kg="shop")
+        verdict = EXECUTION.judge(plain, _run(store, plain.sparql), _candidate(store, iri_query, lookup))
+        assert verdict.correct and verdict.details["rule"] == "entity_for_label", (text, verdict.reason)
