@@ -107,7 +107,9 @@ dot-grouped thousands before a decimal comma (`4.250.000,50 €`), whole numbers
 twelve (`drei`, `seis`), "none" for an empty gold (`Keine`, `Ninguno`), and a listing joined by
 `und` / `y`; a German or Spanish word qualifying a sentence's one value (`Mehr als 40`, `Más de
 16`, `nicht`) keeps it unread, as the English ones do; SPARQL JSON terms in an answer list
-(`{"type": "uri", "value": ...}`) are their values."""
+(`{"type": "uri", "value": ...}`) are their values; an answer list read by the label rules keeps
+the order it was written in (names answering an order-sensitive question in order are right), and
+a label rule that translated an answer without making it right says so in the reason."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -187,12 +189,13 @@ def table_of_result(result: QueryResult, normalizer: Normalizer) -> Table:
 
 
 def result_of_items(items: list) -> QueryResult | None:
-    """An answer list as a one-column result of the cells its items stand for (`item_term`);
-    None when an item is a JSON list or object, which stands for no cell."""
+    """An answer list as a one-column result of the cells its items stand for (`item_term`), in
+    the order the system wrote them (ordered, as the list's own table is: `_items_table`); None
+    when an item is a JSON list or object, which stands for no cell."""
     if not all(isinstance(item, (str, int, float)) for item in items):
         return None
     rows = [[item_term(item)] for item in items]
-    return QueryResult(form="select", vars=["item"], rows=rows, total=len(rows))
+    return QueryResult(form="select", vars=["item"], rows=rows, total=len(rows), ordered=True)
 
 
 _LISTING = re.compile(r"\s*(?:[,;]\s*(?:(?:and|und|y)\s+)?|\s+(?:and|und|y)\s+)", re.IGNORECASE)

@@ -66,9 +66,10 @@ def try_rules(
     )
     if used:
         verdict = recompare(gold, widened)
+        rule = "entity_for_label" if "entity_for_label" in used else "label_for_entity"
         if verdict.correct:
-            rule = "entity_for_label" if "entity_for_label" in used else "label_for_entity"
             return _accepted(verdict, rule, f"{rule.replace('_', '-')}: {used[rule]}")
+        rejected = rejected.model_copy(update={"reason": f"{rejected.reason}; {rule.replace('_', '-')} ({used[rule]}), still wrong: {verdict.reason}"})
     if ambiguous:
         shown = "; ".join(f"{name!r} names {n} entities" for name, n in sorted(ambiguous.items())[:3])
         note = f"; label-for-entity not applied: {shown} in the KG, not enough alone to identify the gold's entity"

@@ -700,3 +700,33 @@ def test_the_entity_does_not_give_its_name_in_the_language_the_question_asks(tmp
         plain = Question(id="shop-en", question=text, sparql=ref.format("en"), domain="retail", kg="shop")
         verdict = EXECUTION.judge(plain, _run(store, plain.sparql), _candidate(store, iri_query, lookup))
         assert verdict.correct and verdict.details["rule"] == "entity_for_label", (text, verdict.reason)
+
+
+RELEASES_TTL = """@prefix ex: <http://example.org/shop/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+ex:p1 rdfs:label "Hedge Trimmer Max1"@en ; ex:released "2024-03-01"^^xsd:date .
+ex:p2 rdfs:label "LED Bulb GU10 Lite62"@en ; ex:released "2024-05-09"^^xsd:date .
+ex:p3 rdfs:label "LED Bulb GU10 Ultra49"@en ; ex:released "2024-07-21"^^xsd:date .
+ex:p4 rdfs:label "Wok Plus73"@en ; ex:released "2023-11-30"^^xsd:date .
+"""
+
+
+def test_names_answering_an_ordered_question_are_compared_in_the_order_written(tmp_path):
+    """Acceptance test 6 (shop-48): "List the 3 most recently released products, newest first"
+    answered by the products' names, newest first, is right, as their IRIs in that order are;
+    the label rule read the list as an unordered result, so the order check said the answer had
+    no ORDER BY. The same names in another order are still wrong."""
+    path = tmp_path / "shop.ttl"
+    path.write_text(RELEASES_TTL)
+    store = EmbeddedStore([path])
+    lookup = KgLookup(store, ("http://www.w3.org/2000/01/rdf-schema#label",))
+    sparql = "SELECT ?p WHERE { ?p <http://example.org/shop/released> ?d } ORDER BY DESC(?d) LIMIT 3"
+    question = Question(id="shop-48", question="List the 3 most recently released products, newest first.", sparql=sparql,
+                        domain="retail", kg="shop", order_sensitive=True)  # fmt: skip
+    gold = _run(store, sparql)
+    newest_first = ["LED Bulb GU10 Ultra49", "LED Bulb GU10 Lite62", "Hedge Trimmer Max1"]
+    verdict = EXECUTION.judge(question, gold, Candidate(items=newest_first, lookup=lookup))
+    assert verdict.correct and verdict.details["rule"] == "label_for_entity", verdict.reason
+    assert EXECUTION.judge(question, gold, Candidate(items=[f"http://example.org/shop/p{n}" for n in (3, 2, 1)], lookup=lookup)).correct
+    verdict = EXECUTION.judge(question, gold, Candidate(items=newest_first[::-1], lookup=lookup))
+    assert not verdict.correct and "label-for-entity" in verdict.reason and "order differs" in verdict.reason, verdict.reason

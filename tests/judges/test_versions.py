@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "12", ("_seed.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py"), "2b934c4cdb8717fdef3689f078cd653cacd97bd9a0c452f48810f424d7fd0e42"),
-    "execution": (EXECUTION_LOGIC, "11", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "274b810cdc5f13a36d696297cc5ccfe0b551982cf1b107cf87db174464756968"),
+    "execution": (EXECUTION_LOGIC, "11", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py"), "d6bab193757abeb941939107b84b1e8d08b996e9b41e69d97b8b6b70175d4722"),
 }
 
 
