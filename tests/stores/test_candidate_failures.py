@@ -56,3 +56,14 @@ def test_a_query_missing_predeclared_prefixes_runs_as_in_production(virtuoso_ser
     assert execute_candidate(query, store, KgevalConfig()).failure == "invalid_sparql"  # default: none predeclared
     execution = execute_candidate(query, store, config)
     assert execution.failure is None and execution.prefixes == ("rdfs", "sioc") and [r[0].value for r in execution.result.rows] == ["Vertrieb"]
+
+
+def test_a_candidate_over_the_servers_row_limit_is_the_models_failure(virtuoso_server):
+    """Red team 6: Virtuoso cuts a result at its ResultSetMaxRows and says so in a header. For a
+    reference query that is a StoreError (the gold would be short); a candidate got the same, so
+    a model's over-broad query was excused as the harness's failure and left out of accuracy."""
+    store = open_store(virtuoso_server.config("mini"), [], "mini")
+    broad = "SELECT ?a WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # far more rows than the tests' 10,000
+    execution = execute_candidate(broad, store, CONFIG)
+    assert (execution.failure, execution.harness) == ("over_budget", None), execution.error
+    assert "own limit of" in execution.error
