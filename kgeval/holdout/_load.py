@@ -11,6 +11,7 @@ from kgeval._files import parse_yaml
 from kgeval.errors import InputError, first_validation_error
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, load_empty_confirmations
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
+from kgeval.holdout._manifest import outside_manifest
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
 
 QUESTIONS_FILE = "questions.yaml"
@@ -31,9 +32,9 @@ def load_holdout(root: Path) -> Holdout:
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{root}: holdout directory does not exist")
-    # read exactly what the manifest covers (`_holdout_files`): no hidden directory, and no
-    # symbolic link to a directory, whose files a manifest built before would not hold
-    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if not d.name.startswith(".") and (d / QUESTIONS_FILE).is_file()]
+    # read exactly what the manifest covers (`_holdout_files`): no hidden or `__pycache__`
+    # directory, and no symbolic link to a directory, whose files a manifest would not hold
+    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if not outside_manifest(d.name) and (d / QUESTIONS_FILE).is_file()]
     if not kgs:
         raise InputError(f"{root}: no KG directories with a {QUESTIONS_FILE}")
     seen: dict[str, str] = {}
@@ -66,7 +67,7 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         raise InputError(f"{path}: {first_validation_error(exc)}") from None
     if parsed.kg != kg_dir.name:
         raise InputError(f"{path}: kg is {parsed.kg!r} but the directory is {kg_dir.name!r}")
-    files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES and not p.name.startswith(".")))
+    files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES and not outside_manifest(p.name)))
     if not files:
         raise InputError(f"{kg_dir}: no RDF file ({', '.join(RDF_SUFFIXES)})")
     unknown = sorted(set(parsed.graphs) - {f.name for f in files})

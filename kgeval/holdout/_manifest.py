@@ -19,13 +19,20 @@ from kgeval.integrity import check_tag, integrity_key, sign
 MANIFEST = "MANIFEST.json"
 
 
+def outside_manifest(name: str) -> bool:
+    """Whether a file or directory of this name is left out of the manifest, with all it holds:
+    hidden entries and Python's byte-code caches. The loader skips exactly these (`_load`): a
+    KG directory named `__pycache__` once added questions that a signed manifest did not cover."""
+    return name.startswith(".") or name == "__pycache__"
+
+
 def _holdout_files(root: Path) -> dict[str, str]:
     files = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if not path.is_file() or rel.as_posix() == MANIFEST:
             continue
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+        if any(outside_manifest(part) for part in rel.parts):
             continue
         files[rel.as_posix()] = sha256_file(path)
     return files

@@ -110,20 +110,25 @@ def record_start(con: Any, metadata: Any) -> None:
     con.execute("INSERT INTO run_starts VALUES (?, ?, ?)", [metadata.run_id, start, sign(start, key) if key else None])
 
 
+_WITHHELD = "neither shown nor resumed"
+"""What becomes of a running run that fails `check_start` or `check_progress`: `--resume` and
+every reader of its rows (`ResultsDB`) call them."""
+
+
 def check_start(con: Any, where: str, metadata: Any) -> None:
     """RunChanged unless the run's start is on record as it is now (and signed, with the key):
-    `--resume` calls it before it writes anything. A run from before starts were recorded
-    passes without a key."""
+    `--resume` calls it before it writes anything, and every reader of a running run. A run
+    from before starts were recorded passes without a key."""
     row = _stored(con, "run_starts", "start_sha256, tag", metadata.run_id)
     key = integrity_key()
     if row is None:
         if key is not None or metadata.sealed_when_ended:
-            raise RunChanged(f"{where}: run {metadata.run_id} has no record of its start: it was not started by `kgeval run` (made up in the file?); not resumed")
+            raise RunChanged(f"{where}: run {metadata.run_id} has no record of its start: it was not started by `kgeval run` (made up in the file?); {_WITHHELD}")
         return
     if row[0] != (_start_v2(con, metadata) if str(row[0]).startswith(_START_V2) else _start_sha256(metadata)):
         raise RunChanged(
             f"{where}: run {metadata.run_id} differs from what it was at its start (its system, holdout, gold, judges, seeds, "
-            "configuration, questions or start checklist was edited); not resumed"
+            f"configuration, questions or start checklist was edited); {_WITHHELD}"
         )
     if key is not None:
         _check_tag(row[0], row[1], key, f"{where}: run {metadata.run_id}'s start")
@@ -190,7 +195,9 @@ def next_progress_seq(con: Any, run_id: str) -> int:
 def check_progress(con: Any, where: str, metadata: Any) -> None:
     """RunChanged unless every attempt of the running run is as the run wrote it (each batch's
     rows as recorded, tagged with the key; no attempt the run did not write): `--resume` calls
-    it before it continues. A run from before progress was recorded passes without a key."""
+    it before it continues, and every reader of a running run (a killed run's verdicts flipped
+    in the file were reported as they were). A run from before progress was recorded passes
+    without a key."""
     run_id = metadata.run_id
     records = []
     if _has_table(con, "run_progress"):
@@ -209,7 +216,7 @@ def check_progress(con: Any, where: str, metadata: Any) -> None:
         missing = sorted(set(range(max(seqs) + 1)) - set(seqs))
         raise RunChanged(
             f"{where}: run {run_id}: the records of write batch(es) {', '.join(map(str, missing[:5]))} are gone (deleted with their attempts, "
-            "to run them again?): not resumed; restore the database from a copy, or run again"
+            f"to run them again?): {_WITHHELD}; restore the database from a copy, or run again"
         )
     covered: set[tuple] = set()
     for seq, keys_text, rows_sha256, tag in records:
@@ -220,14 +227,14 @@ def check_progress(con: Any, where: str, metadata: Any) -> None:
         if _rows_sha256(*mine) != rows_sha256:
             shown = ", ".join(f"{q}/seed {s}" for q, s in keys[:3]) + (" ..." if len(keys) > 3 else "")
             raise RunChanged(
-                f"{where}: run {run_id}: attempts it wrote were changed before it was resumed (batch {seq}: {shown}): "
-                "not resumed; restore the database from a copy, or run again"
+                f"{where}: run {run_id}: attempts it wrote were changed after it wrote them (batch {seq}: {shown}): "
+                f"{_WITHHELD}; restore the database from a copy, or run again"
             )
         covered.update(keys)
     foreign = sorted((attempts.keys() | verdicts.keys()) - covered)
     if foreign:
         shown = ", ".join(f"{q}/seed {s}" for q, s in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
-        raise RunChanged(f"{where}: run {run_id} holds {len(foreign)} attempt(s) it did not write ({shown}): not resumed; restore the database from a copy, or run again")
+        raise RunChanged(f"{where}: run {run_id} holds {len(foreign)} attempt(s) it did not write ({shown}): {_WITHHELD}; restore the database from a copy, or run again")
 
 
 def seal_run(con: Any, run_id: str) -> None:

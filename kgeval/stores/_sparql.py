@@ -48,6 +48,12 @@ _EARLY_SHARE = 0.1
 """An SR177 counts as the timeout when it came within this share of the timeout before the deadline."""
 
 
+class ServerRowLimit(StoreError):
+    """The server cut the result at its own row limit (Virtuoso's ResultSetMaxRows): a trusted
+    query's StoreError (the gold would be short), a candidate's QueryOverBudget (its result is
+    larger than the server serves: the model's failure, never the harness's)."""
+
+
 class SparqlEndpointStore(Store):
     """Any SPARQL 1.1 Protocol query endpoint, queried with HTTP POST and JSON results.
 
@@ -169,7 +175,12 @@ class SparqlEndpointStore(Store):
             timeout_s -= time.monotonic() - started
             if timeout_s <= 0:
                 raise QueryTimeout(f"{self.endpoint}: query ran longer than its timeout (while counting what it sorts)")
-        return super()._run_candidate(query, shape, timeout_s, row_cap)
+        try:
+            return super()._run_candidate(query, shape, timeout_s, row_cap)
+        except ServerRowLimit as exc:
+            # the candidate's result is larger than the server serves: its cost, as a result
+            # over max_response_bytes is (a gold built here has fewer rows, or it would not build)
+            raise QueryOverBudget(f"{exc} (a candidate's result over the server's row limit is over budget)") from None
 
     def _sorts_past_timeout(self) -> bool:
         return "oxigraph" in self._known_product()
@@ -285,7 +296,7 @@ def _refuse_server_truncation(headers: Any, endpoint: str, timeout_s: float) -> 
     an over-time "anytime" query with partial results: either would make a silently short gold."""
     max_rows = headers.get("X-SPARQL-MaxRows")
     if max_rows:
-        raise StoreError(
+        raise ServerRowLimit(
             f"{endpoint}: the server cut the result at its own limit of {max_rows} rows "
             "(raise ResultSetMaxRows in virtuoso.ini's [SPARQL] section)"
         )

@@ -63,7 +63,7 @@ def fifty(tmp_path_factory):
 INVALID = [
     ("invalid_sparql", "SELECT ?d WHERE { <%s> <%smemberOf> ?d "),
     ("invalid_sparql", "select ?d where { s:e1 s:memberOf ?d }  # no PREFIX line"),
-    ("invalid_sparql", "SELECT ?x WHERE { BIND(<http://www.w3.org/2005/xpath-functions#kgeval-guess>(1) AS ?x) }"),
+    ("invalid_sparql", "SELECT ?x WHERE { BIND(<http://jena.apache.org/ARQ/function#kgeval-guess>(1) AS ?x) }"),
     ("refused", "INSERT DATA { <http://x/a> <http://x/b> <http://x/c> }"),
     ("invalid_sparql", "SELEcT ?d WHER { ?s ?p ?d }"),
     ("refused", "SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }"),

@@ -264,8 +264,12 @@ def test_a_run_made_up_in_the_file_is_not_resumed_and_sealed(tmp_path, mini_hold
     con.close()
     resumed = CliRunner().invoke(app, ["run", "--resume", fake, "--db", str(path)])
     assert resumed.exit_code == 1 and "has no record of its start" in resumed.output, resumed.output
-    with ResultsDB(path, read_only=True) as db:
-        assert db.status(fake) == "running"  # not sealed
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT status FROM runs WHERE run_id = ?", [fake]).fetchone()[0] == "running"  # not sealed
+    assert con.execute("SELECT count(*) FROM run_seals WHERE run_id = ?", [fake]).fetchone()[0] == 0
+    con.close()
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="has no record of its start"):
+        db.status(fake)  # nor read
 
 
 def test_a_run_whose_start_was_edited_is_not_resumed(tmp_path, mini_holdout, mini_gold):
@@ -299,6 +303,19 @@ def test_an_edit_that_puts_the_files_time_back_is_still_seen(tmp_path):
     assert _file_state(path) != before
 
 
+def _record_progress_again(path, run_id):
+    """Recompute each write batch's record of a run over its rows as they are now (no key)."""
+    from kgeval.runs._seal import _rows_sha256
+
+    con = duckdb.connect(str(path))
+    for seq, keys in con.execute("SELECT seq, keys FROM run_progress WHERE run_id = ?", [run_id]).fetchall():
+        pairs = [tuple(k) for k in json.loads(keys)]
+        attempts = [r for r in con.execute("SELECT * FROM attempts WHERE run_id = ?", [run_id]).fetchall() if (r[2], r[3]) in pairs]
+        verdicts = [r for r in con.execute("SELECT * FROM verdicts WHERE run_id = ?", [run_id]).fetchall() if (r[1], r[2]) in pairs]
+        con.execute("UPDATE run_progress SET rows_sha256 = ? WHERE run_id = ? AND seq = ?", [_rows_sha256(attempts, verdicts), run_id, seq])
+    con.close()
+
+
 def test_invalid_stored_values_are_named_not_tracebacks(tmp_path, mini_holdout, mini_gold):
     path, run_id = _real_run(tmp_path, mini_holdout, mini_gold)
     broken = tmp_path / "broken.duckdb"
@@ -311,6 +328,7 @@ def test_invalid_stored_values_are_named_not_tracebacks(tmp_path, mini_holdout, 
     _edit(running, "UPDATE runs SET status = 'running' WHERE run_id = ? AND ? IS NOT NULL", run_id)
     _edit(running, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL", run_id)
     _edit(running, "UPDATE attempts SET state = 'bogus' WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    _record_progress_again(running, run_id)  # without a key anyone can; readers check a running run's records
     report = CliRunner().invoke(app, ["report", run_id, "--db", str(running)])
     assert report.exit_code == 2 and "invalid stored value" in report.output and "attempt mini-0" in report.output, report.output
 
@@ -348,10 +366,10 @@ def _resume(path, run_id):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        ("UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM verdicts WHERE run_id = ?)", "were changed before it was resumed"),
+        ("UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM verdicts WHERE run_id = ?)", "were changed after it wrote them"),
         ("INSERT INTO attempts SELECT * REPLACE (seed + 100 AS seed) FROM attempts WHERE run_id = ? AND ? IS NOT NULL LIMIT 1", "it did not write"),
         ("DELETE FROM run_progress WHERE run_id = ? AND ? IS NOT NULL", "it did not write"),
-        ("DELETE FROM attempts WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM attempts WHERE run_id = ?)", "were changed before it was resumed"),
+        ("DELETE FROM attempts WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM attempts WHERE run_id = ?)", "were changed after it wrote them"),
         ("UPDATE runs SET metadata = json_merge_patch(metadata, '{\"primary_judge\": \"seed\"}') WHERE run_id = ? AND ? IS NOT NULL", "differs from what it was at its start"),
         ("UPDATE run_questions SET question = 'EDITED' WHERE run_id = ? AND question_id = (SELECT min(question_id) FROM run_questions WHERE run_id = ?)", "differs from what it was at its start"),
         ("UPDATE checklist_items SET passed = true, detail = 'edited' WHERE run_id = ? AND phase = 'start' AND position = (SELECT min(position) FROM checklist_items WHERE run_id = ?)", "differs from what it was at its start"),
@@ -367,8 +385,27 @@ def test_a_killed_runs_rows_edited_before_resume_are_not_continued(tmp_path, min
     con.close()
     with pytest.raises(RunChanged, match=message):
         _resume(path, run_id)
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == "running"  # not sealed
+    assert con.execute("SELECT count(*) FROM run_seals WHERE run_id = ?", [run_id]).fetchone()[0] == 0
+    con.close()
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match=message):
+        build_report(db, run_id)  # nor reported
+
+
+def test_a_killed_runs_rows_edited_in_the_file_are_not_reported(tmp_path, mini_holdout, mini_gold):
+    """Red team 6: a killed run stays "running" and has no seal; its verdicts flipped in the file
+    were reported as they were (10% to 100% on the sample holdout, with a key configured too),
+    and `kgeval runs` listed the edited accuracy. Readers now check a running run's start and
+    write-batch records, as `--resume` does."""
+    path, run_id = _killed(tmp_path, mini_holdout, mini_gold)
     with ResultsDB(path, read_only=True) as db:
-        assert db.status(run_id) == "running"  # not sealed
+        assert build_report(db, run_id).overall.n > 0  # untouched: reported as it is
+    _edit(path, "UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND ? IS NOT NULL", run_id)
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="were changed after it wrote them"):
+        build_report(db, run_id)
+    listed = CliRunner().invoke(app, ["runs", "--db", str(path)])
+    assert "were changed after it wrote them" in listed.output and "%" not in listed.output, listed.output
 
 
 def test_a_killed_runs_batch_deleted_whole_is_not_run_again(tmp_path, mini_holdout, mini_gold):

@@ -18,13 +18,13 @@ CONFIG = KgevalConfig()
 
 def test_a_function_the_engine_lacks_is_the_models_failure(sparql_server):
     """Both servers answer an unknown function with HTTP 500; they are up (a trivial query runs),
-    so the failure is the query's. (In the fn: namespace, which the guard lets a query call; a
-    function of any other namespace is refused before it is sent.)"""
+    so the failure is the query's. (In the afn: namespace, which the guard lets a query call; a
+    function of most other namespaces is refused before it is sent.)"""
     store = open_store(sparql_server.config("mini"), [], "mini")
-    query = PREFIX + "SELECT ?x WHERE { ?p ex:age ?a . BIND(<http://www.w3.org/2005/xpath-functions#kgeval-guess>(?a) AS ?x) }"
+    query = PREFIX + "SELECT ?x WHERE { ?p ex:age ?a . BIND(<http://jena.apache.org/ARQ/function#kgeval-guess>(?a) AS ?x) }"
     execution = execute_candidate(query, store, CONFIG)
     assert (execution.failure, execution.harness) == ("invalid_sparql", None), execution.error
-    elsewhere = execute_candidate(query.replace("http://www.w3.org/2005/xpath-functions#kgeval-guess", "http://example.org/fn/guess"), store, CONFIG)
+    elsewhere = execute_candidate(query.replace("http://jena.apache.org/ARQ/function#kgeval-guess", "http://example.org/fn/guess"), store, CONFIG)
     assert (elsewhere.failure, elsewhere.harness) == ("refused", None), elsewhere.error
     # the reference-like query on the same store runs: the store is healthy
     assert execute_candidate(PREFIX + "SELECT ?p WHERE { ?p ex:age ?a }", store, CONFIG).result.total == 3
@@ -56,3 +56,26 @@ def test_a_query_missing_predeclared_prefixes_runs_as_in_production(virtuoso_ser
     assert execute_candidate(query, store, KgevalConfig()).failure == "invalid_sparql"  # default: none predeclared
     execution = execute_candidate(query, store, config)
     assert execution.failure is None and execution.prefixes == ("rdfs", "sioc") and [r[0].value for r in execution.result.rows] == ["Vertrieb"]
+
+
+def test_a_candidate_over_the_servers_row_limit_is_the_models_failure(virtuoso_server):
+    """Red team 6: Virtuoso cuts a result at its ResultSetMaxRows and says so in a header. For a
+    reference query that is a StoreError (the gold would be short); a candidate got the same, so
+    a model's over-broad query was excused as the harness's failure and left out of accuracy."""
+    store = open_store(virtuoso_server.config("mini"), [], "mini")
+    broad = "SELECT ?a WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # far more rows than the tests' 10,000
+    execution = execute_candidate(broad, store, CONFIG)
+    assert (execution.failure, execution.harness) == ("over_budget", None), execution.error
+    assert "own limit of" in execution.error
+
+
+def test_xpath_functions_are_refused_before_they_reach_the_server(virtuoso_server):
+    """Red team 6: the guard let a query call any fn: (XPath) function, and Virtuoso 7.2 hands
+    those to its XPath engine: `fn:document("x")` ended the whole server, so that attempt and
+    every later one of the run failed as the harness's (so did `fn:tokenize("x", 1, 2)`).
+    Refused now, before any request; the server still answers."""
+    store = open_store(virtuoso_server.config("mini"), [], "mini")
+    crash = PREFIX + 'PREFIX fn: <http://www.w3.org/2005/xpath-functions#> SELECT ?r WHERE { BIND(fn:document("x") AS ?r) }'
+    execution = execute_candidate(crash, store, CONFIG)
+    assert (execution.failure, execution.harness) == ("refused", None), execution.error
+    assert execute_candidate(PREFIX + "SELECT ?p WHERE { ?p ex:age ?a }", store, CONFIG).result.total == 3
