@@ -69,6 +69,13 @@ class QueryRefused(QueryError):
     """The read-only guard refused the query (update, SERVICE, size) before any store saw it."""
 
 
+class EngineFunctionRefused(QueryRefused):
+    """Refused for naming an engine's own function or procedure (Virtuoso's `bif:`, a call outside
+    the callable namespaces): a query valid for the engine it was written for, which the guard
+    will not run. A benchmark's reference query refused so is imported as written (and fails at
+    `gold rebuild`); an update or SERVICE is not a question at all."""
+
+
 class QueryTimeout(QueryError):
     """The query ran longer than its timeout."""
 

@@ -62,6 +62,14 @@ def _print_import(report: ImportReport) -> None:
         out.print("  " + note.summary() + (f" (graph <{iri}>)" if iri else ""), markup=False)
     for name, why in report.excluded.items():
         out.print(f"  left out {name}: {why}", markup=False)
+    if report.refused:
+        out.print(
+            f"  {len(report.refused)} reference quer{'y' if len(report.refused) == 1 else 'ies'} the read-only guard refuses, imported as written: "
+            "`gold rebuild` records them failed; exclude them on record (`kgeval holdout exclude QID... --why TEXT`) or rewrite them",
+            markup=False,
+        )
+        for qid, why in report.refused.items():
+            out.print(f"    {qid}: {why}", markup=False)
 
 
 def _print_imports(reports: list[ImportReport]) -> None:

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kgeval.config import PREDECLARED_PREFIXES
-from kgeval.errors import InputError, QueryError, QuerySyntaxError
+from kgeval.errors import EngineFunctionRefused, InputError, QueryError, QuerySyntaxError
 from kgeval.holdout import MANIFEST, QUESTIONS_FILE, Question, Tag, holdout_problems, load_holdout, seal_holdout
 from kgeval.interop._infer import has_order_by, inferred_tags
 from kgeval.interop._rdf import DataFileNote, import_data_file
@@ -47,6 +47,9 @@ class ImportReport:
     """How each data file came in: copied, or repaired (with counts); one line each."""
     replaced: bool = False
     """The KG existed and was replaced (--replace)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Question id -> why the guard refuses its reference query (imported as written: `gold
+    rebuild` records it failed, and a run waits until it is excluded on record)."""
 
 
 @dataclass
@@ -153,6 +156,11 @@ def check_question(source: Path, raw: dict, original_id: object, rules: Question
         sparql = declare_prefixes(question.sparql, rules.prefixes)
         tags = sorted({*(t.value for t in question.tags), *inferred_tags(sparql)})
         ordered = question.order_sensitive or (rules.order_by_sensitive and has_order_by(sparql))
+    except EngineFunctionRefused:
+        # the benchmark's query, valid for the engine it was written for (Virtuoso's `bif:`
+        # functions), which the guard will not run: imported as it is, named in the import's
+        # summary (`ImportReport.refused`); `gold rebuild` records it failed, to be excluded
+        return question.model_copy(update={"sparql": sparql})
     except QueryError as exc:
         prefix = exc.undeclared_prefix if isinstance(exc, QuerySyntaxError) else None
         hint = f"; or declare it for the whole import with --prefix {prefix}=<namespace IRI>" if prefix else ""
@@ -211,6 +219,8 @@ def declare_prefixes(sparql: str, prefixes: dict[str, str]) -> str:
         try:
             guard_query(text)
             return text
+        except EngineFunctionRefused:
+            return text  # refused after the lexer read every prefix: each one it lacked is declared
         except QuerySyntaxError as exc:
             if exc.undeclared_prefix not in prefixes:
                 raise
@@ -258,6 +268,17 @@ def write_kgs(out: Path, kgs: list[KgImport], *, replace: str | None = None) -> 
     return reports
 
 
+def _refused(questions: list[Question]) -> dict[str, str]:
+    """Question id -> why the guard refuses its reference query, for those it refuses."""
+    refused = {}
+    for question in questions:
+        try:
+            guard_query(question.sparql)
+        except EngineFunctionRefused as exc:
+            refused[question.id] = str(exc)
+    return refused
+
+
 def _check_target(out: Path, kgs: list[KgImport], replace: str | None) -> None:
     if replace is not None and not (out / replace).is_dir():
         raise InputError(f"{out / replace}: --replace names a KG that is not in the holdout")
@@ -298,5 +319,7 @@ def _write_one(out: Path, kg: KgImport) -> tuple[ImportReport, Path | None]:
             old.rename(kg_dir)
         raise
     files = {note.written: kg.files[note.source] for note in notes}
-    report = ImportReport(kg_dir=kg_dir, questions=len(kg.questions), files=files, excluded=kg.excluded, data=notes, replaced=old is not None)
+    report = ImportReport(
+        kg_dir=kg_dir, questions=len(kg.questions), files=files, excluded=kg.excluded, data=notes, replaced=old is not None, refused=_refused(kg.questions)
+    )
     return report, old

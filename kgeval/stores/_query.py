@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import tree_sitter
 import tree_sitter_sparql
 
-from kgeval.errors import QueryRefused, QuerySyntaxError
+from kgeval.errors import EngineFunctionRefused, QueryRefused, QuerySyntaxError
 from kgeval.stores import _label_service
 from kgeval.stores._lexer import _SCHEME, Token, canonical_text_and_spans, canonical_tokens, declared_prefixes, iri_of
 
@@ -184,8 +184,8 @@ _ENGINE_SCHEMES = ("bif:", "sql:", "java:")
 """IRI schemes that name an engine's own procedures (Virtuoso's `bif:` and `sql:`, Jena's
 `java:`): `bif:http_get` makes the server fetch a URL, `bif:sequence_next` writes."""
 _ENGINE_PREDICATES = frozenset({"bif:contains"})
-"""Such IRIs a query may still write: Virtuoso's full-text predicate (`?l bif:contains "x"`),
-which reads its text index."""
+"""Such IRIs a query may still write, as a predicate or a call: Virtuoso's full-text search
+(`?l bif:contains "x"`, `FILTER(bif:contains(?l, "x"))`), which reads its text index."""
 _CALLS = tree_sitter.Query(LANGUAGE, "(function_call identifier: (_) @function)")
 
 
@@ -199,12 +199,12 @@ def _refuse_engine_functions(root: tree_sitter.Node, tokens: tuple[Token, ...]) 
             continue  # `PREFIX bif: <bif:>` declares a name; using it is what counts
         iri = iri_of(token, prefixes)
         if iri is not None and iri.lower().startswith(_ENGINE_SCHEMES) and iri.lower() not in _ENGINE_PREDICATES:
-            raise QueryRefused(f"<{iri}> names an engine's own procedure ({iri.split(':')[0]}:): refused, a query may only read the store")
+            raise EngineFunctionRefused(f"<{iri}> names an engine's own procedure ({iri.split(':')[0]}:): refused, a query may only read the store")
     for node in tree_sitter.QueryCursor(_CALLS).captures(root).get("function", []):
         name = node.text.decode("utf-8") if node.text else ""
         iri = iri_of(Token("iri" if node.type == "iri_reference" else "pname", name), prefixes) or name
-        if not iri.startswith(_CALLABLE):
-            raise QueryRefused(f"calling <{iri}> is refused: a query may call the SPARQL built-ins, XSD casts and the geof: and afn: functions only")
+        if not iri.startswith(_CALLABLE) and iri.lower() not in _ENGINE_PREDICATES:
+            raise EngineFunctionRefused(f"calling <{iri}> is refused: a query may call the SPARQL built-ins, XSD casts, the geof: and afn: functions and bif:contains only")
 
 
 def _check_same_terminals(root: tree_sitter.Node, tokens: tuple[Token, ...], canonical: str, spans: list[tuple[int, int]] | None = None) -> None:

@@ -119,7 +119,7 @@ _START_AHEAD_GATE = _StartGate(max(1, _cores() - 1))
 _STDERR_TAIL = 600
 _NAMED_ERRORS = {
     name: getattr(errors, name)
-    for name in ("QueryRejected", "QueryOverBudget", "QuerySyntaxError", "QueryRefused", "QueryTimeout", "StoreError")
+    for name in ("QueryRejected", "QueryOverBudget", "QuerySyntaxError", "QueryRefused", "EngineFunctionRefused", "QueryTimeout", "StoreError")
     if hasattr(errors, name)
 }
 

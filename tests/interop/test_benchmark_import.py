@@ -276,3 +276,35 @@ def test_every_bad_question_is_named_in_one_pass(benchmark, tmp_path):
     assert re.search(r"bench.json \(KG \S+\): question 1: reference SPARQL", text), text  # ids repeat across KGs: the KG is named
     assert "question 6: reference SPARQL" in text and "question 21: no 'en' text" in text
     assert not (tmp_path / "h").exists() or not any((tmp_path / "h").iterdir())
+
+
+def test_a_reference_query_the_guard_refuses_is_imported_named_and_fails_at_rebuild(benchmark, tmp_path):
+    """LC-QuAD-style DBpedia references call Virtuoso's full-text and other `bif:` functions:
+    valid for the engine they were written for, refused by the read-only guard. One such
+    question refused the whole import ("nothing was written"); it is now imported as written,
+    named in the import's summary with the guard's reason, and `gold rebuild` records it failed
+    (the run then waits until it is excluded on record), the rest of the benchmark built."""
+    qald, kg_dir = benchmark
+    doc = json.loads(qald.read_text())
+    engine_call = "SELECT ?uri WHERE { ?uri a <http://dbpedia.org/ontology/City> . FILTER(bif:st_intersects(?uri, ?uri)) }"
+    doc["questions"][3]["query"]["sparql"] = "PREFIX bif: <bif:>\n" + engine_call
+    label = "<http://www.w3.org/2000/01/rdf-schema#label>"
+    full_text = f"PREFIX bif: <bif:>\nSELECT ?uri WHERE {{ ?uri {label} ?l . ?l bif:contains 'Berl' . FILTER(bif:contains(?l, 'Berl')) }}"
+    doc["questions"][4]["query"]["sparql"] = full_text
+    qald.write_text(json.dumps(doc))
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(tmp_path / "h"))
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.output.split())
+    assert "1 reference query the read-only guard refuses, imported as written" in text, text
+    assert re.search(r"\S+-4: <bif:st_intersects> names an engine.s own procedure", text), text
+    holdout = load_holdout(tmp_path / "h")
+    assert len(holdout.questions()) == len(doc["questions"])
+    refused = next(q for q in holdout.questions() if q.id.endswith("-4"))
+    assert "bif:st_intersects" in refused.sparql
+    report = rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g")
+    # the full-text query passes the guard (bif:contains is read-only) and fails in this engine,
+    # which has no text index: both recorded failed, the other 46 built
+    full = next(q for q in holdout.questions() if q.id.endswith("-5") and q.kg == refused.kg)
+    assert not report.ok and [f.question_id for f in report.failures] == [refused.id, full.id], report.failures
+    assert "bif:st_intersects" in report.failures[0].error and "bif:contains" in report.failures[1].error
+    assert len(report.built) == len(doc["questions"]) - 2

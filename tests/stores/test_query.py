@@ -164,3 +164,16 @@ def test_shape_of_a_query_whose_names_hold_dots():
     shape = guard_query(TIED)
     assert (shape.form, shape.ordered, shape.limit, shape.offset, shape.variables) == ("select", True, 1, 0, ("player", "club"))
     assert f"IN ( <{R}A.C._Milan> , <{R}A.F.C._Bournemouth> )" in shape.text
+
+
+def test_virtuoso_full_text_is_read_as_a_predicate_or_a_call_and_no_other_engine_function():
+    """`bif:contains` reads Virtuoso's text index, written as a predicate or called in a FILTER
+    (LC-QuAD's DBpedia queries do both); any other `bif:` name stays refused, called or not."""
+    for text in ("PREFIX bif: <bif:>\nSELECT ?l WHERE { ?s ?p ?l . ?l bif:contains 'Berl' }",
+                 "PREFIX bif: <bif:>\nSELECT ?l WHERE { ?s ?p ?l FILTER(bif:contains(?l, 'Berl')) }",
+                 "SELECT ?l WHERE { ?s ?p ?l FILTER(<bif:contains>(?l, 'Berl')) }"):  # fmt: skip
+        assert guard_query(text).form == "select", text
+    for text in ("PREFIX bif: <bif:>\nSELECT ?l WHERE { ?s ?p ?l FILTER(bif:st_intersects(?l, ?l)) }",
+                 "SELECT (<bif:http_get>('http://127.0.0.1:9/') AS ?x) WHERE {}"):  # fmt: skip
+        with pytest.raises(QueryRefused):
+            guard_query(text)
