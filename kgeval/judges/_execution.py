@@ -109,7 +109,8 @@ twelve (`drei`, `seis`), "none" for an empty gold (`Keine`, `Ninguno`), and a li
 16`, `nicht`) keeps it unread, as the English ones do; SPARQL JSON terms in an answer list
 (`{"type": "uri", "value": ...}`) are their values; an answer list read by the label rules keeps
 the order it was written in (names answering an order-sensitive question in order are right), and
-a label rule that translated an answer without making it right says so in the reason."""
+a label rule that translated an answer without making it right says so in the reason; a `mailto:`
+or `tel:` IRI compares by its address under `iri_tail` (`_normalize`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""

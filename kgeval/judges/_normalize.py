@@ -7,10 +7,12 @@ Rules (the config field is named in brackets), applied in this order:
 
 1. IRIs [iri_tail, trailing_slash, percent_decode]. An IRI is a result cell of type IRI, or an
    untyped value (an answer item; a literal when term kinds are ignored) that starts with
-   `http://`, `https://`, `urn:`, `mailto:` or `file://`, optionally inside `<...>`.
+   `http://`, `https://`, `urn:`, `mailto:`, `tel:` or `file://`, optionally inside `<...>`.
    - iri_tail: the IRI compares by its last path segment or fragment
-     (`http://x/entities/ConsumerComplaint/12345` -> `12345`; `urn:a:b` -> `b`); trailing
-     slashes are always ignored when finding the tail, so a tail is never empty.
+     (`http://x/entities/ConsumerComplaint/12345` -> `12345`; `urn:a:b` -> `b`; an address
+     IRI by its address: `mailto:karen@x.org` -> `karen@x.org`, `tel:+49-30-1234` ->
+     `+49-30-1234`); trailing slashes are always ignored when finding the tail, so a tail is
+     never empty.
    - trailing_slash: a full IRI (iri_tail off) loses its trailing slashes.
    - percent_decode: `%40` -> `@` (after taking the tail, so `%2F` cannot move the cut).
 2. Whitespace [whitespace]: runs of whitespace fold to one space; ends are trimmed.
@@ -61,7 +63,7 @@ from urllib.parse import unquote
 from kgeval.config import SEED_NORMALIZATION, NormalizationConfig
 from kgeval.stores import Term, term_cell
 
-_IRI_SCHEMES = ("http://", "https://", "urn:", "mailto:", "file://")
+_IRI_SCHEMES = ("http://", "https://", "urn:", "mailto:", "tel:", "file://")
 _NUMBER_START = frozenset("+-.0123456789")
 _XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 XSD_NUMBERS = frozenset(
@@ -118,14 +120,15 @@ def iri_tails(iris: list[str]) -> list[str]:
     return [unquote(tail) if "%" in tail else tail for tail in _tails(iris)]  # unquote returns a text without % unchanged
 
 
+_ADDRESS_SCHEMES = ("mailto:", "tel:")
+"""IRIs that are an address after their scheme (`mailto:karen@example.org`, `tel:+49-30-1234`):
+their tail is the address, which is how a system writes it."""
+
+
 def _tail(iri: str) -> str:
     """What follows the last `/` or `#` once trailing slashes are dropped (the last `:` of a URN
-    with neither); `_tails` of one IRI."""
-    stripped = iri.rstrip("/")
-    tail = stripped.rpartition("/")[2].rpartition("#")[2]
-    if len(tail) == len(stripped) and stripped.startswith("urn:"):
-        return stripped.rpartition(":")[2]
-    return tail
+    with neither; the address of a `mailto:` or `tel:` IRI); `_tails` of one IRI."""
+    return _tails([iri])[0]
 
 
 def _tails(iris: list[str]) -> list[str]:
@@ -136,6 +139,8 @@ def _tails(iris: list[str]) -> list[str]:
     for i in compress(range(len(tails)), map(eq, map(len, tails), map(len, stripped))):  # nothing cut
         if stripped[i].startswith("urn:"):
             tails[i] = stripped[i].rpartition(":")[2]
+        elif stripped[i].lower().startswith(_ADDRESS_SCHEMES):
+            tails[i] = stripped[i].partition(":")[2]
     return tails
 
 

@@ -64,7 +64,8 @@ day and month is plain is read; `None` answers an empty gold; a yes/no whose fir
 contradicts is not read (`_reading.read_items`). 12 (acceptance test 6): an answer list reads
 German and Spanish forms (yes/no, dates, dot-grouped numbers before a decimal comma, number words
 up to twelve, "none") and SPARQL JSON terms as their values; a German or Spanish word qualifying
-a sentence's one value keeps it unread (`_reading.read_items`)."""
+a sentence's one value keeps it unread (`_reading.read_items`); a `mailto:` or `tel:` IRI compares by
+its address under `iri_tail` (`_normalize`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

@@ -117,3 +117,16 @@ def test_a_german_or_spanish_text_listing_several_things_is_read_as_them():
     assert EXEC.judge(Q, gold, Candidate(items=["ISWC, ESWC, ACL y NeurIPS"])).correct
     assert EXEC.judge(Q, gold, Candidate(items=["ISWC, ESWC, ACL und NeurIPS"])).correct
     assert not EXEC.judge(Q, gold, Candidate(items=["ISWC, ESWC y ACL"])).correct
+
+
+def test_a_mailto_or_tel_iri_is_answered_by_its_address():
+    """Acceptance test 6 (uni-52): a KG giving e-mail addresses as `mailto:` IRIs (foaf:mbox) is
+    answered `karen@uni.example`, as a grader accepts; `tel:` likewise. Another address is
+    still wrong, and the IRI as written still right."""
+    gold = QueryResult(form="select", vars=["m"], rows=[[Term.iri("mailto:karen@uni.example")], [Term.iri("tel:+49-30-1234")]], total=2)
+    for items in (["karen@uni.example", "+49-30-1234"], ["mailto:karen@uni.example", "tel:+49-30-1234"]):
+        assert SEED.judge(Q, gold, Candidate(items=items)).correct, items
+        assert EXEC.judge(Q, gold, Candidate(items=items)).correct, items
+    for items in (["karl@uni.example", "+49-30-1234"], ["karen@uni.example"]):
+        assert not SEED.judge(Q, gold, Candidate(items=items)).correct, items
+        assert not EXEC.judge(Q, gold, Candidate(items=items)).correct, items
