@@ -15,7 +15,8 @@ Then, in this one process:
   a checklist that passes at once (the checklist's cost is not the run path's).
 
 Prints the run time as a ratio to the raw engine time (target: within 2x; best and median),
-then where one more run's time goes: store and gold loading, the guard's parsing, the sandbox
+the CPU of the run process and of its sandbox processes apart (on two cores their sum / 2
+bounds the wall from below), then where one more run's time goes: store and gold loading, the guard's parsing, the sandbox
 round trips (candidate queries run in worker processes), the rest of candidate execution
 (terms, results), trusted in-process queries, the judges, the DuckDB writes. Each run starts
 with the process's caches emptied (parsed queries, built terms), as a fresh `kgeval run` would.
@@ -273,9 +274,11 @@ def sandbox_start_cpu(holdout, workers: int) -> tuple[float, float]:  # noqa: AN
     return _children_cpu() - cpu0, wall
 
 
-def timed_run(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: KgevalConfig) -> tuple[float, int, float]:
-    """(seconds of execute_run, attempts written, CPU seconds of this process and of the sandbox
-    workers it started: a figure the other loads of a shared machine disturb less than time)."""
+def timed_run(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: KgevalConfig) -> tuple[float, int, float, float]:
+    """(seconds of execute_run, attempts written, CPU seconds of this process, CPU seconds of the
+    sandbox processes it started: the zygote, templates and workers). CPU is a figure the other
+    loads of a shared machine disturb less than time; on two cores the two CPU figures together
+    bound the wall time from below (their sum / 2)."""
     forget_process_caches()
     holdout = load_holdout(holdout_root)
     with ResultsDB(db_path) as db:
@@ -284,9 +287,9 @@ def timed_run(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: 
         seconds, own_cpu = time.perf_counter() - started, time.process_time() - cpu
         gc.collect()  # the run's stores are closed: their workers are reaped and counted
         stop_zygote()  # and the templates, reaped by the zygote: counted once it is reaped (a fresh process starts its own)
-        cpu_seconds = own_cpu + _children_cpu() - children
+        sandbox_cpu = _children_cpu() - children
         attempts = len(db.attempts(meta.run_id))
-    return seconds, attempts, cpu_seconds
+    return seconds, attempts, own_cpu, sandbox_cpu
 
 
 def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: KgevalConfig) -> tuple[float, _Timers]:
@@ -327,7 +330,7 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     EmbeddedStore._trusted = timers.wrap("trusted", original["trusted"])  # the judges' lookups, through the same workers
     ResultsDB.record_attempts = timers.wrap("DuckDB writes", original["write"])
     try:
-        seconds, _, _ = timed_run(holdout_root, gold, replay, db_path, cfg)
+        seconds, _, _, _ = timed_run(holdout_root, gold, replay, db_path, cfg)
     finally:
         run_module.open_store, base_module.guard_query = original["open_store"], original["guard_query"]
         attempt_module.judge_candidate, EmbeddedStore.execute_candidate = original["judge"], original["execute"]
@@ -381,23 +384,30 @@ def main() -> None:
         sizes = sorted(map(len, load_stores(holdout).values()))
         print(f"holdout: {len(holdout.kgs)} KGs of {sizes[0]:,}-{sizes[-1]:,} triples ({sum(sizes):,} in all), {len(holdout.questions())} questions, "
               f"{args.seeds} seeds; {n_records} predictions in the replay")
-        print(f"{'run':>4} {'raw all s':>10} {'raw distinct s':>15} {'run s':>8} {'attempts':>9} {'x raw all':>10} {'x raw distinct':>15} {'CPU x raw all':>14}")
-        ratios, cpu_ratios = [], []
+        print(f"{'run':>4} {'raw all s':>10} {'raw distinct s':>15} {'run s':>8} {'attempts':>9} {'x raw all':>10} {'x raw distinct':>15} {'CPU x raw all':>14}"
+              f" {'CPU run process s':>18} {'CPU sandbox s':>14}")
+        ratios, cpu_ratios, run_cpus, sandbox_cpus = [], [], [], []
         for i in range(args.repeat):
             raw_before, n_all, raw_cpu_before = raw_engine_seconds(holdout_root, replay, distinct=False)
             raw_distinct, n_distinct, _ = raw_engine_seconds(holdout_root, replay, distinct=True)
             cfg = KgevalConfig(run=RunConfig(seeds=args.seeds, concurrency=args.concurrency, retry_backoff_s=0.0, persist_within_s=args.persist_within_s))
-            seconds, attempts, cpu = timed_run(holdout_root, tmp / "gold", replay, tmp / f"run-{i}.duckdb", cfg)
+            seconds, attempts, run_cpu, sandbox_cpu = timed_run(holdout_root, tmp / "gold", replay, tmp / f"run-{i}.duckdb", cfg)
+            cpu = run_cpu + sandbox_cpu
+            run_cpus.append(run_cpu)
+            sandbox_cpus.append(sandbox_cpu)
             # the raw loop again after the run: their mean is the baseline, so a slow or fast
             # moment of the shared machine on one side of the run moves the ratio less
             raw_after, _, raw_cpu_after = raw_engine_seconds(holdout_root, replay, distinct=False)
             raw_all, raw_cpu = (raw_before + raw_after) / 2, (raw_cpu_before + raw_cpu_after) / 2
             ratios.append(seconds / raw_all)
             cpu_ratios.append(cpu / raw_cpu)
-            print(f"{i + 1:>4} {raw_all:>10.3f} {raw_distinct:>15.3f} {seconds:>8.3f} {attempts:>9} {ratios[-1]:>9.2f}x {seconds / raw_distinct:>14.2f}x {cpu_ratios[-1]:>13.2f}x")
+            print(f"{i + 1:>4} {raw_all:>10.3f} {raw_distinct:>15.3f} {seconds:>8.3f} {attempts:>9} {ratios[-1]:>9.2f}x {seconds / raw_distinct:>14.2f}x {cpu_ratios[-1]:>13.2f}x"
+                  f" {run_cpu:>18.3f} {sandbox_cpu:>14.3f}")
         print(f"load average {_load()} at the end")
         print(f"run / raw all: best {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x over {len(ratios)} runs (target: within 2x); "
               f"CPU seconds (run: this process + its sandbox workers): best {min(cpu_ratios):.2f}x, median {statistics.median(cpu_ratios):.2f}x")
+        print(f"CPU split (median): the run process {statistics.median(run_cpus):.3f} s, its sandbox processes (zygote, templates, workers) "
+              f"{statistics.median(sandbox_cpus):.3f} s")
         print(f"raw all = {n_all} candidate texts executed one by one (the mean of a pass before and one after each run); raw distinct = the {n_distinct} distinct (KG, text) pairs")
         workers = min(args.concurrency, KgevalConfig().store.candidates.workers)
         start_cpu, start_wall = sandbox_start_cpu(holdout, workers)
