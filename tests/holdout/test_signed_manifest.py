@@ -87,21 +87,26 @@ def test_the_checklist_refuses_a_run_on_a_holdout_resealed_without_the_key(tmp_p
     assert refused.exit_code != 0 and "integrity tag" in refused.output, refused.output
 
 
+def _plant_kg(root, name: str, id_prefix: str) -> None:
+    """A copy of the mini KG in `root/name`, its questions renamed: a KG the manifest skips."""
+    import shutil
+
+    planted = root / name
+    shutil.copytree(root / "mini", planted)
+    doc = yaml.safe_load((planted / "questions.yaml").read_text(encoding="utf-8"))
+    doc["kg"] = name
+    doc["questions"] = [{**q, "id": id_prefix + q["id"]} for q in doc["questions"]]
+    (planted / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
 def test_a_kg_in_a_byte_code_cache_directory_is_never_read(tmp_path, monkeypatch):
     """Red team 6: the manifest leaves out every `__pycache__` directory, the loader only hidden
     ones, so a KG directory named `__pycache__` added 17 questions that a signed manifest did not
     cover: `holdout verify` passed, and the key holder's next `gold rebuild` signed their gold."""
-    import shutil
-
     monkeypatch.setenv(KEY_ENV, KEY)
     root = write_holdout(tmp_path / "holdout")
     n_questions = len(load_holdout(root).questions())
-    planted = root / "__pycache__"
-    shutil.copytree(root / "mini", planted)
-    doc = yaml.safe_load((planted / "questions.yaml").read_text(encoding="utf-8"))
-    doc["kg"] = "__pycache__"
-    doc["questions"] = [{**q, "id": "p-" + q["id"]} for q in doc["questions"]]
-    (planted / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    _plant_kg(root, "__pycache__", "p-")
     assert holdout_problems(root) == []  # outside the manifest, as byte-code caches are
     assert len(load_holdout(root).questions()) == n_questions  # and outside what is read
 
@@ -117,12 +122,7 @@ def test_files_the_manifest_does_not_cover_are_never_read(tmp_path, monkeypatch)
     root = write_holdout(tmp_path / "holdout")
     before = load_holdout(root)
     n_questions, files = len(before.questions()), before.kg("mini").files
-    hidden = root / ".extra"
-    shutil.copytree(root / "mini", hidden)
-    doc = yaml.safe_load((hidden / "questions.yaml").read_text(encoding="utf-8"))
-    doc["kg"] = ".extra"
-    doc["questions"] = [{**q, "id": "x-" + q["id"]} for q in doc["questions"]]
-    (hidden / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    _plant_kg(root, ".extra", "x-")
     (root / "mini" / ".planted.ttl").write_text("<http://x/a> <http://x/p> <http://x/b> .\n", encoding="utf-8")
     assert holdout_problems(root) == []  # hidden entries are outside the manifest, as before
     after = load_holdout(root)
