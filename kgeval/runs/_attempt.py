@@ -396,6 +396,9 @@ def judge_candidate(
     if ties is not None and ties.tied:
         if candidate.result is not None:
             judged = ties.resolve(gold, candidate.result.rows)
+            if judged is gold and candidate.result.form == "select":  # its rows may name the tied rows (names for IRIs)
+                named = [cell.value for row in candidate.result.rows for cell in row if cell is not None and cell.type == "literal"]
+                judged = ties.resolve(gold, _tied_rows_named(ties, named, candidate.lookup))
         elif candidate.items is not None:
             judged = ties.resolve(gold, _tied_rows_named(ties, candidate.items, candidate.lookup))
     return [judge.judge(question, judged, candidate) for judge in judges.values()], judged is not gold
@@ -405,7 +408,9 @@ def _tied_rows_named(ties: TieInfo, items: list, lookup: KgLookup | None) -> lis
     """The tied rows an answer list names (a system that answers with a list, not a query, may
     break a tie differently from the engine too): a row is named when one of its cells reads,
     as the seed judge reads untyped values, as one of the items (an IRI, bracketed or not, or
-    its tail), or is an IRI one of whose KG labels folds to one of them."""
+    its tail), or is an IRI one of whose KG labels folds to one of them; the group's ORDER BY key
+    names none (every row of the group has it). An executed result's literal cells are read so too
+    when its rows are not tied rows themselves (names given for the tied entities' IRIs)."""
     plain = [item for item in items if isinstance(item, (str, int, float))]  # JSON lists and objects name no cell
     keys = set(map(normalize_item, plain))
     names = {fold(item) for item in plain if isinstance(item, str)} if lookup is not None else set()
@@ -417,7 +422,8 @@ def _tied_rows_named(ties: TieInfo, items: list, lookup: KgLookup | None) -> lis
             return True
         return bool(names) and cell.type == "uri" and not names.isdisjoint(lookup.names(cell.value))  # type: ignore[union-attr]
 
-    return [row for group in ties.groups for row in group.candidates if any(map(named, row))]
+    # the group's own key (0.942 for every supplier tied at 0.942) names no row apart from the others
+    return [row for group in ties.groups for row in group.candidates if any(named(cell) for cell in row if cell not in group.key)]
 
 
 def _refused(output: SystemOutput) -> tuple[str, str] | None:
