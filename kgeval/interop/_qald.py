@@ -13,13 +13,12 @@ beside the field that named the question's KG when it came from a benchmark over
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kgeval._files import sha256_file
+from kgeval._files import parse_json, sha256_file
 from kgeval.config import KgevalConfig
 from kgeval.errors import InputError
 from kgeval.gold import GoldEntry
@@ -83,8 +82,8 @@ def import_qald_benchmark(
 
 def _read_qald(path: Path) -> dict:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        doc = parse_json(Path(path).read_bytes(), str(path), "QALD JSON")
+    except OSError as exc:
         raise InputError(f"{path}: cannot read QALD JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
         raise InputError(f"{path}: expected an object with a 'questions' list")
