@@ -21,7 +21,7 @@ def _invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, shown
 
 
-def _one_named_line(code: int, shown: str, path) -> None:  # noqa: ANN001
+def _one_named_line(code: int, shown: str, path: object) -> None:
     assert code == 2 and "Traceback" not in shown, shown
     assert str(path) in shown, shown
 
@@ -29,10 +29,10 @@ def _one_named_line(code: int, shown: str, path) -> None:  # noqa: ANN001
 @pytest.mark.parametrize(
     "content",
     [
-        pytest.param('{"kg": "mini", "question_id": "mini-01", "seed": %s, "answer": []}\n' % HUGE, id="jsonl-huge-number"),
-        pytest.param('{"kg": "mini", "question_id": "mini-01", "answer": %s}\n' % DEEP, id="jsonl-deep"),
+        pytest.param('{"kg": "mini", "question_id": "mini-01", "seed": ' + HUGE + ', "answer": []}\n', id="jsonl-huge-number"),
+        pytest.param('{"kg": "mini", "question_id": "mini-01", "answer": ' + DEEP + "}\n", id="jsonl-deep"),
         pytest.param(DEEP, id="text2sparql-deep"),
-        pytest.param('{"questions": [{"id": %s}]}' % HUGE, id="qald-huge-number"),
+        pytest.param('{"questions": [{"id": ' + HUGE + "}]}", id="qald-huge-number"),
         pytest.param(b'{"kg": "mini", "question_id": "mini-01", "answer": ["\xff"]}\n', id="not-utf8"),
     ],
 )
@@ -45,7 +45,7 @@ def test_a_hostile_replay_file_is_bad_input(mini_holdout, mini_gold, tmp_path, c
 
 @pytest.mark.parametrize(
     "content",
-    [pytest.param('{"questions": %s}' % DEEP, id="deep"), pytest.param('{"questions": [{"id": %s}]}' % HUGE, id="huge-number"),
+    [pytest.param('{"questions": ' + DEEP + "}", id="deep"), pytest.param('{"questions": [{"id": ' + HUGE + "}]}", id="huge-number"),
      pytest.param(b'{"questions": [{"id": "1", "question": [{"language": "en", "string": "\xff"}]}]}', id="not-utf8")],
 )
 def test_a_hostile_qald_file_is_bad_input(mini_holdout, tmp_path, content):

@@ -49,7 +49,7 @@ def test_an_answer_nested_500_deep_is_judged_wrong_not_excused(mini_holdout, min
     scored, wrong (DESIGN invariant 5)."""
     deep = "[" * 500 + '"mini"' + "]" * 500
     replay = tmp_path / "replay.jsonl"
-    replay.write_text('{"kg": "mini", "question_id": "mini-01", "seed": 0, "answer": [%s, {"a": %s}]}\n' % (deep, deep))
+    replay.write_text('{"kg": "mini", "question_id": "mini-01", "seed": 0, "answer": [' + deep + ', {"a": ' + deep + "}]}\n")
     with ResultsDB(tmp_path / "r.duckdb") as db:
         meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=CHECKLIST)
         attempt = next(a for a in db.attempts(meta.run_id) if a.question_id == "mini-01")
