@@ -46,6 +46,22 @@ def parse_yaml(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
 
+def parse_json(text: str | bytes, where: str, what: str = "valid JSON") -> Any:
+    """`json.loads`, every way it fails on a hostile file an InputError naming `where`: bad
+    syntax, a number over Python's 4,300-digit limit (ValueError), nesting past the recursion
+    limit (RecursionError), bytes that are not UTF-8; these were tracebacks."""
+    from kgeval.errors import InputError
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not {what}: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(f"{where}: not {what}: nested too deep") from None
+    except ValueError as exc:  # UnicodeDecodeError, an integer of more than 4,300 digits
+        raise InputError(f"{where}: not {what}: {exc}") from None
+
+
 def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
     import yaml  # local: most commands never read YAML
@@ -58,6 +74,8 @@ def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
         raise InputError(f"{path}: {what} missing" + (f" ({missing_hint})" if missing_hint else "")) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read {what}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {what} is not UTF-8 text: {exc}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: {what} is not valid YAML: {exc}") from None
 

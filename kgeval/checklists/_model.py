@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kgeval._files import read_yaml, sha256_text
 from kgeval.config import PipelineConfig
@@ -52,9 +52,15 @@ class CaughtEntry(_Strict):
     check: CaughtCheck
 
 
+REQUIRED_ITEMS: tuple[ItemName, ...] = ("holdout_manifest", "gold")
+"""Items no checklist may leave out: every report states the run's holdout and gold manifest
+hashes, which only these check. A checklist of `items: []` once ran (and reported under the sealed
+manifest's hash) a holdout edited after it was sealed."""
+
+
 class PreEvalChecklist(_Strict):
     items: tuple[ItemName, ...]
-    """Items evaluated, in this order."""
+    """Items evaluated, in this order; REQUIRED_ITEMS among them."""
     production_profile: PipelineConfig
     """The pipeline features production ships, for every KG (pipeline parity)."""
     parity_exempt: tuple[str, ...] = ()
@@ -66,6 +72,14 @@ class PreEvalChecklist(_Strict):
     caught_entries: tuple[CaughtEntry, ...] = ()
     sha256: str = ""
     """sha256 of this file and the caught table, as read."""
+
+    @field_validator("items")
+    @classmethod
+    def _required_items(cls, items: tuple[ItemName, ...]) -> tuple[ItemName, ...]:
+        missing = [name for name in REQUIRED_ITEMS if name not in items]
+        if missing:
+            raise ValueError(f"leaves out {', '.join(missing)}: every run checks its sealed holdout and its gold ({', '.join(REQUIRED_ITEMS)} are required)")
+        return items
 
 
 def _read_yaml(path: Path) -> Any:

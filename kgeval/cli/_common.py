@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kgeval.errors import KgevalError
+from kgeval.errors import InputError, KgevalError
 
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
@@ -75,6 +75,27 @@ def user_errors(fn: F) -> F:
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def refuse_overwriting(output: Path | None, **inputs: Path | None) -> None:
+    """InputError when `output` names one of the command's inputs (`kgeval export RUN -o
+    kgeval.duckdb`, the same file under another name): the export would have replaced the
+    results database, every run, audit and approval in it, with its own lines."""
+    if output is None:
+        return
+    for flag, path in inputs.items():
+        if path is not None and _same_file(Path(output), Path(path)):
+            raise InputError(f"{output}: is the --{flag.replace('_', '-')} file ({path}); writing there would replace it: choose another output")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` are one file: by a link, or as one directory entry (`./x`, `x`)."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:
+        pass
+    return a.parent.resolve() / a.name == b.parent.resolve() / b.name
 
 
 @contextmanager

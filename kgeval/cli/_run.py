@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
     from kgeval.config import KgevalConfig
@@ -198,11 +198,14 @@ def export(
     from kgeval.runs import ResultsDB
 
     if format is ExportFormat.parquet:
+        for name in ("attempts.parquet", "verdicts.parquet"):
+            refuse_overwriting((output or Path(run_id)) / name, db=db)
         with ResultsDB(db, read_only=True) as results:
             written = results.export_parquet(run_id, output or Path(run_id))
         for name, rows in written.items():  # on stderr, as jsonl and qald say what they wrote
             err.print(f"{(output or Path(run_id)) / name}: {rows} rows", markup=False)
         return
+    refuse_overwriting(output, db=db)
     if format is ExportFormat.qald:
         export_run_qald(run_id, db, seed, holdout, config, output)
         return

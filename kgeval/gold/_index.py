@@ -150,6 +150,8 @@ class _Text:
                     raise _Malformed(f"invalid JSON at byte {self.offset}: {exc.msg}") from None
                 self.read_more(size)  # the value continues past this block
                 size *= 2
+            except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, nesting too deep: never a gold value
+                raise _Malformed(f"invalid JSON at byte {self.offset}: {exc if isinstance(exc, ValueError) else 'nested too deep'}") from None
         raw = self.text[self.pos : end].encode()
         self.pos, self.offset = end, self.offset + len(raw)
         return obj, raw

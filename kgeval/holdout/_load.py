@@ -63,6 +63,8 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         parsed = _QuestionsFile.model_validate(raw)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text: {exc}") from None
     except ValidationError as exc:
         raise InputError(f"{path}: {first_validation_error(exc)}") from None
     if parsed.kg != kg_dir.name:

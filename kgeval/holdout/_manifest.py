@@ -57,8 +57,10 @@ def read_manifest(root: Path) -> dict:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckFailed(f"{path}: missing; seal the holdout with `kgeval holdout seal`") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, a number of over 4,300 digits
         raise CheckFailed(f"{path}: unreadable: {exc}") from None
+    except RecursionError:
+        raise CheckFailed(f"{path}: unreadable: nested too deep") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise InputError(f"{path}: not a holdout manifest (no 'files' table)")
     return manifest

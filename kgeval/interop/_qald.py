@@ -13,13 +13,12 @@ beside the field that named the question's KG when it came from a benchmark over
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kgeval._files import sha256_file
+from kgeval._files import parse_json, sha256_file
 from kgeval.config import KgevalConfig
 from kgeval.errors import InputError
 from kgeval.gold import GoldEntry
@@ -83,8 +82,8 @@ def import_qald_benchmark(
 
 def _read_qald(path: Path) -> dict:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        doc = parse_json(Path(path).read_bytes(), str(path), "QALD JSON")
+    except OSError as exc:
         raise InputError(f"{path}: cannot read QALD JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
         raise InputError(f"{path}: expected an object with a 'questions' list")
@@ -126,16 +125,27 @@ def _kg_data_files(kg_dir: Path, value: str) -> list[Path]:
         raise InputError(f"{kg_dir}: --kg-dir is not a directory")
     candidates = [kg_dir / value, kg_dir / Path(value).stem]
     for directory in (c for c in candidates if c.is_dir()):
+        _inside(kg_dir, value, directory)
         files = sorted(p for p in directory.iterdir() if _is_rdf(p))
         if not files:
             raise InputError(f"{directory}: KG {value!r} has no RDF file (.ttl, .nt, .nq, .trig, .rdf, .owl)")
-        return files
+        return [_inside(kg_dir, value, p) for p in files]
     files = [p for p in sorted(kg_dir.iterdir()) if _is_rdf(p) and p.stem in (value, Path(value).stem)]
     if len(files) == 1:
-        return files
+        return [_inside(kg_dir, value, files[0])]
     if len(files) > 1:
         raise InputError(f"{kg_dir}: KG {value!r} matches {', '.join(p.name for p in files)}: keep one, or put them in {kg_dir / value}/")
     raise InputError(f"{kg_dir}: no data for KG {value!r} (a directory {value}/ or a file {value}.ttl, .nt, ...)")
+
+
+def _inside(kg_dir: Path, value: str, path: Path) -> Path:
+    """`path`, when it lies within `kg_dir` once `..` and symbolic links are followed. The KG
+    field is the benchmark file's text: `"kg": "../../other"`, an absolute path or a link out of
+    the directory would copy RDF from anywhere on the machine into the holdout."""
+    root, target = kg_dir.resolve(), path.resolve()
+    if target == root or not target.is_relative_to(root):
+        raise InputError(f"{kg_dir}: KG {value!r}: {path} lies outside --kg-dir (it is {target}); a KG's data is a directory or file in --kg-dir")
+    return path
 
 
 def _is_rdf(path: Path) -> bool:

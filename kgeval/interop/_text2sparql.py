@@ -146,6 +146,9 @@ def _graph_files(graphs: Path) -> list[tuple[Path, str]]:
     for data in sorted(p for p in graphs.iterdir() if p.is_file() and not p.name.endswith(".graph")):
         rdf_format(data)  # an unknown extension is an error naming the file
         marker = data.with_name(data.name + ".graph")
+        for path in (data, marker):  # a link out of the dataset copied any file's data (or text, as a graph IRI) into the holdout
+            if path.exists() and not path.resolve().is_relative_to(graphs.resolve()):
+                raise InputError(f"{path}: a symbolic link out of {graphs} (to {path.resolve()}); copy the file into the dataset")
         iri = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
         if marker.is_file() and not iri:
             raise InputError(f"{marker}: empty; it should hold the named graph IRI of {data.name}")

@@ -114,7 +114,7 @@ def load_access(path: Path | None, env: Mapping[str, str] | None = None) -> Acce
             entries = AccessFile.model_validate(data).tokens
         except OSError as exc:
             raise InputError(f"{path}: cannot read access file: {exc}") from None
-        except (yaml.YAMLError, ValidationError) as exc:
+        except (yaml.YAMLError, ValidationError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: invalid access file: {exc}") from None
     principals: dict[str, Principal] = {}
     for e in entries:

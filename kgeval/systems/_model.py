@@ -94,14 +94,33 @@ class SystemOutput(BaseModel):
         return _without_lone_surrogates(value)
 
 
+ANSWER_DEPTH = 32
+"""How deep lists and objects may nest in what a system gives; a container deeper down is kept as
+`TOO_DEEP` (no answer item is one: it is judged wrong, as any list or object item is)."""
+TOO_DEEP = f"(nested more than {ANSWER_DEPTH} levels deep)"
+
+
 def _without_lone_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, list):
-        return [_without_lone_surrogates(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _without_lone_surrogates(item) for key, item in value.items()}
-    return value
+    """`value` with every text in it (in lists and objects) storable, nested at most
+    ANSWER_DEPTH deep. A loop, not recursion: an answer nested 500 deep (1 KB of valid JSON)
+    raised RecursionError, and the results database's JSON refuses more than 255 levels; either
+    made the model's attempt a harness error or ended the run (DESIGN invariant 5)."""
+    root = [value]
+    pending: list[tuple[list | dict, Any, int]] = [(root, 0, 0)]
+    while pending:
+        container, key, depth = pending.pop()
+        item = container[key]
+        if isinstance(item, str):
+            container[key] = item.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        elif isinstance(item, list | dict) and depth > ANSWER_DEPTH:
+            container[key] = TOO_DEEP
+        elif isinstance(item, list):
+            container[key] = copy = list(item)
+            pending.extend((copy, i, depth + 1) for i in range(len(copy)))
+        elif isinstance(item, dict):
+            container[key] = copy = dict(item)
+            pending.extend((copy, k, depth + 1) for k in copy)
+    return root[0]
 
 
 SHOWN_CHARS = 200

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval._files import sha256_file
+from kgeval._files import parse_json, sha256_file
 from kgeval.errors import InputError
 from kgeval.holdout import Holdout, KnowledgeGraph, Question
 from kgeval.systems._model import StopReason, SystemOutput
@@ -102,15 +102,13 @@ def _emptiness(path: Path) -> str:
 def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", record)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read replay file: {exc}") from None
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield f"{path}:{lineno}", _Record.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+            yield f"{path}:{lineno}", _Record.model_validate(parse_json(line, f"{path}:{lineno}"))
         except ValidationError as exc:
             err = exc.errors()[0]
             raise InputError(f"{path}:{lineno}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -128,7 +126,10 @@ def _reader(path: Path):  # noqa: ANN202 - one of the readers below
         return _read_text2sparql
     try:
         record = json.loads(first)
-    except json.JSONDecodeError:  # not one object per line: a whole-file JSON document
+    except (RecursionError, ValueError) as exc:
+        if not isinstance(exc, json.JSONDecodeError):  # a line too deep, a number too long: the JSONL reader names it
+            return lambda path, _: _read_records(path)
+        # not one object per line: a whole-file JSON document
         return _read_qald if first.startswith("{") else lambda path, _: _read_records(path)
     return _read_qald if isinstance(record, dict) and "questions" in record else lambda path, _: _read_records(path)
 
@@ -138,8 +139,8 @@ def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - ge
     if holdout is None:
         raise InputError(f"{path}: a TEXT2SPARQL answer file needs the holdout it answers (its questions' source ids)")
     try:
-        answers = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        answers = parse_json(path.read_bytes(), str(path), "a TEXT2SPARQL answer file (a JSON list)")
+    except OSError as exc:
         raise InputError(f"{path}: not a TEXT2SPARQL answer file (a JSON list): {exc}") from None
     by_dataset: dict[object, list[KnowledgeGraph]] = {}  # a dataset imported once per language is several KGs
     for kg in holdout.kgs:
@@ -199,8 +200,8 @@ def _read_qald(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator
     if holdout is None:
         raise InputError(f"{path}: a QALD file needs the holdout it answers (its questions' source ids)")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = parse_json(path.read_bytes(), str(path), "a QALD JSON file")
+    except OSError as exc:
         raise InputError(f"{path}: not a QALD JSON file: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
         raise InputError(f"{path}: expected a QALD object with a 'questions' list")

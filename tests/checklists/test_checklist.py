@@ -452,3 +452,21 @@ def test_a_false_ask_or_zero_count_from_vocabulary_the_kg_lacks_needs_confirming
     done = CliRunner().invoke(app, ["holdout", "confirm-empty", "mini-20", "mini-21", "--why", "no awards in this extract: checked", "--holdout", str(root)])
     assert done.exit_code == 0, done.output
     assert run(tmp_path / "r.duckdb") is None
+
+
+@pytest.mark.parametrize("items", [[], ["gold", "caught"], ["holdout_manifest", "pipeline_parity"]])
+def test_a_checklist_leaving_out_the_holdout_or_gold_check_is_refused(mini_holdout, mini_gold, tmp_path, items):
+    """`items: []` once ran a holdout edited after sealing, and its report gave the sealed
+    manifest's hash; every report states the holdout and gold manifests, which only these two
+    items check."""
+    data = yaml.safe_load(SHIPPED.read_text())
+    data["items"] = items
+    custom = tmp_path / "pre_eval.yaml"
+    custom.write_text(yaml.safe_dump(data))
+    shutil.copy(REPO / "checklists" / "caught.yaml", tmp_path / "caught.yaml")
+    with pytest.raises(InputError, match=r"pre_eval.yaml: items: .*leaves out"):
+        load_checklist(custom)
+    questions = mini_holdout / "mini" / "questions.yaml"
+    questions.write_text(questions.read_text().replace("Is Carol in sales?", "Is Carol in sales (edited)?"))
+    done = kgeval("run", "--system", "oracle", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(tmp_path / "r.duckdb"), "--checklist", str(custom))
+    assert done.returncode == 2 and "leaves out" in done.stderr, done.stderr

@@ -116,3 +116,23 @@ def test_contamination_report_json_that_cannot_be_written_keeps_the_outcome(run,
     assert "Traceback" not in shown
     code, shown = _invoke(*args, str(leaky))
     assert code == 3 and "CONTAMINATED" in shown and f"{tmp_path}: cannot write the report" in shown, shown
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "qald"])
+@pytest.mark.parametrize("how", ["same", "relative", "link"])
+def test_an_export_over_the_results_database_is_refused(run, tmp_path, fmt, how):
+    """`kgeval export RUN -o kgeval.duckdb` replaced the results database (every run, audit and
+    approval in it) with the export's lines."""
+    import shutil
+
+    _, _, shared, run_id = run
+    db = tmp_path / "r.duckdb"
+    shutil.copyfile(shared, db)
+    before = db.read_bytes()
+    output = {"same": str(db), "relative": str(tmp_path / "." / "r.duckdb"), "link": str(tmp_path / "out.json")}[how]
+    if how == "link":
+        (tmp_path / "out.json").hardlink_to(db)
+    code, shown = _invoke("export", run_id, "--db", str(db), "--format", fmt, "-o", output)
+    assert code == 2 and "Traceback" not in shown, shown
+    assert "is the --db file" in " ".join(shown.split()), shown
+    assert db.read_bytes() == before

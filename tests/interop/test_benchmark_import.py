@@ -308,3 +308,22 @@ def test_a_reference_query_the_guard_refuses_is_imported_named_and_fails_at_rebu
     assert not report.ok and [f.question_id for f in report.failures] == [refused.id, full.id], report.failures
     assert "bif:st_intersects" in report.failures[0].error and "bif:contains" in report.failures[1].error
     assert len(report.built) == len(doc["questions"]) - 2
+
+
+@pytest.mark.parametrize("field", ["../private", "ABSOLUTE", "linked"])
+def test_a_kg_field_naming_data_outside_the_kg_dir_is_refused(benchmark, tmp_path, field):
+    # the KG field is the benchmark's text: `"kg": "../private"`, an absolute path or a link in
+    # --kg-dir once copied any RDF directory on the machine into the holdout
+    qald, kg_dir = benchmark
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "secret.ttl").write_text('<http://p.example/s> <http://p.example/p> "secret" .\n', encoding="utf-8")
+    (kg_dir / "linked").symlink_to(private, target_is_directory=True)
+    doc = json.loads(qald.read_text(encoding="utf-8"))
+    doc["questions"][0]["kg"] = str(private) if field == "ABSOLUTE" else field
+    qald.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "h"
+    done = _import("qald", str(qald), "--kg-dir", str(kg_dir), "--out", str(out))
+    assert done.exit_code == 2, done.output
+    assert "lies outside --kg-dir" in " ".join(done.output.split()), done.output
+    assert not out.exists() or not list(out.rglob("secret.ttl"))

@@ -189,3 +189,18 @@ def test_cli_imports_ck25_and_rebuild_names_the_tied_questions(tmp_path):
     assert rebuilt.exit_code == 0, rebuilt.output
     assert "tied (3): ck25/ck25-29, ck25/ck25-46, ck25/ck25-50" in rebuilt.output
     assert "empty (0): -" in rebuilt.output
+
+
+@pytest.mark.parametrize("linked", ["extra.nt", "kg.ttl.graph"])
+def test_a_symbolic_link_out_of_the_dataset_is_refused(tmp_path, linked):
+    """A dataset's graphs/ linking out of it copied any RDF file on the machine into the holdout
+    (or any file's text into questions.yaml as a graph IRI)."""
+    src = _dataset(tmp_path / "src", TOY)
+    private = tmp_path / "private.nt"
+    private.write_text('<http://p.example/s> <http://p.example/p> "secret" .\n')
+    link = src / "graphs" / linked
+    link.unlink(missing_ok=True)
+    link.symlink_to(private)
+    with pytest.raises(InputError, match="a symbolic link out of"):
+        import_text2sparql(src, "toys", tmp_path / "holdout")
+    assert not (tmp_path / "holdout").exists() or "secret" not in "".join(p.read_text() for p in (tmp_path / "holdout").rglob("*") if p.is_file())

@@ -40,3 +40,19 @@ def test_a_lone_surrogate_in_a_systems_answer_is_stored_escaped(mini_holdout, mi
         meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=CHECKLIST)
         answers = {a.question_id: a.answer for a in db.attempts(meta.run_id)}
     assert answers["mini-01"] == ["\ufffdx"]
+
+
+def test_an_answer_nested_500_deep_is_judged_wrong_not_excused(mini_holdout, mini_gold, tmp_path):
+    """1 KB of valid JSON, an answer item nested 500 deep: making it storable once recursed
+    (RecursionError: the attempt became a harness error, excluded from accuracy), and the
+    database's JSON encoder refuses more than 255 levels (the run ended). The model's answer is
+    scored, wrong (DESIGN invariant 5)."""
+    deep = "[" * 500 + '"mini"' + "]" * 500
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text('{"kg": "mini", "question_id": "mini-01", "seed": 0, "answer": [' + deep + ', {"a": ' + deep + "}]}\n")
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=CHECKLIST)
+        attempt = next(a for a in db.attempts(meta.run_id) if a.question_id == "mini-01")
+        verdicts = [v for qid, _, v in db.verdicts(meta.run_id) if qid == "mini-01"]
+    assert attempt.state == "answered", (attempt.state, attempt.error)
+    assert verdicts and not any(v.correct for v in verdicts)
