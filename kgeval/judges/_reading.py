@@ -316,12 +316,12 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
     for unit in (found["currency"], found["unit"]):
         if unit and (_ruled_out(unit, asked) or _QUALIFIED.search(unit)):
             return None  # `24.2 miles` where the question asks in km; `154 minutes or more`
-    if found["hedge"] or found["currency"] or found["scale"] or found["unit"] or _DECIMAL_COMMA.fullmatch(found["number"]) or _DOT_GROUPS.fullmatch(found["number"]):
-        number = found["number"]
-        if _DECIMAL_COMMA.fullmatch(number) or _DOT_GROUPS.fullmatch(number):
-            number = number.replace(".", "").replace(",", ".")
-    else:
-        return None
+    number = found["number"]
+    decimal_comma = bool(_DECIMAL_COMMA.fullmatch(number) or _DOT_GROUPS.fullmatch(number))  # `24,2`, `4.250.000,50`
+    if not (found["hedge"] or found["currency"] or found["scale"] or found["unit"] or decimal_comma):
+        return None  # a bare number in digits: rule 4 reads it as it is
+    if decimal_comma:
+        number = number.replace(".", "").replace(",", ".")
     if not found["scale"]:
         return number
     try:

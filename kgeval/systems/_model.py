@@ -91,7 +91,7 @@ class SystemOutput(BaseModel):
     def _storable_text(cls, value: Any) -> Any:
         """A lone surrogate (a legal JSON escape, "\\ud800") cannot be stored as UTF-8: the run's
         database write failed on it and the run died. It becomes U+FFFD, as any decoder would."""
-        return _without_lone_surrogates(value)
+        return _storable(value)
 
 
 ANSWER_DEPTH = 32
@@ -100,7 +100,7 @@ ANSWER_DEPTH = 32
 TOO_DEEP = f"(nested more than {ANSWER_DEPTH} levels deep)"
 
 
-def _without_lone_surrogates(value: Any) -> Any:
+def _storable(value: Any) -> Any:
     """`value` with every text in it (in lists and objects) storable, nested at most
     ANSWER_DEPTH deep. A loop, not recursion: an answer nested 500 deep (1 KB of valid JSON)
     raised RecursionError, and the results database's JSON refuses more than 255 levels; either
