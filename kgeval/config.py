@@ -154,14 +154,20 @@ PREDECLARED_PREFIXES: dict[str, dict[str, str]] = {
 """Prefixes known engines declare for every query (`store.predeclared_prefixes: virtuoso`)."""
 
 
+PROPERTY_GRAPH_KINDS = frozenset({"neptune-gremlin", "gremlin"})
+"""Store kinds that hold property graphs queried in Gremlin (no SPARQL, so no judge lookups)."""
+
+
 class StoreConfig(_Strict):
-    kind: Literal["embedded", "sparql", "neptune-sparql", "neptune-gremlin"] = "embedded"
+    kind: Literal["embedded", "sparql", "neptune-sparql", "neptune-gremlin", "gremlin"] = "embedded"
     """Which graph store executes queries: "embedded" (pyoxigraph in process, loads the KG
     files), "sparql" (any SPARQL 1.1 Protocol endpoint), "neptune-sparql" (Amazon Neptune,
-    SigV4-signed), "neptune-gremlin" (Amazon Neptune property graph, Gremlin queries)."""
+    SigV4-signed), "neptune-gremlin" (Amazon Neptune property graph, Gremlin queries),
+    "gremlin" (an Apache TinkerPop Gremlin Server's websocket, unsigned)."""
     endpoint: str | None = None
-    """Remote stores: the query URL, e.g. http://127.0.0.1:7878/query, or for Neptune
-    https://HOST:8182/sparql and wss://HOST:8182/gremlin. Required for every kind but embedded."""
+    """Remote stores: the query URL, e.g. http://127.0.0.1:7878/query, for a Gremlin Server
+    ws://127.0.0.1:8182/gremlin, or for Neptune https://HOST:8182/sparql and
+    wss://HOST:8182/gremlin. Required for every kind but embedded."""
     auth: StoreAuthConfig | None = None
     """"sparql" only: optional HTTP basic auth."""
     default_graphs: tuple[str, ...] = ()

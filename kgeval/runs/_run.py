@@ -22,7 +22,7 @@ from pydantic import ValidationError
 import kgeval
 from kgeval._files import sha256_json
 from kgeval._gc import RARE_COLLECTIONS, without_collections
-from kgeval.config import KgevalConfig
+from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
@@ -354,7 +354,7 @@ def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLo
 
 def store_lookup(store: Store, kg: str, config: KgevalConfig) -> KgLookup | None:
     """The judges' lookup of KG `kg` on `store`, as a run makes it; None for a property graph."""
-    if config.store.kind == "neptune-gremlin":
+    if config.store.kind in PROPERTY_GRAPH_KINDS:
         return None
     return kg_lookup(store, kg, config.judges, config.run.candidate_timeout_s)
 

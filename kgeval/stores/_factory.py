@@ -46,6 +46,16 @@ def _remote_store(config: StoreConfig, kg: str | None) -> Store:
             product=config.product,
             product_version=config.product_version,
         )
+    if config.kind == "gremlin":
+        from kgeval.stores._gremlin import GremlinStore, server_connection
+
+        return GremlinStore(
+            server_connection(config.endpoint),
+            data_version=config.data_version,
+            name="gremlin-server",
+            version=config.product_version or "unknown",
+            server_timeout=True,
+        )
     assert config.region
     if config.kind == "neptune-sparql":
         from kgeval.stores._neptune import NeptuneSparqlStore

@@ -9,15 +9,17 @@ RemoteConnection, and maps what comes back into the same `QueryResult` model as 
   other value is one column named `value`;
 - a vertex or edge becomes an IRI-like term from its id: `urn:gremlin:vertex:<id>`,
   `urn:gremlin:edge:<id>` (percent-encoded), whose path tail a judge compares as the id;
-- property values become typed literals: str plain, bool xsd:boolean, int xsd:integer,
-  float xsd:double, Decimal xsd:decimal, datetime xsd:dateTime; a one-element list (as
-  valueMap gives) becomes its element; null is an unbound cell;
+- property values become typed literals: str plain, bool xsd:boolean, every Java integer type
+  (byte, short, int, long, BigInteger) xsd:integer, float and double xsd:double (GraphBinary
+  gives a Java float as the double of its 32-bit value), BigDecimal xsd:decimal, Date and
+  OffsetDateTime xsd:dateTime (UTC as `Z`); a one-element list (as valueMap gives) becomes its
+  element; null is an unbound cell;
 - lists of several values, nested maps and paths have no cell form: the query is refused
   with a StoreError saying so (unfold or project them).
 
 A result is ordered when the top-level traversal has an order() step. Timeouts: the query runs
-on a worker thread with a deadline (QueryTimeout when it overruns); on Neptune the
-`evaluationTimeout` request option is also sent so the server stops the query too.
+on a worker thread with a deadline (QueryTimeout when it overruns); on Neptune and a Gremlin
+Server the `evaluationTimeout` request option is also sent so the server stops the query too.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from gremlin_python.process.anonymous_traversal import traversal
 from gremlin_python.process.graph_traversal import GraphTraversal
 from gremlin_python.process.traversal import Bytecode, Traverser
+from gremlin_python.statics import BigDecimal
 from gremlin_python.structure.graph import Edge, Path, Property, Vertex, VertexProperty
 
 from kgeval.errors import InputError, QueryError, StoreError
@@ -185,10 +188,12 @@ def term_from_gremlin(value: Any) -> Term | None:
         return Term.literal(str(value), XSD + "integer")
     if isinstance(value, float):
         return Term.literal(repr(value), XSD + "double")
+    if isinstance(value, BigDecimal):  # gremlinpython's own type for a Java BigDecimal
+        value = value.value
     if isinstance(value, Decimal):
         return Term.literal(str(value), XSD + "decimal")
     if isinstance(value, dt.datetime):
-        return Term.literal(value.isoformat(), XSD + "dateTime")
+        return Term.literal(_iso_datetime(value), XSD + "dateTime")
     if isinstance(value, str):
         return Term.literal(value)
     if isinstance(value, (list, tuple, set)) and len(value) == 1:
@@ -197,6 +202,26 @@ def term_from_gremlin(value: Any) -> Term | None:
         kind = type(value).__name__
         raise StoreError(f"a Gremlin {kind} result has no single-cell form: unfold() or project() it")
     raise StoreError(f"unsupported Gremlin result value of type {type(value).__name__}: {value!r}")
+
+
+def _iso_datetime(value: dt.datetime) -> str:
+    """ISO 8601; a UTC offset is written `Z`, as SPARQL engines write xsd:dateTime in UTC."""
+    text = value.isoformat()
+    return text[:-6] + "Z" if value.utcoffset() == dt.timedelta(0) else text
+
+
+def server_connection(endpoint: str) -> ConnectionFactory:
+    """A factory of DriverRemoteConnections to a Gremlin Server's websocket
+    (`ws://HOST:8182/gremlin`, or `wss://` behind TLS), traversal source `g`, GraphBinary."""
+    if urlsplit(endpoint).scheme not in ("ws", "wss"):
+        raise InputError(f"Gremlin Server endpoint {endpoint!r}: must be ws://HOST:8182/gremlin or wss://HOST:8182/gremlin")
+
+    def connect() -> Any:
+        from gremlin_python.driver.driver_remote_connection import DriverRemoteConnection
+
+        return DriverRemoteConnection(endpoint, "g")
+
+    return connect
 
 
 def neptune_connection(endpoint: str, region: str, allow_insecure_http: bool = False) -> ConnectionFactory:

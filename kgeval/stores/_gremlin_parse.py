@@ -20,13 +20,15 @@ import ast
 import io
 import keyword
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gremlin_python.process import traversal as gt
 from gremlin_python.process.graph_traversal import GraphTraversal, __
 from gremlin_python.process.traversal import Bytecode
+from gremlin_python.statics import SingleByte, bigdecimal, bigint, long, short
 
 from kgeval.errors import QueryRefused, QuerySyntaxError
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES
@@ -64,7 +66,13 @@ _PREDICATES = {
     "notEndingWith", "regex", "notRegex",
 }
 _TEXT_PREDICATES = {"containing", "notContaining", "startingWith", "notStartingWith", "endingWith", "notEndingWith", "regex", "notRegex"}
-_NUMBER_SUFFIXES = {"l": int, "L": int, "i": int, "I": int, "d": float, "D": float, "f": float, "F": float, "m": Decimal, "M": Decimal}
+_NUMBER_SUFFIXES: dict[str, Callable[[Decimal], Any]] = {
+    "b": lambda d: SingleByte(int(d)), "s": lambda d: short(int(d)), "i": int, "l": lambda d: long(int(d)),
+    "n": lambda d: bigint(int(d)), "f": float, "d": float, "m": bigdecimal,
+}
+"""Gremlin's typed number suffixes (byte, short, int, long, BigInteger, float, double,
+BigDecimal, either case) -> the gremlinpython value that is sent as that Java type (a float
+goes as a double: gremlinpython has no separate float)."""
 
 
 @dataclass(frozen=True)
@@ -232,19 +240,22 @@ class _Parser:
             self.fail(f"unsupported string literal {tok.string[:20]!r}")
         return ast.literal_eval(tok.string)
 
-    def number(self) -> int | float | Decimal:
+    def number(self) -> Any:
         negative = self.at("-")
         if negative:
             self.take("-")
         tok = self.take(kind=tokenize.NUMBER)
-        text = tok.string
+        try:
+            value = Decimal(tok.string)
+        except InvalidOperation:  # Python's 0x10, 0o7, 1j are no Gremlin numbers
+            line, col = tok.start
+            raise QuerySyntaxError(f"Gremlin does not parse: line {line} column {col + 1}: unsupported number literal {tok.string!r}") from None
         nxt = self.peek()
-        convert: type = float if any(c in text for c in ".eE") else int
-        if nxt.type == tokenize.NAME and nxt.start == tok.end and nxt.string in _NUMBER_SUFFIXES:
-            convert = _NUMBER_SUFFIXES[nxt.string]
+        convert: Callable[[Decimal], Any] = float if any(c in tok.string for c in ".eE") else int
+        if nxt.type == tokenize.NAME and nxt.start == tok.end and nxt.string.lower() in _NUMBER_SUFFIXES:
+            convert = _NUMBER_SUFFIXES[nxt.string.lower()]
             self.pos += 1
-        value = convert(Decimal(text)) if convert is not Decimal else Decimal(text)
-        return -value if negative else value
+        return convert(-value if negative else value)
 
 
 def _tokens(text: str) -> list[tokenize.TokenInfo]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from gremlin_python.process.anonymous_traversal import traversal
 from gremlin_python.process.traversal import P, T, TextP
+from gremlin_python.statics import SingleByte, bigdecimal, long, short
 
 from kgeval.config import GoldConfig, StoreConfig
 from kgeval.errors import QueryRefused, QuerySyntaxError, QueryTimeout, StoreError
@@ -152,6 +153,8 @@ def test_writes_are_refused_before_any_connection(graph_db, query, step):
         ("g.V", "expected '\\('"),
         ("g.inject(1", "EOF"),
         ("g.V().has('name', \"\"\"x\"\"\")", "unsupported string literal"),
+        ("g.inject(0x10)", "column 10: unsupported number literal '0x10'"),
+        ("g.inject(1j)", "unsupported number literal"),
     ],
 )
 def test_what_is_not_gremlin_method_chains_does_not_parse(query, message):
@@ -167,7 +170,9 @@ def test_parser_builds_gremlinpython_bytecode():
     assert steps[4][2].name == "desc" and steps[5] == ["limit", 2]
     assert parsed.ordered is True
     literals = parse_gremlin("g.inject(1, -2.5, 3.0d, 4.1m, true, null, 'x', [1, 2]).is(neq(0).and(lt(10)))")
-    assert literals.bytecode.step_instructions[0] == ["inject", 1, -2.5, 3.0, Decimal("4.1"), True, None, "x", [1, 2]]
+    assert literals.bytecode.step_instructions[0] == ["inject", 1, -2.5, 3.0, bigdecimal("4.1"), True, None, "x", [1, 2]]
+    typed = parse_gremlin("g.inject(1b, 2S, 3i, 4L, 5n, -6.25m)").bytecode.step_instructions[0][1:]
+    assert [type(v) for v in typed[:3]] == [SingleByte, short, int] and typed == [1, 2, 3, long(4), 5, bigdecimal("-6.25")]
     assert parse_gremlin("g.V().group().by(T.label).by(count())").steps == ("V", "group", "by", "by", "count")
     assert parse_gremlin("g.V().has('n', TextP.notContaining('x'))").bytecode.step_instructions[1][2] == TextP.not_containing("x")
     assert parse_gremlin("g.V().values('age').order().by(desc)").bytecode.step_instructions[3] == ["by", parse_gremlin("g.V().order().by(desc)").bytecode.step_instructions[2][1]]
