@@ -31,13 +31,12 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from gremlin_python.process.anonymous_traversal import traversal
-from gremlin_python.process.graph_traversal import GraphTraversal
-from gremlin_python.process.traversal import Bytecode, Traverser
+from gremlin_python.driver.protocol import GremlinServerError
+from gremlin_python.process.traversal import Bytecode
 from gremlin_python.statics import BigDecimal
 from gremlin_python.structure.graph import Edge, Path, Property, Vertex, VertexProperty
 
-from kgeval.errors import InputError, QueryError, StoreError
+from kgeval.errors import InputError, QueryError, QueryTimeout, StoreError
 from kgeval.stores._base import Store, run_with_deadline
 from kgeval.stores._gremlin_parse import parse_gremlin
 from kgeval.stores._query import QueryShape
@@ -50,6 +49,8 @@ ConnectionFactory = Callable[[], Any]
 VERTEX_PREFIX = "urn:gremlin:vertex:"
 EDGE_PREFIX = "urn:gremlin:edge:"
 VALUE_COLUMN = "value"
+SERVER_TIMEOUT_STATUS = 598
+"""The status a Gremlin Server (and Neptune) answers when a traversal ran past its evaluationTimeout."""
 
 
 class GremlinStore(Store):
@@ -98,26 +99,31 @@ class GremlinStore(Store):
         if self._server_timeout:
             bytecode = _with_evaluation_timeout(bytecode, timeout_s)
 
-        def evaluate(cancel: threading.Event) -> list[Any]:
+        def evaluate(cancel: threading.Event) -> dict[tuple[Any, ...], int]:
             connection = self._open()
             try:
-                results = []
-                for value in _run(connection, bytecode):
+                counts: dict[tuple[Any, ...], int] = {}
+                for value, bulk in _traversers(connection, bytecode):
                     if cancel.is_set():
                         break
-                    results.append(value)
-                return results
+                    cells = _cells(value)
+                    counts[cells] = counts.get(cells, 0) + bulk
+                return counts
             except QueryError:
                 raise
+            except GremlinServerError as exc:
+                if exc.status_code == SERVER_TIMEOUT_STATUS:
+                    raise QueryTimeout(f"{self.name}: the server stopped the traversal at its evaluationTimeout ({timeout_s:g} s)") from None
+                raise StoreError(f"{self.name}: Gremlin query failed: {type(exc).__name__}: {exc}") from None
             except Exception as exc:  # gremlinpython and backends raise their own types
                 raise StoreError(f"{self.name}: Gremlin query failed: {type(exc).__name__}: {exc}") from None
             finally:
                 connection.close()
 
-        values = run_with_deadline(evaluate, timeout_s)
-        variables = _columns(values)
-        kept, total = collect_rows(_rows(values, variables), row_cap=row_cap, ordered=shape.ordered)
-        return variables, kept, total
+        counts = run_with_deadline(evaluate, timeout_s)
+        variables = _columns(counts)
+        kept, _ = collect_rows(_rows(counts, variables, row_cap), row_cap=row_cap, ordered=shape.ordered)
+        return variables, kept, sum(counts.values())
 
     def _open(self) -> Any:
         try:
@@ -128,9 +134,16 @@ class GremlinStore(Store):
             raise StoreError(f"{self.name}: cannot open a Gremlin connection: {type(exc).__name__}: {exc}") from None
 
 
-def _run(connection: Any, bytecode: Bytecode) -> Iterator[Any]:
-    g = traversal().with_(connection)
-    yield from GraphTraversal(g.graph, g.traversal_strategies, bytecode)
+def _traversers(connection: Any, bytecode: Bytecode) -> Iterator[tuple[Any, int]]:
+    """(value, bulk) of each traverser the connection returns. A bulk is never expanded: a
+    server's bulked traverser can stand for 10^20 results (repeat() over a dense graph)."""
+    traversers = connection.submit(bytecode).traversers
+    while True:  # next(), as gremlinpython's Traversal reads them (gremlite's __iter__ differs)
+        try:
+            traverser = next(traversers)
+        except StopIteration:
+            return
+        yield traverser.object, traverser.bulk
 
 
 def _with_evaluation_timeout(bytecode: Bytecode, timeout_s: float) -> Bytecode:
@@ -146,26 +159,42 @@ def _with_evaluation_timeout(bytecode: Bytecode, timeout_s: float) -> Bytecode:
     return timed
 
 
-def _columns(values: list[Any]) -> list[str]:
+def _cells(value: Any) -> tuple[Any, ...]:
+    """A result value as hashable cells: a map as ((column, term), ...), anything else as
+    (term,). Raises StoreError for a value with no cell form."""
+    if isinstance(value, dict):
+        return (_MAP, *((_key_name(k), term_from_gremlin(v)) for k, v in value.items()))
+    return (term_from_gremlin(value),)
+
+
+_MAP = object()
+"""Marks the cells of a map result (see `_cells`)."""
+
+
+def _columns(counts: dict[tuple[Any, ...], int]) -> list[str]:
     """Map keys in first-seen order when every result is a map; otherwise one column."""
-    if not values or not all(isinstance(v, dict) for v in values):
+    if not counts or not all(cells[0] is _MAP for cells in counts):
         return [VALUE_COLUMN]
     columns: dict[str, None] = {}
-    for value in values:
-        for key in value:
-            columns.setdefault(_key_name(key), None)
+    for cells in counts:
+        for key, _ in cells[1:]:
+            columns.setdefault(key, None)
     return list(columns)
 
 
-def _rows(values: list[Any], variables: list[str]) -> Iterator[Row]:
-    for value in values:
-        if isinstance(value, Traverser):
-            value = value.object
-        if variables == [VALUE_COLUMN] and not isinstance(value, dict):
-            yield [term_from_gremlin(value)]
+def _rows(counts: dict[tuple[Any, ...], int], variables: list[str], row_cap: int) -> Iterator[Row]:
+    """Each distinct row, as many times as its bulk, but never more than the row cap (the rows
+    kept cannot hold more copies; the total is the sum of the bulks)."""
+    for cells, bulk in counts.items():
+        if cells[0] is not _MAP:
+            row = [cells[0]]
+        elif variables == [VALUE_COLUMN]:
+            raise StoreError("a Gremlin dict result has no single-cell form: unfold() or project() it")
         else:
-            cells = {_key_name(k): v for k, v in value.items()}
-            yield [term_from_gremlin(cells.get(name)) for name in variables]
+            named = dict(cells[1:])
+            row = [named.get(name) for name in variables]
+        for _ in range(min(bulk, row_cap)):
+            yield list(row)
 
 
 def _key_name(key: Any) -> str:
