@@ -55,6 +55,7 @@ def _remote_store(config: StoreConfig, kg: str | None) -> Store:
             name="gremlin-server",
             version=config.product_version or "unknown",
             server_timeout=True,
+            naive_utc=True,
         )
     assert config.region
     if config.kind == "neptune-sparql":
@@ -78,6 +79,7 @@ def _remote_store(config: StoreConfig, kg: str | None) -> Store:
             name="neptune-gremlin",
             version=config.product_version or "unknown",
             server_timeout=True,
+            naive_utc=True,
         )
     raise InputError(f"unknown store kind {config.kind!r}")
 

@@ -56,7 +56,9 @@ SERVER_TIMEOUT_STATUS = 598
 class GremlinStore(Store):
     """Gremlin traversals over a remote connection, opened per query on the worker thread
     (SQLite-backed connections are bound to their thread, and Neptune's SigV4-signed
-    handshake must be fresh)."""
+    handshake must be fresh). `server_timeout`: send the timeout as the request's
+    evaluationTimeout; `naive_utc`: the connection reads dates as naive UTC datetimes
+    (gremlinpython's drivers do; a Gremlin Server's or Neptune's java.util.Date)."""
 
     def __init__(
         self,
@@ -66,12 +68,14 @@ class GremlinStore(Store):
         name: str,
         version: str,
         server_timeout: bool = False,
+        naive_utc: bool = False,
     ) -> None:
         self._connect = connect
         self._data_version = data_version
         self.name = name
         self._version = version
         self._server_timeout = server_timeout
+        self._naive_utc = naive_utc
 
     @property
     def version(self) -> str:
@@ -106,7 +110,7 @@ class GremlinStore(Store):
                 for value, bulk in _traversers(connection, bytecode):
                     if cancel.is_set():
                         break
-                    cells = _cells(value)
+                    cells = _cells(value, self._naive_utc)
                     counts[cells] = counts.get(cells, 0) + bulk
                 return counts
             except QueryError:
@@ -159,12 +163,12 @@ def _with_evaluation_timeout(bytecode: Bytecode, timeout_s: float) -> Bytecode:
     return timed
 
 
-def _cells(value: Any) -> tuple[Any, ...]:
+def _cells(value: Any, naive_utc: bool) -> tuple[Any, ...]:
     """A result value as hashable cells: a map as ((column, term), ...), anything else as
     (term,). Raises StoreError for a value with no cell form."""
     if isinstance(value, dict):
-        return (_MAP, *((_key_name(k), term_from_gremlin(v)) for k, v in value.items()))
-    return (term_from_gremlin(value),)
+        return (_MAP, *((_key_name(k), term_from_gremlin(v, naive_utc)) for k, v in value.items()))
+    return (term_from_gremlin(value, naive_utc),)
 
 
 _MAP = object()
@@ -201,8 +205,9 @@ def _key_name(key: Any) -> str:
     return key.name.rstrip("_") if hasattr(key, "name") and not isinstance(key, str) else str(key)
 
 
-def term_from_gremlin(value: Any) -> Term | None:
-    """One Gremlin result value as a typed term (see the module docstring)."""
+def term_from_gremlin(value: Any, naive_utc: bool = False) -> Term | None:
+    """One Gremlin result value as a typed term (see the module docstring). `naive_utc`: a
+    datetime without offset is UTC (gremlinpython reads a server's java.util.Date so)."""
     if value is None:
         return None
     if isinstance(value, Vertex):
@@ -210,7 +215,7 @@ def term_from_gremlin(value: Any) -> Term | None:
     if isinstance(value, Edge):
         return Term.iri(EDGE_PREFIX + quote(str(value.id), safe=""))
     if isinstance(value, (VertexProperty, Property)):
-        return term_from_gremlin(value.value)
+        return term_from_gremlin(value.value, naive_utc)
     if isinstance(value, bool):
         return Term.literal("true" if value else "false", XSD + "boolean")
     if isinstance(value, int):
@@ -222,11 +227,13 @@ def term_from_gremlin(value: Any) -> Term | None:
     if isinstance(value, Decimal):
         return Term.literal(str(value), XSD + "decimal")
     if isinstance(value, dt.datetime):
+        if naive_utc and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
         return Term.literal(_iso_datetime(value), XSD + "dateTime")
     if isinstance(value, str):
         return Term.literal(value)
     if isinstance(value, (list, tuple, set)) and len(value) == 1:
-        return term_from_gremlin(next(iter(value)))
+        return term_from_gremlin(next(iter(value)), naive_utc)
     if isinstance(value, (list, tuple, set, dict, Path)):
         kind = type(value).__name__
         raise StoreError(f"a Gremlin {kind} result has no single-cell form: unfold() or project() it")

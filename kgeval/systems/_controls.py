@@ -12,10 +12,11 @@ from kgeval.systems._model import SystemOutput
 
 WEAK_WRONG_SELECT = "SELECT DISTINCT ?class WHERE { ?s a ?class } ORDER BY ?class LIMIT 7"
 WEAK_WRONG_ASK = "ASK { FILTER(false) }"
+WEAK_WRONG_GREMLIN = "g.V().label().dedup().order().limit(7)"
 
 
 class OracleSystem:
-    """Answers every question with its own reference SPARQL."""
+    """Answers every question with its own reference query (SPARQL, or Gremlin on a property graph)."""
 
     name = "oracle"
     version = "1"
@@ -24,7 +25,7 @@ class OracleSystem:
     reasoning: dict = {}
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
-        return SystemOutput(sparql=question.sparql)
+        return SystemOutput(sparql=question.reference_query)
 
 
 class WeakSystem:
@@ -39,6 +40,8 @@ class WeakSystem:
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         if int(sha256_text(f"{question.id}/{seed}")[:8], 16) % 3 == 0:
-            return SystemOutput(sparql=question.sparql)
+            return SystemOutput(sparql=question.reference_query)
+        if question.query_language == "gremlin":
+            return SystemOutput(sparql=WEAK_WRONG_GREMLIN)
         wrong = WEAK_WRONG_ASK if Tag.ASK in question.tags else WEAK_WRONG_SELECT
         return SystemOutput(sparql=wrong)

@@ -213,3 +213,72 @@ def launch_virtuoso(
         stop(process)
         pytest.fail(f"virtuoso: loading the KGs failed: {done.stdout[-800:]} {done.stderr[-800:]}", pytrace=False)
     return endpoint, process
+
+
+GREMLIN_SERVER_VERSION = os.environ.get("KGEVAL_GREMLIN_SERVER_VERSION", "3.8.1")
+GREMLIN_CONFIG = Path(__file__).resolve().parents[2] / "infra" / "gremlin-server"
+
+
+def gremlin_server_lib() -> Path:
+    """The jars infra/servers/install-gremlin-server.sh installed; skip (or fail under
+    KGEVAL_REQUIRE_SERVERS=1) when they are not there."""
+    servers = Path(os.environ.get("KGEVAL_SERVERS_DIR", Path.home() / ".cache" / "kgeval" / "servers"))
+    home = servers / "gremlin-server" / GREMLIN_SERVER_VERSION
+    if (home / "INSTALLED").is_file():
+        return home / "lib"
+    reason = f"Gremlin Server {GREMLIN_SERVER_VERSION} is not installed in {home} (bash infra/servers/install-gremlin-server.sh)"
+    if os.environ.get("KGEVAL_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"{reason}; KGEVAL_REQUIRE_SERVERS=1 requires it", pytrace=False)
+    pytest.skip(reason)
+
+
+def launch_gremlin_server(workdir: Path, evaluation_timeout_ms: int) -> tuple[str, subprocess.Popen]:
+    """Start Gremlin Server with infra/gremlin-server's configuration (an empty TinkerGraph, `g`)
+    on a free port of 127.0.0.1, its own `evaluationTimeout`; return the websocket endpoint and
+    the process once a traversal answers."""
+    java = require_binary("java", "apt-get install openjdk-17-jre-headless")
+    lib = gremlin_server_lib()
+    shutil.copytree(GREMLIN_CONFIG, workdir, dirs_exist_ok=True)
+    port = free_port()
+    config = workdir / "gremlin-server.yaml"
+    text = config.read_text()
+    for old, new in (("port: 8182", f"port: {port}"), ("evaluationTimeout: 60000", f"evaluationTimeout: {evaluation_timeout_ms}")):
+        assert old in text, f"{config}: expected a line {old!r}"
+        text = text.replace(old, new)
+    config.write_text(text)
+    log = workdir / "server.log"
+    process = subprocess.Popen(
+        [java, "-Xms64m", "-Xmx768m", "-XX:+UseSerialGC", f"-Dlogback.configurationFile={workdir / 'logback.xml'}",
+         "-cp", f"{lib}/*", "org.apache.tinkerpop.gremlin.server.GremlinServer", str(config)],
+        cwd=workdir, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )
+    endpoint = f"ws://127.0.0.1:{port}/gremlin"
+    _wait_for_gremlin(endpoint, process, log)
+    return endpoint, process
+
+
+def _wait_for_gremlin(endpoint: str, process: subprocess.Popen, log: Path) -> None:
+    """Poll until the port accepts and `g.inject(1)` answers; fail after START_TIMEOUT_S."""
+    from gremlin_python.driver.driver_remote_connection import DriverRemoteConnection
+    from gremlin_python.process.anonymous_traversal import traversal
+
+    port = int(endpoint.rsplit(":", 1)[1].split("/")[0])
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{endpoint}: server exited with {process.returncode}: {_tail(log)}", pytrace=False)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        except OSError:
+            time.sleep(0.25)
+            continue
+        connection = DriverRemoteConnection(endpoint, "g")
+        try:
+            if traversal().with_(connection).inject(1).to_list() == [1]:
+                return
+        except Exception:  # noqa: BLE001 - not ready yet (the init script is still compiling)
+            time.sleep(0.25)
+        finally:
+            connection.close()
+    stop(process)
+    pytest.fail(f"{endpoint}: not up after {START_TIMEOUT_S} s: {_tail(log)}", pytrace=False)
