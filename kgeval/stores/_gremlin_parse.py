@@ -47,6 +47,9 @@ READ_ONLY_STEPS = frozenset(
     format asDate dateAdd dateDiff
     """.split()
 )
+MAX_NESTING = 64
+"""Deepest nesting of arguments (anonymous traversals, lists) a query may have: deeper ones
+would exhaust the parser's and gremlinpython's recursion, not describe a question."""
 _ENUMS = {
     "T": gt.T, "Order": gt.Order, "Column": gt.Column, "Scope": gt.Scope, "Pop": gt.Pop,
     "Direction": gt.Direction, "Operator": gt.Operator, "Pick": gt.Pick, "DT": gt.DT,
@@ -110,6 +113,7 @@ class _Parser:
         self.tokens = _tokens(text)
         self.pos = 0
         self.steps: list[str] = []
+        self.depth = 0
 
     # -- token helpers --------------------------------------------------------------------
 
@@ -166,6 +170,16 @@ class _Parser:
         return args
 
     def arg(self) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                line, col = self.peek().start
+                raise QueryRefused(f"Gremlin query nests arguments deeper than {MAX_NESTING} levels (line {line} column {col + 1})")
+            return self._arg()
+        finally:
+            self.depth -= 1
+
+    def _arg(self) -> Any:
         tok = self.peek()
         if tok.type == tokenize.STRING:
             return self.string()

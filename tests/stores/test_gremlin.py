@@ -179,6 +179,17 @@ def test_parser_builds_gremlinpython_bytecode():
     assert parse_gremlin("g.V().project('a').by(id)").bytecode.step_instructions[2] == ["by", T.id]
 
 
+@pytest.mark.parametrize("query", [
+    "g.V().local(" + "local(" * 600 + "out()" + ")" * 601,
+    "g.inject(" + "[" * 3000 + "]" * 3000 + ")",
+], ids=["anonymous", "lists"])
+def test_deep_nesting_is_refused_not_a_crash(query):
+    """It was a RecursionError out of the parser (no QueryError: not a named attempt state)."""
+    with pytest.raises(QueryRefused, match="deeper than 64 levels"):
+        parse_gremlin(query)
+    assert parse_gremlin("g.V().local(" * 1 + "local(" * 30 + "out()" + ")" * 31).steps.count("local") == 31
+
+
 def test_size_limit_applies_to_gremlin():
     with pytest.raises(QueryRefused, match="byte limit"):
         parse_gremlin("g.V().has('name', '" + "x" * 100 + "')", max_bytes=50)
