@@ -15,6 +15,15 @@ def test_oracle_answers_with_reference():
     assert OracleSystem().respond(Q, 0).sparql == Q.sparql
 
 
+def test_controls_answer_a_property_graph_question_in_gremlin():
+    """A Gremlin question has no SPARQL: the oracle gave an empty query (0% correct, so every
+    run on a Gremlin store was refused by the checklist's oracle item)."""
+    pg = Q.model_copy(update={"sparql": "", "gremlin": "g.V().hasLabel('person').count()"})
+    assert OracleSystem().respond(pg, 0).sparql == pg.gremlin
+    outputs = {WeakSystem().respond(pg.model_copy(update={"id": f"g{i}"}), 0).sparql for i in range(30)}
+    assert outputs == {pg.gremlin, "g.V().label().dedup().order().limit(7)"}
+
+
 def test_weak_is_deterministic_and_mostly_wrong():
     weak = WeakSystem()
     qs = [Q.model_copy(update={"id": f"q{i}"}) for i in range(300)]
