@@ -228,7 +228,7 @@ def term_from_gremlin(value: Any, naive_utc: bool = False) -> Term | None:
         return Term.literal(str(value), XSD + "decimal")
     if isinstance(value, dt.datetime):
         if naive_utc and value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return Term.literal(_iso_datetime(value), XSD + "dateTime")
     if isinstance(value, str):
         return Term.literal(value)
