@@ -248,7 +248,7 @@ def launch_gremlin_server(workdir: Path, evaluation_timeout_ms: int) -> tuple[st
     config.write_text(text)
     log = workdir / "server.log"
     process = subprocess.Popen(
-        [java, "-Xms64m", "-Xmx768m", "-XX:+UseSerialGC", f"-Dlogback.configurationFile={workdir / 'logback.xml'}",
+        [java, "-Xms64m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Dlogback.configurationFile={workdir / 'logback.xml'}",
          "-cp", f"{lib}/*", "org.apache.tinkerpop.gremlin.server.GremlinServer", str(config)],
         cwd=workdir, stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )

@@ -3,12 +3,10 @@ real Gremlin engine.
 
 Backend: gremlite (PyPI), a Gremlin engine over SQLite that plugs into gremlinpython as a
 RemoteConnection, so these tests run real gremlinpython traversals and get real gremlinpython
-Vertex/Edge/dict results back. No Gremlin *server* is available from PyPI, Debian or npm here
-(TinkerPop's Gremlin Server, JanusGraph and Neptune itself are distributed elsewhere).
-NOT covered, therefore: the websocket transport and GraphBinary serialization against a real
-server, Neptune's Gremlin engine and its result types (e.g. Int32 vs Int64, T.id as strings),
-server-side `evaluationTimeout`, and steps gremlite does not implement (numeric P predicates
-return no rows in gremlite 0.1.2, so the tests use them only in parsing). The Neptune
+Vertex/Edge/dict results back, with no server to start. The websocket transport, GraphBinary,
+a server's own result types and its `evaluationTimeout` are tested against a real Apache
+TinkerPop Gremlin Server in test_gremlin_server.py (marker gremlin_server). gremlite 0.1.2 does
+not implement numeric P predicates, so the tests here use them only in parsing. The Neptune
 connection's SigV4-signed websocket handshake is checked against a loopback server that
 verifies the signature (Neptune itself cannot run here).
 """
