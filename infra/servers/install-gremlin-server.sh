@@ -17,6 +17,7 @@ if [ -f "$target/INSTALLED" ]; then
     echo "gremlin-server $version: $target/lib (already installed)"
     exit 0
 fi
+command -v mvn >/dev/null || { echo "install-gremlin-server.sh: mvn is not installed (apt-get install maven)" >&2; exit 2; }
 mkdir -p "$root"
 tmp="$(mktemp -d "$root/.download.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
