@@ -16,6 +16,7 @@ import json
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -40,6 +41,9 @@ _ERROR_GRACE_S = 5.0
 _SERVER_HEADERS: dict[str, str] = {}
 """Server header last answered by each endpoint: a run opens one store per KG on one endpoint,
 and each knows its server's product (and timeout parameter) once any of them has been answered."""
+_FUSEKI = "fuseki"
+_FUSEKI_REQUEST_ID = "Fuseki-Request-Id"
+"""The header every Fuseki answer carries (it sends no Server header): how kgeval knows it."""
 _ANYTIME_STATE = "S1TAT"
 """Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 _ABORTED_AT_TIMEOUT = "SR177"
@@ -120,7 +124,23 @@ class SparqlEndpointStore(Store):
             head, _, tail = first.partition("/")
             product = self._product or head
             version = self._product_version or tail or "unknown"
+        if version == "unknown" and _FUSEKI in product.lower():
+            version = self._fuseki_version()
         return product, version
+
+    def _fuseki_version(self) -> str:
+        """Fuseki's version from its `/$/server` status (it sends no Server header); "unknown"
+        when the server does not serve it (an admin path turned off, a proxy in front)."""
+        if self._product_version is None:
+            parts = urllib.parse.urlsplit(self.endpoint)
+            request = urllib.request.Request(f"{parts.scheme}://{parts.netloc}/$/server", headers={"Accept": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    version = json.loads(response.read(_CHUNK)).get("version")
+            except (OSError, ValueError, AttributeError):
+                version = None
+            self._product_version = version if isinstance(version, str) and version else "unknown"
+        return self._product_version
 
     # -- queries --------------------------------------------------------------------------
 
@@ -211,7 +231,7 @@ class SparqlEndpointStore(Store):
         product = self._known_product()
         if "virtuoso" in product:
             return {"timeout": str(max(1, round(timeout_s * 1000)))}
-        if "fuseki" in product or "jena" in product:
+        if _FUSEKI in product or "jena" in product:
             return {"timeout": f"{timeout_s:g}"}
         return {}
 
@@ -239,7 +259,7 @@ class SparqlEndpointStore(Store):
         deadline = time.monotonic() + timeout_s
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                self._server_header = response.headers.get("Server", "") or self._server_header or ""
+                self._server_header = _server_of(response.headers) or self._server_header or ""
                 _SERVER_HEADERS[self.endpoint] = self._server_header
                 _refuse_server_truncation(response.headers, self.endpoint, timeout_s)
                 return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
@@ -265,6 +285,14 @@ class SparqlEndpointStore(Store):
         """400: the engine refused the query as written: the query's fault, not the store's."""
         error = QueryRejected if status == 400 else StoreError
         return error(message, http_status=status)
+
+
+def _server_of(headers: Any) -> str:
+    """The Server header; Fuseki 5 sends none but marks every answer with Fuseki-Request-Id."""
+    server = headers.get("Server", "")
+    if not server and headers.get(_FUSEKI_REQUEST_ID):
+        return "Fuseki"
+    return server
 
 
 def _partial_answer(endpoint: str, timeout_s: float) -> QueryTimeout:
