@@ -13,12 +13,14 @@ gold records that string where the embedded store records the sha256 of the KG f
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
@@ -27,7 +29,7 @@ from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreErr
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape, guard_query
 from kgeval.stores._rewrite import sorted_rows_count_query
-from kgeval.stores._cells import Cell, CellRow, cells_key, keep_rows, literal_cell
+from kgeval.stores._cells import XSD, Cell, CellRow, cells_key, keep_rows, literal_cell
 from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
 
 RequestSigner = Callable[[urllib.request.Request], None]
@@ -395,4 +397,33 @@ def cell_from_json(cell: dict[str, Any] | None, endpoint: str) -> Cell:
     datatype, lang = cell.get("datatype"), cell.get("xml:lang")
     if not isinstance(datatype, str | None) or not isinstance(lang, str | None):
         raise StoreError(f"{endpoint}: result cell with a malformed datatype or language: {_snippet(cell)}")
+    if datatype in _CANONICAL_NUMBERS:
+        value = _CANONICAL_NUMBERS[datatype](value)
     return literal_cell(value, datatype, lang)
+
+
+def _canonical_integer(value: str) -> str:
+    text = value.strip()
+    if not _INTEGER.fullmatch(text):
+        return value  # not an xsd:integer lexical form: kept as the server wrote it
+    return str(int(text))
+
+
+def _canonical_decimal(value: str) -> str:
+    """Without leading zeros, trailing fractional zeros, or a fraction that is zero."""
+    text = value.strip()
+    if not _DECIMAL.fullmatch(text):
+        return value  # not an xsd:decimal lexical form: kept as the server wrote it
+    number = Decimal(text)
+    spelled = f"{number:f}"
+    if "." in spelled:
+        spelled = spelled.rstrip("0").rstrip(".")
+    return "0" if spelled in ("-0", "") else spelled
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)")
+_CANONICAL_NUMBERS: dict[str, Callable[[str], str]] = {XSD + "integer": _canonical_integer, XSD + "decimal": _canonical_decimal}
+"""Fuseki answers with the data's own lexical form of a number (`0.50`, `007`); Oxigraph (the
+embedded store) and Virtuoso with the canonical one (`0.5`, `7`). The same value must make the
+same gold wherever it was rebuilt (docs/engines.md)."""

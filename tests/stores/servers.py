@@ -109,6 +109,20 @@ def stop(process: subprocess.Popen) -> None:
             process.wait(timeout=10)
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time the process (all its threads) has used so far: utime + stime from /proc, in
+    clock ticks of 1/100 s. A resource measure: a busy machine slows it, never inflates it."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100
+
+
+def cpu_seconds_over(pid: int, window_s: float) -> float:
+    """CPU-seconds the process uses during the next `window_s` seconds."""
+    start = cpu_seconds(pid)
+    time.sleep(window_s)
+    return cpu_seconds(pid) - start
+
+
 def _tail(log: Path) -> str:
     try:
         return log.read_text(errors="replace")[-1500:]

@@ -1,5 +1,6 @@
 """The hostile-query corpus (tests/stores/hostile_corpus.py) against every store kind that runs
-here: the embedded store (sandbox workers), a real Oxigraph server and a real Virtuoso.
+here: the embedded store (sandbox workers), a real Oxigraph server, a real Virtuoso and a real
+Apache Jena Fuseki.
 
 Each run checks what DESIGN invariant 12 promises: no outbound request reaches the recording
 listener, every outcome is a result or a named `QueryError` (never another exception), the
@@ -58,11 +59,17 @@ def kg_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["embedded", "oxigraph", "virtuoso"])
+@pytest.fixture(scope="module", params=["embedded", "oxigraph", "virtuoso", pytest.param("fuseki", marks=pytest.mark.fuseki)])
 def hostile_store(request: pytest.FixtureRequest, kg_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Store, object]]:
-    """(kind, store, server process or None); servers get their own time limit, so an
-    abandoned bomb does not keep a core busy for the rest of the session."""
+    """(kind, store, server process or None); Oxigraph server and Virtuoso get their own time
+    limit, so an abandoned bomb does not keep a core busy for the rest of the session. Fuseki
+    is the session's (tests/stores/conftest.py: config.ttl's 120 s arq:queryTimeout, its `mini`
+    KG is this one): only the `timeout` kgeval sends with each request stops a bomb there."""
     kind = request.param
+    if kind == "fuseki":
+        server = request.getfixturevalue("fuseki_server")
+        yield kind, open_store(server.config("mini", candidates=LIMITS), [kg_file], kg="mini"), server.process
+        return
     if kind == "embedded":
         store = EmbeddedStore([kg_file], candidates=LIMITS)
         yield kind, store, None

@@ -83,7 +83,7 @@ def test_default_and_named_graph_selection(sparql_server):
 
 def test_engine_name_and_version_come_from_the_server(sparql_server):
     store = mini_store(sparql_server)
-    product = {"oxigraph": "Oxigraph", "virtuoso": "Virtuoso"}[sparql_server.product]
+    product = {"oxigraph": "Oxigraph", "virtuoso": "Virtuoso", "fuseki": "Fuseki"}[sparql_server.product]
     assert store.name == f"sparql-endpoint:{product}"
     assert store.version[:1].isdigit()
     assert store.data_sha256 == "test:mini"
