@@ -260,6 +260,10 @@ FUSEKI_CONFIG = Path(__file__).resolve().parents[2] / "infra" / "fuseki" / "conf
 FUSEKI_HEAP = "512m"
 """The JVM's heap: the test KGs take a few MB; a bound, so a value-building query ends in an
 OutOfMemoryError (HTTP 500) rather than growing the server."""
+FUSEKI_JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+"""On a shared 2-core machine: a collector and a JIT compiler without background threads that
+keep a core busy for seconds after a burst of new queries (measured: C2 compiling after the
+hostile corpus used 0.3 core for 10 s), which would hide whether a query itself stopped."""
 _FUSEKI = "http://jena.apache.org/fuseki#"
 _JA = "http://jena.hpl.hp.com/2005/11/Assembler#"
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -292,7 +296,7 @@ def launch_fuseki(
     port = free_port()
     log = workdir / "server.log"
     process = subprocess.Popen(
-        [java, f"-Xmx{FUSEKI_HEAP}", "-jar", str(jar), "--localhost", "--port", str(port), f"--config={config}"],
+        [java, f"-Xmx{FUSEKI_HEAP}", *FUSEKI_JVM_FLAGS, "-jar", str(jar), "--localhost", "--port", str(port), f"--config={config}"],
         cwd=workdir, env={**os.environ, "FUSEKI_BASE": str(workdir / "run")},
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )
