@@ -126,14 +126,14 @@ def _row(row: list[Cell], read: Reading) -> tuple:
     return tuple(repr(read(cell)) for cell in row)
 
 
-def documented(doc: Path) -> dict[tuple[str, str], set[str]]:
-    """(holdout, question) -> engines, from the table in docs/engines.md (as the test reads it)."""
+def documented() -> dict[tuple[str, str], set[str]]:
+    """(holdout, question) -> engines, from the table in docs/engines.md (read as the test reads it)."""
+    from tests.stores.test_gold_engines import documented_differences
+
     found: dict[tuple[str, str], set[str]] = {}
-    for line in doc.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 4 or cells[0] in ("holdout", "") or set(cells[0]) <= {"-"}:
-            continue
-        found.setdefault((cells[0], cells[1]), set()).update(e.strip() for e in cells[2].split(","))
+    for engine, questions in documented_differences().items():
+        for key in questions:
+            found.setdefault(key, set()).add(engine)
     return found
 
 
@@ -221,7 +221,7 @@ def main() -> int:
             print(f"{args.ck25}: no questions.yml; CK25 left out (set KGEVAL_CK25 or --ck25)")
         servers, processes = start_servers(names, holdouts, workdir)
         try:
-            docs = documented(REPO / "docs" / "engines.md")
+            docs = documented()
             unexplained = sum(compare(label, h, servers, docs, "embedded" in names) for label, h in holdouts.items())
         finally:
             for process in processes:

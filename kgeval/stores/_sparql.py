@@ -46,6 +46,8 @@ and each knows its server's product (and timeout parameter) once any of them has
 _FUSEKI = "fuseki"
 _FUSEKI_REQUEST_ID = "Fuseki-Request-Id"
 """The header every Fuseki answer carries (it sends no Server header): how kgeval knows it."""
+_FUSEKI_TIMED_OUT = "Query timed out"
+"""The body of Fuseki's HTTP 503 when its timeout stopped a query."""
 _ANYTIME_STATE = "S1TAT"
 """Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 _ABORTED_AT_TIMEOUT = "SR177"
@@ -274,6 +276,10 @@ class SparqlEndpointStore(Store):
             detail, partial = _error_body(exc, deadline)
             if partial:
                 raise _partial_answer(self.endpoint, timeout_s) from None
+            if exc.code == 503 and detail.startswith(_FUSEKI_TIMED_OUT):
+                # Fuseki's own limit (the `timeout` kgeval sent, or arq:queryTimeout): the query
+                # ran too long, the server is well (a busy or down server answers otherwise)
+                raise QueryTimeout(f"{self.endpoint}: the server stopped the query at its time limit ({detail[:80]})") from None
             if _ABORTED_AT_TIMEOUT in detail and time.monotonic() >= deadline - timeout_s * _EARLY_SHARE:
                 # Virtuoso sometimes ends a query its per-request timeout stopped with a transaction
                 # error instead of S1TAT (seen on a cartesian ORDER BY): at the deadline, a timeout

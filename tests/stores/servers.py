@@ -290,9 +290,15 @@ def launch_fuseki(
 ) -> tuple[str, subprocess.Popen]:
     """Serve each (graph IRI, file) from memory with infra/fuseki/config.ttl's server and
     service (see `fuseki_config`) on 127.0.0.1; return the SPARQL endpoint and the process."""
-    java, jar = fuseki_jar()
     config = workdir / "config.ttl"
     config.write_text(fuseki_config(graph_files, query_timeout_ms), encoding="utf-8")
+    return serve_fuseki(workdir, config)
+
+
+def serve_fuseki(workdir: Path, config: Path) -> tuple[str, subprocess.Popen]:
+    """Start Fuseki with the configuration file `config` (its run files under `workdir`) on a
+    free port of 127.0.0.1; wait for its endpoint; return the endpoint and the process."""
+    java, jar = fuseki_jar()
     port = free_port()
     log = workdir / "server.log"
     process = subprocess.Popen(

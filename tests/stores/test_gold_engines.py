@@ -18,10 +18,16 @@ PRODUCTS = {"oxigraph": "Oxigraph", "virtuoso": "Virtuoso", "fuseki": "Fuseki"}
 def documented_differences() -> dict[str, set[tuple[str, str]]]:
     """engine -> {(holdout, question id)} from the table in docs/engines.md."""
     found: dict[str, set[tuple[str, str]]] = {"oxigraph": set(), "virtuoso": set(), "fuseki": set()}
+    in_table = False
     for line in ENGINES_DOC.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 4 or cells[0] in ("holdout", "") or set(cells[0]) <= {"-"}:
+        if cells[:3] == ["holdout", "question", "engines"]:
+            in_table = True
             continue
+        if not in_table or set(cells[0]) <= {"-"}:
+            continue
+        if not line.startswith("|"):
+            break  # the table ends at its first other line
         for engine in cells[2].split(","):
             found[engine.strip()].add((cells[0], cells[1]))
     return found
