@@ -180,3 +180,15 @@ def test_oxigraph_server_is_not_left_sorting_a_cross_product(oxigraph_server):
         store.execute_candidate(CARTESIAN_ORDER, timeout_s=5, row_cap=100)
     busy = _cpu_rate(pid, 4.0)
     assert busy <= idle + 0.12, f"Oxigraph server still burns {busy:.2f} cores (idle {idle:.2f})"
+
+
+@pytest.mark.parametrize(("body", "expected"), [(b"Query timed out\n", QueryTimeout), (b"Service Unavailable: overloaded\n", StoreError)])
+def test_fuseki_at_its_own_time_limit_is_a_timeout(body, expected):
+    """Fuseki answers a query its limit stopped with HTTP 503 "Query timed out" (recorded from
+    Fuseki 5.6, tests/stores/test_fuseki.py): the query's timeout; any other 503 is the
+    server's failure."""
+    with loopback(lambda _: (503, {"Content-Type": "text/plain", "Fuseki-Request-Id": "7"}, body)) as (url, _):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/kgeval/sparql", data_version="x", product="fuseki"), [])
+        with pytest.raises(expected) as caught:
+            store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
+    assert isinstance(caught.value, QueryTimeout) == (expected is QueryTimeout)
