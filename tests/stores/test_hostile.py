@@ -25,7 +25,7 @@ from kgeval.stores import EmbeddedStore, Store, guard_query, open_store
 from tests.conftest import MINI_TTL
 from tests.stores.hostile_corpus import Hostile, hostile_queries
 from tests.stores.loopback import Recorded, loopback
-from tests.stores.servers import graph_iri, launch_oxigraph, launch_virtuoso, stop
+from tests.stores.servers import cpu_seconds_over, graph_iri, launch_oxigraph, launch_virtuoso, stop
 
 TIMEOUT_S = 3.0
 IDLE_WINDOW_S = 4.0
@@ -146,16 +146,9 @@ def _guard_approves(text: str) -> bool:
     return True
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s
-
-
 def _cpu_rate(pid: int, window_s: float = IDLE_WINDOW_S) -> float:
     """Cores the process used over the window: CPU-seconds from /proc, not wall time."""
-    start = _cpu_s(pid)
-    time.sleep(window_s)
-    return (_cpu_s(pid) - start) / window_s
+    return cpu_seconds_over(pid, window_s) / window_s
 
 
 def _assert_server_idle(pid: int, kind: str, idle_rate: float) -> None:

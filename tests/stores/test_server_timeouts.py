@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
@@ -22,21 +21,15 @@ from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreErr
 from kgeval.stores import guard_query, open_store
 from kgeval.stores._rewrite import NEPTUNE_HINTS
 from tests.stores.loopback import ASK_TRUE, Recorded, loopback
+from tests.stores.servers import cpu_seconds_over
 from tests.stores.sigv4_verify import REGION, signature_problem
 
 CARTESIAN_ORDER = "SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY DESC(STR(?c)) STR(?f) ?i"
 CARTESIAN_GROUP_CONCAT = 'SELECT (GROUP_CONCAT(STR(?o); separator=",") AS ?all) WHERE { ?a ?b ?o . ?c ?d ?e . ?f ?g ?h }'
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
-
-
 def _cpu_rate(pid: int, window_s: float) -> float:
-    start = _cpu_s(pid)
-    time.sleep(window_s)
-    return (_cpu_s(pid) - start) / window_s
+    return cpu_seconds_over(pid, window_s) / window_s
 
 
 @pytest.mark.parametrize("query", [CARTESIAN_ORDER, CARTESIAN_GROUP_CONCAT], ids=["order-by", "group-concat"])
