@@ -14,7 +14,7 @@ fi
 mkdir -p "$root/$version"
 tmp="$(mktemp -d "$root/.download.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-mvn -q -B dependency:copy -Dartifact="org.apache.jena:jena-fuseki-server:$version:jar" \
+mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="org.apache.jena:jena-fuseki-server:$version:jar" \
     -DoutputDirectory="$tmp" -Dmdep.stripVersion=true
 # written under a temporary name and renamed: a cut download never passes for an installed jar
 mv "$tmp/jena-fuseki-server.jar" "$target.part"
