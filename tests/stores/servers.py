@@ -300,13 +300,13 @@ def serve_fuseki(workdir: Path, config: Path) -> tuple[str, subprocess.Popen]:
     free port of 127.0.0.1; wait for its endpoint; return the endpoint and the process."""
     java, jar = fuseki_jar()
     port = free_port()
+    endpoint = f"http://127.0.0.1:{port}/{fuseki_service_name()}/sparql"
     log = workdir / "server.log"
     process = subprocess.Popen(
         [java, f"-Xmx{FUSEKI_HEAP}", *FUSEKI_JVM_FLAGS, "-jar", str(jar), "--localhost", "--port", str(port), f"--config={config}"],
         cwd=workdir, env={**os.environ, "FUSEKI_BASE": str(workdir / "run")},
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )
-    endpoint = f"http://127.0.0.1:{port}/{fuseki_service_name()}/sparql"
     wait_for_endpoint(endpoint, process, log)
     return endpoint, process
 
