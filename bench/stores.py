@@ -2,7 +2,7 @@
 
     python bench/stores.py [--repeat N]        (KGEVAL_CK25 names the ck25 directory)
 
-Stores: embedded (pyoxigraph in process), Oxigraph server, Virtuoso (when installed), each on
+Stores: embedded (pyoxigraph in process), Oxigraph server, Virtuoso, Fuseki (when installed), each on
 127.0.0.1 and loaded with graphs/*.ttl, every file in the graph its .graph file names (the
 remote stores query their union with default-graph-uri; the embedded store and rdflib load all
 files into one default graph). Every query goes through `Store.execute` (guard, timeout, row
@@ -131,9 +131,9 @@ def main() -> int:
     load = time.perf_counter() - t0
     rows.append(("embedded (pyoxigraph)", load, *time_store(embedded, questions, args.repeat)))
 
-    from tests.stores.servers import launch_oxigraph, launch_virtuoso, stop
+    from tests.stores.servers import launch_fuseki, launch_oxigraph, launch_virtuoso, stop
 
-    launchers: list[tuple[str, Callable]] = [("oxigraph server", launch_oxigraph), ("virtuoso", launch_virtuoso)]
+    launchers: list[tuple[str, Callable]] = [("oxigraph server", launch_oxigraph), ("virtuoso", launch_virtuoso), ("fuseki", launch_fuseki)]
     for label, launch in launchers:
         with tempfile.TemporaryDirectory(prefix="kgeval-bench-") as workdir:
             t0 = time.perf_counter()

@@ -51,9 +51,9 @@ class CandidateQueryConfig(_Strict):
     every step): over `max_value_bytes`, the query is refused as over budget on every store,
     since no server's own time or memory limit stops such a value being built."""
     max_sorted_rows: int = Field(1_000_000, ge=1)
-    """Oxigraph server only: most solutions an ordered (ORDER BY) candidate may sort. That server
-    does not stop a sort at its `--timeout-s`, so an ordered candidate is counted first and
-    refused as over budget beyond this (docs/engines.md)."""
+    """Oxigraph server and Fuseki only: most solutions an ordered (ORDER BY) candidate may sort.
+    Neither stops a sort at its timeout, so an ordered candidate is counted first and refused as
+    over budget beyond this (docs/engines.md)."""
     max_result_bytes: int = Field(32 << 20, ge=1)
     """Largest candidate result: UTF-8 bytes of every value of the rows kept."""
     max_response_bytes: int = Field(256 << 20, ge=1)

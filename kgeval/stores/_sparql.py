@@ -13,11 +13,14 @@ gold records that string where the embedded store records the sha256 of the KG f
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
@@ -26,7 +29,7 @@ from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreErr
 from kgeval.stores._base import Store
 from kgeval.stores._query import QueryShape, guard_query
 from kgeval.stores._rewrite import sorted_rows_count_query
-from kgeval.stores._cells import Cell, CellRow, cells_key, keep_rows, literal_cell
+from kgeval.stores._cells import XSD, Cell, CellRow, cells_key, keep_rows, literal_cell
 from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
 
 RequestSigner = Callable[[urllib.request.Request], None]
@@ -40,6 +43,11 @@ _ERROR_GRACE_S = 5.0
 _SERVER_HEADERS: dict[str, str] = {}
 """Server header last answered by each endpoint: a run opens one store per KG on one endpoint,
 and each knows its server's product (and timeout parameter) once any of them has been answered."""
+_FUSEKI = "fuseki"
+_FUSEKI_REQUEST_ID = "Fuseki-Request-Id"
+"""The header every Fuseki answer carries (it sends no Server header): how kgeval knows it."""
+_FUSEKI_TIMED_OUT = "Query timed out"
+"""The body of Fuseki's HTTP 503 when its timeout stopped a query."""
 _ANYTIME_STATE = "S1TAT"
 """Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
 _ABORTED_AT_TIMEOUT = "SR177"
@@ -120,7 +128,23 @@ class SparqlEndpointStore(Store):
             head, _, tail = first.partition("/")
             product = self._product or head
             version = self._product_version or tail or "unknown"
+        if version == "unknown" and _FUSEKI in product.lower():
+            version = self._fuseki_version()
         return product, version
+
+    def _fuseki_version(self) -> str:
+        """Fuseki's version from its `/$/server` status (it sends no Server header); "unknown"
+        when the server does not serve it (an admin path turned off, a proxy in front)."""
+        if self._product_version is None:
+            parts = urllib.parse.urlsplit(self.endpoint)
+            request = urllib.request.Request(f"{parts.scheme}://{parts.netloc}/$/server", headers={"Accept": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    version = json.loads(response.read(_CHUNK)).get("version")
+            except (OSError, ValueError, AttributeError):
+                version = None
+            self._product_version = version if isinstance(version, str) and version else "unknown"
+        return self._product_version
 
     # -- queries --------------------------------------------------------------------------
 
@@ -165,10 +189,11 @@ class SparqlEndpointStore(Store):
     def _run_candidate(
         self, query: str, shape: QueryShape, timeout_s: float, row_cap: int
     ) -> tuple[QueryResult, QueryResources]:
-        """Oxigraph server (0.5) checks its `--timeout-s` while it produces solutions but not
-        while it sorts them: an ORDER BY over a cross product keeps a core busy long after
-        kgeval gave up. So an ordered candidate is first counted there (a count is stopped at
-        the timeout) and refused over `max_sorted_rows`; the query gets the time that is left."""
+        """Oxigraph server (0.5) and Fuseki (5) check their timeout while they produce
+        solutions but not while they sort them: an ORDER BY over a cross product keeps a core
+        busy long after kgeval gave up. So an ordered candidate is first counted there (a count
+        is stopped at the timeout) and refused over `max_sorted_rows`; the query gets the time
+        that is left."""
         if shape.form == "select" and shape.ordered and self._sorts_past_timeout():
             started = time.monotonic()
             self._refuse_large_sort(query, timeout_s)
@@ -183,7 +208,11 @@ class SparqlEndpointStore(Store):
             raise QueryOverBudget(f"{exc} (a candidate's result over the server's row limit is over budget)") from None
 
     def _sorts_past_timeout(self) -> bool:
-        return "oxigraph" in self._known_product()
+        """Oxigraph server 0.5 and Fuseki 5 go on sorting after their timeout (measured on
+        Fuseki: an ORDER BY over a cross product kept 0.3 core busy for 40 s after its 3 s
+        `timeout` had answered 503)."""
+        product = self._known_product()
+        return "oxigraph" in product or _FUSEKI in product
 
     def _refuse_large_sort(self, query: str, timeout_s: float) -> None:
         counting = guard_query(sorted_rows_count_query(query))
@@ -211,7 +240,7 @@ class SparqlEndpointStore(Store):
         product = self._known_product()
         if "virtuoso" in product:
             return {"timeout": str(max(1, round(timeout_s * 1000)))}
-        if "fuseki" in product or "jena" in product:
+        if _FUSEKI in product or "jena" in product:
             return {"timeout": f"{timeout_s:g}"}
         return {}
 
@@ -239,7 +268,7 @@ class SparqlEndpointStore(Store):
         deadline = time.monotonic() + timeout_s
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                self._server_header = response.headers.get("Server", "") or self._server_header or ""
+                self._server_header = _server_of(response.headers) or self._server_header or ""
                 _SERVER_HEADERS[self.endpoint] = self._server_header
                 _refuse_server_truncation(response.headers, self.endpoint, timeout_s)
                 return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
@@ -247,6 +276,10 @@ class SparqlEndpointStore(Store):
             detail, partial = _error_body(exc, deadline)
             if partial:
                 raise _partial_answer(self.endpoint, timeout_s) from None
+            if exc.code == 503 and detail.startswith(_FUSEKI_TIMED_OUT):
+                # Fuseki's own limit (the `timeout` kgeval sent, or arq:queryTimeout): the query
+                # ran too long, the server is well (a busy or down server answers otherwise)
+                raise QueryTimeout(f"{self.endpoint}: the server stopped the query at its time limit ({detail[:80]})") from None
             if _ABORTED_AT_TIMEOUT in detail and time.monotonic() >= deadline - timeout_s * _EARLY_SHARE:
                 # Virtuoso sometimes ends a query its per-request timeout stopped with a transaction
                 # error instead of S1TAT (seen on a cartesian ORDER BY): at the deadline, a timeout
@@ -265,6 +298,14 @@ class SparqlEndpointStore(Store):
         """400: the engine refused the query as written: the query's fault, not the store's."""
         error = QueryRejected if status == 400 else StoreError
         return error(message, http_status=status)
+
+
+def _server_of(headers: Any) -> str:
+    """The Server header; Fuseki 5 sends none but marks every answer with Fuseki-Request-Id."""
+    server = headers.get("Server", "")
+    if not server and headers.get(_FUSEKI_REQUEST_ID):
+        return "Fuseki"
+    return server
 
 
 def _partial_answer(endpoint: str, timeout_s: float) -> QueryTimeout:
@@ -367,4 +408,33 @@ def cell_from_json(cell: dict[str, Any] | None, endpoint: str) -> Cell:
     datatype, lang = cell.get("datatype"), cell.get("xml:lang")
     if not isinstance(datatype, str | None) or not isinstance(lang, str | None):
         raise StoreError(f"{endpoint}: result cell with a malformed datatype or language: {_snippet(cell)}")
+    if datatype in _CANONICAL_NUMBERS:
+        value = _CANONICAL_NUMBERS[datatype](value)
     return literal_cell(value, datatype, lang)
+
+
+def _canonical_integer(value: str) -> str:
+    text = value.strip()
+    if not _INTEGER.fullmatch(text):
+        return value  # not an xsd:integer lexical form: kept as the server wrote it
+    return str(int(text))
+
+
+def _canonical_decimal(value: str) -> str:
+    """Without leading zeros, trailing fractional zeros, or a fraction that is zero."""
+    text = value.strip()
+    if not _DECIMAL.fullmatch(text):
+        return value  # not an xsd:decimal lexical form: kept as the server wrote it
+    number = Decimal(text)
+    spelled = f"{number:f}"
+    if "." in spelled:
+        spelled = spelled.rstrip("0").rstrip(".")
+    return "0" if spelled in ("-0", "") else spelled
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)")
+_CANONICAL_NUMBERS: dict[str, Callable[[str], str]] = {XSD + "integer": _canonical_integer, XSD + "decimal": _canonical_decimal}
+"""Fuseki answers with the data's own lexical form of a number (`0.50`, `007`); Oxigraph (the
+embedded store) and Virtuoso with the canonical one (`0.5`, `7`). The same value must make the
+same gold wherever it was rebuilt (docs/engines.md)."""

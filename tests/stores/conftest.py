@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +68,9 @@ APPROX_QUESTIONS = [
     {"id": "approx-02", "question": "Area of Japan", "sparql": APX + "SELECT ?a WHERE { ap:japan ap:area ?a }", "domain": "test", "tags": ["lookup"]},
     {"id": "approx-03", "question": "How many ratings?", "sparql": APX + "SELECT (COUNT(?r) AS ?n) WHERE { ?i ap:rating ?r }", "domain": "test", "tags": ["count"]},
 ]
-from tests.stores.servers import RunningServer, start_oxigraph, start_virtuoso, stop
+from tests.stores.servers import RunningServer, start_fuseki, start_oxigraph, start_virtuoso, stop
+
+CK25 = Path(os.environ.get("KGEVAL_CK25", "/nonexistent"))
 
 
 @pytest.fixture(scope="session")
@@ -99,7 +103,29 @@ def virtuoso_server(tmp_path_factory: pytest.TempPathFactory, server_holdouts) -
     stop(server.process)
 
 
-@pytest.fixture(params=["oxigraph", "virtuoso"])
+@pytest.fixture(scope="session")
+def ck25_holdout(tmp_path_factory: pytest.TempPathFactory) -> Holdout | None:
+    """CK25 ($KGEVAL_CK25) imported as a holdout (its files keep their `.graph` IRIs); None without it."""
+    if not (CK25 / "questions.yml").is_file():
+        return None
+    from kgeval.interop import import_text2sparql
+
+    out = tmp_path_factory.mktemp("ck25") / "holdout"
+    import_text2sparql(CK25, "ck25", out)
+    return load_holdout(out)
+
+
+@pytest.fixture(scope="session")
+def fuseki_server(tmp_path_factory: pytest.TempPathFactory, server_holdouts, ck25_holdout) -> Iterator[RunningServer]:
+    """One Fuseki for the session, started from infra/fuseki/config.ttl with the test holdouts
+    (and CK25 when $KGEVAL_CK25 is set, each file in the named graph its `.graph` names)."""
+    holdouts = server_holdouts | ({"ck25": ck25_holdout} if ck25_holdout is not None else {})
+    server = start_fuseki(tmp_path_factory.mktemp("fuseki"), holdouts)
+    yield server
+    stop(server.process)
+
+
+@pytest.fixture(params=["oxigraph", "virtuoso", pytest.param("fuseki", marks=pytest.mark.fuseki)])
 def sparql_server(request: pytest.FixtureRequest) -> RunningServer:
     """Each real SPARQL server in turn."""
     return request.getfixturevalue(f"{request.param}_server")

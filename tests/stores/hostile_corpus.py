@@ -156,3 +156,20 @@ def hostile_queries(url: str) -> list[Hostile]:
         Hostile("function-at-listener", "function", f"SELECT ?o WHERE {{ ?s ?p ?o FILTER(<{url}/fn>(?o)) }}", True),
     ]
     return service + functions + tricks + writes + bombs + sizes + odd
+
+
+CPU_BOMBS = {
+    "concat-doubling": 'SELECT (SUM(STRLEN(?a7)) AS ?n) WHERE { ?s ?p ?o . ?x ?y ?z . ?u ?v ?w '
+    'BIND(CONCAT(STR(?o), "0123456789abcdef") AS ?a0) '
+    + " ".join(f"BIND(CONCAT(?a{i}, ?a{i}) AS ?a{i + 1})" for i in range(7)) + " }",
+    "cross-join": "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }",
+    "cross-join-sorted": "SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY DESC(STR(?c)) STR(?f) ?i",
+}
+"""Queries that keep a server's core busy for hours on any KG of a few thousand triples and that
+kgeval's guard approves (the doubled string stays below `max_value_bytes`: the 40-doubling bomb
+above is refused before any store sees it), so only the server's own stop bounds them: each
+row builds a ~5 KB string over a three-way cross product; a four-way cross product counted; a
+three-way one sorted (Oxigraph server and Fuseki do not stop a sort at their timeout: kgeval
+counts what an ordered candidate sorts first there).
+tests/stores/test_server_cpu.py and bench/server_cpu.py measure what a server spends on them
+after kgeval's deadline."""

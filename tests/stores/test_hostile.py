@@ -1,5 +1,6 @@
 """The hostile-query corpus (tests/stores/hostile_corpus.py) against every store kind that runs
-here: the embedded store (sandbox workers), a real Oxigraph server and a real Virtuoso.
+here: the embedded store (sandbox workers), a real Oxigraph server, a real Virtuoso and a real
+Apache Jena Fuseki.
 
 Each run checks what DESIGN invariant 12 promises: no outbound request reaches the recording
 listener, every outcome is a result or a named `QueryError` (never another exception), the
@@ -24,7 +25,7 @@ from kgeval.stores import EmbeddedStore, Store, guard_query, open_store
 from tests.conftest import MINI_TTL
 from tests.stores.hostile_corpus import Hostile, hostile_queries
 from tests.stores.loopback import Recorded, loopback
-from tests.stores.servers import graph_iri, launch_oxigraph, launch_virtuoso, stop
+from tests.stores.servers import cpu_seconds_over, graph_iri, launch_oxigraph, launch_virtuoso, stop
 
 TIMEOUT_S = 3.0
 IDLE_WINDOW_S = 4.0
@@ -58,11 +59,17 @@ def kg_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["embedded", "oxigraph", "virtuoso"])
+@pytest.fixture(scope="module", params=["embedded", "oxigraph", "virtuoso", pytest.param("fuseki", marks=pytest.mark.fuseki)])
 def hostile_store(request: pytest.FixtureRequest, kg_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Store, object]]:
-    """(kind, store, server process or None); servers get their own time limit, so an
-    abandoned bomb does not keep a core busy for the rest of the session."""
+    """(kind, store, server process or None); Oxigraph server and Virtuoso get their own time
+    limit, so an abandoned bomb does not keep a core busy for the rest of the session. Fuseki
+    is the session's (tests/stores/conftest.py: config.ttl's 120 s arq:queryTimeout, its `mini`
+    KG is this one): only the `timeout` kgeval sends with each request stops a bomb there."""
     kind = request.param
+    if kind == "fuseki":
+        server = request.getfixturevalue("fuseki_server")
+        yield kind, open_store(server.config("mini", candidates=LIMITS), [kg_file], kg="mini"), server.process
+        return
     if kind == "embedded":
         store = EmbeddedStore([kg_file], candidates=LIMITS)
         yield kind, store, None
@@ -139,16 +146,9 @@ def _guard_approves(text: str) -> bool:
     return True
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s
-
-
 def _cpu_rate(pid: int, window_s: float = IDLE_WINDOW_S) -> float:
     """Cores the process used over the window: CPU-seconds from /proc, not wall time."""
-    start = _cpu_s(pid)
-    time.sleep(window_s)
-    return (_cpu_s(pid) - start) / window_s
+    return cpu_seconds_over(pid, window_s) / window_s
 
 
 def _assert_server_idle(pid: int, kind: str, idle_rate: float) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
@@ -22,21 +21,15 @@ from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreErr
 from kgeval.stores import guard_query, open_store
 from kgeval.stores._rewrite import NEPTUNE_HINTS
 from tests.stores.loopback import ASK_TRUE, Recorded, loopback
+from tests.stores.servers import cpu_seconds_over
 from tests.stores.sigv4_verify import REGION, signature_problem
 
 CARTESIAN_ORDER = "SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY DESC(STR(?c)) STR(?f) ?i"
 CARTESIAN_GROUP_CONCAT = 'SELECT (GROUP_CONCAT(STR(?o); separator=",") AS ?all) WHERE { ?a ?b ?o . ?c ?d ?e . ?f ?g ?h }'
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
-
-
 def _cpu_rate(pid: int, window_s: float) -> float:
-    start = _cpu_s(pid)
-    time.sleep(window_s)
-    return (_cpu_s(pid) - start) / window_s
+    return cpu_seconds_over(pid, window_s) / window_s
 
 
 @pytest.mark.parametrize("query", [CARTESIAN_ORDER, CARTESIAN_GROUP_CONCAT], ids=["order-by", "group-concat"])
@@ -180,3 +173,15 @@ def test_oxigraph_server_is_not_left_sorting_a_cross_product(oxigraph_server):
         store.execute_candidate(CARTESIAN_ORDER, timeout_s=5, row_cap=100)
     busy = _cpu_rate(pid, 4.0)
     assert busy <= idle + 0.12, f"Oxigraph server still burns {busy:.2f} cores (idle {idle:.2f})"
+
+
+@pytest.mark.parametrize(("body", "expected"), [(b"Query timed out\n", QueryTimeout), (b"Service Unavailable: overloaded\n", StoreError)])
+def test_fuseki_at_its_own_time_limit_is_a_timeout(body, expected):
+    """Fuseki answers a query its limit stopped with HTTP 503 "Query timed out" (recorded from
+    Fuseki 5.6, tests/stores/test_fuseki.py): the query's timeout; any other 503 is the
+    server's failure."""
+    with loopback(lambda _: (503, {"Content-Type": "text/plain", "Fuseki-Request-Id": "7"}, body)) as (url, _):
+        store = open_store(StoreConfig(kind="sparql", endpoint=url + "/kgeval/sparql", data_version="x", product="fuseki"), [])
+        with pytest.raises(expected) as caught:
+            store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
+    assert isinstance(caught.value, QueryTimeout) == (expected is QueryTimeout)

@@ -83,7 +83,7 @@ def test_default_and_named_graph_selection(sparql_server):
 
 def test_engine_name_and_version_come_from_the_server(sparql_server):
     store = mini_store(sparql_server)
-    product = {"oxigraph": "Oxigraph", "virtuoso": "Virtuoso"}[sparql_server.product]
+    product = {"oxigraph": "Oxigraph", "virtuoso": "Virtuoso", "fuseki": "Fuseki"}[sparql_server.product]
     assert store.name == f"sparql-endpoint:{product}"
     assert store.version[:1].isdigit()
     assert store.data_sha256 == "test:mini"
@@ -184,3 +184,22 @@ def test_non_json_answer_is_a_store_error():
         store = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="t"), [])
         with pytest.raises(StoreError, match="not SPARQL JSON"):
             store.execute("ASK {}", timeout_s=5, row_cap=1)
+
+
+@pytest.mark.parametrize(
+    ("datatype", "written", "read"),
+    [("decimal", "0.50", "0.5"), ("decimal", "+007.10", "7.1"), ("decimal", "2.0", "2"), ("decimal", "-0.0", "0"),
+     ("decimal", "12345678901234567890.000", "12345678901234567890"), ("integer", "007", "7"), ("integer", "+5", "5"),
+     ("integer", "1_000", "1_000"), ("decimal", "1e3", "1e3"), ("double", "1.50E2", "1.50E2"), ("int", "007", "007")],
+)
+def test_integers_and_decimals_are_read_in_canonical_form(datatype, written, read):
+    """Fuseki answers with the data's lexical form (`0.50`), Oxigraph and Virtuoso with the
+    canonical one (`0.5`): the store reads xsd:integer and xsd:decimal canonically, as the
+    embedded store does, so one value makes one gold; what is not such a lexical form, or of
+    another datatype, is kept as written."""
+    term = term_from_json({"type": "literal", "datatype": XSD + datatype, "value": written}, "http://x/sparql")
+    assert (term.value, term.datatype) == (read, XSD + datatype)
+    if read != written and datatype in ("integer", "decimal"):
+        store = EmbeddedStore([])
+        embedded = store.execute(f'SELECT ?v WHERE {{ BIND("{written}"^^<{XSD}{datatype}> AS ?v) }}', timeout_s=10, row_cap=1)
+        assert embedded.rows[0][0].value == read  # the form the embedded store (Oxigraph) gives
