@@ -18,9 +18,9 @@ import duckdb
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from kgeval._duckdb import connect_duckdb
+from kgeval._duckdb import DamagedDatabase, DiskFull, connect_duckdb, store_failure  # noqa: F401 - DamagedDatabase, DiskFull: the package's errors
 from kgeval._files import transaction, writing_to
-from kgeval.errors import InputError, first_validation_error
+from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
@@ -133,19 +133,6 @@ def _remove_partial(files: list[tuple[Path, Path]], created_dir: Path | None) ->
             pass
 
 
-class DamagedDatabase(InputError):
-    """The results database file cannot be read or written as a database: truncated, overwritten,
-    or not a DuckDB file."""
-
-
-def _damaged(path: Path, exc: duckdb.Error) -> DamagedDatabase:
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return DamagedDatabase(
-        f"{path}: results database is damaged or not a DuckDB database ({first}); "
-        "nothing was changed: restore it from a backup, or give --db a new file"
-    )
-
-
 class GuardedConnection:
     """A DuckDB connection to a results file whose failures name the file and what is wrong
     (DamagedDatabase, exit 2) instead of a raw DuckDB traceback. A missing table
@@ -167,7 +154,7 @@ class GuardedConnection:
         except self._PASS:
             raise
         except duckdb.Error as exc:
-            raise _damaged(self.path, exc) from None
+            raise store_failure(self.path, exc) from None
 
     def execute(self, query: str, parameters: object = None) -> GuardedConnection:
         self._call("execute", query, parameters or [])
@@ -187,7 +174,7 @@ class GuardedConnection:
         except self._PASS:
             raise
         except duckdb.Error as exc:
-            raise _damaged(self.path, exc) from None
+            raise store_failure(self.path, exc) from None
 
     def fetchone(self):  # noqa: ANN201
         return self._call("fetchone")
@@ -219,7 +206,7 @@ class GuardedConnection:
         except self._PASS:
             raise
         except duckdb.Error as exc:
-            raise _damaged(self.path, exc) from None
+            raise store_failure(self.path, exc) from None
 
     def _drop_appenders(self) -> None:
         appenders, self._appenders = list(self._appenders.values()), {}
@@ -231,7 +218,10 @@ class GuardedConnection:
 
     def close(self) -> None:
         self._drop_appenders()
-        self._con.close()
+        try:
+            self._con.close()  # may checkpoint: a write that can find the disk full
+        except duckdb.Error as exc:
+            raise store_failure(self.path, exc) from None
 
 
 def connect_results(path: Path, *, read_only: bool, wait_s: float | None = None) -> GuardedConnection:
@@ -292,7 +282,13 @@ class ResultsDB:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if exc[0] is None:
+            self.close()
+            return
+        try:  # the error in flight says what happened: closing's own failure must not replace it
+            self.close()
+        except KgevalError:
+            pass
 
     def create_run(
         self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt | None = None, *, status: RunStatus = "running"

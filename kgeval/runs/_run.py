@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 import kgeval
+from kgeval._duckdb import DiskFull
 from kgeval._files import sha256_json
 from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import KgevalConfig
@@ -290,6 +291,14 @@ _MAX_GROUP = 1000
 
 
 def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
+    """Dispatch the attempts not yet persisted; a full disk says how to continue the run."""
+    try:
+        return _dispatch(plan, db, progress)
+    except DiskFull as exc:  # the attempts committed so far are intact: resuming sends only the rest
+        raise exc.for_run(plan.metadata.run_id) from None
+
+
+def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
     run_id = plan.metadata.run_id
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
