@@ -15,21 +15,29 @@ broken at record N: ...") and nothing of it is returned (DESIGN invariant 9). Wi
 key a determined editor can recompute every hash; with one, no edit passes without the key.
 
 Stores written before chains existed are chained in place the first time they are opened for
-writing (their rows in the order they were read until then); the head records how many rows
-were chained so, and when. Opened read-only, an unchained log is read as it is when no key is
-configured, and refused when one is (unsigned evidence is not trusted). With a key, chaining a
-non-empty unchained log needs the operator's word (`KGEVAL_CHAIN_UNCHAINED_LOGS=1`): otherwise
-dropping a chain's columns and head would be a way to have forged rows signed.
+writing with the operator's word (`KGEVAL_CHAIN_UNCHAINED_LOGS=1`), their rows in the order
+they were read until then; the head records how many rows were chained so, and when. Without
+that word, an unchained log that holds records is a broken log, key or no key, for readers and
+writers alike: inside the file, a log written before chains existed looks exactly like one
+whose chain columns and head were deleted to insert a forged record, so neither is trusted
+(nor chained, which would sign the forgery) until the operator has looked. An unchained
+log with no records holds nothing to trust and is chained silently.
+
+A table of another schema (the log's own columns missing) is not a broken log but another
+program's table: DamagedDatabase (exit 2), nothing of it read.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import duckdb
 
+from kgeval._duckdb import DamagedDatabase
 from kgeval._files import sha256_json
 from kgeval.errors import CheckFailed
 from kgeval.integrity import check_tag, integrity_key, sign
@@ -45,6 +53,18 @@ CREATE TABLE IF NOT EXISTS log_heads (
 
 class BrokenLog(CheckFailed):
     """A chained log was edited, cut or forged: nothing of it is read."""
+
+
+@contextmanager
+def _naming_the_file(con: object) -> Iterator[None]:
+    """A BrokenLog raised inside names the file (the connection's `path`, when it has one)."""
+    try:
+        yield
+    except BrokenLog as exc:
+        path = getattr(con, "path", None)
+        if path is None or str(exc).startswith(f"{path}: "):
+            raise
+        raise BrokenLog(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -64,8 +84,14 @@ class ChainedTable:
         return f"{self.log}\t{length}\t{head}"
 
     def _has_chain(self, con: duckdb.DuckDBPyConnection) -> bool:
-        names = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [self.table]).fetchall()}
-        return set(CHAIN_COLUMNS) <= names
+        """Whether the table has its chain columns; DamagedDatabase when it lacks its own."""
+        names = [r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [self.table]).fetchall()]
+        if names and not set(self.columns) <= set(names):
+            raise DamagedDatabase(
+                f"{getattr(con, 'path', 'the database')}: table {self.table} has columns {names}, expected {list(self.columns)}: "
+                f"not a kgeval {self.log} log (a database of another schema?); nothing of it is read"
+            )
+        return set(CHAIN_COLUMNS) <= set(names)
 
     def _head(self, con: duckdb.DuckDBPyConnection) -> tuple[int, str, str | None] | None:
         if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'log_heads'").fetchone()[0]:
@@ -75,14 +101,18 @@ class ChainedTable:
     def ensure(self, con: duckdb.DuckDBPyConnection) -> None:
         """On a store opened for writing: the chain columns and head table exist; rows written
         before chains existed are chained now (see the module docstring)."""
+        with _naming_the_file(con):
+            self._ensure(con)
+
+    def _ensure(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute(_HEADS)
         if self._has_chain(con):
             return
         if self._head(con) is not None:
             raise self._broken(1, "its chain columns were removed")
         rows = con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table} ORDER BY {self.legacy_order}").fetchall()
-        if rows and integrity_key() is not None and os.environ.get(MIGRATE_ENV) != "1":
-            raise self._broken(1, f"it has no hash chain (written before chains existed); to chain and sign its {len(rows)} records as they are now, run once with {MIGRATE_ENV}=1")
+        if rows and os.environ.get(MIGRATE_ENV) != "1":
+            raise self._unchained(len(rows))
         for column, kind in zip(CHAIN_COLUMNS, ("BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")):
             con.execute(f"ALTER TABLE {self.table} ADD COLUMN {column} {kind}")
         con.execute(f"DELETE FROM {self.table}")
@@ -90,7 +120,8 @@ class ChainedTable:
 
     def append(self, con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
         """Append rows (values in `columns` order) to a verified chain; call inside a transaction."""
-        length, head = self._verified_head(con)
+        with _naming_the_file(con):
+            length, head = self._verified_head(con)
         self._insert(con, rows, length, head)
 
     def _insert(self, con: duckdb.DuckDBPyConnection, rows: list[tuple], length: int, head: str, *, migrated: int = 0) -> None:
@@ -113,19 +144,30 @@ class ChainedTable:
     def read(self, con: duckdb.DuckDBPyConnection, where: str = "", params: list | None = None) -> list[tuple]:
         """The rows (values in `columns` order, in append order) matching `where`, after the
         whole chain verified; BrokenLog otherwise."""
-        if not self._has_chain(con):
-            return self._read_unchained(con, where, params)
-        self._verified_head(con)
+        with _naming_the_file(con):
+            if not self._has_chain(con):
+                return self._read_unchained(con, where, params)
+            self._verified_head(con)
         clause = f"WHERE {where}" if where else ""
         return con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table} {clause} ORDER BY seq", params or []).fetchall()
 
     def _read_unchained(self, con: duckdb.DuckDBPyConnection, where: str, params: list | None) -> list[tuple]:
+        """An unchained log is read only when it holds nothing (see the module docstring)."""
         if self._head(con) is not None:
             raise self._broken(1, "its chain columns were removed")
-        if integrity_key() is not None:
-            raise self._broken(1, f"it has no hash chain (written before chains existed) and an integrity key is configured; chain and sign it once with a writing command and {MIGRATE_ENV}=1")
-        clause = f"WHERE {where}" if where else ""
-        return con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table} {clause} ORDER BY {self.legacy_order}", params or []).fetchall()
+        records = con.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+        if records:
+            raise self._unchained(records)
+        return []
+
+    def _unchained(self, records: int) -> BrokenLog:
+        sign = " and sign" if integrity_key() is not None else ""
+        return self._broken(
+            1,
+            f"it holds {records} records without a hash chain: written before chains existed, or its chain columns and head were "
+            f"removed (to insert a forged record?); check them, then chain{sign} them as they are now: run a command that writes "
+            f"to the file (`kgeval serve`, `kgeval audit sample`, `kgeval review approve`) once with {MIGRATE_ENV}=1",
+        )
 
     def _verified_head(self, con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
         """(length, last hash) of the chain after checking every row and the head."""

@@ -157,10 +157,10 @@ def review_status(
     if not all_questions:
         questions = [q for q in questions if q.id not in loaded.exclusions]
     hashes = current_hashes(questions, load_gold(gold))
-    with ReviewLog(db, read_only=True) as log:
+    with ReviewLog(db, read_only=True) as log:  # damaged or broken: named (exit 2 or 1), never read as empty
         states = review_states(hashes, log.records())
-        if log.problem and Path(db).exists():
-            err.print(f"warning: {log.problem}; reading as empty", markup=False)
+        if log.problem:  # a missing store approves nothing
+            err.print(f"note: {log.problem}: no question is approved", markup=False)
     for q in questions:
         print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}" + ("\texcluded" if q.id in loaded.exclusions else ""))
     if excluded and not all_questions:

@@ -3,7 +3,7 @@ flight), persist and judge each attempt as it completes; resume; compare runs.""
 
 from kgeval.runs._attempt import Execution, call_with_retries, execute_candidate, judge_candidate, judge_output, run_attempt
 from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
-from kgeval.runs._db import DamagedDatabase, DiskFull, ResultsDB, connect_results
+from kgeval.runs._db import DamagedDatabase, DiskFull, ResultsDB, connect_results, kgeval_tables
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import (
     Attempt,
@@ -63,6 +63,7 @@ __all__ = [
     "git_commit",
     "judge_candidate",
     "judge_output",
+    "kgeval_tables",
     "new_run_id",
     "plan_run",
     "question_set_sha256",

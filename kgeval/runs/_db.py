@@ -81,7 +81,7 @@ def _check_column_order(con: GuardedConnection, path: Path) -> None:
     for table, expected in (("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE), ("run_questions", _QUESTIONS_TABLE)):
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index").fetchall()]
         if columns != list(expected):
-            raise InputError(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
+            raise DamagedDatabase(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
 
 
 def json_text(value: object) -> str:
@@ -224,6 +224,24 @@ class GuardedConnection:
             raise store_failure(self.path, exc) from None
 
 
+KGEVAL_TABLES = ("runs", "gold_reviews", "audit_samples", "audit_records", "log_heads")
+"""Tables only kgeval writes: a file holding none of them (and other tables) is another program's."""
+
+
+def kgeval_tables(con: GuardedConnection) -> set[str]:
+    """The kgeval tables the file holds; DamagedDatabase when it holds tables and none of them
+    (a DuckDB database of another schema is never read as an empty results database)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    ours = tables & set(KGEVAL_TABLES)
+    if tables and not ours:
+        shown = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
+        raise DamagedDatabase(
+            f"{con.path}: not a kgeval results database: it holds tables {shown} and none of kgeval's; nothing was "
+            "changed: give --db a kgeval results file, or a new file"
+        )
+    return ours
+
+
 def connect_results(path: Path, *, read_only: bool, wait_s: float | None = None) -> GuardedConnection:
     """The one place a results database file is opened (CLI, service, runs, audits, reviews):
     waits a bounded time for another process's lock (`connect_duckdb`), and errors name the
@@ -267,13 +285,16 @@ class ResultsDB:
         """Running runs whose start and attempts this connection found as the run wrote them."""
         self._progress_seq: dict[str, int] = {}
         """The next `run_progress` batch number of each run this connection writes."""
-        if read_only and not self._con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchone()[0]:
+        try:
+            if "runs" not in kgeval_tables(self._con) and read_only:
+                raise DamagedDatabase(f"{self.path}: not a kgeval results database (it has no runs table)")
+            if not read_only:
+                self._con.execute(_SCHEMA)
+                self._con.execute(_MIGRATIONS)
+                _check_column_order(self._con, self.path)
+        except BaseException:
             self._con.close()
-            raise InputError(f"{self.path}: not a kgeval results database (it has no runs table)")
-        if not read_only:
-            self._con.execute(_SCHEMA)
-            self._con.execute(_MIGRATIONS)
-            _check_column_order(self._con, self.path)
+            raise
 
     def close(self) -> None:
         self._con.close()
