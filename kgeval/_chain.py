@@ -30,7 +30,7 @@ program's table: DamagedDatabase (exit 2), nothing of it read.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,6 +76,11 @@ class ChainedTable:
     table: str
     columns: tuple[str, ...]
     legacy_order: str
+    describe: Callable[[dict], str] = lambda values: ""
+    """A record in words for messages ("ann's disagree on question q1 seed 0"), from its values."""
+
+    def _said(self, values: tuple) -> str:
+        return self.describe(dict(zip(self.columns, values))) or "a record"
 
     def _row_sha256(self, seq: int, prev: str, values: tuple) -> str:
         return sha256_json({"log": self.log, "seq": seq, "prev": prev, "row": dict(zip(self.columns, values))})
@@ -173,39 +178,45 @@ class ChainedTable:
         """(length, last hash) of the chain after checking every row and the head."""
         key = integrity_key()
         names = ", ".join((*CHAIN_COLUMNS, *self.columns))
-        prev, n = "", 0
+        prev, n, last = "", 0, None
         for n, row in enumerate(con.execute(f"SELECT {names} FROM {self.table} ORDER BY seq NULLS LAST").fetchall(), 1):
-            self._check_row(n, prev, row, key)
-            prev = row[2]
+            self._check_row(n, prev, row, key, last)
+            prev, last = row[2], row
         head = self._head(con)
         if head is None:
             if n:
                 raise self._broken(n, "the log has records but no head (log_heads) row")
             return 0, ""
-        self._check_head(n, prev, head, key)
+        self._check_head(n, prev, head, key, last)
         return n, prev
 
-    def _check_row(self, n: int, prev: str, row: tuple, key: bytes | None) -> None:
+    def _check_row(self, n: int, prev: str, row: tuple, key: bytes | None, before: tuple | None) -> None:
         seq, row_prev, row_sha, tag = row[:4]
+        said = self._said(row[4:])
+        after = f"; the record before it: {self._said(before[4:])}" if before else ""
         if seq is None or row_sha is None:
-            raise self._broken(n, "a record without chain fields (inserted outside kgeval?)")
+            raise self._broken(n, f"a record without chain fields (inserted outside kgeval?): {said}")
         if seq != n:
             what = "missing (deleted?)" if seq > n else "stored twice"
-            raise self._broken(n, f"record {n} is {what}; the next stored record is number {seq}")
+            raise self._broken(n, f"record {n} is {what}; the next stored record is number {seq}: {said}{after}")
         if row_prev != prev:
-            raise self._broken(n, "it does not follow the record before it (a record was deleted, reordered or replaced)")
+            raise self._broken(n, f"it does not follow the record before it (a record was deleted, reordered or replaced): {said}{after}")
         if self._row_sha256(seq, row_prev, tuple(row[4:])) != row_sha:
-            raise self._broken(n, "its content no longer matches its hash (edited after it was written)")
+            raise self._broken(n, f"its content no longer matches its hash (edited after it was written); it now reads: {said}")
         if key is not None:
             try:
                 check_tag(row_sha, tag, key, f"record {n}")
             except CheckFailed as exc:
                 raise self._broken(n, str(exc)) from None
 
-    def _check_head(self, n: int, last: str, head: tuple, key: bytes | None) -> None:
+    def _check_head(self, n: int, last: str, head: tuple, key: bytes | None, last_row: tuple | None) -> None:
         length, head_sha, tag = head
         if length != n or head_sha != last:
-            raise self._broken(n + 1 if length > n else length + 1, f"the log holds {n} records but was last written with {length} (records deleted from its end, or added outside kgeval)")
+            left = f"; the last record left: {self._said(last_row[4:])}" if last_row else ""
+            raise self._broken(
+                n + 1 if length > n else length + 1,
+                f"the log holds {n} records but was last written with {length} (records deleted from its end, or added outside kgeval){left}",
+            )
         if key is not None:
             try:
                 check_tag(self._head_payload(length, head_sha), tag, key, "the log's head")

@@ -96,7 +96,7 @@ def test_every_tampering_of_the_audit_log_is_caught_by_every_reader(audited, min
         assert expected in done.stderr and "Traceback" not in done.stderr
     # the report still shows the run's figures, says no audit figure is shown, and fails the check
     report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold))
-    assert "(8/8)" in report.stdout and f"audits not shown: {expected}" in report.stdout
+    assert "(8/8)" in report.stdout and f"audits not shown: {db}: {expected}" in report.stdout
     assert "false-accept" not in report.stdout.lower().split("### notes")[0]
 
 
@@ -125,18 +125,18 @@ def test_deleting_a_sample_row_is_caught_by_audit_show(audited, mini_gold):
     ids=["edit", "forged approval", "delete newest"],
 )
 def test_a_tampered_review_log_approves_nothing_everywhere(audited, mini_holdout, mini_gold, statement):
+    """A broken review log is named (BrokenLog, exit 1) by every reader, never read as an empty one."""
     db, run_id, _ = audited
     _sql(db, statement)
-    with ReviewLog(db, read_only=True) as log:
-        assert log.records() == [] and "review log broken at record" in log.problem
-        coverage = review_coverage(load_holdout(mini_holdout).questions(), load_gold(mini_gold), log, 0.2)
-    assert coverage.approved == 0 and "review log broken" in coverage.store_problem
+    with ReviewLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=f"{db}: review log broken at record"):
+        log.records()
     status = _kgeval("review", "status", "--db", str(db), "--holdout", str(mini_holdout), "--gold", str(mini_gold))
-    assert "review log broken at record" in status.stderr and "\tapproved\t" not in status.stdout
+    assert status.returncode == 1 and f"{db}: review log broken at record" in status.stderr and status.stdout == ""
     report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
-    assert report.returncode == 0, report.stderr
-    review = json.loads(report.stdout)["review"]
-    assert review["approved"] == 0 and "review log broken" in review["store_problem"]
+    assert report.returncode == 1 and "review log broken at record" in report.stderr, report.stderr
+    shown = json.loads(report.stdout)
+    assert shown["review"] is None and shown["review_refused"].startswith(f"gold review not shown: {db}: review log broken at record")
+    assert shown["overall"]["n"] == 8  # the run's figures are still shown
 
 
 def test_the_service_reports_a_broken_log_and_shows_nothing_of_it(audited, mini_holdout, mini_gold, tmp_path):
@@ -162,10 +162,9 @@ def test_the_service_reports_a_broken_log_and_shows_nothing_of_it(audited, mini_
         # the run page's routes read the audit state of each sample: the same 409 (the sample was a 400)
         for route in (f"/runs/{run_id}/samples", f"/runs/{run_id}/samples/mini-01?seed=0"):
             page = client.get(route, headers=headers)
-            assert page.status_code == 409 and "audit log broken at record 5" in page.json()["detail"], (route, page.text)
-        review = client.get("/review/questions", headers=headers).json()
-        assert "review log broken at record 2" in review["store_problem"]
-        assert not any(q["state"] == "approved" for q in review["questions"])
+            assert page.status_code == 409 and "log broken at record" in page.json()["detail"], (route, page.text)
+        review = client.get("/review/questions", headers=headers)
+        assert review.status_code == 409 and "review log broken at record 2" in review.json()["detail"]
 
 
 def test_with_a_key_a_recomputed_chain_is_still_caught(audited, monkeypatch):
@@ -210,8 +209,8 @@ def test_a_store_written_before_chains_is_chained_on_first_write_and_then_protec
         con.execute("INSERT INTO audit_records VALUES ('r', ?, 0, ?, 'ann', ?, '', ?)", [f"q{i}", "a" * 64, decision, f"2025-01-0{i + 1}"])
     con.close()
     monkeypatch.setenv(KEY_ENV, KEY)
-    with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match="no hash chain"):
-        log.records("r")  # unsigned evidence is not trusted while a key is configured
+    with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match="3 records without a hash chain"):
+        log.records("r")  # unchained evidence is not trusted
     with pytest.raises(BrokenLog, match=MIGRATE_ENV):
         AuditLog(db)  # chaining needs the operator's word: dropping a chain must not get rows signed
     monkeypatch.setenv(MIGRATE_ENV, "1")

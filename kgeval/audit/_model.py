@@ -74,6 +74,12 @@ class AuditSample(BaseModel):
     created_at: str
 
 
+def sample_id_of(run_id: str, accepts: int, seed: int, item_sha256s: list[str]) -> str:
+    """A sample's id: a hash over what was asked for and each drawn item's hash, in order, so a
+    stored sample is checked whole (an item deleted, added, edited or moved changes it)."""
+    return sha256_json({"run": run_id, "accepts": accepts, "seed": seed, "items": item_sha256s})[:16]
+
+
 class AuditRecord(BaseModel):
     """One auditor decision, appended and never changed; bound to the item hash seen."""
 

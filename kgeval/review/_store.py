@@ -26,7 +26,10 @@ CREATE TABLE IF NOT EXISTS gold_reviews (
     content_sha256 VARCHAR NOT NULL, reviewer VARCHAR NOT NULL, decision VARCHAR NOT NULL,
     note VARCHAR NOT NULL, recorded_at VARCHAR NOT NULL);
 """
-_REVIEWS = ChainedTable("review", "gold_reviews", tuple(ReviewRecord.model_fields), legacy_order="recorded_at, rowid")
+_REVIEWS = ChainedTable(
+    "review", "gold_reviews", tuple(ReviewRecord.model_fields), legacy_order="recorded_at, rowid",
+    describe=lambda v: f"{v['reviewer']}'s {v['decision']} on question {v['question_id']} at {str(v['content_sha256'])[:12]}, recorded {v['recorded_at']}",
+)  # fmt: skip
 
 
 class ReviewLog:
