@@ -239,3 +239,63 @@ def test_an_invalid_stored_value_is_named_not_a_traceback(audited, mini_gold):
 
 def _kgeval(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(params=["no key", "key"])
+def key_mode(request, monkeypatch) -> str:
+    """Listed before `audited`: with "key", the store is written and read under an integrity key."""
+    if request.param == "key":
+        monkeypatch.setenv(KEY_ENV, KEY)
+    return request.param
+
+
+def _rechain_plain(db, table: ChainedTable) -> None:
+    """Recompute the table's whole chain and head without a key (what anyone can do after an edit)."""
+    con = duckdb.connect(str(db))
+    rows = con.execute(f"SELECT {', '.join(table.columns)} FROM {table.table} ORDER BY seq").fetchall()
+    con.execute(f"DELETE FROM {table.table}")
+    prev = ""
+    for seq, values in enumerate(rows, 1):
+        row_sha = table._row_sha256(seq, prev, tuple(values))
+        names = ", ".join((*table.columns, "seq", "prev_sha256", "row_sha256", "tag"))
+        con.execute(f"INSERT INTO {table.table} ({names}) VALUES ({', '.join('?' * (len(values) + 4))})", [*values, seq, prev, row_sha, None])
+        prev = row_sha
+    con.execute("UPDATE log_heads SET length = ?, head_sha256 = ?, tag = NULL WHERE log = ?", [len(rows), prev, table.log])
+    con.close()
+
+
+SAMPLE_DELETIONS = {
+    # the first item (a "disagree" decision on it) deleted: the chain breaks at its row
+    "delete the row": (["DELETE FROM audit_samples WHERE position = 0"], False, "audit sample log broken at record 1"),
+    # ... and the chain recomputed: without a key only the sample's own id (a hash over its items) shows it
+    "delete, renumber, recompute the chain": (
+        ["DELETE FROM audit_samples WHERE position = 0", "UPDATE audit_samples SET position = position - 1"], True, None,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("deletion", sorted(SAMPLE_DELETIONS))
+def test_a_deleted_sample_item_withholds_the_audit_figures(key_mode, audited, mini_gold, deletion):
+    """issue 35 item 2: `kgeval report` counted the decision on an item deleted from its stored
+    sample (exit 0, the false-accept rate published); `audit show` noticed. Every reader of the
+    decisions now checks the run's samples whole, with and without the integrity key."""
+    db, run_id, sample_id = audited
+    before = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
+    assert before.returncode == 0 and json.loads(before.stdout)["audit"]["counts"]["disagree"] == 2, before.stderr
+    statements, rechain, expected = SAMPLE_DELETIONS[deletion]
+    for statement in statements:
+        _sql(db, statement)
+    if rechain:
+        from kgeval.audit._store import _SAMPLES
+
+        _rechain_plain(db, _SAMPLES)
+        expected = "no integrity tag" if key_mode == "key" else f"audit sample {sample_id} of run {run_id} is not whole"
+    report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
+    assert report.returncode == 1, (report.returncode, report.stderr)
+    shown = json.loads(report.stdout)
+    assert shown["audit"] is None and expected in shown["audit_refused"] and str(db) in report.stderr
+    assert shown["overall"]["n"] == 8  # the run's own figures stay
+    show = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
+    assert show.returncode == 1 and expected in show.stderr and show.stdout == ""
+    with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=expected):
+        log.records(run_id)

@@ -102,10 +102,13 @@ def audit_show(
             raise InputError(f"{db}: run {run_id} has no audit sample {sample_id!r}")
         current = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
         states = audit_states(current, log.records(run_id))
-    for item in sample.items:
+    for position, item in enumerate(sample.items):
         now = current.get(item.key)
         state = states.get(item.key, "unaudited") if now and now.sha256() == item.sha256() else "stale"
         print(json.dumps({**item.model_dump(), "item_sha256": item.sha256(), "state": state}, ensure_ascii=False))
+        if state == "stale":  # what changed, not only that a hash did
+            why = f"{', '.join(item.changed_fields(now))} differ from the run's attempt now" if now else "no longer an accepted answer of the run"
+            err.print(f"{db}: audit sample {sample_id} item {position} (question {item.question_id} seed {item.seed}): stale: {why}", markup=False)
 
 
 class DecisionChoice(StrEnum):

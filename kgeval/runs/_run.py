@@ -26,7 +26,7 @@ from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
-from kgeval.holdout import Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
+from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB
@@ -259,6 +259,8 @@ def resume_run(
     system = system_for(metadata, config)
     plan = plan_run(holdout, Path(metadata.gold), system, config, replay=Path(metadata.replay) if metadata.replay else None, run_id=run_id)
     changed = _resume_differences(metadata, plan.metadata)
+    if metadata.question_set_sha256 != plan.metadata.question_set_sha256:  # which file, which question, which field
+        changed = [*question_set_changes(db.questions(run_id), holdout, Path(metadata.gold)), *changed]
     if changed:
         raise CheckFailed(f"cannot resume run {run_id}: changed since it started: {'; '.join(changed)}")
     receipt = checklist(plan, db)
@@ -284,6 +286,39 @@ def _resume_differences(started: RunMetadata, now: RunMetadata) -> list[str]:
         for name in _RESUME_FIELDS
         if getattr(started, name) != getattr(now, name)
     ]
+
+
+def question_set_changes(started: list[RunQuestion], holdout: Holdout, gold_dir: Path) -> list[str]:
+    """What changed in the questions a run asks since it started, naming each questions.yaml and
+    question: added, removed (or excluded), its text or KG changed, or its reference SPARQL no
+    longer the one its gold was built from. The run keeps each question's text, not its SPARQL:
+    a SPARQL edit is named through the gold, while the gold is still the run's."""
+    then = {q.question_id: q for q in started}
+    now = {q.id: q for q in holdout.evaluated_questions()}
+    built_from = _gold_queries(gold_dir)
+
+    def file(kg: str) -> Path:
+        return holdout.root / kg / QUESTIONS_FILE
+
+    changes = [f"{file(now[qid].kg)}: question {qid} added" for qid in now if qid not in then]
+    changes += [f"{file(then[qid].kg)}: question {qid} removed, or excluded on record" for qid in then if qid not in now]
+    for qid in (qid for qid in now if qid in then):
+        before, q = then[qid], now[qid]
+        fields = [f"question text {before.question!r} then, {q.question!r} now"] if before.question != q.question else []
+        fields += [f"KG {before.kg!r} then, {q.kg!r} now"] if before.kg != q.kg else []
+        if built_from.get(qid) not in (None, q.sparql_sha256):
+            fields.append(f"reference SPARQL changed (its gold in {gold_dir} was built from another query)")
+        changes += [f"{file(q.kg)}: question {qid}: {'; '.join(fields)}"] if fields else []
+    return changes or [f"{holdout.root}: a question's reference SPARQL changed (the run keeps no copy of its queries to say which)"]
+
+
+def _gold_queries(gold_dir: Path) -> dict[str, str]:
+    """Question id -> the sha256 of the reference query its gold entry was built from; empty
+    when the gold cannot be read (its own check says why)."""
+    try:
+        return {qid: summary.query_sha256 for qid, summary in index_gold(gold_dir).entries.items()}
+    except (KgevalError, OSError):
+        return {}
 
 
 _MAX_GROUP = 1000
