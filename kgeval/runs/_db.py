@@ -63,6 +63,7 @@ _VERDICT_COLUMNS = list(Verdict.model_fields)
 _ATTEMPTS_TABLE = ("run_id", *_ATTEMPT_COLUMNS)
 _VERDICTS_TABLE = ("run_id", "question_id", "seed", *_VERDICT_COLUMNS)
 _QUESTIONS_TABLE = ("run_id", "kg", "question_id", "question", "domain", "qtype", "honeypot")
+_RUNS_TABLE = ("run_id", "status", "metadata")
 
 
 def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
@@ -78,7 +79,8 @@ def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
 def _check_column_order(con: GuardedConnection, path: Path) -> None:
     """Batches are appended by position: the tables must have their columns in this order
     (true of every database this code or its predecessor created)."""
-    for table, expected in (("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE), ("run_questions", _QUESTIONS_TABLE)):
+    tables = (("runs", _RUNS_TABLE), ("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE), ("run_questions", _QUESTIONS_TABLE))
+    for table, expected in tables:
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index").fetchall()]
         if columns != list(expected):
             raise DamagedDatabase(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
@@ -288,10 +290,11 @@ class ResultsDB:
         try:
             if "runs" not in kgeval_tables(self._con) and read_only:
                 raise DamagedDatabase(f"{self.path}: not a kgeval results database (it has no runs table)")
-            if not read_only:
-                self._con.execute(_SCHEMA)
-                self._con.execute(_MIGRATIONS)
-                _check_column_order(self._con, self.path)
+            if not read_only:  # all or nothing: a file of another schema is left as it was
+                with transaction(self._con) as con:
+                    con.execute(_SCHEMA)
+                    con.execute(_MIGRATIONS)
+                    _check_column_order(con, self.path)
         except BaseException:
             self._con.close()
             raise
