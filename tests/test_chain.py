@@ -299,3 +299,61 @@ def test_a_deleted_sample_item_withholds_the_audit_figures(key_mode, audited, mi
     assert show.returncode == 1 and expected in show.stderr and show.stdout == ""
     with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=expected):
         log.records(run_id)
+
+
+def _strip_chain(db, table: ChainedTable) -> None:
+    """Drop the table's chain columns and its head row: the log as if written before chains."""
+    con = duckdb.connect(str(db))
+    for column in ("seq", "prev_sha256", "row_sha256", "tag"):
+        con.execute(f"ALTER TABLE {table.table} DROP COLUMN {column}")
+    con.execute("DELETE FROM log_heads WHERE log = ?", [table.log])
+    con.close()
+
+
+def test_a_log_that_lost_its_chain_is_broken_without_a_key(audited, mini_holdout, mini_gold, monkeypatch):
+    """issue 35 item 3: without an integrity key, deleting the review log's chain columns and head
+    row and inserting a forged approval was accepted silently (and chained by the next writer)."""
+    from kgeval.audit._store import _RECORDS
+    from kgeval.review._store import _REVIEWS
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    db, run_id, _ = audited
+    _strip_chain(db, _REVIEWS)
+    _sql(db, "INSERT INTO gold_reviews SELECT kg, 'mini-04', domain, content_sha256, 'mallory', 'approve', '', recorded_at FROM gold_reviews LIMIT 1")
+    expected = f"{db}: review log broken at record 1: it holds 4 records without a hash chain"
+    with ReviewLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=expected):
+        log.records()
+    with pytest.raises(BrokenLog, match=MIGRATE_ENV):
+        ReviewLog(db)  # a writer does not chain (and so bless) the forged row either
+    status = _kgeval("review", "status", "--db", str(db), "--holdout", str(mini_holdout), "--gold", str(mini_gold))
+    assert status.returncode == 1 and expected in " ".join(status.stderr.split()) and "approved" not in status.stdout
+    # the same for the audit log: a forged "agree" behind a stripped chain withholds the audit figures
+    _strip_chain(db, _RECORDS)
+    _sql(db, "INSERT INTO audit_records SELECT run_id, question_id, seed, item_sha256, 'mallory', 'agree', '', recorded_at FROM audit_records LIMIT 1")
+    report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
+    assert report.returncode == 1 and json.loads(report.stdout)["audit"] is None
+    assert "audit log broken at record 1: it holds 6 records without a hash chain" in json.loads(report.stdout)["audit_refused"]
+    # the operator's word chains the log as it stands (after checking it)
+    monkeypatch.setenv(MIGRATE_ENV, "1")
+    with ReviewLog(db) as log:
+        assert [r.reviewer for r in log.records()].count("mallory") == 1
+
+
+def test_broken_audit_records_are_named_with_their_file_and_what_they_say(audited, mini_gold):
+    """issue 35 item 9: `audit show` on an edited or deleted audit record names the file and the
+    record (whose decision, on which question and seed), not only a record number or a hash."""
+    db, run_id, sample_id = audited
+    with AuditLog(db, read_only=True) as log:
+        first = log.records(run_id)[0]
+    _sql(db, "UPDATE audit_records SET decision = 'agree' WHERE seq = 1")
+    edited = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
+    said = " ".join(edited.stderr.split())
+    assert edited.returncode == 1 and f"{db}: audit log broken at record 1: its content no longer matches its hash" in said
+    assert f"it now reads: ann's agree on run {run_id} question {first.question_id} seed {first.seed}" in said
+    _sql(db, "UPDATE audit_records SET decision = 'disagree' WHERE seq = 1")
+    _sql(db, "DELETE FROM audit_records WHERE seq = 2")
+    deleted = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
+    said = " ".join(deleted.stderr.split())
+    assert deleted.returncode == 1 and f"{db}: audit log broken at record 2: record 2 is missing (deleted?)" in said
+    assert f"the record before it: ann's disagree on run {run_id} question {first.question_id} seed {first.seed}" in said
+    assert "the next stored record is number 3: ann's agree on" in said  # the deleted one itself is gone: its neighbours say where
