@@ -4,7 +4,9 @@ Nothing here updates or deletes: a changed mind is a new record, and the latest 
 the item's current hash is the one that counts (DESIGN invariant 9). Both tables are hash
 chains (`kgeval._chain`): every read verifies its table's whole chain and raises BrokenLog
 ("audit log broken at record N: ...") on any edit, deletion or forged row; a stored value that
-no longer validates is named, not a traceback.
+no longer validates is named, not a traceback. A sample is also checked whole against its item
+hashes and its id (a hash over them), which catches a deleted item even under a chain
+recomputed without the integrity key; the decisions on a run are read only beside whole samples.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ CREATE TABLE IF NOT EXISTS audit_records (
     item_sha256 VARCHAR NOT NULL, auditor VARCHAR NOT NULL, decision VARCHAR NOT NULL,
     note VARCHAR NOT NULL, recorded_at VARCHAR NOT NULL);
 """
+
+
 def _sample_row(v: dict) -> str:
     try:
         item = json.loads(v["item"])

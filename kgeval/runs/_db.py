@@ -18,7 +18,7 @@ import duckdb
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from kgeval._duckdb import DamagedDatabase, DiskFull, connect_duckdb, store_failure  # noqa: F401 - DamagedDatabase, DiskFull: the package's errors
+from kgeval._duckdb import DamagedDatabase, connect_duckdb, store_failure
 from kgeval._files import transaction, writing_to
 from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.integrity import integrity_key
