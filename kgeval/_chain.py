@@ -15,21 +15,29 @@ broken at record N: ...") and nothing of it is returned (DESIGN invariant 9). Wi
 key a determined editor can recompute every hash; with one, no edit passes without the key.
 
 Stores written before chains existed are chained in place the first time they are opened for
-writing (their rows in the order they were read until then); the head records how many rows
-were chained so, and when. Opened read-only, an unchained log is read as it is when no key is
-configured, and refused when one is (unsigned evidence is not trusted). With a key, chaining a
-non-empty unchained log needs the operator's word (`KGEVAL_CHAIN_UNCHAINED_LOGS=1`): otherwise
-dropping a chain's columns and head would be a way to have forged rows signed.
+writing with the operator's word (`KGEVAL_CHAIN_UNCHAINED_LOGS=1`), their rows in the order
+they were read until then; the head records how many rows were chained so, and when. Without
+that word, an unchained log that holds records is a broken log, key or no key, for readers and
+writers alike: inside the file, a log written before chains existed looks exactly like one
+whose chain columns and head were deleted to insert a forged record, so neither is trusted
+(nor chained, which would sign the forgery) until the operator has looked. An unchained
+log with no records holds nothing to trust and is chained silently.
+
+A table of another schema (the log's own columns missing) is not a broken log but another
+program's table: DamagedDatabase (exit 2), nothing of it read.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import duckdb
 
+from kgeval._duckdb import DamagedDatabase
 from kgeval._files import sha256_json
 from kgeval.errors import CheckFailed
 from kgeval.integrity import check_tag, integrity_key, sign
@@ -47,6 +55,18 @@ class BrokenLog(CheckFailed):
     """A chained log was edited, cut or forged: nothing of it is read."""
 
 
+@contextmanager
+def _naming_the_file(con: object) -> Iterator[None]:
+    """A BrokenLog raised inside names the file (the connection's `path`, when it has one)."""
+    try:
+        yield
+    except BrokenLog as exc:
+        path = getattr(con, "path", None)
+        if path is None or str(exc).startswith(f"{path}: "):
+            raise
+        raise BrokenLog(f"{path}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class ChainedTable:
     """One append-only table: the log's name (in messages and hashes), its table, its own
@@ -56,6 +76,11 @@ class ChainedTable:
     table: str
     columns: tuple[str, ...]
     legacy_order: str
+    describe: Callable[[dict], str] = lambda values: ""
+    """A record in words for messages ("ann's disagree on question q1 seed 0"), from its values."""
+
+    def _said(self, values: tuple) -> str:
+        return self.describe(dict(zip(self.columns, values))) or "a record"
 
     def _row_sha256(self, seq: int, prev: str, values: tuple) -> str:
         return sha256_json({"log": self.log, "seq": seq, "prev": prev, "row": dict(zip(self.columns, values))})
@@ -64,8 +89,14 @@ class ChainedTable:
         return f"{self.log}\t{length}\t{head}"
 
     def _has_chain(self, con: duckdb.DuckDBPyConnection) -> bool:
-        names = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [self.table]).fetchall()}
-        return set(CHAIN_COLUMNS) <= names
+        """Whether the table has its chain columns; DamagedDatabase when it lacks its own."""
+        names = [r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [self.table]).fetchall()]
+        if names and not set(self.columns) <= set(names):
+            raise DamagedDatabase(
+                f"{getattr(con, 'path', 'the database')}: table {self.table} has columns {names}, expected {list(self.columns)}: "
+                f"not a kgeval {self.log} log (a database of another schema?); nothing of it is read"
+            )
+        return set(CHAIN_COLUMNS) <= set(names)
 
     def _head(self, con: duckdb.DuckDBPyConnection) -> tuple[int, str, str | None] | None:
         if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'log_heads'").fetchone()[0]:
@@ -75,14 +106,18 @@ class ChainedTable:
     def ensure(self, con: duckdb.DuckDBPyConnection) -> None:
         """On a store opened for writing: the chain columns and head table exist; rows written
         before chains existed are chained now (see the module docstring)."""
+        with _naming_the_file(con):
+            self._ensure(con)
+
+    def _ensure(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute(_HEADS)
         if self._has_chain(con):
             return
         if self._head(con) is not None:
             raise self._broken(1, "its chain columns were removed")
         rows = con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table} ORDER BY {self.legacy_order}").fetchall()
-        if rows and integrity_key() is not None and os.environ.get(MIGRATE_ENV) != "1":
-            raise self._broken(1, f"it has no hash chain (written before chains existed); to chain and sign its {len(rows)} records as they are now, run once with {MIGRATE_ENV}=1")
+        if rows and os.environ.get(MIGRATE_ENV) != "1":
+            raise self._unchained(len(rows))
         for column, kind in zip(CHAIN_COLUMNS, ("BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")):
             con.execute(f"ALTER TABLE {self.table} ADD COLUMN {column} {kind}")
         con.execute(f"DELETE FROM {self.table}")
@@ -90,7 +125,8 @@ class ChainedTable:
 
     def append(self, con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
         """Append rows (values in `columns` order) to a verified chain; call inside a transaction."""
-        length, head = self._verified_head(con)
+        with _naming_the_file(con):
+            length, head = self._verified_head(con)
         self._insert(con, rows, length, head)
 
     def _insert(self, con: duckdb.DuckDBPyConnection, rows: list[tuple], length: int, head: str, *, migrated: int = 0) -> None:
@@ -113,57 +149,74 @@ class ChainedTable:
     def read(self, con: duckdb.DuckDBPyConnection, where: str = "", params: list | None = None) -> list[tuple]:
         """The rows (values in `columns` order, in append order) matching `where`, after the
         whole chain verified; BrokenLog otherwise."""
-        if not self._has_chain(con):
-            return self._read_unchained(con, where, params)
-        self._verified_head(con)
+        with _naming_the_file(con):
+            if not self._has_chain(con):
+                return self._read_unchained(con, where, params)
+            self._verified_head(con)
         clause = f"WHERE {where}" if where else ""
         return con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table} {clause} ORDER BY seq", params or []).fetchall()
 
     def _read_unchained(self, con: duckdb.DuckDBPyConnection, where: str, params: list | None) -> list[tuple]:
+        """An unchained log is read only when it holds nothing (see the module docstring)."""
         if self._head(con) is not None:
             raise self._broken(1, "its chain columns were removed")
-        if integrity_key() is not None:
-            raise self._broken(1, f"it has no hash chain (written before chains existed) and an integrity key is configured; chain and sign it once with a writing command and {MIGRATE_ENV}=1")
-        clause = f"WHERE {where}" if where else ""
-        return con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table} {clause} ORDER BY {self.legacy_order}", params or []).fetchall()
+        records = con.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+        if records:
+            raise self._unchained(records)
+        return []
+
+    def _unchained(self, records: int) -> BrokenLog:
+        sign = " and sign" if integrity_key() is not None else ""
+        return self._broken(
+            1,
+            f"it holds {records} records without a hash chain: written before chains existed, or its chain columns and head were "
+            f"removed (to insert a forged record?); check them, then chain{sign} them as they are now: run a command that writes "
+            f"to the file (`kgeval serve`, `kgeval audit sample`, `kgeval review approve`) once with {MIGRATE_ENV}=1",
+        )
 
     def _verified_head(self, con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
         """(length, last hash) of the chain after checking every row and the head."""
         key = integrity_key()
         names = ", ".join((*CHAIN_COLUMNS, *self.columns))
-        prev, n = "", 0
+        prev, n, last = "", 0, None
         for n, row in enumerate(con.execute(f"SELECT {names} FROM {self.table} ORDER BY seq NULLS LAST").fetchall(), 1):
-            self._check_row(n, prev, row, key)
-            prev = row[2]
+            self._check_row(n, prev, row, key, last)
+            prev, last = row[2], row
         head = self._head(con)
         if head is None:
             if n:
                 raise self._broken(n, "the log has records but no head (log_heads) row")
             return 0, ""
-        self._check_head(n, prev, head, key)
+        self._check_head(n, prev, head, key, last)
         return n, prev
 
-    def _check_row(self, n: int, prev: str, row: tuple, key: bytes | None) -> None:
+    def _check_row(self, n: int, prev: str, row: tuple, key: bytes | None, before: tuple | None) -> None:
         seq, row_prev, row_sha, tag = row[:4]
+        said = self._said(row[4:])
+        after = f"; the record before it: {self._said(before[4:])}" if before else ""
         if seq is None or row_sha is None:
-            raise self._broken(n, "a record without chain fields (inserted outside kgeval?)")
+            raise self._broken(n, f"a record without chain fields (inserted outside kgeval?): {said}")
         if seq != n:
             what = "missing (deleted?)" if seq > n else "stored twice"
-            raise self._broken(n, f"record {n} is {what}; the next stored record is number {seq}")
+            raise self._broken(n, f"record {n} is {what}; the next stored record is number {seq}: {said}{after}")
         if row_prev != prev:
-            raise self._broken(n, "it does not follow the record before it (a record was deleted, reordered or replaced)")
+            raise self._broken(n, f"it does not follow the record before it (a record was deleted, reordered or replaced): {said}{after}")
         if self._row_sha256(seq, row_prev, tuple(row[4:])) != row_sha:
-            raise self._broken(n, "its content no longer matches its hash (edited after it was written)")
+            raise self._broken(n, f"its content no longer matches its hash (edited after it was written); it now reads: {said}")
         if key is not None:
             try:
                 check_tag(row_sha, tag, key, f"record {n}")
             except CheckFailed as exc:
                 raise self._broken(n, str(exc)) from None
 
-    def _check_head(self, n: int, last: str, head: tuple, key: bytes | None) -> None:
+    def _check_head(self, n: int, last: str, head: tuple, key: bytes | None, last_row: tuple | None) -> None:
         length, head_sha, tag = head
         if length != n or head_sha != last:
-            raise self._broken(n + 1 if length > n else length + 1, f"the log holds {n} records but was last written with {length} (records deleted from its end, or added outside kgeval)")
+            left = f"; the last record left: {self._said(last_row[4:])}" if last_row else ""
+            raise self._broken(
+                n + 1 if length > n else length + 1,
+                f"the log holds {n} records but was last written with {length} (records deleted from its end, or added outside kgeval){left}",
+            )
         if key is not None:
             try:
                 check_tag(self._head_payload(length, head_sha), tag, key, "the log's head")

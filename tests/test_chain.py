@@ -96,7 +96,7 @@ def test_every_tampering_of_the_audit_log_is_caught_by_every_reader(audited, min
         assert expected in done.stderr and "Traceback" not in done.stderr
     # the report still shows the run's figures, says no audit figure is shown, and fails the check
     report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold))
-    assert "(8/8)" in report.stdout and f"audits not shown: {expected}" in report.stdout
+    assert "(8/8)" in report.stdout and f"audits not shown: {db}: {expected}" in report.stdout
     assert "false-accept" not in report.stdout.lower().split("### notes")[0]
 
 
@@ -125,18 +125,18 @@ def test_deleting_a_sample_row_is_caught_by_audit_show(audited, mini_gold):
     ids=["edit", "forged approval", "delete newest"],
 )
 def test_a_tampered_review_log_approves_nothing_everywhere(audited, mini_holdout, mini_gold, statement):
+    """A broken review log is named (BrokenLog, exit 1) by every reader, never read as an empty one."""
     db, run_id, _ = audited
     _sql(db, statement)
-    with ReviewLog(db, read_only=True) as log:
-        assert log.records() == [] and "review log broken at record" in log.problem
-        coverage = review_coverage(load_holdout(mini_holdout).questions(), load_gold(mini_gold), log, 0.2)
-    assert coverage.approved == 0 and "review log broken" in coverage.store_problem
+    with ReviewLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=f"{db}: review log broken at record"):
+        log.records()
     status = _kgeval("review", "status", "--db", str(db), "--holdout", str(mini_holdout), "--gold", str(mini_gold))
-    assert "review log broken at record" in status.stderr and "\tapproved\t" not in status.stdout
+    assert status.returncode == 1 and f"{db}: review log broken at record" in status.stderr and status.stdout == ""
     report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
-    assert report.returncode == 0, report.stderr
-    review = json.loads(report.stdout)["review"]
-    assert review["approved"] == 0 and "review log broken" in review["store_problem"]
+    assert report.returncode == 1 and "review log broken at record" in report.stderr, report.stderr
+    shown = json.loads(report.stdout)
+    assert shown["review"] is None and shown["review_refused"].startswith(f"gold review not shown: {db}: review log broken at record")
+    assert shown["overall"]["n"] == 8  # the run's figures are still shown
 
 
 def test_the_service_reports_a_broken_log_and_shows_nothing_of_it(audited, mini_holdout, mini_gold, tmp_path):
@@ -162,10 +162,9 @@ def test_the_service_reports_a_broken_log_and_shows_nothing_of_it(audited, mini_
         # the run page's routes read the audit state of each sample: the same 409 (the sample was a 400)
         for route in (f"/runs/{run_id}/samples", f"/runs/{run_id}/samples/mini-01?seed=0"):
             page = client.get(route, headers=headers)
-            assert page.status_code == 409 and "audit log broken at record 5" in page.json()["detail"], (route, page.text)
-        review = client.get("/review/questions", headers=headers).json()
-        assert "review log broken at record 2" in review["store_problem"]
-        assert not any(q["state"] == "approved" for q in review["questions"])
+            assert page.status_code == 409 and "log broken at record" in page.json()["detail"], (route, page.text)
+        review = client.get("/review/questions", headers=headers)
+        assert review.status_code == 409 and "review log broken at record 2" in review.json()["detail"]
 
 
 def test_with_a_key_a_recomputed_chain_is_still_caught(audited, monkeypatch):
@@ -210,8 +209,8 @@ def test_a_store_written_before_chains_is_chained_on_first_write_and_then_protec
         con.execute("INSERT INTO audit_records VALUES ('r', ?, 0, ?, 'ann', ?, '', ?)", [f"q{i}", "a" * 64, decision, f"2025-01-0{i + 1}"])
     con.close()
     monkeypatch.setenv(KEY_ENV, KEY)
-    with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match="no hash chain"):
-        log.records("r")  # unsigned evidence is not trusted while a key is configured
+    with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match="3 records without a hash chain"):
+        log.records("r")  # unchained evidence is not trusted
     with pytest.raises(BrokenLog, match=MIGRATE_ENV):
         AuditLog(db)  # chaining needs the operator's word: dropping a chain must not get rows signed
     monkeypatch.setenv(MIGRATE_ENV, "1")
@@ -240,3 +239,121 @@ def test_an_invalid_stored_value_is_named_not_a_traceback(audited, mini_gold):
 
 def _kgeval(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(params=["no key", "key"])
+def key_mode(request, monkeypatch) -> str:
+    """Listed before `audited`: with "key", the store is written and read under an integrity key."""
+    if request.param == "key":
+        monkeypatch.setenv(KEY_ENV, KEY)
+    return request.param
+
+
+def _rechain_plain(db, table: ChainedTable) -> None:
+    """Recompute the table's whole chain and head without a key (what anyone can do after an edit)."""
+    con = duckdb.connect(str(db))
+    rows = con.execute(f"SELECT {', '.join(table.columns)} FROM {table.table} ORDER BY seq").fetchall()
+    con.execute(f"DELETE FROM {table.table}")
+    prev = ""
+    for seq, values in enumerate(rows, 1):
+        row_sha = table._row_sha256(seq, prev, tuple(values))
+        names = ", ".join((*table.columns, "seq", "prev_sha256", "row_sha256", "tag"))
+        con.execute(f"INSERT INTO {table.table} ({names}) VALUES ({', '.join('?' * (len(values) + 4))})", [*values, seq, prev, row_sha, None])
+        prev = row_sha
+    con.execute("UPDATE log_heads SET length = ?, head_sha256 = ?, tag = NULL WHERE log = ?", [len(rows), prev, table.log])
+    con.close()
+
+
+SAMPLE_DELETIONS = {
+    # the first item (a "disagree" decision on it) deleted: the chain breaks at its row
+    "delete the row": (["DELETE FROM audit_samples WHERE position = 0"], False, "audit sample log broken at record 1"),
+    # ... and the chain recomputed: without a key only the sample's own id (a hash over its items) shows it
+    "delete, renumber, recompute the chain": (
+        ["DELETE FROM audit_samples WHERE position = 0", "UPDATE audit_samples SET position = position - 1"], True, None,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("deletion", sorted(SAMPLE_DELETIONS))
+def test_a_deleted_sample_item_withholds_the_audit_figures(key_mode, audited, mini_gold, deletion):
+    """issue 35 item 2: `kgeval report` counted the decision on an item deleted from its stored
+    sample (exit 0, the false-accept rate published); `audit show` noticed. Every reader of the
+    decisions now checks the run's samples whole, with and without the integrity key."""
+    db, run_id, sample_id = audited
+    before = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
+    assert before.returncode == 0 and json.loads(before.stdout)["audit"]["counts"]["disagree"] == 2, before.stderr
+    statements, rechain, expected = SAMPLE_DELETIONS[deletion]
+    for statement in statements:
+        _sql(db, statement)
+    if rechain:
+        from kgeval.audit._store import _SAMPLES
+
+        _rechain_plain(db, _SAMPLES)
+        expected = "no integrity tag" if key_mode == "key" else f"audit sample {sample_id} of run {run_id} is not whole"
+    report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
+    assert report.returncode == 1, (report.returncode, report.stderr)
+    shown = json.loads(report.stdout)
+    assert shown["audit"] is None and expected in shown["audit_refused"] and str(db) in report.stderr
+    assert shown["overall"]["n"] == 8  # the run's own figures stay
+    show = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
+    assert show.returncode == 1 and expected in show.stderr and show.stdout == ""
+    with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=expected):
+        log.records(run_id)
+
+
+def _strip_chain(db, table: ChainedTable) -> None:
+    """Drop the table's chain columns and its head row: the log as if written before chains."""
+    con = duckdb.connect(str(db))
+    for column in ("seq", "prev_sha256", "row_sha256", "tag"):
+        con.execute(f"ALTER TABLE {table.table} DROP COLUMN {column}")
+    con.execute("DELETE FROM log_heads WHERE log = ?", [table.log])
+    con.close()
+
+
+def test_a_log_that_lost_its_chain_is_broken_without_a_key(audited, mini_holdout, mini_gold, monkeypatch):
+    """issue 35 item 3: without an integrity key, deleting the review log's chain columns and head
+    row and inserting a forged approval was accepted silently (and chained by the next writer)."""
+    from kgeval.audit._store import _RECORDS
+    from kgeval.review._store import _REVIEWS
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    db, run_id, _ = audited
+    _strip_chain(db, _REVIEWS)
+    _sql(db, "INSERT INTO gold_reviews SELECT kg, 'mini-04', domain, content_sha256, 'mallory', 'approve', '', recorded_at FROM gold_reviews LIMIT 1")
+    expected = f"{db}: review log broken at record 1: it holds 4 records without a hash chain"
+    with ReviewLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=expected):
+        log.records()
+    with pytest.raises(BrokenLog, match=MIGRATE_ENV):
+        ReviewLog(db)  # a writer does not chain (and so bless) the forged row either
+    status = _kgeval("review", "status", "--db", str(db), "--holdout", str(mini_holdout), "--gold", str(mini_gold))
+    assert status.returncode == 1 and expected in " ".join(status.stderr.split()) and "approved" not in status.stdout
+    # the same for the audit log: a forged "agree" behind a stripped chain withholds the audit figures
+    _strip_chain(db, _RECORDS)
+    _sql(db, "INSERT INTO audit_records SELECT run_id, question_id, seed, item_sha256, 'mallory', 'agree', '', recorded_at FROM audit_records LIMIT 1")
+    report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
+    assert report.returncode == 1 and json.loads(report.stdout)["audit"] is None
+    assert "audit log broken at record 1: it holds 6 records without a hash chain" in json.loads(report.stdout)["audit_refused"]
+    # the operator's word chains the log as it stands (after checking it)
+    monkeypatch.setenv(MIGRATE_ENV, "1")
+    with ReviewLog(db) as log:
+        assert [r.reviewer for r in log.records()].count("mallory") == 1
+
+
+def test_broken_audit_records_are_named_with_their_file_and_what_they_say(audited, mini_gold):
+    """issue 35 item 9: `audit show` on an edited or deleted audit record names the file and the
+    record (whose decision, on which question and seed), not only a record number or a hash."""
+    db, run_id, sample_id = audited
+    with AuditLog(db, read_only=True) as log:
+        first = log.records(run_id)[0]
+    _sql(db, "UPDATE audit_records SET decision = 'agree' WHERE seq = 1")
+    edited = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
+    said = " ".join(edited.stderr.split())
+    assert edited.returncode == 1 and f"{db}: audit log broken at record 1: its content no longer matches its hash" in said
+    assert f"it now reads: ann's agree on run {run_id} question {first.question_id} seed {first.seed}" in said
+    _sql(db, "UPDATE audit_records SET decision = 'disagree' WHERE seq = 1")
+    _sql(db, "DELETE FROM audit_records WHERE seq = 2")
+    deleted = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
+    said = " ".join(deleted.stderr.split())
+    assert deleted.returncode == 1 and f"{db}: audit log broken at record 2: record 2 is missing (deleted?)" in said
+    assert f"the record before it: ann's disagree on run {run_id} question {first.question_id} seed {first.seed}" in said
+    assert "the next stored record is number 3: ann's agree on" in said  # the deleted one itself is gone: its neighbours say where

@@ -47,6 +47,11 @@ class AuditItem(BaseModel):
     def key(self) -> Key:
         return (self.question_id, self.seed)
 
+    def changed_fields(self, now: AuditItem) -> list[str]:
+        """The fields the item's hash covers that differ in `now` (the same attempt as it reads now)."""
+        covered = ("run_id", "question_id", "seed", "question", "gold_sha256", "gold_display", "answer", "sparql", "verdict")
+        return [name for name in covered if getattr(self, name) != getattr(now, name)]
+
     def sha256(self) -> str:
         """sha256 of what the auditor saw: question, gold, answer and verdict."""
         return sha256_json(
@@ -72,6 +77,12 @@ class AuditSample(BaseModel):
     seed: int
     items: list[AuditItem]
     created_at: str
+
+
+def sample_id_of(run_id: str, accepts: int, seed: int, item_sha256s: list[str]) -> str:
+    """A sample's id: a hash over what was asked for and each drawn item's hash, in order, so a
+    stored sample is checked whole (an item deleted, added, edited or moved changes it)."""
+    return sha256_json({"run": run_id, "accepts": accepts, "seed": seed, "items": item_sha256s})[:16]
 
 
 class AuditRecord(BaseModel):

@@ -8,8 +8,7 @@ import random
 from collections import defaultdict
 from datetime import UTC, datetime
 
-from kgeval._files import sha256_json
-from kgeval.audit._model import AuditItem, AuditSample, Key
+from kgeval.audit._model import AuditItem, AuditSample, Key, sample_id_of
 from kgeval.gold import GoldEntry, display_text
 from kgeval.judges import Verdict
 from kgeval.runs import ResultsDB
@@ -70,7 +69,7 @@ def draw_sample(run_id: str, items: dict[Key, AuditItem], accepts: int, seed: in
         for queue in queues:
             if queue and len(chosen) < accepts:
                 chosen.append(queue.pop())
-    sample_id = sha256_json({"run": run_id, "accepts": accepts, "seed": seed, "items": [i.sha256() for i in chosen]})[:16]
+    sample_id = sample_id_of(run_id, accepts, seed, [i.sha256() for i in chosen])
     return AuditSample(
         sample_id=sample_id,
         run_id=run_id,

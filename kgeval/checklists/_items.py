@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from kgeval._chain import BrokenLog
 from kgeval.errors import KgevalError
 from kgeval.gold import gold_problems, index_gold
 from kgeval.holdout import holdout_problems
@@ -216,8 +217,11 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
             entries = {q.id: gold.entry(q.id) for q in unconfirmed}  # empty entries: small
         except KgevalError as exc:
             return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
-        with ReviewLog(db.path, read_only=db.read_only) as log:
-            states = review_states(current_hashes(unconfirmed, entries), log.records())
+        try:
+            with ReviewLog(db.path, read_only=db.read_only) as log:
+                states = review_states(current_hashes(unconfirmed, entries), log.records())
+        except BrokenLog as exc:  # no approval is read from a broken log
+            return [ChecklistItem(item="empty_gold", observed="review log broken", passed=False, detail=str(exc))]
         unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
     if unconfirmed:
         ids = ", ".join(f"{q.kg}/{q.id}" + (f" (false / 0 only because {_shown(vacuous[q.id])} occurs nowhere in the KG)" if q.id in vacuous else "") for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")

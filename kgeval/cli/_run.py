@@ -131,9 +131,10 @@ def report(
     out.print(text, markup=False, end="")
     if built.gold_refused:  # the figures come from stored verdicts; the evidence behind them is not intact
         err.print(f"{gold}: {built.gold_refused}", markup=False)
-    if built.audit_refused:  # the audit log is one chain for every run: printed, and a failed check
-        err.print(f"{db}: {built.audit_refused}", markup=False)
-    if built.gold_refused or built.audit_refused:
+    for refused in (built.audit_refused, built.review_refused):  # one chain for every run: printed, and a failed check
+        if refused:
+            err.print(refused if str(db) in refused else f"{db}: {refused}", markup=False)
+    if built.gold_refused or built.audit_refused or built.review_refused:
         raise typer.Exit(1)
 
 

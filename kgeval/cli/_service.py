@@ -102,10 +102,13 @@ def audit_show(
             raise InputError(f"{db}: run {run_id} has no audit sample {sample_id!r}")
         current = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
         states = audit_states(current, log.records(run_id))
-    for item in sample.items:
+    for position, item in enumerate(sample.items):
         now = current.get(item.key)
         state = states.get(item.key, "unaudited") if now and now.sha256() == item.sha256() else "stale"
         print(json.dumps({**item.model_dump(), "item_sha256": item.sha256(), "state": state}, ensure_ascii=False))
+        if state == "stale":  # what changed, not only that a hash did
+            why = f"{', '.join(item.changed_fields(now))} differ from the run's attempt now" if now else "no longer an accepted answer of the run"
+            err.print(f"{db}: audit sample {sample_id} item {position} (question {item.question_id} seed {item.seed}): stale: {why}", markup=False)
 
 
 class DecisionChoice(StrEnum):
@@ -157,10 +160,10 @@ def review_status(
     if not all_questions:
         questions = [q for q in questions if q.id not in loaded.exclusions]
     hashes = current_hashes(questions, load_gold(gold))
-    with ReviewLog(db, read_only=True) as log:
+    with ReviewLog(db, read_only=True) as log:  # damaged or broken: named (exit 2 or 1), never read as empty
         states = review_states(hashes, log.records())
-        if log.problem and Path(db).exists():
-            err.print(f"warning: {log.problem}; reading as empty", markup=False)
+        if log.problem:  # a missing store approves nothing
+            err.print(f"note: {log.problem}: no question is approved", markup=False)
     for q in questions:
         print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}" + ("\texcluded" if q.id in loaded.exclusions else ""))
     if excluded and not all_questions:

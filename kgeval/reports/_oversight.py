@@ -88,6 +88,7 @@ class AuditSummary(BaseModel):
 
 GOLD_REFUSED = "gold refused"
 AUDIT_REFUSED = "audits not shown"
+REVIEW_REFUSED = "gold review not shown"
 """How a note begins when a gold directory exists but fails verification (edited, forged,
 half-written): the report is printed, and `kgeval report` exits 1 (DESIGN: evidence that
 cannot change silently)."""
@@ -139,8 +140,12 @@ def review_summary(
     except KgevalError as exc:
         notes.append(f"holdout {root} unavailable ({exc}): gold review coverage is not shown")
         return None
-    with ReviewLog(db.path, read_only=db.read_only) as log:
-        return review_coverage(questions, gold, log, cfg.review.coverage_target)
+    try:
+        with ReviewLog(db.path, read_only=db.read_only) as log:
+            return review_coverage(questions, gold, log, cfg.review.coverage_target)
+    except BrokenLog as exc:  # never read as empty: no coverage figure, and a failed check
+        notes.append(f"{REVIEW_REFUSED}: {exc}")
+        return None
 
 
 def checklist_receipt(db: ResultsDB, run_id: str) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.holdout import natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
-from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
+from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
@@ -222,9 +222,12 @@ class RunReport(BaseModel):
     notes: list[str] = []
     """What the report could not include, and why."""
     gold_refused: str | None = None
-    audit_refused: str | None = None
-    """Why no audit figure is shown although audits may exist (the audit log is broken)."""
     """Set when the gold directory given exists but failed verification: why (also a note)."""
+    audit_refused: str | None = None
+    """Why no audit figure is shown although audits may exist (the audit log is broken, or a
+    stored sample is not whole)."""
+    review_refused: str | None = None
+    """Why no gold review coverage is shown although reviews may exist (the review log is broken)."""
     judge: str = ""
     """The judge whose figures these are; the pre-registered primary is `metadata.primary_judge`."""
     wrong_causes: list[CauseCount] = []
@@ -265,7 +268,11 @@ def build_report(
     review = review_summary(db, report.metadata, gold_dir, holdout_dir, cfg, notes)
     refused = next((n for n in notes if n.startswith(GOLD_REFUSED)), None)
     audit_refused = next((n for n in notes if n.startswith(AUDIT_REFUSED)), None)
-    update = {"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes, "gold_refused": refused, "audit_refused": audit_refused}
+    review_refused = next((n for n in notes if n.startswith(REVIEW_REFUSED)), None)
+    update = {
+        "receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes,
+        "gold_refused": refused, "audit_refused": audit_refused, "review_refused": review_refused,
+    }  # fmt: skip
     return report.model_copy(update=update)
 
 

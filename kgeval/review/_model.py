@@ -69,7 +69,8 @@ class ReviewCoverage(BaseModel):
     meets_target: bool
     by_domain: list[DomainCoverage]
     store_problem: str | None = None
-    """Why the review store read as empty (missing or corrupt), when it did."""
+    """Why the review store read as empty, when it did: it does not exist (a damaged or broken
+    one is never read as empty: it is named, and no coverage is computed)."""
 
 
 def question_content_sha256(question: Question, gold: GoldEntry | None) -> str:

@@ -3,7 +3,8 @@ flight), persist and judge each attempt as it completes; resume; compare runs.""
 
 from kgeval.runs._attempt import Execution, call_with_retries, execute_candidate, judge_candidate, judge_output, run_attempt
 from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, blocking, comparability
-from kgeval.runs._db import ResultsDB, connect_results
+from kgeval._duckdb import DamagedDatabase, DiskFull
+from kgeval.runs._db import ResultsDB, connect_results, kgeval_tables
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import (
     Attempt,
@@ -39,7 +40,9 @@ __all__ = [
     "Checklist",
     "ChecklistFailed",
     "ChecklistItem",
+    "DamagedDatabase",
     "Difference",
+    "DiskFull",
     "ErrorKind",
     "Execution",
     "RateLimiter",
@@ -61,6 +64,7 @@ __all__ = [
     "git_commit",
     "judge_candidate",
     "judge_output",
+    "kgeval_tables",
     "new_run_id",
     "plan_run",
     "question_set_sha256",

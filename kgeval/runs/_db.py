@@ -18,9 +18,9 @@ import duckdb
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from kgeval._duckdb import connect_duckdb
+from kgeval._duckdb import DamagedDatabase, connect_duckdb, store_failure
 from kgeval._files import transaction, writing_to
-from kgeval.errors import InputError, first_validation_error
+from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
@@ -63,6 +63,7 @@ _VERDICT_COLUMNS = list(Verdict.model_fields)
 _ATTEMPTS_TABLE = ("run_id", *_ATTEMPT_COLUMNS)
 _VERDICTS_TABLE = ("run_id", "question_id", "seed", *_VERDICT_COLUMNS)
 _QUESTIONS_TABLE = ("run_id", "kg", "question_id", "question", "domain", "qtype", "honeypot")
+_RUNS_TABLE = ("run_id", "status", "metadata")
 
 
 def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
@@ -78,10 +79,11 @@ def _append_rows(con: GuardedConnection, table: str, rows: list[tuple]) -> None:
 def _check_column_order(con: GuardedConnection, path: Path) -> None:
     """Batches are appended by position: the tables must have their columns in this order
     (true of every database this code or its predecessor created)."""
-    for table, expected in (("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE), ("run_questions", _QUESTIONS_TABLE)):
+    tables = (("runs", _RUNS_TABLE), ("attempts", _ATTEMPTS_TABLE), ("verdicts", _VERDICTS_TABLE), ("run_questions", _QUESTIONS_TABLE))
+    for table, expected in tables:
         columns = [r[0] for r in con.execute(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index").fetchall()]
         if columns != list(expected):
-            raise InputError(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
+            raise DamagedDatabase(f"{path}: table {table} has columns {columns}, expected {list(expected)}: not a kgeval results database?")
 
 
 def json_text(value: object) -> str:
@@ -133,19 +135,6 @@ def _remove_partial(files: list[tuple[Path, Path]], created_dir: Path | None) ->
             pass
 
 
-class DamagedDatabase(InputError):
-    """The results database file cannot be read or written as a database: truncated, overwritten,
-    or not a DuckDB file."""
-
-
-def _damaged(path: Path, exc: duckdb.Error) -> DamagedDatabase:
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return DamagedDatabase(
-        f"{path}: results database is damaged or not a DuckDB database ({first}); "
-        "nothing was changed: restore it from a backup, or give --db a new file"
-    )
-
-
 class GuardedConnection:
     """A DuckDB connection to a results file whose failures name the file and what is wrong
     (DamagedDatabase, exit 2) instead of a raw DuckDB traceback. A missing table
@@ -167,7 +156,7 @@ class GuardedConnection:
         except self._PASS:
             raise
         except duckdb.Error as exc:
-            raise _damaged(self.path, exc) from None
+            raise store_failure(self.path, exc) from None
 
     def execute(self, query: str, parameters: object = None) -> GuardedConnection:
         self._call("execute", query, parameters or [])
@@ -187,7 +176,7 @@ class GuardedConnection:
         except self._PASS:
             raise
         except duckdb.Error as exc:
-            raise _damaged(self.path, exc) from None
+            raise store_failure(self.path, exc) from None
 
     def fetchone(self):  # noqa: ANN201
         return self._call("fetchone")
@@ -219,7 +208,7 @@ class GuardedConnection:
         except self._PASS:
             raise
         except duckdb.Error as exc:
-            raise _damaged(self.path, exc) from None
+            raise store_failure(self.path, exc) from None
 
     def _drop_appenders(self) -> None:
         appenders, self._appenders = list(self._appenders.values()), {}
@@ -231,7 +220,28 @@ class GuardedConnection:
 
     def close(self) -> None:
         self._drop_appenders()
-        self._con.close()
+        try:
+            self._con.close()  # may checkpoint: a write that can find the disk full
+        except duckdb.Error as exc:
+            raise store_failure(self.path, exc) from None
+
+
+KGEVAL_TABLES = ("runs", "gold_reviews", "audit_samples", "audit_records", "log_heads")
+"""Tables only kgeval writes: a file holding none of them (and other tables) is another program's."""
+
+
+def kgeval_tables(con: GuardedConnection) -> set[str]:
+    """The kgeval tables the file holds; DamagedDatabase when it holds tables and none of them
+    (a DuckDB database of another schema is never read as an empty results database)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    ours = tables & set(KGEVAL_TABLES)
+    if tables and not ours:
+        shown = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
+        raise DamagedDatabase(
+            f"{con.path}: not a kgeval results database: it holds tables {shown} and none of kgeval's; nothing was "
+            "changed: give --db a kgeval results file, or a new file"
+        )
+    return ours
 
 
 def connect_results(path: Path, *, read_only: bool, wait_s: float | None = None) -> GuardedConnection:
@@ -277,13 +287,17 @@ class ResultsDB:
         """Running runs whose start and attempts this connection found as the run wrote them."""
         self._progress_seq: dict[str, int] = {}
         """The next `run_progress` batch number of each run this connection writes."""
-        if read_only and not self._con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchone()[0]:
+        try:
+            if "runs" not in kgeval_tables(self._con) and read_only:
+                raise DamagedDatabase(f"{self.path}: not a kgeval results database (it has no runs table)")
+            if not read_only:  # all or nothing: a file of another schema is left as it was
+                with transaction(self._con) as con:
+                    con.execute(_SCHEMA)
+                    con.execute(_MIGRATIONS)
+                    _check_column_order(con, self.path)
+        except BaseException:
             self._con.close()
-            raise InputError(f"{self.path}: not a kgeval results database (it has no runs table)")
-        if not read_only:
-            self._con.execute(_SCHEMA)
-            self._con.execute(_MIGRATIONS)
-            _check_column_order(self._con, self.path)
+            raise
 
     def close(self) -> None:
         self._con.close()
@@ -292,7 +306,13 @@ class ResultsDB:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if exc[0] is None:
+            self.close()
+            return
+        try:  # the error in flight says what happened: closing's own failure must not replace it
+            self.close()
+        except KgevalError:
+            pass
 
     def create_run(
         self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt | None = None, *, status: RunStatus = "running"

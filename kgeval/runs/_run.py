@@ -20,12 +20,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 import kgeval
+from kgeval._duckdb import DiskFull
 from kgeval._files import sha256_json
 from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
-from kgeval.holdout import Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
+from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB
@@ -258,6 +259,8 @@ def resume_run(
     system = system_for(metadata, config)
     plan = plan_run(holdout, Path(metadata.gold), system, config, replay=Path(metadata.replay) if metadata.replay else None, run_id=run_id)
     changed = _resume_differences(metadata, plan.metadata)
+    if metadata.question_set_sha256 != plan.metadata.question_set_sha256:  # which file, which question, which field
+        changed = [*question_set_changes(db.questions(run_id), holdout, Path(metadata.gold)), *changed]
     if changed:
         raise CheckFailed(f"cannot resume run {run_id}: changed since it started: {'; '.join(changed)}")
     receipt = checklist(plan, db)
@@ -285,11 +288,52 @@ def _resume_differences(started: RunMetadata, now: RunMetadata) -> list[str]:
     ]
 
 
+def question_set_changes(started: list[RunQuestion], holdout: Holdout, gold_dir: Path) -> list[str]:
+    """What changed in the questions a run asks since it started, naming each questions.yaml and
+    question: added, removed (or excluded), its text or KG changed, or its reference SPARQL no
+    longer the one its gold was built from. The run keeps each question's text, not its SPARQL:
+    a SPARQL edit is named through the gold, while the gold is still the run's."""
+    then = {q.question_id: q for q in started}
+    now = {q.id: q for q in holdout.evaluated_questions()}
+    built_from = _gold_queries(gold_dir)
+
+    def file(kg: str) -> Path:
+        return holdout.root / kg / QUESTIONS_FILE
+
+    changes = [f"{file(now[qid].kg)}: question {qid} added" for qid in now if qid not in then]
+    changes += [f"{file(then[qid].kg)}: question {qid} removed, or excluded on record" for qid in then if qid not in now]
+    for qid in (qid for qid in now if qid in then):
+        before, q = then[qid], now[qid]
+        fields = [f"question text {before.question!r} then, {q.question!r} now"] if before.question != q.question else []
+        fields += [f"KG {before.kg!r} then, {q.kg!r} now"] if before.kg != q.kg else []
+        if built_from.get(qid) not in (None, q.sparql_sha256):
+            fields.append(f"reference SPARQL changed (its gold in {gold_dir} was built from another query)")
+        changes += [f"{file(q.kg)}: question {qid}: {'; '.join(fields)}"] if fields else []
+    return changes or [f"{holdout.root}: a question's reference SPARQL changed (the run keeps no copy of its queries to say which)"]
+
+
+def _gold_queries(gold_dir: Path) -> dict[str, str]:
+    """Question id -> the sha256 of the reference query its gold entry was built from; empty
+    when the gold cannot be read (its own check says why)."""
+    try:
+        return {qid: summary.query_sha256 for qid, summary in index_gold(gold_dir).entries.items()}
+    except (KgevalError, OSError):
+        return {}
+
+
 _MAX_GROUP = 1000
 """Most attempts written in one transaction."""
 
 
 def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
+    """Dispatch the attempts not yet persisted; a full disk says how to continue the run."""
+    try:
+        return _dispatch(plan, db, progress)
+    except DiskFull as exc:  # the attempts committed so far are intact: resuming sends only the rest
+        raise exc.for_run(plan.metadata.run_id) from None
+
+
+def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
     run_id = plan.metadata.run_id
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]

@@ -35,7 +35,7 @@ from kgeval.errors import CheckFailed, DatabaseBusy, KgevalError
 from kgeval.gold import display_text
 from kgeval.reports import build_report, render_html, render_json, render_markdown
 from kgeval.review import NotPermitted, current_hashes, record_review, review_states
-from kgeval.runs import judge_output
+from kgeval.runs import DamagedDatabase, DiskFull, judge_output
 from kgeval.service._access import Principal, Role
 from kgeval.service._middleware import SESSION_COOKIE, AuthError, AuthFirst, RequestLog, principal_from_headers
 from kgeval.service._state import Database, ServiceSettings, ServiceState
@@ -140,6 +140,10 @@ def _http(exc: KgevalError) -> HTTPException:
         return HTTPException(409, str(exc))
     if isinstance(exc, DatabaseBusy):
         return HTTPException(503, str(exc), headers={"Retry-After": "1"})
+    if isinstance(exc, DiskFull):
+        return HTTPException(507, str(exc))
+    if isinstance(exc, DamagedDatabase):  # the service's own store, not the request, is at fault
+        return HTTPException(500, str(exc))
     return HTTPException(400, str(exc))
 
 

@@ -7,6 +7,7 @@ import yaml
 from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
+from kgeval.runs import DamagedDatabase
 from kgeval.review import NotPermitted, Reviewer, ReviewLog, current_hashes, question_content_sha256, record_review, review_coverage, review_states
 
 HANA = Reviewer(name="hana", domains=("hr",))
@@ -65,26 +66,27 @@ def test_a_decision_on_an_outdated_view_is_refused(tmp_path, mini_holdout, mini_
         record_review(log, q, load_gold(mini_gold)["mini-01"], HANA, "approve", "f" * 64)
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated"])
-def test_missing_or_corrupt_store_reads_as_empty_and_approves_nothing(tmp_path, mini_holdout, mini_gold, damage):
+def test_a_missing_store_approves_nothing(tmp_path, mini_holdout, mini_gold):
+    path = tmp_path / "r.duckdb"
+    questions, gold = load_holdout(mini_holdout).questions(), load_gold(mini_gold)
+    with ReviewLog(path, read_only=True) as log:
+        assert log.records() == [] and "does not exist" in log.problem
+        coverage = review_coverage(questions, gold, log, target=0.2)
+    assert coverage.approved == 0 and coverage.store_problem and not coverage.meets_target
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "zero bytes"])
+def test_a_damaged_store_is_named_never_read_as_empty(tmp_path, mini_holdout, mini_gold, damage):
     path = tmp_path / "r.duckdb"
     with ReviewLog(path) as log:
         for qid in ("mini-01", "mini-02", "mini-03"):
             _approve(log, mini_holdout, mini_gold, qid)
-    if damage == "missing":
-        path.unlink()
-    elif damage == "garbage":
-        path.write_bytes(b"this is not a database\n" * 100)
-    else:
-        path.write_bytes(path.read_bytes()[:5000])
-    questions, gold = load_holdout(mini_holdout).questions(), load_gold(mini_gold)
-    with ReviewLog(path, read_only=True) as log:
-        assert log.records() == [] and log.problem
-        coverage = review_coverage(questions, gold, log, target=0.2)
-    assert coverage.approved == 0 and coverage.store_problem and not coverage.meets_target
-    if damage != "missing":
-        with ReviewLog(path) as log, pytest.raises(InputError, match="not writing"):
-            _approve(log, mini_holdout, mini_gold, "mini-04")
+    data = {"garbage": b"this is not a database\n" * 100, "truncated": path.read_bytes()[:5000], "zero bytes": b""}[damage]
+    path.write_bytes(data)
+    for read_only in (True, False):  # neither read as empty nor written over
+        with pytest.raises(DamagedDatabase, match=f"{path}: results database is damaged"):
+            ReviewLog(path, read_only=read_only)
+    assert path.read_bytes() == data
 
 
 def test_coverage_against_target(tmp_path, mini_holdout, mini_gold):

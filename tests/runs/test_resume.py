@@ -169,3 +169,28 @@ def test_a_resume_refused_by_the_checklist_does_not_block_the_next(mini_holdout,
         assert phases == ["resume-1", "resume-2", "start"], phases
         assert not db.receipt(run.run_id, "resume-1").passed and db.receipt(run.run_id, "resume-2").passed
         assert len(resumed.resumed_at) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (("Who works in sales?", "Who works in the sales team?"), "question mini-02: question text 'Who works in sales?' then, 'Who works in the sales team?' now"),
+        (("SELECT ?p WHERE { ?p ex:worksIn e:sales }", "SELECT DISTINCT ?p WHERE { ?p ex:worksIn e:sales }"), "question mini-02: reference SPARQL changed (its gold in"),
+    ],
+    ids=["question text", "reference SPARQL"],
+)
+def test_a_refused_resume_names_the_questions_file_the_question_and_the_field(mini_holdout, mini_gold, tmp_path, edit, said):
+    """issue 35 item 9: `run --resume` after a questions.yaml edit said only that the question
+    set's hash changed; it names the file, the question and what changed in it."""
+    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        with pytest.raises(KeyboardInterrupt):
+            execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(3), KgevalConfig(run=RunConfig(seeds=2, concurrency=1)), db, checklist=checklist)
+        (stopped,) = db.runs(status="running")
+        questions = mini_holdout / "mini" / "questions.yaml"
+        text = questions.read_text()
+        assert text.count(edit[0]) == 1
+        questions.write_text(text.replace(edit[0], edit[1]))
+        with pytest.raises(CheckFailed) as refused:
+            resume_run(stopped.run_id, db, lambda meta, c: system_from_name("oracle"), checklist=checklist)
+    assert f"{questions}: {said}" in str(refused.value)
