@@ -76,16 +76,29 @@ def test_kill_9_during_rebuild_leaves_old_intact_or_new_complete(tmp_path):
     duration = time.perf_counter() - t0
     seen, outcomes = {_check_one_whole_gold(gold, holdouts)}, {"old": 0, "new": 0}
     rng = random.Random(16)
-    for i in range(24):
+
+    def kill_one(holdout: Path, when: str) -> None:
         before = read_gold(gold).manifest_sha256
-        proc, _ = start(b if i % 2 == 0 else a)
-        time.sleep(rng.uniform(0, duration * 1.1))
+        proc, _ = start(holdout)
+        if when == "random":
+            time.sleep(rng.uniform(0, duration * 1.1))
+        elif when == "done":
+            assert proc.stdout.readline().strip() == "done"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         after = _check_one_whole_gold(gold, holdouts)
         outcomes["old" if after == before else "new"] += 1
         seen.add(after)
-    print(f"24 kills over a {duration:.2f} s rebuild: {outcomes['old']} left the old gold, {outcomes['new']} the new one, 0 half-written")
+
+    for i in range(24):
+        kill_one(b if i % 2 == 0 else a, "random")
+    # whatever the machine's load did to the random kills' timing, one lands on each side of the switch
+    other = lambda: a if read_gold(gold).manifest.holdout_manifest_sha256 == read_manifest(b)["sha256"] else b  # noqa: E731
+    if not outcomes["new"]:
+        kill_one(other(), "done")  # after the switch: the other holdout's gold is in force
+    if not outcomes["old"]:
+        kill_one(other(), "ready")  # before it: the rebuild has not written anything yet
+    print(f"{sum(outcomes.values())} kills over a {duration:.2f} s rebuild: {outcomes['old']} left the old gold, {outcomes['new']} the new one, 0 half-written")
     assert len(seen) <= 2  # A's and B's gold (content-addressed), never a third mixture
     assert outcomes["old"] and outcomes["new"], outcomes  # the kills landed on both sides of the switch
     verified = subprocess.run(

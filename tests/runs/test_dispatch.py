@@ -21,12 +21,15 @@ from tests.servers import LoopbackServer, Reply
 
 def test_dispatch_keeps_n_in_flight_and_calls_back_on_the_calling_thread():
     lock, active, peak, seen_threads = threading.Lock(), [0], [0], set()
+    eight_in_flight = threading.Event()
 
     def work(job):
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
-        time.sleep(0.05)
+            if active[0] == 8:
+                eight_in_flight.set()
+        eight_in_flight.wait(60)  # the first jobs hold until 8 run at once (serial dispatch: never)
         with lock:
             active[0] -= 1
         return job
@@ -38,12 +41,9 @@ def test_dispatch_keeps_n_in_flight_and_calls_back_on_the_calling_thread():
         seen_threads.add(threading.get_ident())
         done.extend(results)
 
-    started = time.perf_counter()
     assert dispatch(range(40), work, on_done, concurrency=8) == 40
-    elapsed = time.perf_counter() - started
-    assert sorted(done) == list(range(40)) and peak[0] == 8
+    assert sorted(done) == list(range(40)) and peak[0] == 8  # 8 in flight at once, never more
     assert seen_threads == {caller}
-    assert elapsed < 40 * 0.05 / 2  # concurrent, not serial (ideal: 0.25 s)
 
 
 def test_dispatch_stops_on_a_failing_callback():
@@ -118,16 +118,24 @@ def test_workers_go_on_while_a_slow_write_holds_the_calling_thread():
     """Completed results wait in the queue during a write instead of holding the workers: with
     a bound of `concurrency`, eight workers waited on every commit and a run went at eight
     attempts per commit (6 or more writes here instead of 3)."""
-    calls = []
+    calls, worked, lock = [], [0], threading.Lock()
+    all_worked, writing = threading.Event(), threading.Event()
 
     def work(job):
-        time.sleep(0.02)
+        if job:  # the first result is written alone, at once; the rest are worked during that write
+            writing.wait(60)
+        with lock:
+            worked[0] += 1
+            if worked[0] == 160:
+                all_worked.set()
         return job
 
     def on_done(results):
         calls.append(len(results))
-        time.sleep(0.2)  # a slow commit
+        writing.set()
+        if len(calls) == 1:  # a slow first commit: held until every job was worked (or 60 s)
+            all_worked.wait(60)
 
     assert dispatch(range(160), work, on_done, concurrency=8, batch=1000, max_wait_s=0.05) == 160
     assert sum(calls) == 160
-    assert len(calls) <= 4, f"writes of {calls}: the workers waited on the writer"
+    assert all_worked.is_set() and calls == [1, 159], f"writes of {calls}: the workers waited on the writer"

@@ -82,24 +82,39 @@ def test_seeds_sharing_a_query_share_one_sandboxed_execution(tmp_path):
 
 def test_a_waiter_executing_on_its_own_does_not_hold_up_other_queries():
     cache = ExecutionCache()
+    first_in, first_out, second_in, release = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+    calls, lock = [], threading.Lock()
 
     def slow_timeout() -> Execution:
-        time.sleep(0.3)
+        with lock:
+            calls.append(threading.get_ident())
+            n = len(calls)
+        if n == 1:  # the first caller: times out once the second waits for it
+            first_in.set()
+            first_out.wait(60)
+        else:  # the waiter executing on its own: held until the quick query was answered
+            second_in.set()
+            release.wait(60)
         return Execution(error="QueryTimeout: too slow", failure="candidate_timeout", sparql="slow")
 
     def keep(execution: Execution) -> bool:
         return execution.failure != "candidate_timeout"
 
-    threads = [threading.Thread(target=cache.execution, args=(("kg", "slow"), slow_timeout, keep)) for _ in range(2)]
-    for t in threads:
-        t.start()
-    time.sleep(0.4)  # the first has timed out; the second is executing on its own
-    started = time.perf_counter()
-    cache.execution(("kg", "quick"), lambda: Execution(sparql="quick"), keep)
-    waited = time.perf_counter() - started
-    for t in threads:
-        t.join()
-    assert waited < 0.1, f"another query waited {waited:.2f} s for the cache"
+    threads = [threading.Thread(target=cache.execution, args=(("kg", "slow"), slow_timeout, keep), daemon=True) for _ in range(2)]
+    threads[0].start()
+    assert first_in.wait(60)
+    threads[1].start()
+    time.sleep(0.2)  # the second waits for the first (if not yet, it runs first itself: the same path below)
+    first_out.set()
+    assert second_in.wait(60)  # the second is executing on its own
+    quick_done = threading.Event()
+    quick = threading.Thread(target=lambda: cache.execution(("kg", "quick"), lambda: Execution(sparql="quick"), keep) and quick_done.set(), daemon=True)
+    quick.start()
+    answered = quick_done.wait(60)
+    release.set()
+    for t in (*threads, quick):
+        t.join(60)
+    assert answered, "another query waited for the cache while a waiter executed on its own"
 
 
 def _replayed(mini_holdout, mini_gold, tmp_path, records: list[dict], db_name: str) -> tuple[dict, dict]:

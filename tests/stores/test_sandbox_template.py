@@ -20,8 +20,8 @@ from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryOverBudget, QueryTimeout
 from kgeval.stores import EmbeddedStore
 from kgeval.stores import _sandbox
-from tests.conftest import MINI_TTL
-from tests.stores.test_sandbox import CROSS3, _alive
+from tests.conftest import MINI_TTL, UNENDING
+from tests.stores.test_sandbox import _alive
 
 pytestmark = pytest.mark.skipif(not _sandbox._CAN_FORK, reason="workers are forked from a template on Linux only")
 
@@ -160,7 +160,7 @@ def test_timed_out_workers_are_killed_and_reaped(store):
         [pid] = store.sandbox.worker_pids()
         killed.append(pid)
         with pytest.raises(QueryTimeout):
-            store.execute_candidate(CROSS3, timeout_s=0.5, row_cap=10)
+            store.execute_candidate(UNENDING, timeout_s=0.5, row_cap=10)
     assert not any(_alive(pid) for pid in killed)
     assert _zombie_children(template) == []
     result, _ = store.execute_candidate("ASK { ?s ?p ?o }", timeout_s=30, row_cap=1)
