@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, refuse_overwriting, user_errors
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
     from kgeval.config import KgevalConfig
@@ -79,6 +79,7 @@ def run(
     from kgeval.reports import build_report, format_accuracy
     from kgeval.runs import ResultsDB
 
+    announce_db(db)
     if resume is not None:
         given = {"--system": system, "--replay": replay, "--seeds": seeds, "--concurrency": concurrency, "--compare-with": compare_with, "--config": config}
         ignored = [name for name, value in given.items() if value]
@@ -121,6 +122,7 @@ def report(
     from kgeval.reports import build_report, render_html, render_json, render_markdown
     from kgeval.runs import ResultsDB
 
+    announce_db(db)
     with ResultsDB(db, read_only=True) as results:
         built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config), judge=judge)
     if format is Format.html:  # the page also shows each wrong answer and judge disagreement whole
@@ -232,6 +234,7 @@ def quickstart(
     from kgeval.reports import build_report, render_markdown
     from kgeval.runs import ResultsDB
 
+    announce_db(db)
     cfg = load_config(None)
     oracle = _run(holdout, gold, "oracle", None, cfg, db)
     weak = _run(holdout, gold, "weak", None, cfg, db, compare_with=[oracle.run_id])
