@@ -12,6 +12,7 @@ from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_d
 
 if TYPE_CHECKING:
     from kgeval.config import KgevalConfig
+    from kgeval.reports import RunReport
     from kgeval.runs import RunMetadata
     from kgeval.systems import System
 
@@ -239,6 +240,32 @@ def quickstart(
     oracle = _run(holdout, gold, "oracle", None, cfg, db)
     weak = _run(holdout, gold, "weak", None, cfg, db, compare_with=[oracle.run_id])
     with ResultsDB(db, read_only=True) as results:
-        for metadata in (oracle, weak):
-            out.print(render_markdown(build_report(results, metadata.run_id)), markup=False)
+        reports = [build_report(results, metadata.run_id) for metadata in (oracle, weak)]
+    for built in reports:
+        out.print(render_markdown(built), markup=False)
+    out.print(_quickstart_summary(holdout, db, *reports), markup=False)
+
+
+def _quickstart_summary(holdout: Path, db: Path, oracle: RunReport, weak: RunReport) -> str:
+    """Five lines on what the quickstart showed, then the commands to try next."""
+    from kgeval.reports import format_accuracy
+
+    o, w, m = oracle.overall, weak.overall, oracle.metadata
+    sound = o is not None and o.accuracy is not None and o.accuracy >= 0.99
+    strict = w is not None and w.accuracy is not None and w.accuracy <= 0.60
+    lines = [
+        "## Summary",
+        f"- holdout {holdout}: {len(m.seeds)} seeds per question, manifest {m.holdout_manifest_sha256[:12]} and gold {m.gold_manifest_sha256[:12]} verified",
+        f"- oracle {m.run_id}: {format_accuracy(o)}: " + ("the harness is sound (>= 99%)" if sound else "BELOW 99%: the harness (gold, store or judge) is broken"),
+        f"- weak {weak.metadata.run_id}: {format_accuracy(w)}: " + ("the judge refuses poor answers (<= 60%)" if strict else "ABOVE 60%: the judge accepts too much"),
+        f"- results: {Path(db).absolute()} (`kgeval runs` lists them)",
+        "- a real system next: `kgeval init --system openai` (or gemini, http) writes a configuration that passes the checklist",
+        "",
+        "Next:",
+        f"  kgeval report {m.run_id} --format html > oracle.html   # one page, each wrong answer shown whole",
+        f"  kgeval compare {m.run_id} {weak.metadata.run_id}        # flips and the paired difference",
+        f"  kgeval show {weak.metadata.run_id} QID                  # one attempt whole (QID: a question of the weak report)",
+        "  kgeval init --system openai && kgeval run --system openai",
+    ]
+    return "\n".join(lines)
 
