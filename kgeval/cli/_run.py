@@ -251,21 +251,22 @@ def _quickstart_summary(holdout: Path, db: Path, oracle: RunReport, weak: RunRep
     from kgeval.reports import format_accuracy
 
     o, w, m = oracle.overall, weak.overall, oracle.metadata
+    wrong = next((f"{a.kg}/{a.question_id}" for a in weak.wrong), "KG/QID")
     sound = o is not None and o.accuracy is not None and o.accuracy >= 0.99
     strict = w is not None and w.accuracy is not None and w.accuracy <= 0.60
     lines = [
         "## Summary",
-        f"- holdout {holdout}: {len(m.seeds)} seeds per question, manifest {m.holdout_manifest_sha256[:12]} and gold {m.gold_manifest_sha256[:12]} verified",
+        f"- the holdout at {holdout}: {len(m.seeds)} seeds per question, manifest {m.holdout_manifest_sha256[:12]} and gold {m.gold_manifest_sha256[:12]} verified",
         f"- oracle {m.run_id}: {format_accuracy(o)}: " + ("the harness is sound (>= 99%)" if sound else "BELOW 99%: the harness (gold, store or judge) is broken"),
         f"- weak {weak.metadata.run_id}: {format_accuracy(w)}: " + ("the judge refuses poor answers (<= 60%)" if strict else "ABOVE 60%: the judge accepts too much"),
         f"- results: {Path(db).absolute()} (`kgeval runs` lists them)",
         "- a real system next: `kgeval init --system openai` (or gemini, http) writes a configuration that passes the checklist",
         "",
         "Next:",
-        f"  kgeval report {m.run_id} --format html > oracle.html   # one page, each wrong answer shown whole",
-        f"  kgeval compare {m.run_id} {weak.metadata.run_id}        # flips and the paired difference",
-        f"  kgeval show {weak.metadata.run_id} QID                  # one attempt whole (QID: a question of the weak report)",
-        "  kgeval init --system openai && kgeval run --system openai",
+        f"  kgeval report {weak.metadata.run_id} --format html > weak.html  # one page, each wrong answer shown whole",
+        f"  kgeval compare {m.run_id} {weak.metadata.run_id}  # flips, McNemar, the paired difference",
+        f"  kgeval show {weak.metadata.run_id} {wrong}  # one wrong attempt whole, beside the gold",
+        "  kgeval init --system openai && kgeval run --system openai  # your model (docs/systems.md)",
     ]
     return "\n".join(lines)
 
