@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -83,6 +84,13 @@ GoldOpt = Annotated[Path, typer.Option("--gold", callback=_search("gold"), help=
 DbOpt = Annotated[Path, typer.Option("--db", callback=_search(DB_FILE, create_in_home=False), help="DuckDB results database (default: ./kgeval.duckdb if it exists, else $KGEVAL_HOME/kgeval.duckdb if that exists and KGEVAL_HOME is not a repository clone, else ./kgeval.duckdb is created).")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", callback=_search_config, help="YAML configuration overriding the defaults (default: ./kgeval.yaml, else $KGEVAL_HOME/kgeval.yaml, when one exists).")]
 GateDirOpt = Annotated[Path, typer.Option("--gate-dir", callback=_search("schema_gate"), help=f"Schema-gate directory with config.yaml and fingerprints/ {_RULE.format('schema_gate')}.")]
+
+class TextFormat(StrEnum):
+    """Output for a person (text) or a program (json)."""
+
+    text = "text"
+    json = "json"
+
 
 F = TypeVar("F", bound=Callable)
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
+from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
@@ -125,18 +124,13 @@ def print_flagged(flagged: dict[str, list[str]]) -> None:
         out.print(f"  {flag} ({len(questions)}): {', '.join(questions) or '-'}", markup=False)
 
 
-class ListFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
 @gold_app.command("show")
 @user_errors
 def gold_show(
     empty: Annotated[bool, typer.Option("--empty", help="Every gold that is empty or found nothing (a false ASK, a count of 0), for review.")] = False,
     holdout: HoldoutOpt = Path("holdout"),
     gold: GoldOpt = Path("gold"),
-    format: Annotated[ListFormat, typer.Option("--format", help="text (one block per question) or json (one object per line).")] = ListFormat.text,
+    format: Annotated[TextFormat, typer.Option("--format", help="text (one block per question) or json (one object per line).")] = TextFormat.text,
 ) -> None:
     """The golds that say nothing (--empty: empty results, false ASKs, counts of 0), each with
     its question, reference query, row count, how its empty answer is confirmed, and the content
@@ -147,7 +141,7 @@ def gold_show(
         raise typer.BadParameter("give --empty (the golds that say nothing are what this lists)")
     found = empty_golds(gold, load_holdout(holdout))
     for g in found:
-        if format is ListFormat.json:
+        if format is TextFormat.json:
             print(g.model_dump_json())
             continue
         shape = "ASK: false" if g.form == "ask" else f"{g.rows} row" + ("s" * (g.rows != 1))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.cli._common import DbOpt, err, out, user_errors
+from kgeval.cli._common import DbOpt, TextFormat, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.errors import InputError
 from kgeval.gold import load_gold
@@ -19,11 +18,6 @@ from kgeval.holdout import load_holdout
 if TYPE_CHECKING:  # the run database, samples and reports are imported by the commands that use them
     from kgeval.reports import RunReport
     from kgeval.samples import Sample, SampleSource
-
-
-class ShowFormat(StrEnum):
-    text = "text"
-    json = "json"
 
 
 def _existing(given: Path | None, recorded: str, what: str, notes: list[str]) -> Path | None:
@@ -91,7 +85,7 @@ def show(
     holdout: Annotated[Path | None, typer.Option("--holdout", help="Holdout directory (default: the run's); its KG is queried to show the answer's rows.")] = None,
     page: Annotated[int, typer.Option("--page", min=1, help="Page of the row tables.")] = 1,
     page_size: Annotated[int, typer.Option("--page-size", min=1, help="Rows per page.")] = 20,
-    format: Annotated[ShowFormat, typer.Option("--format", help="text (rich) or json (the sample model).")] = ShowFormat.text,
+    format: Annotated[TextFormat, typer.Option("--format", help="text (rich) or json (the sample model).")] = TextFormat.text,
 ) -> None:
     """One attempt whole: question, gold and its flags, the candidate's SPARQL, its rows (executed
     again read-only on the run's store) beside the gold's, marked matched / missing / extra,
@@ -104,7 +98,7 @@ def show(
         by_seed = outcomes.get(question_id) or outcomes.get(question_id.partition("/")[2], {})
         sample = build_sample(source, run_id, question_id, _first_wrong(by_seed) if seed is None else seed)
     sample = sample.model_copy(update={"notes": [*notes, *sample.notes]})
-    if format is ShowFormat.json:
+    if format is TextFormat.json:
         print(sample.model_dump_json(indent=2))
         return
     out.print(sample_renderable(sample, page, page_size))

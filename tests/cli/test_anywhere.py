@@ -15,8 +15,11 @@ from kgeval.cli._common import found_path
 from tests.conftest import MINI_QUESTIONS
 
 
-def kgeval_in(cwd: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "KGEVAL_HOME"}
+def kgeval_in(cwd: Path, *args: str, home: Path | None = None, **variables: str) -> subprocess.CompletedProcess:
+    """`kgeval ARGS` run in `cwd`, with KGEVAL_HOME `home` (else unset), the model keys of the
+    environment unset, and `variables` set."""
+    unset = ("KGEVAL_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in unset} | variables
     if home is not None:
         env["KGEVAL_HOME"] = str(home)
     return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)

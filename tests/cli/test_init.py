@@ -4,25 +4,17 @@ configuration `kgeval init` writes is used as written, and the pre-eval checklis
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli.test_anywhere import _home, kgeval_in
 from tests.conftest import MINI_QUESTIONS
 from tests.servers import LoopbackServer, Reply, generate_content
 from tests.systems.test_openai import chat_completion
 
 REFERENCE = {q["question"]: q["sparql"] for q in MINI_QUESTIONS}
-
-
-def kgeval_env(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k not in ("KGEVAL_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY")}
-    return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=cwd, env={**environ, **env}, timeout=300)
 
 
 def _answer_reference(prompt: str) -> str:
@@ -39,14 +31,6 @@ def _gemini_reply(path: str, body: dict, n: int) -> Reply:
     return Reply(body=generate_content(_answer_reference(body["contents"][0]["parts"][0]["text"])))
 
 
-def _workdir(tmp_path: Path, mini_holdout: Path, mini_gold: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "holdout").symlink_to(mini_holdout)
-    (work / "gold").symlink_to(mini_gold)
-    return work
-
-
 @pytest.mark.parametrize(
     ("system", "reply", "options", "env"),
     [
@@ -55,14 +39,14 @@ def _workdir(tmp_path: Path, mini_holdout: Path, mini_gold: Path) -> Path:
     ],
 )
 def test_init_then_run_works_with_no_hand_edits(tmp_path, mini_holdout, mini_gold, system, reply, options, env):
-    work = _workdir(tmp_path, mini_holdout, mini_gold)
+    work = _home(tmp_path, mini_holdout, mini_gold)
     with LoopbackServer(reply) as server:
-        init = kgeval_env(work, "init", "--system", system, *(o.format(url=server.url) for o in options))
+        init = kgeval_in(work, "init", "--system", system, *(o.format(url=server.url) for o in options))
         assert init.returncode == 0, init.stderr
         assert f"kgeval run --system {system}" in init.stdout and (work / "kgeval.yaml").exists() and (work / "examples.jsonl").exists()
-        oracle = kgeval_env(work, "run", "--system", "oracle", "--seeds", "1", **env)
+        oracle = kgeval_in(work, "run", "--system", "oracle", "--seeds", "1", **env)
         assert oracle.returncode == 0, oracle.stderr
-        ran = kgeval_env(work, "run", "--system", system, "--seeds", "1", **env)
+        ran = kgeval_in(work, "run", "--system", system, "--seeds", "1", **env)
         assert ran.returncode == 0, ran.stderr + ran.stdout
         assert "accuracy: 100.0%" in ran.stdout, ran.stdout
     evaluated = [q for q in MINI_QUESTIONS if not q.get("expect_empty")] or MINI_QUESTIONS
@@ -72,13 +56,13 @@ def test_init_then_run_works_with_no_hand_edits(tmp_path, mini_holdout, mini_gol
 
 
 def test_init_refuses_to_replace_files_without_force(tmp_path):
-    first = kgeval_env(tmp_path, "init", "--system", "http", "--url", "http://127.0.0.1:9/answer")
+    first = kgeval_in(tmp_path, "init", "--system", "http", "--url", "http://127.0.0.1:9/answer")
     assert first.returncode == 0, first.stderr
     config = yaml.safe_load((tmp_path / "kgeval.yaml").read_text())
     assert config["systems"]["http"]["pipeline"]["default"] == {"few_shot_retrieval": True, "few_shot_k": 5, "schema_in_prompt": True}
-    again = kgeval_env(tmp_path, "init", "--system", "http")
+    again = kgeval_in(tmp_path, "init", "--system", "http")
     assert again.returncode == 2 and "kgeval.yaml: already exists; give --force" in again.stderr
-    forced = kgeval_env(tmp_path, "init", "--system", "openai", "--force")
+    forced = kgeval_in(tmp_path, "init", "--system", "openai", "--force")
     assert forced.returncode == 0, forced.stderr
     assert "openai" in yaml.safe_load((tmp_path / "kgeval.yaml").read_text())["systems"]
 
@@ -86,10 +70,10 @@ def test_init_refuses_to_replace_files_without_force(tmp_path):
 def test_a_zero_shot_model_is_refused_with_the_fix_named(tmp_path, mini_holdout, mini_gold):
     """A model configuration without an example bank differs from production's retrieval: the
     refusal names the keys to set and the command that writes them."""
-    work = _workdir(tmp_path, mini_holdout, mini_gold)
+    work = _home(tmp_path, mini_holdout, mini_gold)
     (work / "kgeval.yaml").write_text("systems:\n  openai:\n    model: m\n    base_url: http://127.0.0.1:9/v1\n    api_key_env: null\n")
-    oracle = kgeval_env(work, "run", "--system", "oracle", "--seeds", "1")
+    oracle = kgeval_in(work, "run", "--system", "oracle", "--seeds", "1")
     assert oracle.returncode == 0, oracle.stderr
-    refused = kgeval_env(work, "run", "--system", "openai", "--seeds", "1")
+    refused = kgeval_in(work, "run", "--system", "openai", "--seeds", "1")
     assert refused.returncode == 1, refused.stderr
     assert "pipeline_parity" in refused.stderr and "systems.openai.examples" in refused.stderr and "kgeval init --system openai" in refused.stderr, refused.stderr
