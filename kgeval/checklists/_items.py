@@ -181,7 +181,7 @@ def apples_to_apples(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, 
         except KgevalError:
             missing.append(run_id)
     if missing:
-        detail = f"give --db with the database holding them (`kgeval runs --db FILE` lists a database's runs), or leave them out of --compare-with"
+        detail = "give --db with the database holding them (`kgeval runs --db FILE` lists a database's runs), or leave them out of --compare-with"
         return [ChecklistItem(item="apples_to_apples", observed=f"named runs not in {db.path}: {', '.join(missing)}", passed=False, detail=detail)]
     if not others:
         return [ChecklistItem(item="apples_to_apples", observed=f"no runs to compare {plan.system.name} with", passed=True)]

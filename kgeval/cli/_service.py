@@ -129,9 +129,8 @@ def audit_record(
 ) -> None:
     """Append an audit decision bound to the item hash you saw (exit 1 if the item changed)."""
     from kgeval.audit import AuditLog, accepted_items, record_decision
-    from kgeval.runs import ResultsDB
-
     from kgeval.holdout import resolve_question_id
+    from kgeval.runs import ResultsDB
 
     cfg = load_config(config)
     with ResultsDB(db) as results, AuditLog(db) as log:

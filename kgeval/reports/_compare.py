@@ -178,7 +178,7 @@ def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparabi
         Flip(
             kg=questions[q].kg, question_id=q, question=questions[q].question, a_correct=a[q], b_correct=b[q], a_outcome=outcome_a[q],
             b_outcome=outcome_b[q], a_seed=seed_showing(seeds_a[q], outcome_a[q]), b_seed=seed_showing(seeds_b[q], outcome_b[q]),
-        )  # fmt: skip
+        )
         for q in paired
         if outcome_a[q] != outcome_b[q]  # right <-> wrong, or wrong for another cause (wrong result -> invalid SPARQL)
     ]

@@ -43,8 +43,10 @@ def render_comparison_markdown(c: RunComparison) -> str:
         "",
         f"### Flips ({len(c.flips)})",
         "",
-        "Seeds: on each side, the seed showing that side's outcome (where seeds disagree, the one that flipped): "
-        f"`kgeval show {a.run_id} KG/QID --seed S` opens it.",
+        (
+            "Seeds: on each side, the seed showing that side's outcome (where seeds disagree, the one that flipped): "
+            f"`kgeval show {a.run_id} KG/QID --seed S` opens it."
+        ),
         "",
         "| question | A | B | flip | seeds A / B |",
         "|---|---|---|---|---|",
