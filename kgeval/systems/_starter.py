@@ -40,7 +40,7 @@ _MODEL_DEFAULTS: dict[str, dict[str, object]] = {
 }
 _MODEL_NOTES = {
     "model": "the model name the endpoint serves",
-    "base_url": "null: the provider's API; for a local server e.g. http://127.0.0.1:8000/v1 (vLLM)",
+    "base_url": "null: the provider's API; else a proxy, or for openai a local server, e.g. http://127.0.0.1:8000/v1 (vLLM)",
     "api_key_env": "the environment variable holding the API key (null: an endpoint without keys)",
 }
 
