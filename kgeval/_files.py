@@ -76,8 +76,9 @@ def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
         raise InputError(f"{path}: cannot read {what}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: {what} is not UTF-8 text: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: {what} is not valid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # its marks name the text parsed, "<unicode string>": the file is named instead
+        named = str(exc).replace('"<unicode string>"', str(path))
+        raise InputError(f"{path}: {what} is not valid YAML: {named}") from None
 
 
 @contextmanager

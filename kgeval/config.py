@@ -6,6 +6,7 @@ defaults. Unknown keys are an error, so a misspelt threshold cannot silently fal
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -458,7 +459,10 @@ class PromptConfig(_Strict):
     few_shot_k: int = Field(5, ge=0)
     """Examples retrieved from the example bank per question (0: no retrieval)."""
     examples: Path | None = None
-    """JSONL example bank ({"kg", "question", "sparql"} per line) for the in-memory bank."""
+    """JSONL example bank ({"kg", "question", "sparql"} per line) for the in-memory bank; a
+    relative path is read from the configuration file's directory. None: no bank, so no
+    retrieval, and pipeline parity with a production that retrieves examples fails
+    (`kgeval init` writes a template)."""
     schema_classes: int = Field(40, ge=1)
     """Classes listed in the prompt's schema summary (most instances first)."""
     schema_predicates: int = Field(60, ge=1)
@@ -655,7 +659,20 @@ def load_config(path: Path | None) -> KgevalConfig:
     """The defaults, overridden by the YAML file at `path` when one is given."""
     if path is None:
         return KgevalConfig()
-    return _load_yaml_model(Path(path), KgevalConfig, "configuration")
+    return _examples_beside(_load_yaml_model(Path(path), KgevalConfig, "configuration"), Path(path).parent)
+
+
+def _examples_beside(config: KgevalConfig, base: Path) -> KgevalConfig:
+    """A model's relative `examples` path read from beside the configuration file, as `kgeval
+    init` writes them, so a run works from any directory (the run records the absolute path)."""
+    systems = {}
+    for name in ("gemini", "openai"):
+        model = getattr(config.systems, name)
+        if model.examples is not None and not model.examples.is_absolute():
+            systems[name] = model.model_copy(update={"examples": (base / model.examples).absolute()})
+    if not systems:
+        return config
+    return config.model_copy(update={"systems": config.systems.model_copy(update=systems)})
 
 
 def load_gate_config(path: Path) -> SchemaGateConfig:
@@ -674,4 +691,30 @@ def _load_yaml_model(path: Path, model: type[M], what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputError(f"{path}: invalid {what}: {exc}") from None
+        problems = [_problem(model, error) for error in exc.errors()]
+        raise InputError(f"{path}: invalid {what}: " + "; ".join(problems)) from None
+
+
+def _problem(model: type[BaseModel], error: Any) -> str:
+    """One validation error as `key.path: message`; an unknown key with the known keys closest
+    to it (a misspelt threshold is an error, never a silent default)."""
+    where = ".".join(str(p) for p in error["loc"])
+    if error["type"] != "extra_forbidden":
+        return f"{where}: {error['msg']}" if where else error["msg"]
+    known = _known_keys(model, error["loc"][:-1])
+    close = difflib.get_close_matches(str(error["loc"][-1]), known, n=2, cutoff=0.6)
+    prefix = ".".join(str(p) for p in error["loc"][:-1])
+    spelled = [f"{prefix}.{name}" if prefix else name for name in close]
+    hint = f"did you mean {' or '.join(spelled)}?" if spelled else f"known keys{' of ' + prefix if prefix else ''}: {', '.join(known)}"
+    return f"{where}: unknown key; {hint}"
+
+
+def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The field names of the model at `loc` inside `model` (none where `loc` leaves the models)."""
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return sorted(model.model_fields)

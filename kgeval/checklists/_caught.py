@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgeval.checklists._items import GOLD_UNREADABLE
 from kgeval.checklists._model import CaughtEntry
 from kgeval.errors import KgevalError
 from kgeval.gold import GoldReader
@@ -53,6 +54,8 @@ def _gold_manifest(plan: RunPlan) -> dict:
 
 def _gold_engine(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool, str]:
     manifest = _gold_manifest(plan)
+    if "error" in manifest:
+        return False, GOLD_UNREADABLE
     engines = sorted(f"{e.get('name')} {e.get('version')}" for e in manifest.get("engines", []))
     if not engines:
         return False, f"gold manifest names no engine ({manifest.get('error', 'no engines field')})"
@@ -61,7 +64,10 @@ def _gold_engine(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool
 
 
 def _gold_row_cap(entry: CaughtEntry, plan: RunPlan, db: ResultsDB) -> tuple[bool, str]:
-    cap = _gold_manifest(plan).get("row_cap")
+    manifest = _gold_manifest(plan)
+    if "error" in manifest:
+        return False, GOLD_UNREADABLE
+    cap = manifest.get("row_cap")
     run_cap = plan.config.run.row_cap
     return cap == run_cap, f"gold keeps {cap} rows per question; candidates are executed with a cap of {run_cap}"
 
@@ -78,5 +84,5 @@ def caught_items(entries: tuple[CaughtEntry, ...], plan: RunPlan, db: ResultsDB)
     items = []
     for entry in entries:
         ok, observed = CHECKS[entry.check.kind](entry, plan, db)
-        items.append(ChecklistItem(item=f"caught:{entry.id}", observed=observed, passed=ok, detail="" if ok else entry.lesson))
+        items.append(ChecklistItem(item=f"caught:{entry.id}", observed=observed, passed=ok, detail="" if ok or observed == GOLD_UNREADABLE else entry.lesson))
     return items

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from kgeval._chain import BrokenLog
 from kgeval.errors import KgevalError
 from kgeval.gold import gold_problems, index_gold
-from kgeval.holdout import holdout_problems
+from kgeval.holdout import RESTORE_OR_RESEAL, holdout_problems
 from kgeval.review import ReviewLog, current_hashes, review_states
 from kgeval.judges import is_uninformative, missing_vocabulary
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan, store_lookup
@@ -57,6 +57,10 @@ def _one_status(item: Any, fallback: str) -> tuple[str, bool, str]:
     return str(get("name") or fallback), bool(get("active", False)), str(details)
 
 
+GOLD_UNREADABLE = "not checked: the gold cannot be read (item gold says why)"
+"""What the items that read the gold say when it cannot be read: the `gold` item names the
+problem and the fix once, not every item that needs the gold."""
+
 Item = Callable[[PreEvalChecklist, RunPlan, ResultsDB, Sequence[Guard]], list[ChecklistItem]]
 
 
@@ -67,7 +71,8 @@ def holdout_manifest(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, 
         problems = [str(exc)]
     sha = plan.metadata.holdout_manifest_sha256
     if problems:
-        return [ChecklistItem(item="holdout_manifest", observed=f"{len(problems)} differences from MANIFEST.json", passed=False, detail="; ".join(problems[:5]))]
+        detail = "; ".join(problems[:5]) + ". " + RESTORE_OR_RESEAL
+        return [ChecklistItem(item="holdout_manifest", observed=f"{len(problems)} differences from MANIFEST.json", passed=False, detail=detail)]
     return [ChecklistItem(item="holdout_manifest", observed=f"manifest {sha[:12]} verified", passed=True)]
 
 
@@ -77,7 +82,10 @@ def gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequ
     except KgevalError as exc:
         problems = [str(exc)]
     if problems:
-        return [ChecklistItem(item="gold", observed=f"{len(problems)} problems", passed=False, detail="; ".join(problems[:5]))]
+        detail = "; ".join(problems[:5])
+        if "kgeval gold rebuild" not in detail:
+            detail += ". Fix: `kgeval gold rebuild` (it executes only what changed), then `kgeval gold verify`"
+        return [ChecklistItem(item="gold", observed=f"{len(problems)} problem" + ("s" * (len(problems) != 1)), passed=False, detail=detail)]
     observed = f"gold manifest {plan.metadata.gold_manifest_sha256[:12]} verified, built from holdout manifest {plan.metadata.holdout_manifest_sha256[:12]}"
     return [ChecklistItem(item="gold", observed=observed, passed=True)]
 
@@ -88,8 +96,8 @@ def gold_failures(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, gua
     item = "gold_failures"
     try:
         failures = index_gold(plan.gold_dir).failures
-    except KgevalError as exc:
-        return [ChecklistItem(item=item, observed="gold unreadable", passed=False, detail=str(exc)[:600])]
+    except KgevalError:
+        return [ChecklistItem(item=item, observed=GOLD_UNREADABLE, passed=False)]
     excluded = plan.holdout.exclusions
     open_ = sorted(qid for qid in failures if qid not in excluded)
     if open_:
@@ -106,17 +114,34 @@ def pipeline_parity(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, g
     if system.name in checklist.parity_exempt:
         return [ChecklistItem(item="pipeline_parity", observed=f"{system.name} ({system.kind}) is exempt: no pipeline to compare", passed=True)]
     if system.pipeline is None:
-        return [ChecklistItem(item="pipeline_parity", observed=f"{system.name} declares no pipeline", passed=False, detail="declare systems.<name>.pipeline")]
-    differences = []
+        detail = f"declare systems.{system.name}.pipeline in the configuration, or list {system.name} in the checklist's parity_exempt"
+        return [ChecklistItem(item="pipeline_parity", observed=f"{system.name} declares no pipeline", passed=False, detail=detail)]
+    differences, fixes = [], {}
     for kg in plan.holdout.kgs:
         ours, production = system.pipeline.for_kg(kg.id), checklist.production_profile.for_kg(kg.id)
         for feature in sorted(production.keys() | ours.keys()):
             if ours.get(feature) != production.get(feature):
                 differences.append(f"{kg.id}: {feature}={ours.get(feature)!r} (production {production.get(feature)!r})")
+                fixes.setdefault(_parity_fix(system, feature, production), None)
     if differences:
-        return [ChecklistItem(item="pipeline_parity", observed=f"{len(differences)} features differ from production", passed=False, detail="; ".join(differences[:8]))]
+        detail = "; ".join(differences[:8]) + ". Fix: " + "; ".join(fixes) + " (or, if production changed, its production_profile in the checklist)"
+        return [ChecklistItem(item="pipeline_parity", observed=f"{len(differences)} features differ from production", passed=False, detail=detail)]
     features = ", ".join(f"{k}={v!r}" for k, v in sorted(checklist.production_profile.default.items()))
     return [ChecklistItem(item="pipeline_parity", observed=f"equal to production on {len(plan.holdout.kgs)} KGs ({features})", passed=True)]
+
+
+def _parity_fix(system: Any, feature: str, production: dict[str, Any]) -> str:
+    """The configuration key that makes `system` declare `feature` as production does."""
+    name = system.name
+    if system.kind != "model":
+        return f"set systems.{name}.pipeline.default.{feature}: {production.get(feature)!r} (per_kg.KG.{feature} for one KG) to what the endpoint runs"
+    if feature in ("few_shot_retrieval", "few_shot_k"):
+        k = production.get("few_shot_k")
+        return (
+            f"set systems.{name}.examples to an example bank (JSONL, one {{\"kg\", \"question\", \"sparql\"}} per line) "
+            f"and systems.{name}.few_shot_k: {k!r}; `kgeval init --system {name}` writes both"
+        )
+    return f"the {name} system has no setting for {feature!r}: it always sends {feature}={system.pipeline.default.get(feature)!r}"
 
 
 def guards_active(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
@@ -129,12 +154,18 @@ def guards_active(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, gua
     lines = []
     for name in checklist.guards.required:
         if name not in states:
-            detail = f"{feature} is on; guard {name!r} must report active" + (f" ({unreported})" if unreported else "")
+            detail = f"{feature} is on; guard {name!r} must report active" + (f" ({unreported})" if unreported else "") + _guard_fix(system)
             lines.append(ChecklistItem(item=f"guards:{name}", observed="not present", passed=False, detail=detail))
             continue
         active, detail = states[name]
-        lines.append(ChecklistItem(item=f"guards:{name}", observed="active" if active else "inactive", passed=active, detail=detail))
+        lines.append(ChecklistItem(item=f"guards:{name}", observed="active" if active else "inactive", passed=active, detail=detail + ("" if active else _guard_fix(system))))
     return lines
+
+
+def _guard_fix(system: Any) -> str:
+    if system.kind == "model":
+        return f". Fix: give systems.{system.name}.examples (a JSONL bank: kgeval builds it with the guards armed by the holdout's index)"
+    return f". Fix: set systems.{system.name}.guards_url to where the endpoint reports its example-bank guards (GET: a JSON list of {{name, active, details}})"
 
 
 def apples_to_apples(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
@@ -151,7 +182,8 @@ def apples_to_apples(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, 
         except KgevalError:
             missing.append(run_id)
     if missing:
-        return [ChecklistItem(item="apples_to_apples", observed=f"named runs not in {db.path}: {', '.join(missing)}", passed=False)]
+        detail = "give --db with the database holding them (`kgeval runs --db FILE` lists a database's runs), or leave them out of --compare-with"
+        return [ChecklistItem(item="apples_to_apples", observed=f"named runs not in {db.path}: {', '.join(missing)}", passed=False, detail=detail)]
     if not others:
         return [ChecklistItem(item="apples_to_apples", observed=f"no runs to compare {plan.system.name} with", passed=True)]
     return [_compare_one(checklist, plan.metadata, other) for other in others]
@@ -162,8 +194,9 @@ def _compare_one(checklist: PreEvalChecklist, ours: RunMetadata, other: RunMetad
     differing = [f for f in fields if getattr(ours, f) != getattr(other, f)]
     name = f"apples_to_apples:{other.system}"
     if differing:
-        detail = "; ".join(f"{f}: {getattr(ours, f)!r} here, {getattr(other, f)!r} there" for f in differing)
-        return ChecklistItem(item=name, observed=f"differs from run {other.run_id} in {', '.join(differing)}", passed=False, detail=detail[:600])
+        detail = "; ".join(f"{f}: {getattr(ours, f)!r} here, {getattr(other, f)!r} there" for f in differing)[:500]
+        detail += f". Fix: run both on the same gold, holdout, judges and --seeds (run {other.system} again, or this one with its settings)"
+        return ChecklistItem(item=name, observed=f"differs from run {other.run_id} in {', '.join(differing)}", passed=False, detail=detail)
     return ChecklistItem(item=name, observed=f"same {', '.join(fields)} as run {other.run_id}", passed=True)
 
 
@@ -199,15 +232,15 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     KG lacks (`_vacuous_golds`); it needs the same confirmation."""
     try:
         gold = index_gold(plan.gold_dir)  # summaries only: the entries stay on disk
-    except KgevalError as exc:
-        return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
+    except KgevalError:
+        return [ChecklistItem(item="empty_gold", observed=GOLD_UNREADABLE, passed=False)]
     summaries = gold.entries
     questions = [q for q in plan.holdout.questions() if q.id in summaries]
     empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
     try:
         vacuous = _vacuous_golds(plan, gold, [q for q in questions if q.id not in plan.holdout.exclusions and q not in empty])
-    except KgevalError as exc:
-        return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
+    except KgevalError:
+        return [ChecklistItem(item="empty_gold", observed=GOLD_UNREADABLE, passed=False)]
     empty += [q for q in questions if q.id in vacuous]
     # an excluded question is never asked: its empty gold needs no confirmation
     excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from kgeval import __version__
-from kgeval.cli import _guards, _run, _service, _show
+from kgeval.cli import _guards, _init, _run, _service, _show
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -50,6 +50,7 @@ app.add_typer(gold_app, name="gold")
 app.add_typer(_guards.schema_gate_app, name="schema-gate")
 app.add_typer(_guards.contamination_app, name="contamination")
 holdout_app.command("admit")(_guards.holdout_admit)
+app.command("init")(_init.init)
 app.command("run")(_run.run)
 app.command("report")(_run.report)
 app.command("runs")(_run.runs)

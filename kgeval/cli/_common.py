@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -35,12 +36,35 @@ def found_path(name: str, *, create_in_home: bool = True) -> Path:
     return there if create_in_home or there.exists() else here
 
 
+def found_db(name: str = "kgeval.duckdb") -> Path:
+    """Where the results database is when `--db` is not given: `./kgeval.duckdb` when it exists;
+    else `$KGEVAL_HOME/kgeval.duckdb` when that exists and KGEVAL_HOME is not a repository clone;
+    else `./kgeval.duckdb` (created). A clone's database is the one `kgeval quickstart` made
+    there: with KGEVAL_HOME pointing at the clone for its holdout and gold, runs made from other
+    directories went into it. Results stay where you work."""
+    here = Path(name)
+    home = os.environ.get(HOME_ENV)
+    if here.exists() or not home or is_repository(Path(home).expanduser()):
+        return here
+    return found_path(name, create_in_home=False)
+
+
+def is_repository(directory: Path) -> bool:
+    """Whether `directory` is a version-control checkout (a clone or a git worktree)."""
+    return any((directory / marker).exists() for marker in (".git", ".hg"))
+
+
+def announce_db(db: Path) -> None:
+    """The results database a command uses, on stderr, one line, absolute."""
+    err.print(f"results database: {Path(db).absolute()}", markup=False)
+
+
 def _search(name: str, *, create_in_home: bool = True) -> Callable[[typer.Context, typer.CallbackParam, Path | None], Path | None]:
     def resolve(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
         # by name: typer ships its own copy of click, whose ParameterSource is not click's
         if getattr(ctx.get_parameter_source(param.name or ""), "name", None) != "DEFAULT":
             return value  # given on the command line (or its environment variable): as is
-        return found_path(name, create_in_home=create_in_home)
+        return found_db(name) if name == DB_FILE else found_path(name, create_in_home=create_in_home)
 
     return resolve
 
@@ -53,12 +77,20 @@ def _search_config(ctx: typer.Context, param: typer.CallbackParam, value: Path |
 
 
 CONFIG_FILE = "kgeval.yaml"
+DB_FILE = "kgeval.duckdb"
 _RULE = "(default: ./{0} if it exists, else $KGEVAL_HOME/{0}, else ./{0})"
 HoldoutOpt = Annotated[Path, typer.Option("--holdout", callback=_search("holdout"), help=f"Holdout directory (KG subdirectories + MANIFEST.json) {_RULE.format('holdout')}.")]
 GoldOpt = Annotated[Path, typer.Option("--gold", callback=_search("gold"), help=f"Gold directory written by `kgeval gold rebuild` {_RULE.format('gold')}.")]
-DbOpt = Annotated[Path, typer.Option("--db", callback=_search("kgeval.duckdb", create_in_home=False), help="DuckDB results database (default: ./kgeval.duckdb if it exists, else $KGEVAL_HOME/kgeval.duckdb if that exists, else ./kgeval.duckdb is created).")]
+DbOpt = Annotated[Path, typer.Option("--db", callback=_search(DB_FILE, create_in_home=False), help="DuckDB results database (default: ./kgeval.duckdb if it exists, else $KGEVAL_HOME/kgeval.duckdb if that exists and KGEVAL_HOME is not a repository clone, else ./kgeval.duckdb is created).")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", callback=_search_config, help="YAML configuration overriding the defaults (default: ./kgeval.yaml, else $KGEVAL_HOME/kgeval.yaml, when one exists).")]
 GateDirOpt = Annotated[Path, typer.Option("--gate-dir", callback=_search("schema_gate"), help=f"Schema-gate directory with config.yaml and fingerprints/ {_RULE.format('schema_gate')}.")]
+
+class TextFormat(StrEnum):
+    """Output for a person (text) or a program (json)."""
+
+    text = "text"
+    json = "json"
+
 
 F = TypeVar("F", bound=Callable)
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
+from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
@@ -80,17 +80,19 @@ def gold_rebuild(
     config: ConfigOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Execute every reference query, even those whose gold is unchanged.")] = False,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Seconds each reference query may run in this rebuild (default: gold.timeout_s).")] = None,
+    include_excluded: Annotated[bool, typer.Option("--include-excluded", help="Also execute the reference queries of questions excluded on record (left out by default).")] = False,
 ) -> None:
     """Execute the reference queries whose gold is missing or out of date and switch the new gold
     in atomically. A question is reused when its query, the KG data, the engine and its version,
     the row cap and the build settings are unchanged. A failing query is recorded with its error
-    and the rest is written; exit 1 names the failures not excluded on record."""
+    and the rest is written; exit 1 names the failures not excluded on record. The queries of
+    questions excluded on record are not executed unless --include-excluded."""
     cfg = load_config(config)
     gold_cfg = cfg.gold if timeout is None else cfg.gold.model_copy(update={"timeout_s": timeout})
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     with rebuild_progress(len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs), gold_cfg, gold, advance, force=force)
+        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs), gold_cfg, gold, advance, force=force, include_excluded=include_excluded)
     if report.reuse_note:
         err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
@@ -99,7 +101,11 @@ def gold_rebuild(
         f"({report.store_seconds:.2f} s building entries)", markup=False,
     )
     print_flagged(report.flagged)
+    if report.not_executed:
+        err.print(f"not executed, excluded on record: {', '.join(report.not_executed)} (--include-excluded executes them)", markup=False)
     for failure in report.failures:
+        if failure.question_id in report.not_executed:
+            continue
         excluded = " (excluded on record)" if failure.question_id in report.excluded else ""
         err.print(f"{holdout}/{failure.kg}: question {failure.question_id}{excluded}: {failure.error}", markup=False)
     if not report.ok:
@@ -116,6 +122,35 @@ def print_flagged(flagged: dict[str, list[str]]) -> None:
     """One line per flag naming every question that carries it."""
     for flag, questions in flagged.items():
         out.print(f"  {flag} ({len(questions)}): {', '.join(questions) or '-'}", markup=False)
+
+
+@gold_app.command("show")
+@user_errors
+def gold_show(
+    empty: Annotated[bool, typer.Option("--empty", help="Every gold that is empty or found nothing (a false ASK, a count of 0), for review.")] = False,
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    format: Annotated[TextFormat, typer.Option("--format", help="text (one block per question) or json (one object per line).")] = TextFormat.text,
+) -> None:
+    """The golds that say nothing (--empty: empty results, false ASKs, counts of 0), each with
+    its question, reference query, row count, how its empty answer is confirmed, and the content
+    hash a reviewer approves (`kgeval review approve QID --sha256 H`)."""
+    from kgeval.review import empty_golds
+
+    if not empty:
+        raise typer.BadParameter("give --empty (the golds that say nothing are what this lists)")
+    found = empty_golds(gold, load_holdout(holdout))
+    for g in found:
+        if format is TextFormat.json:
+            print(g.model_dump_json())
+            continue
+        shape = "ASK: false" if g.form == "ask" else f"{g.rows} row" + ("s" * (g.rows != 1))
+        print(f"{g.kg}/{g.question_id}\t{g.kind} ({shape})\t{g.confirmation}\tsha256 {g.content_sha256}")
+        print(f"  question: {g.question}")
+        print("  " + g.sparql.strip().replace("\n", "\n  ") + "\n")
+    unconfirmed = sum(g.confirmation == "unconfirmed" for g in found)
+    err.print(f"{len(found)} golds empty or nothing found, {unconfirmed} unconfirmed: `kgeval holdout confirm-empty QID... --why TEXT` "
+              "confirms those that are right; fix the reference query of the others", markup=False)
 
 
 @gold_app.command("verify")

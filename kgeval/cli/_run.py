@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, refuse_overwriting, user_errors
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
     from kgeval.config import KgevalConfig
+    from kgeval.reports import RunReport
     from kgeval.runs import RunMetadata
     from kgeval.systems import System
 
@@ -79,6 +80,7 @@ def run(
     from kgeval.reports import build_report, format_accuracy
     from kgeval.runs import ResultsDB
 
+    announce_db(db)
     if resume is not None:
         given = {"--system": system, "--replay": replay, "--seeds": seeds, "--concurrency": concurrency, "--compare-with": compare_with, "--config": config}
         ignored = [name for name, value in given.items() if value]
@@ -121,6 +123,7 @@ def report(
     from kgeval.reports import build_report, render_html, render_json, render_markdown
     from kgeval.runs import ResultsDB
 
+    announce_db(db)
     with ResultsDB(db, read_only=True) as results:
         built = build_report(results, run_id, gold_dir=gold, holdout_dir=holdout, config=load_config(config), judge=judge)
     if format is Format.html:  # the page also shows each wrong answer and judge disagreement whole
@@ -233,10 +236,38 @@ def quickstart(
     from kgeval.reports import build_report, render_markdown
     from kgeval.runs import ResultsDB
 
+    announce_db(db)
     cfg = load_config(None)
     oracle = _run(holdout, gold, "oracle", None, cfg, db)
     weak = _run(holdout, gold, "weak", None, cfg, db, compare_with=[oracle.run_id])
     with ResultsDB(db, read_only=True) as results:
-        for metadata in (oracle, weak):
-            out.print(render_markdown(build_report(results, metadata.run_id)), markup=False)
+        reports = [build_report(results, metadata.run_id) for metadata in (oracle, weak)]
+    for built in reports:
+        out.print(render_markdown(built), markup=False)
+    out.print(_quickstart_summary(holdout, db, *reports), markup=False)
+
+
+def _quickstart_summary(holdout: Path, db: Path, oracle: RunReport, weak: RunReport) -> str:
+    """Five lines on what the quickstart showed, then the commands to try next."""
+    from kgeval.reports import format_accuracy
+
+    o, w, m = oracle.overall, weak.overall, oracle.metadata
+    wrong = next((f"{a.kg}/{a.question_id}" for a in weak.wrong), "KG/QID")
+    sound = o is not None and o.accuracy is not None and o.accuracy >= 0.99
+    strict = w is not None and w.accuracy is not None and w.accuracy <= 0.60
+    lines = [
+        "## Summary",
+        f"- the holdout at {holdout}: {len(m.seeds)} seeds per question, manifest {m.holdout_manifest_sha256[:12]} and gold {m.gold_manifest_sha256[:12]} verified",
+        f"- oracle {m.run_id}: {format_accuracy(o)}: " + ("the harness is sound (>= 99%)" if sound else "BELOW 99%: the harness (gold, store or judge) is broken"),
+        f"- weak {weak.metadata.run_id}: {format_accuracy(w)}: " + ("the judge refuses poor answers (<= 60%)" if strict else "ABOVE 60%: the judge accepts too much"),
+        f"- results: {Path(db).absolute()} (`kgeval runs` lists them)",
+        "- a real system next: `kgeval init --system openai` (or gemini, http) writes a configuration that passes the checklist",
+        "",
+        "Next:",
+        f"  kgeval report {weak.metadata.run_id} --format html > weak.html  # one page, each wrong answer shown whole",
+        f"  kgeval compare {m.run_id} {weak.metadata.run_id}  # flips, McNemar, the paired difference",
+        f"  kgeval show {weak.metadata.run_id} {wrong}  # one wrong attempt whole, beside the gold",
+        "  kgeval init --system openai && kgeval run --system openai  # your model (docs/systems.md)",
+    ]
+    return "\n".join(lines)
 

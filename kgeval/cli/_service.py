@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kgeval.cli._common import ConfigOpt, DbOpt, GateDirOpt, GoldOpt, HoldoutOpt, err, out, user_errors
+from kgeval.cli._common import ConfigOpt, DbOpt, GateDirOpt, GoldOpt, HoldoutOpt, announce_db, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import load_gold
@@ -132,10 +132,12 @@ def audit_record(
 ) -> None:
     """Append an audit decision bound to the item hash you saw (exit 1 if the item changed)."""
     from kgeval.audit import AuditLog, accepted_items, record_decision
+    from kgeval.holdout import resolve_question_id
     from kgeval.runs import ResultsDB
 
     cfg = load_config(config)
     with ResultsDB(db) as results, AuditLog(db) as log:
+        question_id = resolve_question_id(question_id, ((q.kg, q.question_id) for q in results.questions(run_id)), f"run {run_id}")
         items = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
         record = record_decision(log, items, (question_id, seed), item_sha256, auditor, decision.value, note)
     out.print(f"recorded {record.decision} on {question_id} seed {seed} at {record.item_sha256[:12]}", markup=False)
@@ -178,9 +180,8 @@ def _review(question_id: str, decision: str, content_sha256: str, note: str, tok
     if principal is None:
         raise InputError("unknown token: give --token (or KGEVAL_TOKEN) listed in the access file")
     loaded = load_holdout(holdout)
-    question = next((q for q in loaded.questions() if q.id == question_id), None)
-    if question is None:
-        raise InputError(f"{holdout}: no question {question_id!r}")
+    question_id = loaded.question_ids([question_id])[0]
+    question = next(q for q in loaded.questions() if q.id == question_id)
     with ReviewLog(db) as log:
         record = record_review(log, question, load_gold(gold).get(question_id), principal.reviewer(), decision, content_sha256, note)
     out.print(f"{record.reviewer}: {record.decision} on {question_id} at {record.content_sha256[:12]}", markup=False)
@@ -247,6 +248,26 @@ def serve(
         raise InputError("no tokens: give --access FILE or set KGEVAL_ADMIN_TOKEN (every route but /health needs one)")
     settings = ServiceSettings(db=db, holdout=holdout, gold=gold, config=load_config(config), access=tokens, gate_dir=gate_dir)
     app = create_app(settings)
+    refuse_port_in_use(host, port)
+    announce_db(db)
     err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, Swagger UI /docs, OpenAPI /openapi.json)", markup=False)
     log_config = service_log_config(log_level.value)
     uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config)
+
+
+def refuse_port_in_use(host: str, port: int) -> None:
+    """InputError (exit 2) when `port` on `host` cannot be bound, said before "serving" (uvicorn
+    said it after, and exited 3, the code of a leak)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise InputError(f"--host {host}: cannot be resolved ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a closing socket is no obstacle
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise InputError(f"cannot listen on {host}:{port}: {exc.strerror} (another server holds the port?); give --port N with a free port") from None

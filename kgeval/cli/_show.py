@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.cli._common import DbOpt, err, out, user_errors
+from kgeval.cli._common import DbOpt, TextFormat, err, out, user_errors
 from kgeval.config import load_config
 from kgeval.errors import InputError
 from kgeval.gold import load_gold
@@ -19,11 +18,6 @@ from kgeval.holdout import load_holdout
 if TYPE_CHECKING:  # the run database, samples and reports are imported by the commands that use them
     from kgeval.reports import RunReport
     from kgeval.samples import Sample, SampleSource
-
-
-class ShowFormat(StrEnum):
-    text = "text"
-    json = "json"
 
 
 def _existing(given: Path | None, recorded: str, what: str, notes: list[str]) -> Path | None:
@@ -91,19 +85,36 @@ def show(
     holdout: Annotated[Path | None, typer.Option("--holdout", help="Holdout directory (default: the run's); its KG is queried to show the answer's rows.")] = None,
     page: Annotated[int, typer.Option("--page", min=1, help="Page of the row tables.")] = 1,
     page_size: Annotated[int, typer.Option("--page-size", min=1, help="Rows per page.")] = 20,
-    format: Annotated[ShowFormat, typer.Option("--format", help="text (rich) or json (the sample model).")] = ShowFormat.text,
+    format: Annotated[TextFormat, typer.Option("--format", help="text (rich) or json (the sample model).")] = TextFormat.text,
 ) -> None:
     """One attempt whole: question, gold and its flags, the candidate's SPARQL, its rows (executed
     again read-only on the run's store) beside the gold's, marked matched / missing / extra,
     every judge's verdict, terminal state, tries, latency and tokens."""
+    from kgeval.reports import seed_outcomes
     from kgeval.samples import build_sample, sample_renderable
 
     with opened_source(db, run_id, gold, holdout) as (source, notes):
-        sample = build_sample(source, run_id, question_id, seed)
+        outcomes = seed_outcomes(source.db, run_id)
+        by_seed = outcomes.get(question_id) or outcomes.get(question_id.partition("/")[2], {})
+        sample = build_sample(source, run_id, question_id, _first_wrong(by_seed) if seed is None else seed)
     sample = sample.model_copy(update={"notes": [*notes, *sample.notes]})
-    if format is ShowFormat.json:
+    if format is TextFormat.json:
         print(sample.model_dump_json(indent=2))
         return
     out.print(sample_renderable(sample, page, page_size))
     if len(sample.seeds) > 1:
-        err.print(f"other seeds: {', '.join(str(s) for s in sample.seeds if s != sample.seed)} (--seed S)", markup=False)
+        listed = ", ".join(f"{s} {_outcome(by_seed.get(s))}" + (" (shown)" if s == sample.seed else "") for s in sample.seeds)
+        err.print(f"seeds: {listed}; --seed S shows another", markup=False)
+
+
+def _outcome(outcome: str | None) -> str:
+    if outcome is None:
+        return "not judged"
+    return "correct" if outcome == "correct" else f"wrong ({outcome.replace('_', ' ')})"
+
+
+def _first_wrong(by_seed: dict[int, str]) -> int | None:
+    """Where the seeds disagree, the first wrong one (the attempt worth a look); else None (the
+    first seed)."""
+    wrong = [s for s, outcome in sorted(by_seed.items()) if outcome != "correct"]
+    return wrong[0] if wrong and len(wrong) < len(by_seed) else None

@@ -68,6 +68,10 @@ class RebuildReport:
     """Time spent opening the stores and loading KG files (a KG is loaded only when one of its
     questions executes)."""
     total_seconds: float = 0.0
+    include_excluded: bool = False
+    """Whether the reference queries of excluded questions were executed (else left out)."""
+    not_executed: list[str] = field(default_factory=list)
+    """Excluded question ids whose reference query was not executed (no unchanged record to keep)."""
     _kept: list[GoldEntry] | None = None
 
     @property
@@ -92,11 +96,11 @@ class RebuildReport:
 
     def _mark(self) -> tuple[int, ...]:
         """Where the lists stand, to undo one KG's outcomes (`_undo`) when it is built again."""
-        return (len(self.built), len(self.reused), len(self.failures), *(len(v) for v in self.flagged.values()))
+        return (len(self.built), len(self.reused), len(self.failures), len(self.not_executed), *(len(v) for v in self.flagged.values()))
 
     def _undo(self, mark: tuple[int, ...]) -> None:
-        built, reused, failures, *flagged = mark
-        del self.built[built:], self.reused[reused:], self.failures[failures:]
+        built, reused, failures, not_executed, *flagged = mark
+        del self.built[built:], self.reused[reused:], self.failures[failures:], self.not_executed[not_executed:]
         for names, kept in zip(self.flagged.values(), flagged):
             del names[kept:]
 
@@ -109,12 +113,16 @@ def rebuild_gold(
     progress: Progress | None = None,
     *,
     force: bool = False,
+    include_excluded: bool = False,
 ) -> RebuildReport:
     """Build the gold of every question, reusing unchanged entries of the gold at `out_dir`
     (unless `force`), and switch the new version in. With `out_dir` None nothing is read or
-    written and the entries are kept in the report."""
+    written and the entries are kept in the report. The reference query of a question excluded
+    on record is not executed unless `include_excluded` (its unchanged previous entry or failure
+    is kept; else a failure saying so is recorded): an excluded question is never asked, and
+    excluded queries are often the ones that run to their timeout."""
     started = time.perf_counter()
-    report = RebuildReport(excluded=set(holdout.exclusions))
+    report = RebuildReport(excluded=set(holdout.exclusions), include_excluded=include_excluded)
     with RARE_COLLECTIONS:  # see kgeval/_gc.py: 13% of a rebuild went to the collector
         _rebuild(holdout, store_for, config, out_dir, report, progress, force)
     report.total_seconds = time.perf_counter() - started
@@ -229,15 +237,24 @@ def _reuse(
 ) -> PreviousEntry | GoldFailure | None:
     """The previous entry when nothing that shapes it changed; the previous failure of an
     excluded question whose query is unchanged (excluded on record: not tried again until
-    `--force`); else None (execute)."""
+    `--force`, or `include_excluded` for one never executed); a failure saying it was not
+    executed for an excluded question (unless `include_excluded`); else None (execute)."""
     old = previous.entries.get(question.id)
     if old is not None and old.query_sha256 == question.sparql_sha256 and old.row_cap == config.row_cap and old.identity == identity:
         report.reused.append(question.id)
         return old
     failed = previous.failures.get(question.id)
-    if failed is not None and question.id in report.excluded and failed.query_sha256 == question.sparql_sha256:
+    unexecuted = failed is not None and failed.error == NOT_EXECUTED
+    if failed is not None and question.id in report.excluded and failed.query_sha256 == question.sparql_sha256 and not (unexecuted and report.include_excluded):
         return failed
+    if question.id in report.excluded and not report.include_excluded:
+        report.not_executed.append(question.id)
+        return GoldFailure(kg=question.kg, question_id=question.id, error=NOT_EXECUTED, query_sha256=question.sparql_sha256)
     return None
+
+
+NOT_EXECUTED = "not executed: excluded on record (`kgeval gold rebuild --include-excluded` executes it)"
+"""The failure recorded for an excluded question whose reference query was left out."""
 
 
 def _build(kg_id: str, question: Question, store: Store, config: GoldConfig, report: RebuildReport) -> GoldEntry | GoldFailure:

@@ -25,8 +25,9 @@ from pydantic import BaseModel
 
 from kgeval.errors import InputError
 
-Format = Literal["jsonl", "parquet", "dataframe"]
-"""A file's format; "dataframe": a Spark DataFrame given to `check_dataframe`."""
+Format = Literal["jsonl", "json_array", "parquet", "dataframe"]
+"""A file's format; "json_array": a .json file holding one JSON array of records (read whole,
+by one worker); "dataframe": a Spark DataFrame given to `check_dataframe`."""
 _JSONL = (".jsonl", ".ndjson", ".json")
 _PARQUET = (".parquet", ".pq")
 
@@ -132,6 +133,8 @@ def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
     size = _size_of(file)
     if fmt == "parquet":
         return _parquet_shards(str(file), chunk_bytes, size)
+    if _starts_with(file, b"["):  # a JSON array of records (a common export), not JSON Lines
+        return [Shard(file=str(file), format="json_array", start=0, end=size, size=size, file_bytes=size)]
     bounds = [0]
     with open_binary(file) as fh:
         while bounds[-1] + chunk_bytes < size:
@@ -141,6 +144,16 @@ def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
     if bounds[-1] < size or size == 0:
         bounds.append(size)
     return [Shard(file=str(file), format="jsonl", start=a, end=b, size=b - a, file_bytes=size) for a, b in zip(bounds, bounds[1:])]
+
+
+def _starts_with(file: str | Path, char: bytes) -> bool:
+    """Whether the file's first byte that is not whitespace (or a UTF-8 byte order mark) is `char`."""
+    with open_binary(file) as fh:
+        while block := fh.read(4096):
+            head = block.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()
+            if head:
+                return head[:1] == char
+    return False
 
 
 def _parquet_shards(file: str, chunk_bytes: int, file_bytes: int) -> list[Shard]:
@@ -195,6 +208,9 @@ def read_shard(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.Recor
     if shard.format == "parquet":
         yield from _read_parquet(shard, fields)
         return
+    if shard.format == "json_array":
+        yield _read_json_array(shard.file, fields)
+        return
     with open_binary(shard.file) as fh:
         fh.seek(shard.start)
         data = fh.read(shard.end - shard.start)
@@ -224,6 +240,23 @@ def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.Re
                 yield from pf.iter_batches(batch_size=65_536, row_groups=[group], columns=columns)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{shard.file}: row groups {list(shard.row_groups)}: cannot be read (truncated or corrupt?): {exc}") from None
+
+
+def _read_json_array(file: str, fields: tuple[FieldPath, ...]) -> pa.Table:
+    """The records of a file holding one JSON array of objects, as one Arrow table."""
+    from kgeval._files import parse_json
+
+    with open_binary(file) as fh:
+        records = parse_json(fh.read(), f"{file} (a JSON array of records)")
+    if not isinstance(records, list):
+        raise InputError(f"{file}: a JSON array of records must be one array, not {type(records).__name__}")
+    for i, record in enumerate(records):
+        problem = f"not {type(record).__name__}" if not isinstance(record, dict) else None
+        problem = problem and f"a record must be a JSON object, {problem}"
+        problem = problem or _field_type_problem(record, fields)
+        if problem:
+            raise InputError(f"{file}: record {i} of the JSON array (counted from 0, as hits are): {problem}")
+    return pa.Table.from_pylist(records, schema=json_schema(fields))
 
 
 def _locate_json_error(shard: Shard, data: bytes, fields: tuple[FieldPath, ...], exc: Exception) -> str:

@@ -3,8 +3,9 @@
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, EmptyConfirmation, load_empty_confirmations
 from kgeval.holdout._exclude import confirm_empty, exclude_questions, include_questions, unconfirm_empty
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, Exclusion, load_exclusions
+from kgeval.holdout._ids import resolve_question_id, resolve_question_ids
 from kgeval.holdout._load import QUESTIONS_FILE, load_holdout
-from kgeval.holdout._manifest import MANIFEST, holdout_problems, read_manifest, seal_holdout, verify_holdout
+from kgeval.holdout._manifest import MANIFEST, RESTORE_OR_RESEAL, holdout_problems, read_manifest, seal_holdout, verify_holdout
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question, Tag, natural_key
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Exclusion",
     "MANIFEST",
     "QUESTIONS_FILE",
+    "RESTORE_OR_RESEAL",
     "Holdout",
     "KnowledgeGraph",
     "exclude_questions",
@@ -28,6 +30,8 @@ __all__ = [
     "load_holdout",
     "natural_key",
     "read_manifest",
+    "resolve_question_id",
+    "resolve_question_ids",
     "seal_holdout",
     "verify_holdout",
 ]

@@ -14,13 +14,15 @@ from kgeval.holdout._manifest import MANIFEST, holdout_problems, seal_holdout
 from kgeval.holdout._model import Question
 
 
-def _sealed_questions(root: Path) -> dict[str, Question]:
-    """The holdout's questions by id; refuses a holdout that does not match its manifest (a
-    reseal would bless whatever was changed)."""
+def _sealed_questions(root: Path, refs: list[str]) -> dict[str, Question]:
+    """The questions `refs` name (`id` or `kg/id`), by id; refuses a holdout that does not match
+    its manifest (a reseal would bless whatever was changed) and an id it does not hold."""
     problems = holdout_problems(root)
     if problems:
         raise CheckFailed(f"{root}: does not match its {MANIFEST}, refusing to reseal it:\n  " + "\n  ".join(problems))
-    return {q.id: q for q in load_holdout(root).questions()}
+    holdout = load_holdout(root)
+    by_id = {q.id: q for q in holdout.questions()}
+    return {qid: by_id[qid] for qid in holdout.question_ids(refs)}
 
 
 def exclude_questions(root: Path, question_ids: list[str], why: str) -> tuple[list[Exclusion], str]:
@@ -54,12 +56,9 @@ def _put_on_record(root: Path, question_ids: list[str], why: str, file: RecordFi
     root = Path(root)
     if not why.strip():
         raise InputError(f"--why is required: {say_why}")
-    known = _sealed_questions(root)
-    unknown = [q for q in question_ids if q not in known]
-    if unknown:
-        raise InputError(f"{root}: no question {', '.join(unknown)} in this holdout")
+    named = _sealed_questions(root, question_ids)
     records = file.load(root)
-    added = [make(known[q], why.strip()) for q in dict.fromkeys(question_ids)]
+    added = [make(q, why.strip()) for q in named.values()]
     records.update((r.question_id, r) for r in added)
     file.write(root, records)
     return added, seal_holdout(root)
@@ -67,12 +66,12 @@ def _put_on_record(root: Path, question_ids: list[str], why: str, file: RecordFi
 
 def _take_off_record(root: Path, question_ids: list[str], file: RecordFile, not_on: str) -> tuple[list[str], str]:
     root = Path(root)
-    _sealed_questions(root)
+    ids = list(_sealed_questions(root, question_ids))
     records = file.load(root)
-    missing = [q for q in question_ids if q not in records]
+    missing = [q for q in ids if q not in records]
     if missing:
         raise InputError(f"{root}: {', '.join(missing)} {not_on}")
-    for q in question_ids:
+    for q in ids:
         records.pop(q)
     file.write(root, records)
-    return list(question_ids), seal_holdout(root)
+    return ids, seal_holdout(root)

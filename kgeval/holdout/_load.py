@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -31,7 +32,7 @@ def load_holdout(root: Path) -> Holdout:
     """Every subdirectory of `root` holding a questions.yaml is one KG."""
     root = Path(root)
     if not root.is_dir():
-        raise InputError(f"{root}: holdout directory does not exist")
+        raise InputError(f"{root}: holdout directory does not exist ({_where_holdouts_are_found(root)})")
     # read exactly what the manifest covers (`_holdout_files`): no hidden or `__pycache__`
     # directory, and no symbolic link to a directory, whose files a manifest would not hold
     kgs = [_load_kg(d) for d in sorted(root.iterdir()) if not outside_manifest(d.name) and (d / QUESTIONS_FILE).is_file()]
@@ -90,3 +91,10 @@ def _load_question(path: Path, index: int, raw: dict, kg_id: str) -> Question:
         detail = first_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InputError(f"{path}: {label}: {detail}") from None
 
+
+
+def _where_holdouts_are_found(root: Path) -> str:
+    """How the CLI finds a holdout not given with --holdout, and where it looked."""
+    home = os.environ.get("KGEVAL_HOME")
+    looked = f"KGEVAL_HOME={home} holds none either" if home else "KGEVAL_HOME is not set"
+    return f"give --holdout DIR, or set KGEVAL_HOME to a directory holding holdout/; without --holdout, ./holdout is used, else $KGEVAL_HOME/holdout: {looked}"

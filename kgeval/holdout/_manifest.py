@@ -104,5 +104,12 @@ def verify_holdout(root: Path) -> str:
     """Raise CheckFailed listing every problem; return the manifest hash when sealed."""
     problems = holdout_problems(root)
     if problems:
-        raise CheckFailed(f"{root}: holdout does not match {MANIFEST}:\n  " + "\n  ".join(problems))
+        raise CheckFailed(f"{root}: holdout does not match {MANIFEST}:\n  " + "\n  ".join(problems) + "\n" + RESTORE_OR_RESEAL)
     return read_manifest(root)["sha256"]
+
+
+RESTORE_OR_RESEAL = (
+    "Fix: restore the files as sealed (from version control, e.g. `git checkout -- holdout/`, or your copy); or, if the "
+    "change is meant, `kgeval holdout seal` (a new manifest: runs before it are no longer comparable) and `kgeval gold rebuild`"
+)
+"""What to do about a holdout that differs from its manifest."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from kgeval._files import sha256_text
 from kgeval.holdout._confirmed import EmptyConfirmation
 from kgeval.holdout._exclusions import Exclusion
+from kgeval.holdout._ids import resolve_question_ids
 
 
 class Tag(StrEnum):
@@ -134,6 +135,11 @@ class Holdout(BaseModel):
     def evaluated_questions(self) -> list[Question]:
         """The questions a run asks: every question not excluded on record."""
         return [q for kg in self.kgs for q in kg.questions if q.id not in self.exclusions]
+
+    def question_ids(self, refs: list[str]) -> list[str]:
+        """The ids of the questions `refs` name, each as `id` or `kg/id` (InputError naming the
+        holdout for an unknown or ambiguous one)."""
+        return resolve_question_ids(refs, ((q.kg, q.id) for q in self.questions()), str(self.root))
 
     def kg(self, kg_id: str) -> KnowledgeGraph:
         for kg in self.kgs:

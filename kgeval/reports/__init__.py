@@ -2,7 +2,7 @@
 review, run comparisons; Markdown, JSON and self-contained HTML."""
 
 from kgeval.reports._comparability import basic_comparability, comparability_of
-from kgeval.reports._compare import Comparability, Flip, RunComparison, compare_runs, mcnemar_exact_pvalue, paired_difference_interval
+from kgeval.reports._compare import Comparability, Flip, RunComparison, compare_runs, mcnemar_exact_pvalue, paired_difference_interval, seed_outcomes
 from kgeval.reports._compare_render import render_comparison_html, render_comparison_json, render_comparison_markdown
 from kgeval.reports._export import export_lines
 from kgeval.reports._oversight import AuditSummary, Rate
@@ -32,6 +32,7 @@ __all__ = [
     "Disagreement",
     "DisagreementItem",
     "Flip",
+    "seed_outcomes",
     "HarnessIssue",
     "HarnessReport",
     "Rate",

@@ -19,7 +19,6 @@ from pydantic import BaseModel
 
 from collections import Counter
 
-from kgeval.judges import Verdict
 from kgeval.reports._stats import wilson_interval
 from kgeval.reports._summary import CAUSE_ORDER, cause_of
 from kgeval.runs import ResultsDB, RunMetadata
@@ -37,6 +36,10 @@ class Flip(BaseModel):
     a_outcome: str = ""
     """"correct", or the wrong answer's cause ("wrong_result", "invalid_sparql", "refused", ...)."""
     b_outcome: str = ""
+    a_seed: int | None = None
+    """The seed of A that shows A's outcome (where seeds disagree, not just the first seed)."""
+    b_seed: int | None = None
+    """The seed of B that shows B's outcome: for a flip, the seed that flipped."""
 
 
 class Comparability(BaseModel):
@@ -87,20 +90,40 @@ def majority_by_question(db: ResultsDB, run_id: str) -> dict[str, bool]:
 def outcome_by_question(db: ResultsDB, run_id: str) -> dict[str, str]:
     """Each judged question's outcome under the primary judge: "correct" by majority of its
     seeds, else the most common cause among its wrong seeds (see `cause_of`)."""
-    metadata = db.metadata(run_id)
-    version = metadata.judge_versions[metadata.primary_judge]
-    seeds: dict[str, list[Verdict]] = {}
-    for qid, _seed, verdict in db.verdicts(run_id):
-        if verdict.judge == metadata.primary_judge and verdict.version == version:
-            seeds.setdefault(qid, []).append(verdict)
+    return majority_outcomes(seed_outcomes(db, run_id))
+
+
+def majority_outcomes(seeds: dict[str, dict[int, str]]) -> dict[str, str]:
+    """`outcome_by_question` from the seeds' outcomes (`seed_outcomes`)."""
     outcomes = {}
-    for qid, verdicts in seeds.items():
-        if sum(v.correct for v in verdicts) * 2 > len(verdicts):
+    for qid, by_seed in seeds.items():
+        if sum(o == "correct" for o in by_seed.values()) * 2 > len(by_seed):
             outcomes[qid] = "correct"
             continue
-        causes = Counter(cause_of(v) for v in verdicts if not v.correct) or Counter(["wrong_result"])
+        causes = Counter(o for o in by_seed.values() if o != "correct") or Counter(["wrong_result"])
         outcomes[qid] = min(causes, key=lambda c: (-causes[c], CAUSE_ORDER.index(c)))
     return outcomes
+
+
+def seed_outcomes(db: ResultsDB, run_id: str) -> dict[str, dict[int, str]]:
+    """Question id -> seed -> "correct" or the wrong answer's cause, under the primary judge
+    (judged seeds only)."""
+    metadata = db.metadata(run_id)
+    version = metadata.judge_versions[metadata.primary_judge]
+    seeds: dict[str, dict[int, str]] = {}
+    for qid, seed, verdict in db.verdicts(run_id):
+        if verdict.judge == metadata.primary_judge and verdict.version == version:
+            seeds.setdefault(qid, {})[seed] = "correct" if verdict.correct else cause_of(verdict)
+    return seeds
+
+
+def seed_showing(by_seed: dict[int, str], outcome: str) -> int | None:
+    """The first seed whose outcome is `outcome` (else the first with its correctness, else the
+    first seed): the attempt to open for a question whose seeds disagree."""
+    ordered = sorted(by_seed.items())
+    exact = [s for s, o in ordered if o == outcome]
+    alike = [s for s, o in ordered if (o == "correct") == (outcome == "correct")]
+    return (exact or alike or [s for s, _ in ordered] or [None])[0]
 
 
 def paired_difference_interval(both: int, a_only: int, b_only: int, neither: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -141,7 +164,8 @@ def mcnemar_exact_pvalue(a_only: int, b_only: int) -> float:
 def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparability, *, forced: bool = False) -> RunComparison:
     """The paired comparison of two runs in one results database."""
     meta_a, meta_b = db.metadata(run_a), db.metadata(run_b)
-    outcome_a, outcome_b = outcome_by_question(db, run_a), outcome_by_question(db, run_b)
+    seeds_a, seeds_b = seed_outcomes(db, run_a), seed_outcomes(db, run_b)
+    outcome_a, outcome_b = majority_outcomes(seeds_a), majority_outcomes(seeds_b)
     a = {q: o == "correct" for q, o in outcome_a.items()}
     b = {q: o == "correct" for q, o in outcome_b.items()}
     paired = sorted(a.keys() & b.keys())
@@ -151,7 +175,10 @@ def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparabi
     both, a_only, b_only, neither = cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)]
     questions = {q.question_id: q for q in db.questions(run_a)}
     flips = [
-        Flip(kg=questions[q].kg, question_id=q, question=questions[q].question, a_correct=a[q], b_correct=b[q], a_outcome=outcome_a[q], b_outcome=outcome_b[q])
+        Flip(
+            kg=questions[q].kg, question_id=q, question=questions[q].question, a_correct=a[q], b_correct=b[q], a_outcome=outcome_a[q],
+            b_outcome=outcome_b[q], a_seed=seed_showing(seeds_a[q], outcome_a[q]), b_seed=seed_showing(seeds_b[q], outcome_b[q]),
+        )
         for q in paired
         if outcome_a[q] != outcome_b[q]  # right <-> wrong, or wrong for another cause (wrong result -> invalid SPARQL)
     ]

@@ -43,11 +43,17 @@ def render_comparison_markdown(c: RunComparison) -> str:
         "",
         f"### Flips ({len(c.flips)})",
         "",
-        "| question | A | B | flip |",
-        "|---|---|---|---|",
+        (
+            "Seeds: on each side, the seed showing that side's outcome (where seeds disagree, the one that flipped): "
+            f"`kgeval show {a.run_id} KG/QID --seed S` opens it."
+        ),
+        "",
+        "| question | A | B | flip | seeds A / B |",
+        "|---|---|---|---|---|",
     ]
     for f in c.flips:
-        lines.append(f"| {f.kg}/{f.question_id} | {_mark(f.a_outcome)} | {_mark(f.b_outcome)} | {_direction(f)} |")
+        seeds = f"{_seed(f.a_seed)} / {_seed(f.b_seed)}"
+        lines.append(f"| {f.kg}/{f.question_id} | {_mark(f.a_outcome)} | {_mark(f.b_outcome)} | {_direction(f)} | {seeds} |")
     if warning:
         lines += ["", f"**{warning}**"]
     return "\n".join(lines) + "\n"
@@ -57,6 +63,10 @@ def _direction(f) -> str:  # noqa: ANN001 - a Flip
     if f.a_correct != f.b_correct:
         return "A right → B wrong" if f.a_correct else "A wrong → B right"
     return f"A {_mark(f.a_outcome)} → B {_mark(f.b_outcome)}"
+
+
+def _seed(seed: int | None) -> str:
+    return "-" if seed is None else str(seed)
 
 
 def _mark(outcome: str) -> str:

@@ -1,6 +1,7 @@
 """Gold review: domain reviewers approve, or request changes on, a question's reference SPARQL
 and gold; decisions are append-only and bound to the content hash (DESIGN invariant 9)."""
 
+from kgeval.review._empty import EmptyGold, empty_golds
 from kgeval.review._model import (
     DomainCoverage,
     NotPermitted,
@@ -16,6 +17,7 @@ from kgeval.review._store import ReviewLog
 
 __all__ = [
     "DomainCoverage",
+    "EmptyGold",
     "NotPermitted",
     "ReviewCoverage",
     "ReviewDecision",
@@ -24,6 +26,7 @@ __all__ = [
     "ReviewState",
     "Reviewer",
     "current_hashes",
+    "empty_golds",
     "question_content_sha256",
     "record_review",
     "review_coverage",

@@ -53,6 +53,7 @@ def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int 
     db = source.db
     metadata = db.metadata(run_id)
     question = _run_question(db, run_id, question_id)
+    question_id = question.question_id  # given as KG/ID, as gold and checklist messages print it
     attempts = {a.seed: a for a in db.attempts(run_id) if a.question_id == question_id}
     if not attempts:
         raise InputError(f"run {run_id}: question {question_id} has no attempt yet")
@@ -94,8 +95,10 @@ def _with_tables(sample: Sample, entry: GoldEntry, result: QueryResult | None, v
 def _run_question(db: ResultsDB, run_id: str, question_id: str) -> RunQuestion:
     questions = db.questions(run_id)
     found = next((q for q in questions if q.question_id == question_id), None)
+    found = found or next((q for q in questions if f"{q.kg}/{q.question_id}" == question_id), None)
     if found is None:
-        why = db.metadata(run_id).excluded.get(question_id)
+        excluded = db.metadata(run_id).excluded
+        why = excluded.get(question_id, excluded.get(question_id.partition("/")[2]))
         if why is not None:
             raise InputError(f"run {run_id}: question {question_id!r} was excluded from the run on record ({why}): it has no attempt")
         ids = sorted((q.question_id for q in questions), key=natural_key)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from importlib import resources
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import parse_qs
@@ -37,7 +38,7 @@ from kgeval.reports import build_report, render_html, render_json, render_markdo
 from kgeval.review import NotPermitted, current_hashes, record_review, review_states
 from kgeval.runs import DamagedDatabase, DiskFull, judge_output
 from kgeval.service._access import Principal, Role
-from kgeval.service._middleware import SESSION_COOKIE, AuthError, AuthFirst, RequestLog, principal_from_headers
+from kgeval.service._middleware import DOCS_ASSET_TYPES, DOCS_ASSETS, SESSION_COOKIE, AuthError, AuthFirst, RequestLog, principal_from_headers
 from kgeval.service._state import Database, ServiceSettings, ServiceState
 from kgeval.service._ui import router as ui_router
 from kgeval.systems import SystemOutput
@@ -239,7 +240,20 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
         """Swagger UI over /openapi.json; without a session it asks for a sign-in first."""
         if page_principal(request) is None:
             return _login(status=401, next_page="/docs")
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="kgeval API")
+        assets = {name: f"{DOCS_ASSETS}/{name}" for name in DOCS_ASSET_TYPES}
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json", title="kgeval API", swagger_js_url=assets["swagger-ui-bundle.js"],
+            swagger_css_url=assets["swagger-ui.css"], swagger_favicon_url=assets["favicon.png"],
+        )  # fmt: skip
+
+    @app.get(DOCS_ASSETS + "/{name}", tags=["service"], include_in_schema=False)
+    def docs_asset(name: str) -> Response:
+        """Swagger UI's script, style and icon, from the package that ships them
+        (fastapi-offline): /docs loads nothing from another host, so it works offline."""
+        if name not in DOCS_ASSET_TYPES:
+            raise HTTPException(404, f"no asset {name!r}")
+        headers = {"Cache-Control": "public, max-age=86400"}
+        return Response(_docs_asset(name), media_type=DOCS_ASSET_TYPES[name], headers=headers)
 
     @app.get("/me", tags=["service"])
     def me(principal: Anyone) -> Principal:
@@ -449,6 +463,11 @@ def _review_routes(app: FastAPI) -> None:
             except KgevalError as exc:
                 raise _http(exc) from None
         return rec.model_dump()
+
+
+@lru_cache(maxsize=len(DOCS_ASSET_TYPES))
+def _docs_asset(name: str) -> bytes:
+    return resources.files("fastapi_offline").joinpath("static", name).read_bytes()
 
 
 _LOGIN = resources.files("kgeval.service").joinpath("static/login.html").read_text(encoding="utf-8")

@@ -24,7 +24,11 @@ log = logging.getLogger("kgeval.service")
 
 SESSION_COOKIE = "kgeval_session"
 PAGE_HEADER = "X-Kgeval-Page"
-PUBLIC_PATHS = frozenset({"/health", "/ui", "/docs", "/session"})
+DOCS_ASSETS = "/docs/assets"
+DOCS_ASSET_TYPES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css", "favicon.png": "image/png"}
+"""The files Swagger UI's page loads, by name, with their media types; served without a token
+(public library code, like the sign-in page)."""
+PUBLIC_PATHS = frozenset({"/health", "/ui", "/docs", "/session"} | {f"{DOCS_ASSETS}/{name}" for name in DOCS_ASSET_TYPES})
 """Paths that answer without a token: liveness, and the pages and sign-in that ask for one
 (they check the session themselves)."""
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.reports import comparability_of, compare_runs, withheld_accuracy
+from kgeval.reports import Flip, comparability_of, compare_runs, withheld_accuracy
 from kgeval.samples import SampleSource, build_sample, gold_for_review, highlight_sparql, sample_index
 from kgeval.service._state import ServiceState
 
@@ -106,18 +106,20 @@ def compare(a: str, b: str, state: State) -> dict[str, Any]:
         comparison = compare_runs(db.results, a, b, check, forced=not check.comparable)
     lines = {(s.question_id, s.seed): s for s in sample_index(_source(state), a)}
     other = {(s.question_id, s.seed): s for s in sample_index(_source(state), b)}
-    flips = {f.question_id for f in comparison.flips}
+    flips = {f.question_id: f for f in comparison.flips}
     questions = sorted({q for q, _ in lines} | {q for q, _ in other})
-    paired = [_pair(q, lines, other, q in flips) for q in questions]
+    paired = [_pair(q, lines, other, flips.get(q)) for q in questions]
     return {"comparison": comparison.model_dump(mode="json"), "questions": paired}
 
 
-def _pair(question_id: str, a: dict, b: dict, flip: bool) -> dict[str, Any]:
-    """One question of the comparison: each run's seeds and their outcomes."""
+def _pair(question_id: str, a: dict, b: dict, flip: Flip | None) -> dict[str, Any]:
+    """One question of the comparison: each run's seeds and their outcomes, and the seed each
+    side opens on (for a flip, the seed showing that side's outcome: the one that flipped)."""
 
-    def outcomes(lines: dict) -> dict[str, Any]:
+    def outcomes(lines: dict, shown: int | None) -> dict[str, Any]:
         seeds = sorted(s for q, s in lines if q == question_id)
-        return {"seeds": seeds, "outcomes": [lines[(question_id, s)].outcome for s in seeds]}
+        return {"seeds": seeds, "outcomes": [lines[(question_id, s)].outcome for s in seeds], "open": shown if shown in seeds else (seeds or [None])[0]}
 
     first = next(v for lines in (a, b) for (q, _), v in sorted(lines.items()) if q == question_id)
-    return {"question_id": question_id, "kg": first.kg, "question": first.question, "a": outcomes(a), "b": outcomes(b), "flip": flip}
+    sides = {"a": outcomes(a, flip and flip.a_seed), "b": outcomes(b, flip and flip.b_seed)}
+    return {"question_id": question_id, "kg": first.kg, "question": first.question, **sides, "flip": flip is not None}

@@ -15,6 +15,7 @@ from kgeval.systems._openai import OpenAISystem
 from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, StopReason, System, SystemOutput, Usage
 from kgeval.systems._replay import ReplaySystem
 from kgeval.systems._schema import schema_summary
+from kgeval.systems._starter import STARTER_EXAMPLES, starter_files
 
 SYSTEM_NAMES = ("oracle", "weak", "replay", "http", "gemini", "openai")
 
@@ -59,6 +60,7 @@ def system_from_name(
 
 
 __all__ = [
+    "STARTER_EXAMPLES",
     "SYSTEM_NAMES",
     "TRANSIENT_ERRORS",
     "ErrorKind",
@@ -76,5 +78,6 @@ __all__ = [
     "guarded_bank",
     "load_examples",
     "schema_summary",
+    "starter_files",
     "system_from_name",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,11 @@ from kgeval.cli._common import found_path
 from tests.conftest import MINI_QUESTIONS
 
 
-def kgeval_in(cwd: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "KGEVAL_HOME"}
+def kgeval_in(cwd: Path, *args: str, home: Path | None = None, **variables: str) -> subprocess.CompletedProcess:
+    """`kgeval ARGS` run in `cwd`, with KGEVAL_HOME `home` (else unset), the model keys of the
+    environment unset, and `variables` set."""
+    unset = ("KGEVAL_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in unset} | variables
     if home is not None:
         env["KGEVAL_HOME"] = str(home)
     return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
@@ -87,3 +91,30 @@ def test_path_rules(tmp_path, monkeypatch):
     (tmp_path / "gold").mkdir()
     (tmp_path / "kgeval.duckdb").touch()
     assert found_path("gold") == Path("gold") and found_path("kgeval.duckdb", create_in_home=False) == Path("kgeval.duckdb")
+
+
+def test_a_clones_database_does_not_capture_runs_made_elsewhere(tmp_path, mini_holdout, mini_gold):
+    """KGEVAL_HOME pointing at a repository clone (for its holdout and gold) where `kgeval
+    quickstart` left a kgeval.duckdb: a run from another directory writes ./kgeval.duckdb there,
+    and run and report each say on stderr, in one line, which database they used."""
+    clone = _home(tmp_path, mini_holdout, mini_gold)
+    (clone / ".git").mkdir()
+    in_clone = kgeval_in(clone, "run", "--system", "oracle", "--seeds", "1", home=clone)
+    assert in_clone.returncode == 0, in_clone.stderr
+    assert f"results database: {clone / 'kgeval.duckdb'}\n" in in_clone.stderr
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    ran = kgeval_in(work, "run", "--system", "oracle", "--seeds", "1", home=clone)
+    assert ran.returncode == 0, ran.stderr
+    assert [line for line in ran.stderr.splitlines() if line.startswith("results database:")] == [f"results database: {work / 'kgeval.duckdb'}"]
+    assert (work / "kgeval.duckdb").exists()
+    run_id = ran.stdout.strip().splitlines()[-1]
+    in_clone_runs = kgeval_in(clone, "runs", home=clone)
+    assert run_id not in in_clone_runs.stdout  # the clone's database kept only the run made there
+    report = kgeval_in(work, "report", run_id, "--format", "json", home=clone)
+    assert report.returncode == 0 and f"results database: {work / 'kgeval.duckdb'}" in report.stderr, report.stderr
+    # a KGEVAL_HOME that is not a clone keeps its shared database
+    shutil.rmtree(clone / ".git")
+    (work / "kgeval.duckdb").unlink()
+    shared = kgeval_in(work, "report", in_clone.stdout.strip().splitlines()[-1], "--format", "json", home=clone)
+    assert shared.returncode == 0 and f"results database: {clone / 'kgeval.duckdb'}" in shared.stderr, shared.stderr

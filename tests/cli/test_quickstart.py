@@ -58,3 +58,11 @@ def test_quickstart_prints_oracle_and_weak_reports(tmp_path):
     assert "**oracle**" in oracle and "**weak**" in weak
     assert _accuracy(oracle) >= 99.0 and "Wilson" in oracle
     assert _accuracy(weak) < 60.0
+    # it ends with a five-line summary and the next commands to try
+    summary = result.stdout.split("## Summary\n")[1].split("\n\nNext:\n")
+    facts, commands = summary[0].splitlines(), summary[1].splitlines()
+    assert len(facts) == 5 and all(line.startswith("- ") for line in facts), facts
+    assert "the harness is sound" in facts[1] and "the judge refuses poor answers" in facts[2] and str(tmp_path / "q.duckdb") in facts[3]
+    oracle_id, weak_id = re.search(r"- oracle (\S+):", facts[1]).group(1), re.search(r"- weak (\S+):", facts[2]).group(1)
+    assert [c.split()[1] for c in commands] == ["report", "compare", "show", "init"]
+    assert weak_id in commands[0] and f"{oracle_id} {weak_id}" in commands[1] and re.search(rf"show {weak_id} \S+/\S+", commands[2])

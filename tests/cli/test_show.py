@@ -37,11 +37,24 @@ def test_show_prints_rows_beside_the_gold_with_marks_and_every_verdict(cli_run):
     assert "rows 1–10 of 29 (page 1 of 3)" in text and "rows 1–10 of 30 (page 1 of 3)" in text
     assert "seed (primary)" in text and "execution" in text and "P 1.000 R 0.967" in text
     assert "executed again read-only on oxigraph-embedded" in text
-    assert "other seeds: 0" in shown.stderr
+    assert "seeds: 0 correct, 1 correct (shown); --seed S shows another" in shown.stderr
     pages = [kgeval("show", run_id, "mini-06", "--seed", "1", "--db", str(db), "--page-size", "10", "--page", str(n), cwd=cwd).stdout for n in (1, 2, 3)]
     assert "rows 21–29 of 29 (page 3 of 3)" in pages[2] and "rows 21–30 of 30 (page 3 of 3)" in pages[2]
     marked = [line for page in pages for line in page.splitlines() if "entities/item7 " in line]
     assert len(marked) == 1 and "│ - │ http://example.org/mini/entities/item7" in marked[0]  # on the gold side only, marked missing
+
+
+def test_show_opens_the_wrong_seed_first_when_seeds_disagree_and_lists_them(cli_run):
+    """mini-01: seed 0 is right, seed 1's SPARQL does not parse. Without --seed, the wrong seed
+    is shown (it was seed 0, which looks like nothing is amiss), and every seed is listed."""
+    db, run_id, cwd = cli_run
+    shown = kgeval("show", run_id, "mini/mini-01", "--db", str(db), "--format", "json", cwd=cwd)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["seed"] == 1
+    text = kgeval("show", run_id, "mini-01", "--db", str(db), cwd=cwd)
+    assert "seeds: 0 correct, 1 wrong (invalid sparql) (shown)" in text.stderr, text.stderr
+    agreeing = kgeval("show", run_id, "mini-02", "--db", str(db), "--format", "json", cwd=cwd)
+    assert json.loads(agreeing.stdout)["seed"] == 0  # both wrong: the first seed
 
 
 def test_show_json_is_the_sample_model(cli_run):

@@ -176,7 +176,7 @@ def test_excluded_failure_is_kept_on_record_and_not_retried(tmp_path):
 
 def test_exclusion_refuses_unknown_ids_and_an_unsealed_holdout(tmp_path):
     holdout = write_holdout(tmp_path / "h")
-    with pytest.raises(InputError, match="no question nope-1"):
+    with pytest.raises(InputError, match="no question 'nope-1'"):
         exclude_questions(holdout, ["nope-1"], "why")
     with pytest.raises(InputError, match="--why is required"):
         exclude_questions(holdout, ["mini-01"], "  ")

@@ -45,3 +45,18 @@ def test_incomparable_runs_are_refused_unless_forced_and_then_every_page_says_so
     page = render_comparison_html(c)
     assert page.count('<p class="warning">INCOMPARABLE RUNS') == 2  # a banner at the top and the bottom
     assert json.loads(render_comparison_json(c))["comparability"]["blocking"]
+
+
+def test_a_flip_names_the_seed_that_flipped_on_each_side(tmp_path):
+    """Where seeds disagree, a flip opens each side on a seed showing that side's outcome: q1 is
+    right in A (seeds 0, 1 right) and wrong in B by majority (seed 0 right, 1 and 2 wrong), so B
+    shows seed 1, not seed 0, which agrees with A."""
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        synthetic_run(db, "a", {"q1": [True, True, False], "q2": [False, False, True]})
+        synthetic_run(db, "b", {"q1": [True, False, False], "q2": [False, True, True]})
+        c = compare_runs(db, "a", "b", basic_comparability(db.metadata("a"), db.metadata("b")))
+    seeds = {f.question_id: (f.a_seed, f.b_seed) for f in c.flips}
+    assert seeds == {"q1": (0, 1), "q2": (0, 1)}
+    md = render_comparison_markdown(c)
+    assert "| kg/q1 | correct | wrong | A right → B wrong | 0 / 1 |" in md and "`kgeval show a KG/QID --seed S`" in md
+    assert "| kg/q2 | wrong | correct | A wrong → B right | 0 / 1 |" in md and "seeds A / B" in render_comparison_html(c)

@@ -1,5 +1,8 @@
 """The service's routes driven over HTTP (FastAPI TestClient) with a real access file."""
 
+import re
+from urllib.parse import urlsplit
+
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
@@ -144,6 +147,24 @@ def test_swagger_ui_and_bearer_scheme_in_the_schema(client):
     assert client.get("/openapi.json").status_code == 200  # Swagger UI's fetch carries the session
     elsewhere = client.post("/session", data={"token": "auditor-token", "next": "https://evil.example/"}, follow_redirects=False)
     assert elsewhere.headers["location"] == "/ui"  # no open redirect
+
+
+def test_docs_loads_no_asset_from_another_host(client):
+    """/docs works offline: every script, style and icon its page references is served by
+    kgeval itself (it was Swagger UI from a CDN: a blank page with no network)."""
+    client.post("/session", data={"token": "auditor-token", "next": "/docs"}, follow_redirects=False)
+    page = client.get("/docs")
+    assert page.status_code == 200
+    referenced = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", page.text) + re.findall(r"""url\s*:\s*['"]([^'"]+)['"]""", page.text)
+    assert len(referenced) >= 4, referenced  # script, style, icon, the OpenAPI document
+    for address in referenced:
+        parts = urlsplit(address)
+        assert not parts.scheme and not parts.netloc and address.startswith("/"), f"/docs loads {address} from another host"
+        asset = client.get(address)
+        assert asset.status_code == 200 and asset.content, (address, asset.status_code)
+    script = client.get(next(a for a in referenced if a.endswith(".js")))
+    assert "SwaggerUIBundle" in script.text and script.headers["content-type"].startswith("text/javascript")
+    assert client.get("/docs/assets/../../etc/passwd").status_code in (401, 404)
 
 
 def test_review_listing_sets_questions_excluded_on_record_apart(served):

@@ -213,6 +213,33 @@ def test_compare_view_highlights_flips_and_opens_both_samples(browser, server, s
     _shot(browser, shots / "4-compare.png")
 
 
+def test_a_flip_opens_the_seed_that_flipped_on_each_side_legibly_at_1280px(browser, server, served, shots):
+    """mini-01: A (the oracle) is right on both seeds; B is right on seed 0 and wrong on seed 1
+    (SPARQL that does not parse), so B is wrong by majority. The flip opens B's seed 1, the
+    seed that flipped, not seed 0 (right, like A). At 1280 px wide the two verdict panes keep
+    their reasons readable: no verdict cell is squeezed to a sliver."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(1280, 900)
+    wait = _sign_in(browser, server, "admin")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#samples tr.line")) == 16)
+    browser.find_element(By.ID, "tab-compare").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#pairs tr.flip[data-question="mini-01"]'))
+    browser.find_element(By.CSS_SELECTOR, '#pairs tr.flip[data-question="mini-01"]').click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pair-detail .pair .sample")) == 2)
+    a_side, b_side = browser.find_elements(By.CSS_SELECTOR, "#pair-detail .pair .sample")
+    assert a_side.get_attribute("data-key") == "mini-01/0" and "correct" in a_side.find_element(By.TAG_NAME, "h2").text
+    assert b_side.get_attribute("data-key") == "mini-01/1" and "wrong" in b_side.find_element(By.TAG_NAME, "h2").text
+    _shot(browser, shots / "4b-compare-flip-1280.png")
+    for side in (a_side, b_side):
+        assert side.size["width"] >= 380, side.size
+        for row in side.find_elements(By.CSS_SELECTOR, "table.verdicts tr[data-judge]"):
+            judge, decision, path, figures, reason, _ = row.find_elements(By.TAG_NAME, "td")
+            for cell in (judge, decision, path, figures):  # a line or two each (judge: name, version), not a column of letters
+                assert cell.size["height"] <= 70, (row.get_attribute("data-judge"), cell.text[:40], cell.size)
+            assert reason.size["width"] >= 300, (row.get_attribute("data-judge"), reason.size)  # the reason reads as prose
+
+
 def test_reviewer_sees_the_gold_and_its_flags_beside_the_list(browser, server, served, shots):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec

@@ -37,7 +37,7 @@ def _run(tmp_path: Path, holdout: Path, answers: list[dict]) -> tuple[str, dict]
     assert ran.exit_code == 0, ran.output
     run_id = ran.output.strip().splitlines()[-1]
     report = runner.invoke(app, ["report", run_id, "--db", str(db), "--format", "json", "--gold", str(gold)])
-    return run_id, json.loads(report.output)
+    return run_id, json.loads(report.stdout)
 
 
 def test_toy_answers_in_two_languages_one_wrong_one_by_question_text(tmp_path):

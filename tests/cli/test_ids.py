@@ -1,0 +1,74 @@
+"""Question ids in one form everywhere: every command that takes a question id reads both forms
+kgeval prints (`id` and `kg/id`); `gold show --empty` lists the golds that say nothing for
+review; `gold rebuild` leaves the queries of questions excluded on record unexecuted."""
+
+from __future__ import annotations
+
+import json
+
+from kgeval.gold import index_gold
+from tests.cli.test_cli import kgeval
+from tests.oversight import TOKENS, run_system, write_access
+
+
+def test_holdout_commands_take_kg_slash_id(mini_holdout):
+    at = ["--holdout", str(mini_holdout)]
+    excluded = kgeval("holdout", "exclude", "mini/mini-03", "--why", "ambiguous", *at)
+    assert excluded.returncode == 0 and "excluded mini-03: ambiguous" in excluded.stdout, excluded.stderr
+    included = kgeval("holdout", "include", "mini/mini-03", *at)
+    assert included.returncode == 0 and "included again: mini-03" in included.stdout, included.stderr
+    confirmed = kgeval("holdout", "confirm-empty", "mini/mini-05", "mini-07", "--why", "right as it is", *at)
+    assert confirmed.returncode == 0 and "confirmed empty mini-05" in confirmed.stdout and "confirmed empty mini-07" in confirmed.stdout, confirmed.stderr
+    unconfirmed = kgeval("holdout", "unconfirm-empty", "mini/mini-05", *at)
+    assert unconfirmed.returncode == 0, unconfirmed.stderr
+    wrong_kg = kgeval("holdout", "exclude", "hr/mini-03", "nope", "--why", "x", *at)
+    assert wrong_kg.returncode == 2 and "no question 'hr/mini-03' (it is mini/mini-03)" in wrong_kg.stderr and "no question 'nope'" in wrong_kg.stderr
+
+
+def test_show_review_and_audit_take_kg_slash_id(mini_holdout, mini_gold, tmp_path):
+    db, access = tmp_path / "r.duckdb", write_access(tmp_path / "access.yaml")
+    run_id = run_system(mini_holdout, mini_gold, db, "oracle", seeds=1)
+    shown = kgeval("show", run_id, "mini/mini-02", "--db", str(db), "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["question_id"] == "mini-02"
+    common = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)]
+    sha = next(line.split("\t")[3] for line in kgeval("review", "status", *common).stdout.splitlines() if line.startswith("mini-06\t"))
+    approved = kgeval("review", "approve", "mini/mini-06", "--sha256", sha, "--access", str(access), "--token", TOKENS["rita"]["token"], *common)
+    assert approved.returncode == 0 and "approve on mini-06" in approved.stdout, approved.stderr
+    sampled = kgeval("audit", "sample", run_id, "--accepts", "1", "--db", str(db), "--gold", str(mini_gold))
+    qid, seed, _, item_sha = sampled.stdout.splitlines()[0].split("\t")
+    recorded = kgeval("audit", "record", run_id, f"mini/{qid}", "--seed", seed.split()[1], "--decision", "agree", "--sha256", item_sha,
+                      "--auditor", "ann", "--db", str(db), "--gold", str(mini_gold))  # fmt: skip
+    assert recorded.returncode == 0 and f"recorded agree on {qid}" in recorded.stdout, recorded.stderr
+
+
+def test_gold_show_empty_lists_what_to_review(mini_holdout, mini_gold):
+    at = ["--holdout", str(mini_holdout), "--gold", str(mini_gold)]
+    text = kgeval("gold", "show", "--empty", *at)
+    assert text.returncode == 0, text.stderr
+    assert "mini/mini-07\tempty (0 rows)\texpect_empty\tsha256 " in text.stdout
+    assert "  question: Who is older than 100?" in text.stdout and "FILTER(?a > 100)" in text.stdout
+    assert "mini/mini-05\tnothing_found (ASK: false)\tunconfirmed" in text.stdout  # a false ASK
+    assert "2 golds empty or nothing found, 1 unconfirmed" in text.stderr
+    listed = [json.loads(line) for line in kgeval("gold", "show", "--empty", "--format", "json", *at).stdout.splitlines()]
+    assert [(g["kg"], g["question_id"], g["kind"], g["rows"], g["confirmation"]) for g in listed] == [
+        ("mini", "mini-05", "nothing_found", 1, "unconfirmed"), ("mini", "mini-07", "empty", 0, "expect_empty"),
+    ]  # fmt: skip
+    assert listed[1]["question"] == "Who is older than 100?" and "SELECT ?p" in listed[1]["sparql"] and len(listed[1]["content_sha256"]) == 64
+
+
+def test_rebuild_leaves_excluded_queries_unexecuted_unless_asked(mini_holdout, tmp_path):
+    gold = tmp_path / "fresh-gold"
+    at = ["--holdout", str(mini_holdout), "--gold", str(gold)]
+    assert kgeval("holdout", "exclude", "mini-06", "--why", "runs to its timeout", "--holdout", str(mini_holdout)).returncode == 0
+    for args in ([], ["--force"]):
+        rebuilt = kgeval("gold", "rebuild", *args, *at)
+        assert rebuilt.returncode == 0, rebuilt.stderr
+        assert "not executed, excluded on record: mini-06 (--include-excluded executes them)" in rebuilt.stderr
+        assert "7 executed" in rebuilt.stdout if args else True
+        index = index_gold(gold)
+        assert "mini-06" not in index.entries and "not executed" in index.failures["mini-06"].error
+    assert kgeval("gold", "verify", "--no-store-check", *at).returncode == 0
+    included = kgeval("gold", "rebuild", "--include-excluded", *at)
+    assert included.returncode == 0 and "1 executed" in included.stdout, included.stdout + included.stderr
+    assert "mini-06" in index_gold(gold).entries
