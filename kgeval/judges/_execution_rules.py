@@ -45,10 +45,6 @@ from kgeval.stores._query import terminals
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
 """Compare an answer with a gold again (the execution judge's comparison, rules off)."""
 
-RULES = ("symmetric_pairs", "entity_for_label", "label_for_entity")
-"""Every rule's name, as verdicts and reports spell it."""
-
-
 def try_rules(
     config: ExecutionJudgeConfig, question: Question, gold: QueryResult, answer: QueryResult, lookup: KgLookup | None, rejected: Verdict,
     recompare: Recompare, *, listed: bool = False,
