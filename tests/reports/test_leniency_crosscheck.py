@@ -19,7 +19,6 @@ import json
 import random
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 import yaml
@@ -230,4 +229,3 @@ def test_default_rules_leave_names_for_entities_wrong(crosscheck):
         if verdict and line["sparql"] and "?name" in line["sparql"] and LABEL in line["sparql"]:
             assert not verdict["correct"], (line["question_id"], verdict["reason"])
     assert report["rule_accepts"]["label_for_entity"]["questions"] > 0 and report["rule_accepts"]["label_for_entity"]["on"] is False
-    assert Path  # used by the fixture's paths

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from kgeval.checklists import pre_eval_checklist
-from kgeval.config import KgevalConfig, RunConfig
+from kgeval.config import KgevalConfig
 from kgeval.holdout import load_holdout
 from kgeval.reports import build_report, render_markdown
 from kgeval.runs import ResultsDB, execute_run
