@@ -159,8 +159,8 @@ def test_accepts_made_by_a_rule_or_naming_the_answer_are_drawn_first_and_each_ru
     records["mini-01"] = PREFIX + "SELECT ?name WHERE { e:alice ex:worksIn ?d . ?d rdfs:label ?name FILTER(lang(?name) = 'en') }"
     records["mini-02"] = PREFIX + "SELECT ?p WHERE { VALUES ?p { e:alice e:bob } }"  # the gold's people, named in the query
     replay = tmp_path / "replay.jsonl"
-    replay.write_text("".join(json.dumps({"kg": "mini", "question_id": q, "sparql": s}) + "\n" for q, s in records.items()))
-    cfg = KgevalConfig.model_validate({"run": {"seeds": 1}, "judges": {"execution": {"labels": {"label_for_entity": True}}}})
+    replay.write_text("".join(json.dumps({"kg": "mini", "question_id": q, "seed": seed, "sparql": s}) + "\n" for q, s in records.items() for seed in (0, 1)))
+    cfg = KgevalConfig.model_validate({"run": {"seeds": 2}, "judges": {"execution": {"labels": {"label_for_entity": True}}}})
     db_path = tmp_path / "r.duckdb"
     with ResultsDB(db_path) as db:
         run_id = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), cfg, db,
@@ -171,8 +171,10 @@ def test_accepts_made_by_a_rule_or_naming_the_answer_are_drawn_first_and_each_ru
     assert items[("mini-02", 0)].stratum.startswith("flagged") and items[("mini-02", 0)].stratum.endswith("answer in query")
     plain = [k for k, item in items.items() if not item.flagged]
     assert len(plain) >= 4 and all(items[k].stratum.startswith("path ") and "rule none" in items[k].stratum for k in plain)
-    for seed in range(5):  # whatever the seed: the two flagged accepts first
-        assert {i.key for i in draw_sample(run_id, items, 2, seed=seed).items} == {("mini-01", 0), ("mini-02", 0)}
+    flagged = {(q, seed) for q in ("mini-01", "mini-02") for seed in (0, 1)}
+    assert {k for k, item in items.items() if item.flagged} == flagged
+    for seed in range(5):  # whatever the seed: the four flagged accepts (two strata of two) before any plain one
+        assert {i.key for i in draw_sample(run_id, items, 4, seed=seed).items} == flagged
     with AuditLog(db_path) as log:
         record_decision(log, items, ("mini-01", 0), items[("mini-01", 0)].sha256(), "ann", "disagree")
         for key in plain[:3]:
@@ -180,9 +182,9 @@ def test_accepts_made_by_a_rule_or_naming_the_answer_are_drawn_first_and_each_ru
     with ResultsDB(db_path, read_only=True) as db:
         report = build_report(db, run_id, gold_dir=mini_gold)
     (rule,) = report.audit.by_rule
-    assert (rule.rule, rule.accepts, rule.audited, rule.false_accept_rate.events) == ("label_for_entity", 1, 1, 1)
+    assert (rule.rule, rule.accepts, rule.audited, rule.false_accept_rate.events) == ("label_for_entity", 2, 1, 1)
     assert rule.false_accept_rate.ci_low > 0.05 and rule.warning.startswith("this rule over-accepts: switch it off or tighten it")
     counts = report.audit.counts
-    assert (counts.accepted_flagged, counts.audited_flagged, counts.disagree_in_flagged) == (2, 1, 1)
+    assert (counts.accepted_flagged, counts.audited_flagged, counts.disagree_in_flagged) == (4, 1, 1)
     md = render_markdown(report)
-    assert "rule label_for_entity: 1 accepts, 1 audited, false-accept rate 100.0%" in md and "this rule over-accepts" in md
+    assert "rule label_for_entity: 2 accepts, 1 audited, false-accept rate 100.0%" in md and "this rule over-accepts" in md
