@@ -21,10 +21,14 @@ cap and timeout as the gold, and hands the typed result over as `Candidate.resul
 - answers the model failure's kind (`invalid_sparql`, `refused`, `candidate_timeout`, ...)
   when the candidate's SPARQL failed, whatever else it gave, and `vacuous` when its empty /
   false / zero result comes from vocabulary the KG lacks (`_rules.py`);
-- then, on an answer the comparison rejects, tries its named rules (`_judge_rules.py`): the
-  entity for its label or the label for its entity, as the KG links them (`labels`), and
-  unordered pairs given in both orientations (`symmetric_pairs`). A rule that accepts says so
-  in the verdict (`details["rule"]`, and the reason starts with its name).
+- then, on an answer the comparison rejects, tries its named rules (`_execution_rules.py`): the
+  entity for its label (on) or the label for its entity (off by default: a name is not the
+  entity), as the KG links them (`labels`), and unordered pairs given in both orientations
+  (`symmetric_pairs`). A rule that accepts says so in the verdict (`details["rule"]`, and the
+  reason starts with its name);
+- records beside every verdict, in `details["leniency"]`, whether the field's standard
+  comparison (no rules) and the all-rules comparison accept the answer, and which rules alone
+  decide it (`_leniency.py`; DESIGN invariant 13).
 
 Precision, recall and F1 are in every verdict's details (0 for a failure).
 

@@ -2,7 +2,8 @@
 
 Each rule rewrites the answer (or both results) into what a careful grader reads it as, and the
 judge compares again; the rule accepts only when that comparison accepts. Each is switchable in
-`judges.execution` and recorded in the verdict (`details["rule"]`, the reason's first words).
+`judges.execution` and recorded in the verdict (`details["rule"]`, the reason's first words);
+`label_for_entity` and its `shared_names` are off by default (`_leniency.py`, docs/scoring.md).
 
 - `symmetric_pairs`: the question asks for unordered pairs (it declares `answer_form:
   unordered_pairs`, or its reference query lists each pair once by ordering its two projected

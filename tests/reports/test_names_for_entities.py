@@ -109,6 +109,10 @@ def test_markdown_report_shows_the_three_figures_and_the_rule_table(names_run):
     assert "lenient (every rule and reading on)" in md.stdout
     assert "| label_for_entity | off |" in md.stdout
     assert "**answer in the query**" in md.stdout
+    page = kgeval("report", run_id, "--db", str(db), "--gold", str(REPO / "gold"), "--config", str(config), "--format", "html")
+    assert page.returncode == 0, page.stderr
+    assert "<strong>standard execution accuracy</strong> (the field&#x27;s figure" in page.stdout or "<strong>standard execution accuracy</strong> (the field's figure" in page.stdout
+    assert "<td>label_for_entity</td>" in page.stdout
 
 
 def _execution(attempt: dict) -> dict:
