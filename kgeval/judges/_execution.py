@@ -62,8 +62,8 @@ from kgeval.config import ExecutionJudgeConfig
 from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
-from kgeval.judges._execution_rules import try_rules
-from kgeval.judges._leniency import READINGS, RESULT_RULES, RULES, leniency, rules_on, variant_config
+from kgeval.judges._execution_rules import gold_iris, try_rules
+from kgeval.judges._leniency import READINGS, RESULT_RULES, leniency, rules_on, variant_config
 from kgeval.judges._model import Candidate, Verdict, new_verdict
 from kgeval.judges._normalize import Normalizer, item_iri, item_term
 from kgeval.judges._reading import read_items
@@ -386,6 +386,25 @@ def order_violation(gold: Table, answer_rows: list[RowKeys], tie_columns: list[i
     return None
 
 
+def _may_name_entities(gold: QueryResult, candidate: Candidate) -> bool:
+    """Whether label-for-entity could read this answer: labels at hand, a gold IRI, an answer literal."""
+    if candidate.lookup is None or not gold_iris(gold):
+        return False
+    if candidate.result is not None:
+        return any(cell is not None and cell.type == "literal" for row in candidate.result.rows for cell in row)
+    return any(not isinstance(item, (str, int, float)) or item_term(item).type == "literal" for item in candidate.items or ())
+
+
+def _with_readings(verdict: Verdict, readings: dict[str, bool]) -> Verdict:
+    """The verdict naming the answer-list readings applied (`details["readings"]`) and those that
+    found something but were off (`details["readings_off"]`)."""
+    applied = [r for r in READINGS if readings.get(r)]
+    off = [r for r in READINGS if readings.get(r) is False]
+    details = {**verdict.details, **({"readings": applied} if applied else {}), **({"readings_off": off} if off else {})}
+    words = [f"read with {', '.join(applied)}"] * bool(applied) + [f"readings off that would read it otherwise: {', '.join(off)}"] * bool(off)
+    return verdict.model_copy(update={"reason": "; ".join([verdict.reason, *words]), "details": details})
+
+
 _SHARED = ("typed", "untyped", "_typed_golds", "_untyped_golds", "_answers", "_full", "_gold_iris")
 """What a variant of a judge (another rule set) shares with it: normalization is not a rule."""
 
@@ -420,13 +439,20 @@ class ExecutionJudge:
         verdict = self._decided(question, gold, candidate)
         if self._variants is None:
             return verdict
-        applicable = RESULT_RULES if candidate.result is not None else RULES
+        applicable = self._applicable(gold, candidate, verdict)
 
         def decide(name: str) -> bool:
             return self._variant(name)._decided(question, gold, candidate).correct
 
         figures = leniency(verdict, self._rules_on, applicable, decide)
         return verdict.model_copy(update={"details": {**verdict.details, "leniency": figures}})
+
+    def _applicable(self, gold: QueryResult, candidate: Candidate, verdict: Verdict) -> tuple[str, ...]:
+        """The rules that may change the verdict on this answer: the result rules (label-for-entity
+        only where the KG's labels are at hand, the gold holds an IRI and the answer a literal),
+        and the answer-list readings that found something switched off (`_reading.Used`)."""
+        rules = [r for r in RESULT_RULES if r != "label_for_entity" or _may_name_entities(gold, candidate)]
+        return (*rules, *verdict.details.get("readings_off", ()))
 
     def _variant(self, name: str) -> ExecutionJudge:
         """This judge under another rule set (`_leniency.Decide` names it), built once."""
@@ -499,7 +525,7 @@ class ExecutionJudge:
             details = {**_NO_FIGURES, "missing_vocabulary": missing}
             return self._verdict(False, "vacuous", gold, reason=vacuous_reason(missing), details=details)
         clashes: list[str] = []
-        readings: set[str] = set()
+        readings: dict[str, bool] = {}
         if candidate.result is not None:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
@@ -511,8 +537,7 @@ class ExecutionJudge:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
         verdict = _Comparison(self, question, gold, gold_table, answer, compared, _approximate(candidate.result)).verdict()
         if candidate.result is None and readings:
-            named = [r for r in READINGS if r in readings]
-            verdict = verdict.model_copy(update={"reason": f"{verdict.reason}; read with {', '.join(named)}", "details": {**verdict.details, "readings": named}})
+            verdict = _with_readings(verdict, readings)
         if clashes:
             shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
             note = f"; {shown}: the tail of a gold IRI, but not the gold's IRI (an IRI of the gold IRIs' host compares as the full IRI)"
@@ -532,9 +557,8 @@ class ExecutionJudge:
             return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared).verdict()
 
         ruled = try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare, listed=candidate.result is None)
-        if ruled is not verdict and "readings" in verdict.details:
-            ruled = ruled.model_copy(update={"details": {**ruled.details, "readings": verdict.details["readings"]}})
-        return ruled
+        kept = {k: verdict.details[k] for k in ("readings", "readings_off") if k in verdict.details}
+        return ruled.model_copy(update={"details": {**ruled.details, **kept}}) if ruled is not verdict and kept else ruled
 
     def _list_table(self, items: list, gold: QueryResult) -> tuple[Table, list[str]]:
         """An answer list's table (`list_normalize` rules; with `iri_tail`, an IRI of a gold

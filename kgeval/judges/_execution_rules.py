@@ -264,6 +264,11 @@ _GOLD_TERMS: GoldCache[tuple[dict[str, Term], set[str], _IrisByName]] = GoldCach
 """Per gold, once: every wrong answer of every seed asks the label rules about the same gold."""
 
 
+def gold_iris(gold: QueryResult) -> set[str]:
+    """The gold's IRIs (prepared once per gold)."""
+    return _GOLD_TERMS.get(gold)[1]
+
+
 def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: KgLookup, asked_about: frozenset[str]) -> tuple[list[Term | None], int]:
     derived, n = [], 0
     for cell in cells:

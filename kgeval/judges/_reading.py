@@ -38,42 +38,44 @@ _YES_NO = re.compile(rf"\s*({'|'.join(_YES_NO_VALUES)})\b(?![-'])", re.IGNORECAS
 _POLAR_WORD = re.compile(rf"\b({'|'.join(_YES_NO_VALUES)})\b(?![-'])", re.IGNORECASE)
 
 
-def ask_items(items: list, on: frozenset[str] | None = None, used: set[str] | None = None) -> list:
+def ask_items(items: list, on: frozenset[str] | None = None, used: Used | None = None) -> list:
     """An answer list to a yes/no question (the gold is an ASK) with a text that starts with
     yes, no, true or false (or yep, yeah, nope, nah) read as that boolean (`"Yes"`, `"no"`,
     `"Yes, it is."`), unless a word of the other sense follows (`"No idea, but I would guess
     yes."`: the first word is not the answer); other items as they are. `on`: the readings
-    switched on (`yes_no`; `other_languages` for `Ja`, `Nein`, `Sí`); `used` collects those applied."""
+    switched on (`yes_no`; `other_languages` for `Ja`, `Nein`, `Sí`); `used`: see `Used`."""
     on = _DEFAULT_ON if on is None else on
     out = []
     for item in items:
-        found = _YES_NO.match(item) if isinstance(item, str) and "yes_no" in on else None
-        needs = {"yes_no", "other_languages"} if found and found[1].lower() in _FOREIGN_YES_NO else {"yes_no"}
-        if found and needs <= on:
+        found = _YES_NO.match(item) if isinstance(item, str) else None
+        if found:
             value = _YES_NO_VALUES[found[1].lower()]
             if all(_YES_NO_VALUES[word.lower()] == value for word in _POLAR_WORD.findall(item, found.end())):
-                out.append(value)
-                _note(used, needs)
-                continue
+                needs = frozenset({"yes_no", "other_languages"} if found[1].lower() in _FOREIGN_YES_NO else {"yes_no"})
+                if _gated((value, needs), on, used) is not None:
+                    out.append(value)
+                    continue
         out.append(item)
     return out
 
 
-def _note(used: set[str] | None, needs: set[str] | frozenset[str]) -> None:
-    if used is not None:
-        used.update(needs)
-
-
-Read = tuple[str, frozenset[str]]
+Used = dict[str, bool]
+"""The readings that found something in an answer list: True when applied, False when one it
+needed was off (the answer would read otherwise with it on: the judge's leniency figures ask
+the all-rules reading only then)."""
+Read = tuple[object, frozenset[str]]
 """What a reading made of an item, and the readings it needed."""
 
 
-def _gated(found: Read | None, on: frozenset[str], used: set[str] | None) -> str | None:
-    """The reading's value when every reading it needs is on (noted in `used`), else None."""
-    if found is None or not found[1] <= on:
+def _gated(found: Read | None, on: frozenset[str], used: Used | None) -> object | None:
+    """The reading's value when every reading it needs is on, else None; noted in `used`."""
+    if found is None:
         return None
-    _note(used, found[1])
-    return found[0]
+    applied = found[1] <= on
+    if used is not None:
+        for name in found[1]:
+            used[name] = used.get(name, False) or (applied and name in on)
+    return found[0] if applied else None
 
 
 _DECLARED = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*|)\s*:\s*<([^<>\s]*)>", re.IGNORECASE)
@@ -97,7 +99,7 @@ def _one_boolean(gold: QueryResult) -> bool:
 
 def read_items(
     items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None, question: str = "",
-    readings: ReadingsConfig | None = None, used: set[str] | None = None,
+    readings: ReadingsConfig | None = None, used: Used | None = None,
 ) -> list:
     """An answer list as a grader reads it against this question (`reference`: its reference
     query; `gold`: its gold), before normalization:
@@ -134,18 +136,17 @@ def read_items(
     Anything else stays as it is.
 
     Only the readings `readings` switches on apply (default: `ReadingsConfig()`, the judges'
-    defaults); each applied is added to `used` by name."""
+    defaults); each that found something is noted in `used` (`Used`)."""
     on = _DEFAULT_ON if readings is None else frozenset(name for name, value in readings if value)
-    items = [_gated(_read_term(item, on), on, used) or item for item in items]
+    items = [_gated(_json_term(item), on, used) or item for item in items]
+    items = [_gated(_said(item), on, used) or item for item in items]
     if gold.form == "ask" or _one_boolean(gold):
         return ask_items(items, on, used)
-    if gold.form == "select" and gold.total == 0 and len(items) == 1 and isinstance(items[0], str):
-        none = _NONE.match(items[0])
-        needs = {"answer_phrases"} | ({"other_languages"} if none and none[0].strip().split()[0].lower().rstrip(".!") in _FOREIGN_NONE else set())
-        if none and needs <= on:
-            _note(used, needs)
+    if gold.form == "select" and gold.total == 0 and len(items) == 1 and isinstance(items[0], str) and (none := _NONE.match(items[0])):
+        foreign = none[0].strip().split()[0].lower().rstrip(".!") in _FOREIGN_NONE
+        if _gated(([], frozenset({"answer_phrases"} | ({"other_languages"} if foreign else set()))), on, used) is not None:
             return []
-    prefixes = _prefixes(reference, store_prefixes) if "sparql_notation" in on else {}
+    prefixes = _prefixes(reference, store_prefixes)
     dates = _holds_dates(gold)
     numbers = not dates and _all_numbers(gold)
     asked = units_named(question) if numbers else frozenset()
@@ -191,15 +192,18 @@ def _identified(item: str, prefixes: dict[str, str], tails: _GoldTails) -> Read 
     return identifier_text, frozenset({"name_with_id"}) | (identifier[1] if identifier else frozenset())
 
 
-def _read_term(item: object, on: frozenset[str]) -> Read | None:
-    """A SPARQL JSON term's value, or what a text saying it is the answer says."""
+def _json_term(item: object) -> Read | None:
+    """A SPARQL JSON term's value."""
     value = _term_value(item)
-    needs = {"sparql_notation"} if value is not item else set()
-    if isinstance(value, str) and "answer_phrases" in on:
-        said = _said_answer(value)
-        if said != value:
-            value, needs = said, needs | {"answer_phrases"}
-    return (value, frozenset(needs)) if needs else None
+    return None if value is item else (value, frozenset({"sparql_notation"}))
+
+
+def _said(item: object) -> Read | None:
+    """What a text saying it is the answer says (`The answer is X.`)."""
+    if not isinstance(item, str):
+        return None
+    said = _said_answer(item)
+    return None if said == item else (said, frozenset({"answer_phrases"}))
 
 
 def _date_of(item: str, gold: QueryResult) -> Read | None:
