@@ -125,3 +125,19 @@ def test_docs_table_states_each_rule_and_its_default():
     assert "by default an answer is accepted only when it states the same entities and values as the gold, without guessing" in " ".join(text.split())
     rows = dict(re.findall(r"^\| `(\w+)` \|[^|]*\| (on|off) \|", text, re.MULTILINE))
     assert rows == {rule: "on" if on else "off" for rule, on in DEFAULTS.items()}
+
+
+def test_a_reject_is_judged_again_only_where_a_switched_off_rule_can_apply(wiki, monkeypatch):
+    """A rule can only accept more: a wrong number no reading found anything in is judged once; a
+    hedged one (found by a reading that is off) is judged with every rule on, then that rule alone."""
+    asked: list[str] = []
+    real = ExecutionJudge._variant
+    monkeypatch.setattr(ExecutionJudge, "_variant", lambda self, name: asked.append(name) or real(self, name))
+    judge = ExecutionJudge(ExecutionJudgeConfig())
+    verdict = _judge(wiki, judge, "units", ["155"])
+    assert not verdict.correct and verdict.details["leniency"] == {"standard": False, "lenient": False, "alone": []} and asked == []
+    verdict = _judge(wiki, judge, "hedged_numbers", ["about 154"])
+    assert verdict.details["readings_off"] == ["hedged_numbers"] and asked == ["lenient", "+hedged_numbers"]
+    asked.clear()  # names for an entity, labels at hand: label-for-entity may apply
+    verdict = _judge(wiki, judge, "label_for_entity", AUSTRIA_NAME)
+    assert asked == ["lenient", "+label_for_entity"] and verdict.details["leniency"]["alone"] == ["label_for_entity"]
