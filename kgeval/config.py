@@ -278,6 +278,43 @@ ANSWER_LIST_NORMALIZATION = NormalizationConfig()
 """An answer list carries no types (JSON strings, numbers, booleans): IRIs compare by tail."""
 
 
+class ReadingsConfig(_Strict):
+    """How an answer list (no SPARQL) is read against its question before it is compared
+    (`kgeval/judges/_reading.py`). Each reading is a named rule (docs/scoring.md): on by default
+    only when it reads what the item states without guessing (DESIGN invariant 13)."""
+
+    yes_no: bool = True
+    """`yes` / `no` / `true` / `false` (or `Yes, it is.`) answer a yes/no question as that boolean."""
+    answer_phrases: bool = True
+    """`The answer is X.` / `Answer: X` is X; `None` / `There is no such line.` is the empty list
+    where the gold is empty."""
+    sparql_notation: bool = True
+    """An item written as a SPARQL JSON term is its value; a prefixed name the reference query or
+    the store declares (`wd:Q42`) is its IRI."""
+    name_with_id: bool = True
+    """`Name (ID)` is the ID when the ID is the tail of a gold IRI."""
+    written_dates: bool = True
+    """A date written out (`January 1, 1985`) or numeric with a plain order of day and month
+    (`05/15/1915`) is that date, where the gold holds dates."""
+    year_for_date: bool = False
+    """A year alone (`1994`) is the gold's 1 January of that year. Off: a year does not state the
+    date; taking it for 1 January is a guess."""
+    units: bool = True
+    """A number with a unit, a currency, `%` or a scale word (`169 minutes`, `$1,200`, `2.5
+    million`) is that number where every gold value is a number (a unit the question rules out
+    is not read)."""
+    number_words: bool = True
+    """A whole number in words (`three`, `one hundred and sixty`, `a dozen`) is that number."""
+    hedged_numbers: bool = False
+    """`about 150` / `approximately 150` / `~150` is 150. Off: a hedged number is not the number."""
+    sentence_values: bool = False
+    """The one number or date of a plain sentence (`There are 40 stations in Bremsfeld.`) is the
+    answer. Off: which part of a sentence answers the question is a guess."""
+    other_languages: bool = True
+    """German and Spanish forms: yes/no (`Ja`, `Sí`), month names (`15. Mai 1915`), number words
+    (`drei`), "none" (`Keine`), decimal commas and dot-grouped thousands (`4.250.000,50`)."""
+
+
 class SeedJudgeConfig(_Strict):
     exact_below: int = Field(20, ge=1)
     """Gold sets with fewer items than this are judged by exact set match."""
@@ -290,6 +327,8 @@ class SeedJudgeConfig(_Strict):
     vacuous: bool = True
     """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or
     class the KG lacks (README: Judging rules)."""
+    readings: ReadingsConfig = ReadingsConfig()
+    """How an answer list is read before it is compared (see ReadingsConfig)."""
 
 
 LABEL_PREDICATES: tuple[str, ...] = (
@@ -309,15 +348,16 @@ class LabelRulesConfig(_Strict):
 
     entity_for_label: bool = True
     """Accept the entity's IRI where the gold gives its name: the IRI's label (or IRI tail) equals
-    the gold's text."""
-    label_for_entity: bool = True
+    the gold's text. On by default: an IRI identifies at least what its label does."""
+    label_for_entity: bool = False
     """Accept a name where the gold gives the entity's IRI: the name is that entity's label (or
-    IRI tail) and no other entity of the gold bears it (see `shared_names`)."""
-    shared_names: bool = True
-    """A name that entities outside the gold bear too still names the one gold entity bearing
-    it: a grader reads "Luxembourg" as the country bordering Germany though a city bears the
-    name, "Solaris" as Tarkovsky's film though a 2002 film bears it (the verdict names such
-    names). Off, a name any other labelled entity of the KG bears is not enough alone."""
+    IRI tail) and no other entity of the gold bears it (see `shared_names`). Off by default
+    (DESIGN invariant 13): a name is not the entity; names are shared, IRIs are not."""
+    shared_names: bool = False
+    """With `label_for_entity`: a name that entities outside the gold bear too still names the one
+    gold entity bearing it ("Luxembourg" for the country though a city bears the name; the verdict
+    names such names). Off by default: taking it so is a guess. Off, a name any other labelled
+    entity of the KG bears is not enough alone."""
     predicates: tuple[str, ...] = LABEL_PREDICATES
     """Label predicates read for every KG."""
     kg_predicates: dict[str, tuple[str, ...]] = Field(default_factory=dict)
@@ -358,6 +398,12 @@ class ExecutionJudgeConfig(_Strict):
     vacuous: bool = True
     """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or class
     the KG lacks."""
+    approximate_numbers: bool = True
+    """A single value that is an approximate number (xsd:float, xsd:double, a decimal with more
+    digits than the other side writes) compares at the precision it has (`_same_number`): the
+    same AVG differs in its last digits from engine to engine. On: the same value, no guess."""
+    readings: ReadingsConfig = ReadingsConfig()
+    """How an answer list is read before it is compared (see ReadingsConfig)."""
     split_listing: bool = True
     """One text listing several things where the gold has more rows: an answer list of one text
     (`Christopher Nolan and Emma Thomas`, `A, B, C`) read split at `,`, `;` and `and` (reason

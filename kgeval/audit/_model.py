@@ -41,7 +41,18 @@ class AuditItem(BaseModel):
     dissenting_judges: list[str] = Field(default_factory=list)
     """Other enabled judges that rejected this accept (a judge disagreement)."""
     stratum: str
-    """"disagreement", or "path <judge path> / kg <kg>": where the sample drew it from."""
+    """Where the sample drew it from: "disagreement"; "flagged / path <judge path> / rule <rule>"
+    (an accept flagged `answer_in_query` or made by a rule: drawn next); else "path <judge path>
+    / rule <rule> / kg <kg>" (rule "none": plain comparison)."""
+    rule: str | None = None
+    """The leniency rule that made the accept (`kgeval.judges.RULES`); None: plain comparison."""
+    answer_in_query: list[str] = Field(default_factory=list)
+    """IRIs of the gold's answer the candidate query names and the reference query does not."""
+
+    @property
+    def flagged(self) -> bool:
+        """Drawn before the plain accepts: the answer is in the query, or a rule made the accept."""
+        return bool(self.answer_in_query) or self.rule is not None
 
     @property
     def key(self) -> Key:
@@ -115,3 +126,11 @@ class AuditCounts(BaseModel):
     audited_disagreements: int = 0
     """Audited accepts on which the judges disagreed (over-represented by the sample)."""
     disagree_in_disagreements: int = 0
+    """Of those, audits that disagree (false accepts among judge disagreements)."""
+    accepted_flagged: int = 0
+    """Accepts the judges agreed on that are flagged (`answer_in_query`, or made by a rule): the
+    stratum a sample draws next."""
+    audited_flagged: int = 0
+    """Audited accepts of that stratum."""
+    disagree_in_flagged: int = 0
+    """Of those, audits that disagree."""

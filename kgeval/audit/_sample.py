@@ -1,5 +1,8 @@
-"""Drawing an audit sample: every accept the judges disagreed on first, then a seeded
-round-robin over strata (judge path x KG), so each stratum is seen before any is seen twice.
+"""Drawing an audit sample: every accept the judges disagreed on first; then the accepts flagged
+`answer_in_query` or made by a leniency rule, round-robin over their strata (judge path x rule);
+then a seeded round-robin over the other strata (judge path x rule x KG), so each stratum is
+seen before any is seen twice. Accepts are audited as hard as rejects, and each rule's
+accepts are measured (DESIGN invariants 4 and 13).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from datetime import UTC, datetime
 
 from kgeval.audit._model import AuditItem, AuditSample, Key, sample_id_of
 from kgeval.gold import GoldEntry, display_text
-from kgeval.judges import Verdict
+from kgeval.judges import RULES, Verdict
 from kgeval.runs import ResultsDB
 
 GOLD_UNAVAILABLE = "(gold unavailable)"
@@ -32,6 +35,14 @@ def accepted_items(db: ResultsDB, run_id: str, gold: dict[str, GoldEntry] | None
         dissent = sorted(v.judge for v in verdicts if v.judge != primary.judge and not v.correct)
         entry = (gold or {}).get(attempt.question_id)
         q = questions[attempt.question_id]
+        rule = accepting_rule(primary)
+        named = list(attempt.extra.get("answer_in_query") or [])
+        if dissent:
+            stratum = "disagreement"
+        elif named or rule:
+            stratum = f"flagged / path {primary.path} / rule {rule or 'none'}" + (" / answer in query" if named else "")
+        else:
+            stratum = f"path {primary.path} / rule none / kg {q.kg}"
         items[(attempt.question_id, attempt.seed)] = AuditItem(
             run_id=run_id,
             kg=q.kg,
@@ -44,9 +55,28 @@ def accepted_items(db: ResultsDB, run_id: str, gold: dict[str, GoldEntry] | None
             sparql=attempt.sparql,
             verdict=_shown_verdict(primary),
             dissenting_judges=dissent,
-            stratum="disagreement" if dissent else f"path {primary.path} / kg {q.kg}",
+            stratum=stratum,
+            rule=rule,
+            answer_in_query=named,
         )
     return items
+
+
+def accepting_rule(verdict: Verdict) -> str | None:
+    """The leniency rule that made an accept: the first rule it needs (`details["leniency"]
+    ["alone"]`), else the rule it names; None for a plain accept (the field's comparison accepts
+    it too)."""
+    figures = verdict.details.get("leniency") or {}
+    if figures.get("standard"):
+        return None
+    needed = [r for r in figures.get("alone", ()) if r in RULES]
+    if needed:
+        return needed[0]
+    named = verdict.details.get("rule")
+    if named in RULES:
+        return named
+    readings = [r for r in verdict.details.get("readings", ()) if r in RULES]
+    return readings[0] if readings else None
 
 
 def _shown_verdict(v: Verdict) -> dict:
@@ -54,7 +84,8 @@ def _shown_verdict(v: Verdict) -> dict:
 
 
 def draw_sample(run_id: str, items: dict[Key, AuditItem], accepts: int, seed: int) -> AuditSample:
-    """Up to `accepts` items: disagreements first (shuffled), then a round-robin over strata."""
+    """Up to `accepts` items: disagreements first (shuffled), then a round-robin over the flagged
+    strata, then one over the others."""
     if accepts < 1:
         raise ValueError("an audit sample needs at least one accept")
     rng = random.Random(f"{run_id}:{seed}")
@@ -64,11 +95,12 @@ def draw_sample(run_id: str, items: dict[Key, AuditItem], accepts: int, seed: in
     for members in strata.values():
         rng.shuffle(members)
     chosen = strata.pop("disagreement", [])[:accepts]
-    queues = [strata[name] for name in sorted(strata)]
-    while len(chosen) < accepts and any(queues):
-        for queue in queues:
-            if queue and len(chosen) < accepts:
-                chosen.append(queue.pop())
+    flagged = [strata.pop(name) for name in sorted(strata) if name.startswith("flagged")]
+    for queues in (flagged, [strata[name] for name in sorted(strata)]):
+        while len(chosen) < accepts and any(queues):
+            for queue in queues:
+                if queue and len(chosen) < accepts:
+                    chosen.append(queue.pop())
     sample_id = sample_id_of(run_id, accepts, seed, [i.sha256() for i in chosen])
     return AuditSample(
         sample_id=sample_id,

@@ -28,6 +28,7 @@ def audit_counts(items: dict[Key, AuditItem], records: list[AuditRecord]) -> Aud
     states = audit_states(items, records)
     current = {k: s for k, s in states.items() if s in ("agree", "disagree")}
     in_dissent = {k: s for k, s in current.items() if items[k].dissenting_judges}
+    in_flagged = {k: s for k, s in current.items() if not items[k].dissenting_judges and items[k].flagged}
     return AuditCounts(
         accepted=len(items),
         audited=len(current),
@@ -36,6 +37,9 @@ def audit_counts(items: dict[Key, AuditItem], records: list[AuditRecord]) -> Aud
         accepted_disagreements=sum(1 for item in items.values() if item.dissenting_judges),
         audited_disagreements=len(in_dissent),
         disagree_in_disagreements=sum(1 for s in in_dissent.values() if s == "disagree"),
+        accepted_flagged=sum(1 for item in items.values() if not item.dissenting_judges and item.flagged),
+        audited_flagged=len(in_flagged),
+        disagree_in_flagged=sum(1 for s in in_flagged.values() if s == "disagree"),
     )
 
 

@@ -21,10 +21,14 @@ cap and timeout as the gold, and hands the typed result over as `Candidate.resul
 - answers the model failure's kind (`invalid_sparql`, `refused`, `candidate_timeout`, ...)
   when the candidate's SPARQL failed, whatever else it gave, and `vacuous` when its empty /
   false / zero result comes from vocabulary the KG lacks (`_rules.py`);
-- then, on an answer the comparison rejects, tries its named rules (`_judge_rules.py`): the
-  entity for its label or the label for its entity, as the KG links them (`labels`), and
-  unordered pairs given in both orientations (`symmetric_pairs`). A rule that accepts says so
-  in the verdict (`details["rule"]`, and the reason starts with its name).
+- then, on an answer the comparison rejects, tries its named rules (`_execution_rules.py`): the
+  entity for its label (on) or the label for its entity (off by default: a name is not the
+  entity), as the KG links them (`labels`), and unordered pairs given in both orientations
+  (`symmetric_pairs`). A rule that accepts says so in the verdict (`details["rule"]`, and the
+  reason starts with its name);
+- records beside every verdict, in `details["leniency"]`, whether the field's standard
+  comparison (no rules) and the all-rules comparison accept the answer, and which rules alone
+  decide it (`_leniency.py`; DESIGN invariant 13).
 
 Precision, recall and F1 are in every verdict's details (0 for a failure).
 
@@ -47,6 +51,7 @@ accepted (`truncated` path; raise `run.row_cap` and `gold.row_cap` to judge it).
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cached_property, lru_cache
@@ -57,7 +62,8 @@ from kgeval.config import ExecutionJudgeConfig
 from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
-from kgeval.judges._execution_rules import try_rules
+from kgeval.judges._execution_rules import gold_iris, try_rules
+from kgeval.judges._leniency import READINGS, RESULT_RULES, leniency, rules_on, variant_config
 from kgeval.judges._model import Candidate, Verdict, new_verdict
 from kgeval.judges._normalize import Normalizer, item_iri, item_term
 from kgeval.judges._reading import read_items
@@ -66,7 +72,7 @@ from kgeval.stores import QueryResult, Term, order_variables
 from kgeval.stores._lexer import string_value
 from kgeval.stores._query import terminals
 
-LOGIC_VERSION = "11"
+LOGIC_VERSION = "12"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -110,7 +116,13 @@ twelve (`drei`, `seis`), "none" for an empty gold (`Keine`, `Ninguno`), and a li
 (`{"type": "uri", "value": ...}`) are their values; an answer list read by the label rules keeps
 the order it was written in (names answering an order-sensitive question in order are right), and
 a label rule that translated an answer without making it right says so in the reason; a `mailto:`
-or `tel:` IRI compares by its address under `iri_tail` (`_normalize`)."""
+or `tel:` IRI compares by its address under `iri_tail` (`_normalize`). 12 (issue 32): leniency is
+opt-in, named and counted (`_leniency`): label-for-entity (and its shared names) is off by default,
+as are the answer-list readings that need a guess (a hedged number, a year for a date, the one value
+of a sentence); every reading and the approximate-number comparison are switchable; every verdict
+records, in `details["leniency"]`, whether the field's standard comparison and the all-rules
+comparison accept the answer, and which rules alone decide it; an answer list's verdict names
+the readings it applied (`details["readings"]`); a split listing's accept names its rule."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -374,15 +386,47 @@ def order_violation(gold: Table, answer_rows: list[RowKeys], tie_columns: list[i
     return None
 
 
+def _may_name_entities(gold: QueryResult, candidate: Candidate) -> bool:
+    """Whether label-for-entity could read this answer: labels at hand, a gold IRI, an answer literal."""
+    if candidate.lookup is None or not gold_iris(gold):
+        return False
+    if candidate.result is not None:
+        return any(cell is not None and cell.type == "literal" for row in candidate.result.rows for cell in row)
+    return any(not isinstance(item, (str, int, float)) or item_term(item).type == "literal" for item in candidate.items or ())
+
+
+def _with_readings(verdict: Verdict, readings: dict[str, bool]) -> Verdict:
+    """The verdict naming the answer-list readings applied (`details["readings"]`) and those that
+    found something but were off (`details["readings_off"]`)."""
+    applied = [r for r in READINGS if readings.get(r)]
+    off = [r for r in READINGS if readings.get(r) is False]
+    details = {**verdict.details, **({"readings": applied} if applied else {}), **({"readings_off": off} if off else {})}
+    words = [f"read with {', '.join(applied)}"] * bool(applied) + [f"readings off that would read it otherwise: {', '.join(off)}"] * bool(off)
+    return verdict.model_copy(update={"reason": "; ".join([verdict.reason, *words]), "details": details})
+
+
+_SHARED = ("typed", "untyped", "_typed_golds", "_untyped_golds", "_answers", "_full", "_gold_iris")
+"""What a variant of a judge (another rule set) shares with it: normalization is not a rule."""
+
+
 class ExecutionJudge:
     """Equal sets by default, recall visible (see module docstring)."""
 
     name = "execution"
 
-    def __init__(self, config: ExecutionJudgeConfig) -> None:
+    def __init__(self, config: ExecutionJudgeConfig, *, base: ExecutionJudge | None = None) -> None:
+        """`base`: the judge this one is a variant of (another rule set, `_variant`): it shares
+        the base's prepared golds and answers (rules do not change normalization) and records no
+        leniency figures of its own."""
         self.config = config
         self.config_sha256 = sha256_json({"logic": LOGIC_VERSION, **config.model_dump(mode="json")})
         self.version = f"{self.name}-{LOGIC_VERSION}+{self.config_sha256[:8]}"
+        self._rules_on = rules_on(config)
+        self._variants: dict[str, ExecutionJudge] | None = None if base is not None else {}
+        self._variants_lock = threading.Lock()
+        if base is not None:
+            self.__dict__.update({k: base.__dict__[k] for k in _SHARED})
+            return
         self.typed = Normalizer(config.normalize)
         self.untyped = Normalizer(config.list_normalize)
         self._typed_golds: GoldCache[Table] = GoldCache(lambda g: table_of_result(g, self.typed))
@@ -392,6 +436,34 @@ class ExecutionJudge:
         self._gold_iris: GoldCache[_GoldIris] = GoldCache(lambda g: _GoldIris(g, self.untyped, self._full))
 
     def judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
+        verdict = self._decided(question, gold, candidate)
+        if self._variants is None:
+            return verdict
+        applicable = self._applicable(gold, candidate, verdict)
+
+        def decide(name: str) -> bool:
+            return self._variant(name)._decided(question, gold, candidate).correct
+
+        figures = leniency(verdict, self._rules_on, applicable, decide)
+        return verdict.model_copy(update={"details": {**verdict.details, "leniency": figures}})
+
+    def _applicable(self, gold: QueryResult, candidate: Candidate, verdict: Verdict) -> tuple[str, ...]:
+        """The rules that may change the verdict on this answer: the result rules (label-for-entity
+        only where the KG's labels are at hand, the gold holds an IRI and the answer a literal),
+        and the answer-list readings that found something switched off (`_reading.Used`)."""
+        rules = [r for r in RESULT_RULES if r != "label_for_entity" or _may_name_entities(gold, candidate)]
+        return (*rules, *verdict.details.get("readings_off", ()))
+
+    def _variant(self, name: str) -> ExecutionJudge:
+        """This judge under another rule set (`_leniency.Decide` names it), built once."""
+        variant = self._variants.get(name)  # type: ignore[union-attr]
+        if variant is None:
+            with self._variants_lock:
+                variant = self._variants.setdefault(name, ExecutionJudge(variant_config(self.config, name), base=self))  # type: ignore[union-attr]
+        return variant
+
+    def _decided(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
+        """The verdict under this judge's rules, without the leniency figures."""
         verdict = self._judge(question, gold, candidate)
         if not verdict.correct and self.config.split_listing:
             verdict = self._split_listing(question, gold, candidate) or self._unnested(question, gold, candidate) or verdict
@@ -415,7 +487,7 @@ class ExecutionJudge:
         if not verdict.correct:
             return None
         reason = f"one item listing several: {items[0]!r} read as {len(parts)} items; {verdict.reason}"
-        return verdict.model_copy(update={"reason": reason, "details": {**verdict.details, "split_item": items[0]}})
+        return verdict.model_copy(update={"reason": reason, "details": {**verdict.details, "split_item": items[0], "rule": verdict.details.get("rule", "split_listing")}})
 
     def _unnested(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict | None:
         """The verdict on an executed result whose one GROUP_CONCAT column is read as the values
@@ -440,7 +512,8 @@ class ExecutionJudge:
         if not verdict.correct:
             return None
         reason = f"GROUP_CONCAT read as the values it joined: ?{result.vars[k]} split at {separator!r} into {len(rows)} rows; {verdict.reason}"
-        return verdict.model_copy(update={"reason": reason, "details": {**verdict.details, "unnested": result.vars[k]}})
+        details = {**verdict.details, "unnested": result.vars[k], "rule": verdict.details.get("rule", "split_listing")}
+        return verdict.model_copy(update={"reason": reason, "details": details})
 
     def _judge(self, question: Question, gold: QueryResult, candidate: Candidate) -> Verdict:
         if candidate.sparql_error is not None:
@@ -452,16 +525,19 @@ class ExecutionJudge:
             details = {**_NO_FIGURES, "missing_vocabulary": missing}
             return self._verdict(False, "vacuous", gold, reason=vacuous_reason(missing), details=details)
         clashes: list[str] = []
+        readings: dict[str, bool] = {}
         if candidate.result is not None:
             answer, gold_table = self._answers.get(candidate.result), self._typed_golds.get(gold)
             compared = "executed result"
         elif candidate.items is not None:
-            items = read_items(candidate.items, question.sparql, gold, candidate.store_prefixes, question.question)
+            items = read_items(candidate.items, question.sparql, gold, candidate.store_prefixes, question.question, self.config.readings, readings)
             answer, clashes = self._list_table(items, gold)
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
         verdict = _Comparison(self, question, gold, gold_table, answer, compared, _approximate(candidate.result)).verdict()
+        if candidate.result is None and readings:
+            verdict = _with_readings(verdict, readings)
         if clashes:
             shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
             note = f"; {shown}: the tail of a gold IRI, but not the gold's IRI (an IRI of the gold IRIs' host compares as the full IRI)"
@@ -480,7 +556,9 @@ class ExecutionJudge:
             table = golds.get(gold) if gold_result is gold else table_of_result(gold_result, normalizer)
             return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared).verdict()
 
-        return try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare, listed=candidate.result is None)
+        ruled = try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare, listed=candidate.result is None)
+        kept = {k: verdict.details[k] for k in ("readings", "readings_off") if k in verdict.details}
+        return ruled.model_copy(update={"details": {**ruled.details, **kept}}) if ruled is not verdict and kept else ruled
 
     def _list_table(self, items: list, gold: QueryResult) -> tuple[Table, list[str]]:
         """An answer list's table (`list_normalize` rules; with `iri_tail`, an IRI of a gold
@@ -577,7 +655,7 @@ class _Comparison:
         have (`_same_number`); says so in the details when it is."""
         numbers = self.config.normalize.numbers if self.details["compared"] == "executed result" else self.config.list_normalize.numbers
         cell = self.gold.rows[0][0] if self.gold.rows and self.gold.rows[0] else None
-        if not numbers or cell is None or mapping[0] < 0 or not self.g.rows:
+        if not numbers or not self.config.approximate_numbers or cell is None or mapping[0] < 0 or not self.g.rows:
             return False
         approximate = {cell.datatype} & _XSD_APPROXIMATE | self.answer_datatypes
         digits = _same_number(self.g.rows[0][0], row[0], _XSD_FLOAT in approximate, bool(approximate))

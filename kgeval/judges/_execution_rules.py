@@ -2,7 +2,8 @@
 
 Each rule rewrites the answer (or both results) into what a careful grader reads it as, and the
 judge compares again; the rule accepts only when that comparison accepts. Each is switchable in
-`judges.execution` and recorded in the verdict (`details["rule"]`, the reason's first words).
+`judges.execution` and recorded in the verdict (`details["rule"]`, the reason's first words);
+`label_for_entity` and its `shared_names` are off by default (`_leniency.py`, docs/scoring.md).
 
 - `symmetric_pairs`: the question asks for unordered pairs (it declares `answer_form:
   unordered_pairs`, or its reference query lists each pair once by ordering its two projected
@@ -44,10 +45,6 @@ from kgeval.stores._query import terminals
 
 Recompare = Callable[[QueryResult, QueryResult], Verdict]
 """Compare an answer with a gold again (the execution judge's comparison, rules off)."""
-
-RULES = ("symmetric_pairs", "entity_for_label", "label_for_entity")
-"""Every rule's name, as verdicts and reports spell it."""
-
 
 def try_rules(
     config: ExecutionJudgeConfig, question: Question, gold: QueryResult, answer: QueryResult, lookup: KgLookup | None, rejected: Verdict,
@@ -265,6 +262,11 @@ def gold_names_and_iris(gold: QueryResult) -> tuple[dict[str, Term], set[str], _
 
 _GOLD_TERMS: GoldCache[tuple[dict[str, Term], set[str], _IrisByName]] = GoldCache(gold_names_and_iris)
 """Per gold, once: every wrong answer of every seed asks the label rules about the same gold."""
+
+
+def gold_iris(gold: QueryResult) -> set[str]:
+    """The gold's IRIs (prepared once per gold)."""
+    return _GOLD_TERMS.get(gold)[1]
 
 
 def _names_for(cells: list[Term | None], gold_names: dict[str, Term], lookup: KgLookup, asked_about: frozenset[str]) -> tuple[list[Term | None], int]:

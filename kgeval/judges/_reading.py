@@ -7,6 +7,11 @@ boolean, dates, numbers, the gold's IRIs); anything not read stays as written, a
 normalization rules (`_normalize`) then compare it as a text. A reading never widens what is
 accepted beyond what the item says: an item naming two different values, or a unit the question
 rules out, is not read.
+
+Each reading is a named rule (`ReadingsConfig`, docs/scoring.md), switched on or off in the judge's
+configuration; `read_items` adds the name of each reading it applied to `used`, and a reading
+that needs a guess (a hedge, a year for a date, a value pulled out of a sentence) is off by
+default (DESIGN invariant 13).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from kgeval.config import ReadingsConfig
 from kgeval.judges._normalize import XSD_NUMBERS, iri_tail, spells_iri, unbracketed
 from kgeval.stores import QueryResult
 
@@ -25,25 +31,51 @@ _YES_NO_VALUES = {
     "yes": True, "yep": True, "yeah": True, "yup": True, "true": True, "no": False, "nope": False, "nah": False, "false": False,
     "ja": True, "jawohl": True, "nein": False, "sí": True,  # German and Spanish: none is an English word
 }  # fmt: skip
+_FOREIGN_YES_NO = frozenset({"ja", "jawohl", "nein", "sí"})
+_DEFAULT_ON = frozenset(name for name, value in ReadingsConfig() if value)
+"""The readings on by default."""
 _YES_NO = re.compile(rf"\s*({'|'.join(_YES_NO_VALUES)})\b(?![-'])", re.IGNORECASE)
 _POLAR_WORD = re.compile(rf"\b({'|'.join(_YES_NO_VALUES)})\b(?![-'])", re.IGNORECASE)
 
 
-def ask_items(items: list) -> list:
+def ask_items(items: list, on: frozenset[str] | None = None, used: Used | None = None) -> list:
     """An answer list to a yes/no question (the gold is an ASK) with a text that starts with
     yes, no, true or false (or yep, yeah, nope, nah) read as that boolean (`"Yes"`, `"no"`,
     `"Yes, it is."`), unless a word of the other sense follows (`"No idea, but I would guess
-    yes."`: the first word is not the answer); other items as they are."""
+    yes."`: the first word is not the answer); other items as they are. `on`: the readings
+    switched on (`yes_no`; `other_languages` for `Ja`, `Nein`, `Sí`); `used`: see `Used`."""
+    on = _DEFAULT_ON if on is None else on
     out = []
     for item in items:
         found = _YES_NO.match(item) if isinstance(item, str) else None
         if found:
             value = _YES_NO_VALUES[found[1].lower()]
             if all(_YES_NO_VALUES[word.lower()] == value for word in _POLAR_WORD.findall(item, found.end())):
-                out.append(value)
-                continue
+                needs = frozenset({"yes_no", "other_languages"} if found[1].lower() in _FOREIGN_YES_NO else {"yes_no"})
+                if _gated((value, needs), on, used) is not None:
+                    out.append(value)
+                    continue
         out.append(item)
     return out
+
+
+Used = dict[str, bool]
+"""The readings that found something in an answer list: True when applied, False when one it
+needed was off (the answer would read otherwise with it on: the judge's leniency figures ask
+the all-rules reading only then)."""
+Read = tuple[object, frozenset[str]]
+"""What a reading made of an item, and the readings it needed."""
+
+
+def _gated(found: Read | None, on: frozenset[str], used: Used | None) -> object | None:
+    """The reading's value when every reading it needs is on, else None; noted in `used`."""
+    if found is None:
+        return None
+    applied = found[1] <= on
+    if used is not None:
+        for name in found[1]:
+            used[name] = used.get(name, False) or (applied and name in on)
+    return found[0] if applied else None
 
 
 _DECLARED = re.compile(r"PREFIX\s+([A-Za-z][\w.-]*|)\s*:\s*<([^<>\s]*)>", re.IGNORECASE)
@@ -65,7 +97,10 @@ def _one_boolean(gold: QueryResult) -> bool:
     return cell is not None and cell.type == "literal" and cell.datatype == _XSD_BOOLEAN
 
 
-def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None, question: str = "") -> list:
+def read_items(
+    items: list, reference: str, gold: QueryResult, store_prefixes: dict[str, str] | None = None, question: str = "",
+    readings: ReadingsConfig | None = None, used: Used | None = None,
+) -> list:
     """An answer list as a grader reads it against this question (`reference`: its reference
     query; `gold`: its gold), before normalization:
     - to a yes/no question (an ASK gold, or a gold of one xsd:boolean value: `SELECT ?passed`),
@@ -98,34 +133,96 @@ def read_items(items: list, reference: str, gold: QueryResult, store_prefixes: d
       sentence is read the same way (`There are 40 stations in Bremsfeld.`);
     A sentence is read only when it holds one such value and no word that qualifies it (not,
     never, more, less, over, about ... or, maybe): `It is not 40.` stays as written.
-    Anything else stays as it is."""
-    items = [_said_answer(item) if isinstance(item, str) else item for item in map(_term_value, items)]
+    Anything else stays as it is.
+
+    Only the readings `readings` switches on apply (default: `ReadingsConfig()`, the judges'
+    defaults); each that found something is noted in `used` (`Used`)."""
+    on = _DEFAULT_ON if readings is None else frozenset(name for name, value in readings if value)
+    items = [_gated(_json_term(item), on, used) or item for item in items]
+    items = [_gated(_said(item), on, used) or item for item in items]
     if gold.form == "ask" or _one_boolean(gold):
-        return ask_items(items)
-    if gold.form == "select" and gold.total == 0 and len(items) == 1 and isinstance(items[0], str) and _NONE.match(items[0]):
-        return []
-    prefixes = {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
-    tails: set[str] | None = None
+        return ask_items(items, on, used)
+    if gold.form == "select" and gold.total == 0 and len(items) == 1 and isinstance(items[0], str) and (none := _NONE.match(items[0])):
+        foreign = none[0].strip().split()[0].lower().rstrip(".!") in _FOREIGN_NONE
+        if _gated(([], frozenset({"answer_phrases"} | ({"other_languages"} if foreign else set()))), on, used) is not None:
+            return []
+    prefixes = _prefixes(reference, store_prefixes)
     dates = _holds_dates(gold)
     numbers = not dates and _all_numbers(gold)
     asked = units_named(question) if numbers else frozenset()
+    tails = _GoldTails(gold)
     out = []
     for item in items:
         if isinstance(item, str):
             if dates:
-                item = _prose_date(item) or _numeric_date(item) or _year_date(item, gold) or _sentence_date(item) or item
+                item = _gated(_date_of(item, gold), on, used) or item
             elif numbers:
-                item = _unit_number(item, asked) or _sentence_number(item, asked) or item
-            item = _expanded(item, prefixes)
-            named = _WITH_ID.match(item) if item.endswith(")") else None
-            if named:
-                if tails is None:
-                    tails = {iri_tail(t.value).casefold() for row in gold.rows for t in row if t is not None and t.type == "uri"}
-                identifier = _expanded(named[2], prefixes)
-                if iri_tail(unbracketed(identifier)).casefold() in tails:
-                    item = identifier
+                item = _gated(_unit_number(item, asked), on, used) or _gated(_sentence_number(item, asked), on, used) or item
+            item = _gated(_expanded(item, prefixes), on, used) or item
+            item = _gated(_identified(item, prefixes, tails), on, used) or item
         out.append(item)
     return out
+
+
+def _prefixes(reference: str, store_prefixes: dict[str, str] | None) -> dict[str, str]:
+    return {**store_prefixes, **declared_prefixes(reference)} if store_prefixes else declared_prefixes(reference)
+
+
+class _GoldTails:
+    """The gold's IRI tails, casefolded, read when first asked for (`Name (ID)` items only)."""
+
+    def __init__(self, gold: QueryResult) -> None:
+        self._gold, self._tails = gold, None
+
+    def __contains__(self, tail: str) -> bool:
+        if self._tails is None:
+            self._tails = {iri_tail(t.value).casefold() for row in self._gold.rows for t in row if t is not None and t.type == "uri"}
+        return tail in self._tails
+
+
+def _identified(item: str, prefixes: dict[str, str], tails: _GoldTails) -> Read | None:
+    """`Name (ID)` as the ID, when the ID is the tail of a gold IRI."""
+    named = _WITH_ID.match(item) if item.endswith(")") else None
+    if not named:
+        return None
+    identifier = _expanded(named[2], prefixes)
+    identifier_text = identifier[0] if identifier else named[2]
+    if iri_tail(unbracketed(identifier_text)).casefold() not in tails:
+        return None
+    return identifier_text, frozenset({"name_with_id"}) | (identifier[1] if identifier else frozenset())
+
+
+def _json_term(item: object) -> Read | None:
+    """A SPARQL JSON term's value."""
+    value = _term_value(item)
+    return None if value is item else (value, frozenset({"sparql_notation"}))
+
+
+def _said(item: object) -> Read | None:
+    """What a text saying it is the answer says (`The answer is X.`)."""
+    if not isinstance(item, str):
+        return None
+    said = _said_answer(item)
+    return None if said == item else (said, frozenset({"answer_phrases"}))
+
+
+def _date_of(item: str, gold: QueryResult) -> Read | None:
+    """The date a text states, with the readings it needed."""
+    for read, needs in ((_prose_date, "written_dates"), (_numeric_date, "written_dates")):
+        found = read(item)
+        if found:
+            return found, frozenset({needs}) | (_FOREIGN if _foreign_month(item) else frozenset())
+    year = _year_date(item, gold)
+    if year:
+        return year, frozenset({"year_for_date"})
+    found = _sentence_date(item)
+    if found:
+        return found, frozenset({"sentence_values", "written_dates"}) | (_FOREIGN if _foreign_month(item) else frozenset())
+    return None
+
+
+_FOREIGN = frozenset({"other_languages"})
+_FOREIGN_NONE = frozenset({"keine", "kein", "keiner", "nichts", "niemand", "ninguno", "ninguna", "ningún", "nada", "nadie"})
 
 
 _TERM_TYPES = frozenset({"uri", "literal", "typed-literal"})
@@ -149,6 +246,16 @@ _MONTHS = {
     for name in names.split()
 }
 """Month names in English, German and Spanish: none names another month in another of them."""
+_ENGLISH_MONTHS = frozenset(
+    "january jan february feb march mar april apr may june jun july jul august aug september sep sept october oct november nov december dec".split()
+)
+
+
+def _foreign_month(text: str) -> bool:
+    """Whether a text names a month in German or Spanish only (`Mai`, `marzo`) or writes a date
+    the German or Spanish way (`15. Mai 1915`, `3 de marzo de 2001`)."""
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    return any(w in _MONTHS and w not in _ENGLISH_MONTHS for w in words) or bool(re.search(r"\d\.\s*[^\W\d_]|\bde\s+[^\W\d_]", text, re.IGNORECASE))
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _MONTH = r"([^\W\d_]+)\.?"
 _PROSE_DATES = (
@@ -244,7 +351,7 @@ def _sentence_date(text: str) -> str | None:
 _NUMBER_IN = re.compile(r"(?<![\w.,/:-])[+-]?\d[\d,]*(?:\.\d+)?(?![\w/:-]|[.,]\d)(?:\s+(?P<unit>[^\W\d_][\w-]*))?")
 
 
-def _sentence_number(text: str, asked: frozenset[str]) -> str | None:
+def _sentence_number(text: str, asked: frozenset[str]) -> Read | None:
     """The one number of a plain sentence (`There are 40 stations in Bremsfeld.`, `Every 7.5
     minutes.`), its unit checked against the question as `_unit_number` does; None otherwise."""
     if not any(c.isalpha() for c in text) or _QUALIFIED.search(text):
@@ -253,7 +360,9 @@ def _sentence_number(text: str, asked: frozenset[str]) -> str | None:
     if len(found) != 1 or (found[0]["unit"] and _ruled_out(found[0]["unit"], asked)):
         return None
     number = found[0].group().split()[0]
-    return number.replace(",", ".") if _DECIMAL_COMMA.fullmatch(number) else number
+    if _DECIMAL_COMMA.fullmatch(number):
+        return number.replace(",", "."), frozenset({"sentence_values", "other_languages"})
+    return number, frozenset({"sentence_values"})
 
 
 def _holds_dates(gold: QueryResult) -> bool:
@@ -295,21 +404,25 @@ currency sign, a scale word (`million`) or a unit after it (one to three words, 
 A comma before one or two digits is a decimal comma (`24,2`); before three, thousands."""
 
 
-def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
+def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> Read | None:
     """The number of `169 minutes`, `$1,200`, `2.5 million people`, `about 150`, `three`,
     `24,2 km`, `five (5)`; None for a bare number in digits (read by rule 4 as it is), a unit
     the question rules out (`asked`: the units it names, `_units_named`; `24.2 miles` where it
-    asks for km, `$79` where it asks for euros), or anything else."""
+    asks for km, `$79` where it asks for euros), or anything else. With the readings it needed:
+    `hedged_numbers` for a hedge, `units` for a unit, currency or scale word, `number_words` for
+    words, `other_languages` for German or Spanish words and a decimal comma."""
     both = _BOTH_FORMS.match(text)
     if both:  # `five (5)`: read when both forms say the same number
         first, second = (_unit_number(part, asked) or _bare(part) for part in (both[1], both[2]))
-        return first if first is not None and first == second else None
+        if first is None or second is None or first[0] != second[0]:
+            return None
+        return first[0], first[1] | second[1]
     worded = _words_number(text, asked)
     if worded is not None:
         return worded
     foreign = _FOREIGN_WORDS.get(text.strip().rstrip(".").strip().casefold())
     if foreign is not None:
-        return foreign
+        return foreign, frozenset({"number_words", "other_languages"})
     found = _WITH_UNIT.match(text)
     if not found:
         return None
@@ -320,12 +433,15 @@ def _unit_number(text: str, asked: frozenset[str] = frozenset()) -> str | None:
     decimal_comma = bool(_DECIMAL_COMMA.fullmatch(number) or _DOT_GROUPS.fullmatch(number))  # `24,2`, `4.250.000,50`
     if not (found["hedge"] or found["currency"] or found["scale"] or found["unit"] or decimal_comma):
         return None  # a bare number in digits: rule 4 reads it as it is
+    needs = {"hedged_numbers"} if found["hedge"] else set()
+    needs |= {"units"} if found["currency"] or found["scale"] or found["unit"] else set()
+    needs |= _FOREIGN if decimal_comma else set()
     if decimal_comma:
         number = number.replace(".", "").replace(",", ".")
     if not found["scale"]:
-        return number
+        return number, frozenset(needs)
     try:
-        return format(Decimal(number.replace(",", "")).scaleb(_MULTIPLIERS[found["scale"].lower()]).normalize(), "f")
+        return format(Decimal(number.replace(",", "")).scaleb(_MULTIPLIERS[found["scale"].lower()]).normalize(), "f"), frozenset(needs)
     except InvalidOperation:
         return None
 
@@ -342,12 +458,13 @@ an English word (`elf` and `once` are left out: they are; so is `null`, which in
 _HEDGE = re.compile(rf"^\s*{_HEDGE_WORDS}\s+", re.IGNORECASE)
 
 
-def _words_number(text: str, asked: frozenset[str]) -> str | None:
+def _words_number(text: str, asked: frozenset[str]) -> Read | None:
     """The number of a text written in whole number words (`one hundred and sixty`, `two
     thousand three hundred`, `a dozen`), with up to three unit words after it, checked as
     `_unit_number` checks them; None when it does not start so, or its words do not make one
     number (`three four`)."""
-    words = re.split(r"[\s-]+", _HEDGE.sub("", text, count=1).strip().rstrip(".").lower())
+    unhedged = _HEDGE.sub("", text, count=1)
+    words = re.split(r"[\s-]+", unhedged.strip().rstrip(".").lower())
     total, current, k, last = 0, 0, 0, ""
     if len(words) > 1 and words[0] == "a" and words[1] in ("dozen", "hundred", "thousand", "million"):
         current, k, last = 1, 1, "one"
@@ -371,7 +488,8 @@ def _words_number(text: str, asked: frozenset[str]) -> str | None:
         return None
     if unit and (_ruled_out(unit, asked) or _QUALIFIED.search(unit) or unit.split()[0] in (*_WORD_VALUES, "and", "a")):
         return None
-    return str(total + current)
+    needs = {"number_words"} | ({"hedged_numbers"} if unhedged != text else set()) | ({"units"} if unit else set())
+    return str(total + current), frozenset(needs)
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d{1,2}")
@@ -382,10 +500,10 @@ read: in English that is 980."""
 _BOTH_FORMS = re.compile(r"\s*([^()]+?)\s*\(\s*([^()]+?)\s*\)\s*$")
 
 
-def _bare(text: str) -> str | None:
-    """A number in digits alone, as its text."""
+def _bare(text: str) -> Read | None:
+    """A number in digits alone, as its text (no reading needed)."""
     text = text.strip()
-    return text if re.fullmatch(r"[+-]?\d+(?:\.\d+)?", text) else None
+    return (text, frozenset()) if re.fullmatch(r"[+-]?\d+(?:\.\d+)?", text) else None
 
 
 _UNITS: dict[str, tuple[str, str]] = {
@@ -430,9 +548,9 @@ def _ruled_out(spelling: str, asked: frozenset[str]) -> bool:
     return bool(same) and known[1] not in same
 
 
-def _expanded(text: str, prefixes: dict[str, str]) -> str:
-    """`text` as the IRI it names when it is a prefixed name of `prefixes`, else as it is."""
+def _expanded(text: str, prefixes: dict[str, str]) -> Read | None:
+    """The IRI `text` names when it is a prefixed name of `prefixes`, else None."""
     found = _PREFIXED.match(text) if prefixes and ":" in text else None
     if found and found[1] in prefixes and not spells_iri(text.strip()):
-        return prefixes[found[1]] + found[2]
-    return text
+        return prefixes[found[1]] + found[2], frozenset({"sparql_notation"})
+    return None

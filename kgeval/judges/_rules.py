@@ -88,6 +88,19 @@ def reference_iris(reference: str) -> frozenset[str]:
     return frozenset(_all_iris(algebra))
 
 
+def answer_in_query(sparql: str | None, gold: QueryResult, reference: str) -> list[str]:
+    """IRIs of the gold's answer that the candidate query `sparql` names as constants and the
+    reference query does not (sorted): the system knew the answer before it asked the KG
+    (`SELECT ?l WHERE { <dept-73191> rdfs:label ?l }`). Not wrong by this alone; flagged on the
+    attempt (`answer_in_query`) and drawn first by audit samples."""
+    if not sparql or gold.form != "select":
+        return []
+    answer = {cell.value for row in gold.rows for cell in row if cell is not None and cell.type == "uri"}
+    if not answer:
+        return []
+    return sorted((answer & reference_iris(sparql)) - reference_iris(reference))
+
+
 def _all_iris(node: object) -> list[str]:
     """Every IRI constant anywhere in an algebra tree."""
     if isinstance(node, URIRef):

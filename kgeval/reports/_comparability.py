@@ -8,6 +8,9 @@ its tests.
 
 from __future__ import annotations
 
+from kgeval.config import ExecutionJudgeConfig, SeedJudgeConfig
+from kgeval.errors import InputError
+from kgeval.judges import rules_on
 from kgeval.reports._compare import Comparability
 from kgeval.runs import RunMetadata, comparability
 
@@ -75,8 +78,37 @@ def comparability_of(a: RunMetadata, b: RunMetadata, withheld: dict[str, str | N
     `withheld`: run id -> why its report withholds its accuracy (`withheld_accuracy`); such a
     run has no accuracy to compare either (blocking)."""
     differences = comparability(a, b)
-    blocking = [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if d.blocking]
+    blocking = rule_set_differences(a, b)
+    blocking += [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if d.blocking]
     blocking += [f"run {run}: its report withholds its accuracy ({why})" for run, why in (withheld or {}).items() if why]
     reported = [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if not d.blocking]
     reported += [f"run {m.run_id} has not finished" for m in (a, b) if m.finished_at is None]
     return Comparability(comparable=not blocking, blocking=blocking, differences=reported)
+
+
+def rule_set_differences(a: RunMetadata, b: RunMetadata) -> list[str]:
+    """The leniency rules the two runs' judges switched differently (DESIGN invariant 13), one
+    line per judge: "rule set of judge execution: label_for_entity on in run A, off in run B"."""
+    lines = []
+    for judge, model in (("execution", ExecutionJudgeConfig), ("seed", SeedJudgeConfig)):
+        if judge not in a.judge_versions or judge not in b.judge_versions:
+            continue
+        on_a, on_b = (_rules_of(m, judge, model) for m in (a, b))
+        differing = [f"{rule} {_word(on_a[rule])} in run {a.run_id}, {_word(on_b[rule])} in run {b.run_id}" for rule in on_a if on_a[rule] != on_b.get(rule)]
+        if differing:
+            lines.append(f"rule set of judge {judge}: " + "; ".join(differing))
+    return lines
+
+
+def _rules_of(metadata: RunMetadata, judge: str, model: type) -> dict[str, bool]:
+    try:
+        config = model.model_validate(metadata.config.get("judges", {}).get(judge, {}))
+    except ValueError as exc:
+        raise InputError(f"run {metadata.run_id}: its judges.{judge} configuration does not read: {exc}") from exc
+    if isinstance(config, ExecutionJudgeConfig):
+        return rules_on(config)
+    return {f"readings.{name}": on for name, on in config.readings}
+
+
+def _word(on: bool | None) -> str:
+    return "unset" if on is None else "on" if on else "off"

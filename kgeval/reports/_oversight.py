@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kgeval._chain import BrokenLog
-from kgeval.audit import AuditCounts, AuditLog, accepted_items, audit_counts
+from kgeval.audit import AuditCounts, AuditItem, AuditLog, AuditState, accepted_items, audit_counts, audit_states
 from kgeval.config import KgevalConfig
 from kgeval.errors import KgevalError
 from kgeval.gold import GoldEntry, load_gold
@@ -55,8 +55,10 @@ def stratified_false_accepts(counts: AuditCounts) -> StratifiedRate | None:
     has accepts has no current audit (nothing to weigh it by)."""
     strata = [
         ("judge disagreements", counts.accepted_disagreements, counts.audited_disagreements, counts.disagree_in_disagreements),
-        ("accepts all judges agreed on", counts.accepted - counts.accepted_disagreements,
-         counts.audited - counts.audited_disagreements, counts.disagree - counts.disagree_in_disagreements),
+        ("answer in the query or made by a rule", counts.accepted_flagged, counts.audited_flagged, counts.disagree_in_flagged),
+        ("other accepts all judges agreed on", counts.accepted - counts.accepted_disagreements - counts.accepted_flagged,
+         counts.audited - counts.audited_disagreements - counts.audited_flagged,
+         counts.disagree - counts.disagree_in_disagreements - counts.disagree_in_flagged),
     ]  # fmt: skip
     present = [s for s in strata if s[1]]
     if not present or any(audited == 0 for _, _, audited, _ in present):
@@ -71,6 +73,41 @@ def stratified_false_accepts(counts: AuditCounts) -> StratifiedRate | None:
     return StratifiedRate(rate=rate, ci_low=low, ci_high=high, strata=words)
 
 
+OVER_ACCEPTS = 0.05
+"""A rule whose audited false-accept rate has its interval's lower bound above this over-accepts."""
+
+
+class RuleAudit(BaseModel):
+    """One leniency rule's accepts in this run and what audits found of them."""
+
+    rule: str
+    accepts: int
+    """Accepts this rule made (`AuditItem.rule`)."""
+    audited: int
+    """Of those, audited at the current hash."""
+    false_accept_rate: Rate | None
+    """Audits that disagree / audited (Wilson 95%); None when none is audited."""
+    warning: str | None = None
+    """Set when the interval's lower bound is above 5%: the rule over-accepts."""
+
+
+def rule_audits(items: dict, states: dict[tuple[str, int], AuditState]) -> list[RuleAudit]:
+    """Per rule that made an accept: its audited false-accept rate, flagged above `OVER_ACCEPTS`."""
+    by_rule: dict[str, list[AuditItem]] = {}
+    for item in items.values():
+        if item.rule is not None:
+            by_rule.setdefault(item.rule, []).append(item)
+    out = []
+    for rule, members in sorted(by_rule.items()):
+        decided = [states[m.key] for m in members if states[m.key] in ("agree", "disagree")]
+        rate = Rate.of(sum(1 for s in decided if s == "disagree"), len(decided))
+        warning = None
+        if rate is not None and rate.ci_low > OVER_ACCEPTS:
+            warning = f"this rule over-accepts: switch it off or tighten it ({rate.events} of {rate.n} audited accepts wrong, at least {rate.ci_low:.1%})"
+        out.append(RuleAudit(rule=rule, accepts=len(members), audited=len(decided), false_accept_rate=rate, warning=warning))
+    return out
+
+
 class AuditSummary(BaseModel):
     """The judge's false-accept rate, estimated from current audits of accepted answers."""
 
@@ -83,6 +120,8 @@ class AuditSummary(BaseModel):
     disagreements are drawn first, so this over-represents hard cases; not the run's rate."""
     false_accept_rate_agreed: Rate | None
     """The same over accepts all judges agreed on: the estimate free of that over-representation."""
+    by_rule: list[RuleAudit] = []
+    """Each leniency rule's audited false-accept rate (issue 32: accepts audited as hard as rejects)."""
     refused: str | None = None
 
 
@@ -113,7 +152,8 @@ def audit_summary(db: ResultsDB, run_id: str, gold_dir: Path | None, cfg: Kgeval
     items = accepted_items(db, run_id, gold, cfg.gold.display_items)
     try:
         with AuditLog(db.path, read_only=db.read_only) as log:
-            counts = audit_counts(items, log.records(run_id))
+            records = log.records(run_id)
+        counts = audit_counts(items, records)
     except BrokenLog as exc:  # one log for every run: whether this run's audits are intact is unknown
         notes.append(f"{AUDIT_REFUSED}: {exc}")
         return None
@@ -124,6 +164,7 @@ def audit_summary(db: ResultsDB, run_id: str, gold_dir: Path | None, cfg: Kgeval
         false_accept_estimate=stratified_false_accepts(counts),
         false_accept_rate=Rate.of(counts.disagree, counts.audited),
         false_accept_rate_agreed=Rate.of(agreed_events, agreed_n),
+        by_rule=rule_audits(items, audit_states(items, records)),
         refused=None if counts.audited else "no current audits: `kgeval audit sample` draws accepts to audit",
     )
 

@@ -66,6 +66,7 @@ def render_markdown(report: RunReport) -> str:
         f"{format_at_least(report.overall)}.",
         "Unit: a question, judged by the majority of its seeds (Wilson 95% interval).",
         "",
+        *_leniency_lines(report),
         *_bound_lines(report),
     ]
     lines += _honeypot_callout(report)
@@ -87,6 +88,30 @@ def render_markdown(report: RunReport) -> str:
         lines.append(f"  - {w.reason}")
     lines += ["", *_harness_lines(report.harness)]
     return "\n".join(lines) + "\n"
+
+
+def _leniency_lines(report: RunReport) -> list[str]:
+    """The three figures side by side, the rule table, and the answers named in queries."""
+    if report.standard_execution_accuracy is None:
+        return []
+    lines = [
+        f"- headline (default rules): {format_accuracy(report.overall)}",
+        f"- **standard execution accuracy** (the field's figure, comparable with Spider / TEXT2SPARQL: result set equal to "
+        f"the gold's, no rules, no answer-list readings): {format_accuracy(report.standard_execution_accuracy)}",
+        f"- lenient (every rule and reading on): {format_accuracy(report.lenient_accuracy)}",
+    ]
+    aiq = report.answer_in_query
+    if aiq.attempts:
+        lines.append(
+            f"- **answer in the query**: {aiq.attempts} attempt(s) on {aiq.questions} question(s) name IRIs of the gold's answer that the "
+            f"reference query does not ({aiq.accepted} accepted; audited first): {', '.join(aiq.which[:10])}"
+        )
+    lines += ["", "### Leniency rules (each alone, the others as configured)", "", "| rule | on | questions it alone accepts | accuracy if switched | which |", "|---|---|---|---|---|"]
+    for rule, r in report.rule_accepts.items():
+        switched = "n/a" if r.switched is None else f"{r.switched:.1%}"
+        which = ", ".join(r.which[:5]) + (" ..." if len(r.which) > 5 else "")
+        lines.append(f"| {rule} | {'on' if r.on else 'off'} | {r.questions} | {switched} | {which or '—'} |")
+    return lines + [""]
 
 
 def _judge_shown(report: RunReport) -> list[str]:
@@ -216,6 +241,9 @@ def oversight_markdown(report: RunReport) -> list[str]:
         lines.append(f"- in the audited sample (judge disagreements drawn first, over-represented; Wilson 95%): {format_rate(a.false_accept_rate)}")
         lines.append(f"- on accepts all judges agreed on: {format_rate(a.false_accept_rate_agreed)}")
         lines.append(f"- accepts: {c.accepted}, audited at the current hash: {c.audited}, stale audits (not counted): {c.stale}")
+        for r in a.by_rule:
+            warning = f" — **{r.warning}**" if r.warning else ""
+            lines.append(f"- rule {r.rule}: {r.accepts} accepts, {r.audited} audited, false-accept rate {format_rate(r.false_accept_rate)}{warning}")
         if a.refused:
             lines.append(f"- {a.refused}")
     lines += ["", "### Gold review coverage", ""]

@@ -27,6 +27,7 @@ from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.holdout import natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
+from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, RuleAccepts, answer_in_query_counts, leniency_outcomes, rule_accepts
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage
@@ -247,6 +248,17 @@ class RunReport(BaseModel):
     """Per judge and rule, the verdicts the rule decided in this run."""
     rules_in_force: list[str] = []
     """The counting rules of this run, stated (candidate timeout, error share)."""
+    standard_execution_accuracy: Accuracy | None = None
+    """The field's figure (Spider / TEXT2SPARQL execution accuracy): the candidate's result set
+    equal to the gold's after IRI/literal normalization, no rule and no answer-list reading, an
+    empty result equal to an empty gold. From the execution judge's verdicts; None when the run
+    has none with leniency figures (see notes)."""
+    lenient_accuracy: Accuracy | None = None
+    """The figure with every rule and reading on (DESIGN invariant 13)."""
+    rule_accepts: dict[str, RuleAccepts] = {}
+    """Per rule, on or off: the questions it alone accepts, the others as configured."""
+    answer_in_query: AnswerInQuery = AnswerInQuery()
+    """Attempts whose query names IRIs of the gold's answer the reference query does not."""
 
 
 def build_report(
@@ -269,10 +281,13 @@ def build_report(
     refused = next((n for n in notes if n.startswith(GOLD_REFUSED)), None)
     audit_refused = next((n for n in notes if n.startswith(AUDIT_REFUSED)), None)
     review_refused = next((n for n in notes if n.startswith(REVIEW_REFUSED)), None)
-    update = {
-        "receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes,
-        "gold_refused": refused, "audit_refused": audit_refused, "review_refused": review_refused,
-    }  # fmt: skip
+    if report.overall is not None and report.standard_execution_accuracy is None:
+        notes.append(
+            "standard and lenient figures not shown: no execution-judge verdict of this run records them "
+            "(judged by a kgeval older than execution judge logic 12, or the execution judge was not enabled)"
+        )
+    update = {"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes, "gold_refused": refused, "audit_refused": audit_refused,
+              "review_refused": review_refused}
     return report.model_copy(update=update)
 
 
@@ -308,6 +323,7 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunRep
     kept = {qid: ok for qid, ok in majority.items() if qid not in empty_gold}
     return RunReport(
         **common,
+        **_leniency_fields(by_judge, metadata, attempts),
         wrong_causes=_cause_counts(wrong, majority, questions),
         if_excluded_wrong=_bound(majority, outcomes, attempts),
         without_empty_gold=Accuracy.of(sum(kept.values()), len(kept), "without empty-gold questions"),
@@ -325,6 +341,20 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunRep
         by_judge=[_judge_accuracy(name, metadata.judge_versions[name], v) for name, v in by_judge.items()],
         disagreements=_disagreements(by_judge),
     )
+
+
+def _leniency_fields(by_judge: dict[str, VerdictsBySeed], metadata: RunMetadata, attempts: list[Attempt]) -> dict:
+    """The report's leniency figures (`_leniency`), from the execution judge's verdicts."""
+    fields: dict = {"answer_in_query": answer_in_query_counts(attempts, by_judge[metadata.primary_judge])}
+    verdicts = by_judge.get(LENIENCY_JUDGE)
+    outcomes = leniency_outcomes(verdicts) if verdicts else None
+    if outcomes is None:
+        return fields
+    standard, lenient = outcomes
+    fields["standard_execution_accuracy"] = Accuracy.of(sum(standard.values()), len(standard), "standard execution accuracy")
+    fields["lenient_accuracy"] = Accuracy.of(sum(lenient.values()), len(lenient), "every rule and reading on")
+    fields["rule_accepts"] = rule_accepts(verdicts, metadata)
+    return fields
 
 
 def withheld_accuracy(db: ResultsDB, run_id: str) -> str | None:

@@ -31,7 +31,7 @@ from kgeval.config import KgevalConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QueryRejected, QuerySyntaxError, QueryTimeout
 from kgeval.gold import TieInfo
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict, fold, normalize_item, normalize_term
+from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict, answer_in_query, fold, normalize_item, normalize_term
 from kgeval.runs._model import Attempt, Try
 from kgeval.stores import QueryResources, QueryResult, Row, Store, Term
 from kgeval.stores._lexer import canonical_tokens
@@ -306,6 +306,9 @@ def judge_output(
     extra = _attempt_extra(execution, config)
     if tie_resolved:
         extra["tie_resolved"] = "judged against the acceptable answer with the candidate's choice at the tied cut"
+    named = answer_in_query(execution.sparql or output.sparql, gold, question.sparql)
+    if named:
+        extra["answer_in_query"] = named
     total = execution.result.total if execution.result is not None else None
     state = "incomplete" if cut_off else "answered"
     return Attempt(**base, state=state, result_total=total, extra=extra), judged

@@ -72,6 +72,7 @@ def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int 
         **question.model_dump(), run_id=run_id, seed=seed, seeds=sorted(attempts), reference_sparql=_reference(source, question_id),
         gold=_gold_view(source, question_id, entry), attempt=attempt, execution=execution, primary_judge=metadata.primary_judge,
         verdicts=verdicts, audit=_audit_view(source, run_id, attempt, verdicts, metadata.primary_judge), notes=notes,
+        answer_in_query=list(attempt.extra.get("answer_in_query") or []),
     )
     if entry is None:
         return sample
@@ -227,6 +228,7 @@ def _summary(q: RunQuestion, a: Attempt, verdicts: list[Verdict], primary: str, 
         **q.model_dump(), seed=a.seed, state=a.state, error_kind=a.error_kind, outcome=outcome, path=main.path if main else None, verdicts=decided,
         disagreement=len(set(decided.values())) > 1, gold_flags=list(entry.flags) if entry else [],
         audit_state=audit.get((q.question_id, a.seed)), latency_ms=a.latency_ms, tries=len(a.tries),
+        answer_in_query=bool(a.extra.get("answer_in_query")),
     )
 
 

@@ -10,7 +10,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import SparqlLexer
 
 from kgeval.samples._model import Sample, SampleTable
-from kgeval.samples._text import MARK_SYMBOL, attempt_facts, counts_text, detail_items, execution_text, figures_text, state_text
+from kgeval.samples._text import MARK_SYMBOL, answer_in_query_text, attempt_facts, counts_text, detail_items, execution_text, figures_text, state_text
 
 SAMPLE_CSS = """
 .sample{border:1px solid #d8dee6;border-radius:6px;padding:.6rem 1rem;margin:1rem 0;background:#fff}
@@ -66,6 +66,8 @@ def sample_html(sample: Sample, page_size: int = 50) -> str:
         f"<p><strong>{_e(s.question)}</strong> <small>(domain {_e(s.domain)}, type {_e(s.qtype)})</small></p>",
         _gold_html(s),
     ]
+    if s.answer_in_query:
+        parts.insert(2, f'<p class="flags"><span>answer in query</span> {_e(answer_in_query_text(s))}</p>')
     if a.sparql:
         parts.append("<h5>candidate SPARQL</h5>" + highlight_sparql(a.sparql))
     parts.append(f"<p>answer rows: {_e(execution_text(s))}</p>")

@@ -116,6 +116,9 @@ class Sample(RunQuestion):
     audit: AuditView | None = None
     notes: list[str] = Field(default_factory=list)
     """What the view could not show, and why (no gold, no store, a changed store, ties)."""
+    answer_in_query: list[str] = Field(default_factory=list)
+    """IRIs of the gold's answer the candidate query names as constants and the reference query
+    does not (the attempt's `answer_in_query` flag): the system knew the answer before it asked."""
 
 
 class SampleSummary(RunQuestion):
@@ -138,3 +141,5 @@ class SampleSummary(RunQuestion):
     """The audit state of an accept; None when the attempt was not accepted."""
     latency_ms: float = 0.0
     tries: int = 0
+    answer_in_query: bool = False
+    """The attempt is flagged `answer_in_query` (see `Sample.answer_in_query`)."""

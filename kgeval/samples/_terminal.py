@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kgeval.samples._model import Sample, SampleTable
-from kgeval.samples._text import MARK_SYMBOL, attempt_facts, counts_text, detail_items, execution_text, figures_text, page_bounds, state_text
+from kgeval.samples._text import MARK_SYMBOL, answer_in_query_text, attempt_facts, counts_text, detail_items, execution_text, figures_text, page_bounds, state_text
 
 _MARK_STYLE = {"matched": "green", "missing": "bold red", "extra": "bold yellow"}
 
@@ -40,6 +40,8 @@ def _header(s: Sample) -> RenderableType:
     text = Text.assemble((f"{s.kg}/{s.question_id}", "bold"), "  ", (outcome[0], f"bold {outcome[1]}"), f"  seed {s.seed} (seeds {seeds})  run {s.run_id}{honeypot}\n")
     text.append(s.question, style="bold cyan")
     text.append(f"\ndomain {s.domain} · type {s.qtype}")
+    if s.answer_in_query:
+        text.append("\n" + answer_in_query_text(s), style="bold yellow")
     return Panel(text, title="sample", title_align="left")
 
 

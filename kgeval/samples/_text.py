@@ -76,7 +76,14 @@ def attempt_facts(s: Sample) -> list[tuple[str, str]]:
     facts.append(("tries", "; ".join(f"{t.n}: {t.outcome}, {t.latency_ms:,.0f} ms" + (f", HTTP {t.http_status}" if t.http_status else "") for t in a.tries) or "0"))
     facts += [("latency", f"{a.latency_ms:,.0f} ms"), ("tokens", usage_text(a))]
     facts += [("served version", a.served_version)] if a.served_version else []
+    facts += [("answer in query", answer_in_query_text(s))] if s.answer_in_query else []
     return facts
+
+
+def answer_in_query_text(s: Sample) -> str:
+    """The `answer_in_query` flag in words."""
+    shown = ", ".join(f"<{iri}>" for iri in s.answer_in_query[:5]) + (" ..." if len(s.answer_in_query) > 5 else "")
+    return f"ANSWER IN QUERY: the candidate query names {shown}, in the gold's answer, which the reference query does not name"
 
 
 def execution_text(s: Sample) -> str:

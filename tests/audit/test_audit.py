@@ -35,7 +35,7 @@ def test_sample_puts_disagreements_first_then_covers_every_stratum(tmp_path):
     assert {i.key for i in sample.items[:2]} == {("q3", 0), ("q7", 1)}
     assert all(i.stratum == "disagreement" for i in sample.items[:2])
     strata = {i.stratum for i in sample.items[2:]}
-    assert strata == {"path exact / kg kgA", "path exact / kg kgB", "path membership / kg kgA", "path membership / kg kgB"}
+    assert strata == {"path exact / rule none / kg kgA", "path exact / rule none / kg kgB", "path membership / rule none / kg kgA", "path membership / rule none / kg kgB"}
     again = draw_sample("r", items, 6, seed=1)
     assert [i.key for i in again.items] == [i.key for i in sample.items] and again.sample_id == sample.sample_id
     other = draw_sample("r", items, 6, seed=2)
@@ -98,7 +98,7 @@ def test_report_shows_false_accept_rate_with_wilson_interval(tmp_path, mini_hold
     assert (rate.events, rate.n) == (2, 10)
     assert (round(rate.ci_low, 4), round(rate.ci_high, 4)) == (0.0567, 0.5098)
     md = render_markdown(report)
-    assert "false-accept rate over the run's 16 accepts (stratified, 95%): 20.0% [5.7%, 51.0%] (accepts all judges agreed on: 16 accepts, 10 audited, 2 false)" in md
+    assert "false-accept rate over the run's 16 accepts (stratified, 95%): 20.0% [5.7%, 51.0%] (other accepts all judges agreed on: 16 accepts, 10 audited, 2 false)" in md
     assert "in the audited sample (judge disagreements drawn first, over-represented; Wilson 95%): 20.0% [5.7%, 51.0%] (2/10)" in md
     assert no_gold.audit is None and any("gold unavailable" in n for n in no_gold.notes)
 
@@ -139,3 +139,52 @@ def test_the_false_accept_rate_weighs_each_stratum_of_the_sample_by_its_share():
     assert (round(estimate.ci_low, 6), round(estimate.ci_high, 6)) == (round(20 / 112 * d_low + 92 / 112 * a_low, 6), round(20 / 112 * d_high + 92 / 112 * a_high, 6))
     # a stratum with accepts and no audit: no estimate
     assert stratified_false_accepts(counts.model_copy(update={"audited": 15, "disagree": 6})) is None
+
+
+def test_accepts_made_by_a_rule_or_naming_the_answer_are_drawn_first_and_each_rule_is_measured(tmp_path, mini_holdout, mini_gold):
+    """Issue 32, item 4: a run whose judge has label-for-entity on. mini-01 ("Where does Alice
+    work?", gold: the department's IRI) answered with its name: an accept that rule made; mini-08
+    answered by a query naming the gold's answer: flagged `answer_in_query`. A sample draws them
+    before every plain accept; audited false, the rule's false-accept rate has its Wilson
+    interval, and a lower bound above 5% flags the rule."""
+    import json
+
+    from kgeval.checklists import pre_eval_checklist
+    from kgeval.config import KgevalConfig
+    from kgeval.runs import execute_run
+    from kgeval.systems import ReplaySystem
+    from tests.conftest import MINI_QUESTIONS, PREFIX
+
+    records = {q["id"]: q["sparql"] for q in MINI_QUESTIONS}
+    records["mini-01"] = PREFIX + "SELECT ?name WHERE { e:alice ex:worksIn ?d . ?d rdfs:label ?name FILTER(lang(?name) = 'en') }"
+    records["mini-02"] = PREFIX + "SELECT ?p WHERE { VALUES ?p { e:alice e:bob } }"  # the gold's people, named in the query
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"kg": "mini", "question_id": q, "seed": seed, "sparql": s}) + "\n" for q, s in records.items() for seed in (0, 1)))
+    cfg = KgevalConfig.model_validate({"run": {"seeds": 2}, "judges": {"execution": {"labels": {"label_for_entity": True}}}})
+    db_path = tmp_path / "r.duckdb"
+    with ResultsDB(db_path) as db:
+        run_id = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), cfg, db,
+                             checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"), replay=replay).run_id  # fmt: skip
+        items = accepted_items(db, run_id, load_gold(mini_gold))
+    assert items[("mini-01", 0)].rule == "label_for_entity" and items[("mini-01", 0)].stratum == "flagged / path value / rule label_for_entity"
+    assert items[("mini-02", 0)].answer_in_query and items[("mini-02", 0)].rule is None
+    assert items[("mini-02", 0)].stratum.startswith("flagged") and items[("mini-02", 0)].stratum.endswith("answer in query")
+    plain = [k for k, item in items.items() if not item.flagged]
+    assert len(plain) >= 4 and all(items[k].stratum.startswith("path ") and "rule none" in items[k].stratum for k in plain)
+    flagged = {(q, seed) for q in ("mini-01", "mini-02") for seed in (0, 1)}
+    assert {k for k, item in items.items() if item.flagged} == flagged
+    for seed in range(5):  # whatever the seed: the four flagged accepts (two strata of two) before any plain one
+        assert {i.key for i in draw_sample(run_id, items, 4, seed=seed).items} == flagged
+    with AuditLog(db_path) as log:
+        record_decision(log, items, ("mini-01", 0), items[("mini-01", 0)].sha256(), "ann", "disagree")
+        for key in plain[:3]:
+            record_decision(log, items, key, items[key].sha256(), "ann", "agree")
+    with ResultsDB(db_path, read_only=True) as db:
+        report = build_report(db, run_id, gold_dir=mini_gold)
+    (rule,) = report.audit.by_rule
+    assert (rule.rule, rule.accepts, rule.audited, rule.false_accept_rate.events) == ("label_for_entity", 2, 1, 1)
+    assert rule.false_accept_rate.ci_low > 0.05 and rule.warning.startswith("this rule over-accepts: switch it off or tighten it")
+    counts = report.audit.counts
+    assert (counts.accepted_flagged, counts.audited_flagged, counts.disagree_in_flagged) == (4, 1, 1)
+    md = render_markdown(report)
+    assert "rule label_for_entity: 2 accepts, 1 audited, false-accept rate 100.0%" in md and "this rule over-accepts" in md

@@ -50,7 +50,10 @@ def _lookup(store) -> KgLookup:
     return kg_lookup(store, "ck25", config, timeout_s=30)
 
 
-EXECUTION = ExecutionJudge(ExecutionJudgeConfig())
+EXECUTION = ExecutionJudge(ExecutionJudgeConfig(labels=LabelRulesConfig(label_for_entity=True, shared_names=True)))
+"""The execution judge with label-for-entity (and its shared names) switched on: off by default
+(issue 32), it stays a named rule, and these tests show what it accepts when switched on."""
+DEFAULT = ExecutionJudge(ExecutionJudgeConfig())
 SEED = SeedJudge(SeedJudgeConfig())
 
 
@@ -181,7 +184,7 @@ def test_a_name_other_entities_bear_too_names_the_one_gold_entity_bearing_it(tmp
     gold_q = "SELECT ?t WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t }"
     answer = 'SELECT ?name WHERE { <http://example.org/org/ana> <http://example.org/org/memberOf> ?t . ?t <http://www.w3.org/2000/01/rdf-schema#label> ?name }'
     question = Question(id="org-1", question="Which team is Ana in?", sparql=gold_q, domain="hr", kg="org")
-    strict = ExecutionJudge(ExecutionJudgeConfig(labels=LabelRulesConfig(shared_names=False)))
+    strict = ExecutionJudge(ExecutionJudgeConfig(labels=LabelRulesConfig(label_for_entity=True, shared_names=False)))
     for candidate in (_candidate(store, answer, lookup), Candidate(items=["Sales"], lookup=lookup)):  # a query, an answer list
         verdict = EXECUTION.judge(question, _run(store, gold_q), candidate)
         assert verdict.correct and verdict.details["rule"] == "label_for_entity"

@@ -69,7 +69,7 @@ def _judged(ck25, rows: list[list[Term]]):
     question, gold, ties = _setup()
     result = QueryResult(form="select", vars=["name", "avgR"], rows=rows, total=len(rows), ordered=True)
     candidate = Candidate(result=result, sparql="SELECT ?name ?avgR WHERE { }", lookup=lookup)
-    verdicts, resolved = judge_candidate(question, {"execution": ExecutionJudge(ExecutionJudgeConfig())}, gold, candidate, ties)
+    verdicts, resolved = judge_candidate(question, {"execution": ExecutionJudge(ExecutionJudgeConfig(labels=LabelRulesConfig(label_for_entity=True)))}, gold, candidate, ties)
     return verdicts[0], resolved
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgeval.config import PREDECLARED_PREFIXES, JudgesConfig
+from kgeval.config import PREDECLARED_PREFIXES, JudgesConfig, ReadingsConfig
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, ExecutionJudge, SeedJudge, kg_lookup
 from kgeval.config import ExecutionJudgeConfig, SeedJudgeConfig
@@ -47,8 +47,11 @@ PREFIXES = (
     "PREFIX wd: <http://www.wikidata.org/entity/>\nPREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
     "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
 )
-EXECUTION = ExecutionJudge(ExecutionJudgeConfig())
-SEED = SeedJudge(SeedJudgeConfig())
+ALL_READINGS = ReadingsConfig(**dict.fromkeys(ReadingsConfig.model_fields, True))
+"""Every answer-list reading on: these tests show what each reads when switched on; the ones
+that need a guess are off by default (tests/judges/test_leniency.py shows each default)."""
+EXECUTION = ExecutionJudge(ExecutionJudgeConfig(readings=ALL_READINGS))
+SEED = SeedJudge(SeedJudgeConfig(readings=ALL_READINGS))
 JUDGES = {"execution": EXECUTION, "seed": SEED}
 
 

@@ -60,3 +60,40 @@ def test_a_flip_names_the_seed_that_flipped_on_each_side(tmp_path):
     md = render_comparison_markdown(c)
     assert "| kg/q1 | correct | wrong | A right → B wrong | 0 / 1 |" in md and "`kgeval show a KG/QID --seed S`" in md
     assert "| kg/q2 | wrong | correct | A wrong → B right | 0 / 1 |" in md and "seeds A / B" in render_comparison_html(c)
+
+
+def _run_with_rules(db, run_id: str, execution: dict) -> None:  # noqa: ANN001
+    """A one-question run judged by the execution judge configured as `execution`."""
+    from kgeval.config import JudgesConfig
+    from kgeval.judges import judge_from_config
+    from kgeval.runs import Attempt, RunMetadata, RunQuestion
+    from tests.oversight import _verdict
+
+    judges = JudgesConfig.model_validate({"execution": execution, "enabled": ["execution"]})
+    metadata = RunMetadata(
+        run_id=run_id, system="sys", system_version="1", holdout="holdout", holdout_manifest_sha256="h" * 64, gold_manifest_sha256="g" * 64,
+        seeds=[0], primary_judge="execution", judge_versions={"execution": judge_from_config("execution", judges).version},
+        config_sha256="c" * 64, config={"judges": judges.model_dump(mode="json")}, kgeval_version="0.1.0", started_at="2025-01-01T00:00:00+00:00",
+    )
+    db.create_run(metadata, [RunQuestion(kg="kg", question_id="q1", question="question q1?", domain="d", qtype="list", honeypot=False)])
+    db.record_attempt(run_id, Attempt(kg="kg", question_id="q1", seed=0, state="answered", answer=["x"]), [_verdict("execution", True, "exact")])
+    db.finish_run(metadata)
+
+
+def test_runs_judged_with_different_rule_sets_are_refused_naming_the_rules(tmp_path):
+    """Issue 32: `compare` refuses runs whose judges switched leniency rules differently, and says which."""
+    db_path = tmp_path / "r.duckdb"
+    with ResultsDB(db_path) as db:
+        _run_with_rules(db, "strict", {})
+        _run_with_rules(db, "lenient", {"labels": {"label_for_entity": True}, "readings": {"hedged_numbers": True}})
+        _run_with_rules(db, "same", {})
+    refused = kgeval("compare", "strict", "lenient", "--db", str(db_path))
+    assert refused.returncode == 1
+    assert "rule set of judge execution: label_for_entity off in run strict, on in run lenient; hedged_numbers off in run strict, on in run lenient" in refused.stderr
+    assert "--force" in refused.stderr
+    forced = kgeval("compare", "strict", "lenient", "--db", str(db_path), "--force", "--format", "json")
+    assert forced.returncode == 0, forced.stderr
+    assert "label_for_entity off in run strict" in json.loads(forced.stdout)["warning"]
+    same = kgeval("compare", "strict", "same", "--db", str(db_path), "--format", "json")
+    assert same.returncode == 0, same.stderr
+    assert not json.loads(same.stdout)["comparability"]["blocking"]

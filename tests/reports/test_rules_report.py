@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from kgeval.checklists import pre_eval_checklist
-from kgeval.config import KgevalConfig, RunConfig
+from kgeval.config import KgevalConfig
 from kgeval.holdout import load_holdout
 from kgeval.reports import build_report, render_markdown
 from kgeval.runs import ResultsDB, execute_run
@@ -32,7 +32,9 @@ def test_rule_counts_prf_and_empty_gold_accuracy(mini_holdout, mini_gold, tmp_pa
     replay.write_text("\n".join(json.dumps(r) for r in _records()) + "\n")
     db_path = tmp_path / "r.duckdb"
     with ResultsDB(db_path) as db:
-        meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), KgevalConfig(run=RunConfig(seeds=1)), db, checklist=CHECKLIST)
+        # label-for-entity is off by default (issue 32): switched on here, its accepts are counted
+        cfg = KgevalConfig.model_validate({"run": {"seeds": 1}, "judges": {"execution": {"labels": {"label_for_entity": True}}}})
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, ReplaySystem(replay), cfg, db, checklist=CHECKLIST)
         report = build_report(db, meta.run_id)
         seed_report = build_report(db, meta.run_id, judge="seed")
     changes = {(c.judge, c.rule): (c.accepts, c.rejects) for c in report.rule_changes}

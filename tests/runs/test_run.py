@@ -199,5 +199,7 @@ def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout
     assert remote == local
     verdicts = json.dumps(list(remote[0].values()))
     assert "label_for_entity" in verdicts and "vacuous" in verdicts  # both lookups were asked
-    assert remote[0][("mini-01", 1, "execution")]["correct"]  # "Vertrieb" names the gold's e:sales
+    # "Vertrieb" names the gold's e:sales: label-for-entity alone accepts it (off by default, issue 32)
+    vertrieb = remote[0][("mini-01", 1, "execution")]
+    assert not vertrieb["correct"] and vertrieb["details"]["leniency"]["alone"] == ["label_for_entity"]
     assert remote[0][("mini-07", 1, "execution")]["correct"] and not remote[0][("mini-07", 0, "execution")]["correct"]

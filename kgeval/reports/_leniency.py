@@ -1,0 +1,94 @@
+"""Leniency in a report (DESIGN invariant 13): the field's standard figure and the all-rules
+figure beside the headline, what each rule alone accepts, and the attempts whose query names
+the answer.
+
+Read from the execution judge's verdicts (`details["leniency"]`, `kgeval.judges._leniency`),
+per question by the majority of its seeds, as the headline is. A rule's count is the questions
+it alone decides with the others as configured: switched on, the questions it accepts that are
+wrong without it; switched off, the questions that switching it on alone would make right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from kgeval.config import ExecutionJudgeConfig
+from kgeval.holdout import natural_key
+from kgeval.judges import RULES, Verdict, rules_on
+from kgeval.runs import Attempt, RunMetadata
+
+LENIENCY_JUDGE = "execution"
+"""The judge whose verdicts carry the leniency figures."""
+
+
+class RuleAccepts(BaseModel):
+    """What one rule is worth in this run, the others as configured."""
+
+    questions: int
+    """Questions this rule alone accepts: on, wrong without it; off, right with it switched on."""
+    on: bool
+    """Whether the rule was on in this run's judge configuration."""
+    which: list[str]
+    """Those questions' ids."""
+    switched: float | None = None
+    """The headline accuracy with this rule switched the other way (None: nothing judged)."""
+
+
+class AnswerInQuery(BaseModel):
+    """Attempts whose candidate query names, as constants, IRIs of the gold's answer that the
+    reference query does not name (`answer_in_query`): not wrong by this alone, audited first."""
+
+    attempts: int = 0
+    questions: int = 0
+    accepted: int = 0
+    """Of those attempts, how many the primary judge accepted."""
+    which: list[str] = []
+    """Their question ids."""
+
+
+Outcome = Callable[[Verdict], bool]
+
+
+def _majority(by_seed: dict[int, Verdict], ok: Outcome) -> bool:
+    return sum(1 for v in by_seed.values() if ok(v)) * 2 > len(by_seed)
+
+
+def _figures(v: Verdict) -> dict:
+    return v.details.get("leniency") or {}
+
+
+def leniency_outcomes(verdicts: dict[str, dict[int, Verdict]]) -> tuple[dict[str, bool], dict[str, bool]] | None:
+    """Per question: (standard, lenient) by the majority of its seeds; None when a verdict has no
+    leniency figures (a run judged before they were recorded)."""
+    if any("leniency" not in v.details for by_seed in verdicts.values() for v in by_seed.values()):
+        return None
+    standard = {q: _majority(by_seed, lambda v: bool(_figures(v)["standard"])) for q, by_seed in verdicts.items()}
+    lenient = {q: _majority(by_seed, lambda v: bool(_figures(v)["lenient"])) for q, by_seed in verdicts.items()}
+    return standard, lenient
+
+
+def rule_accepts(verdicts: dict[str, dict[int, Verdict]], metadata: RunMetadata) -> dict[str, RuleAccepts]:
+    """Each rule's `RuleAccepts` (see module docstring)."""
+    on = rules_on(ExecutionJudgeConfig.model_validate(metadata.config.get("judges", {}).get("execution", {})))
+    configured = {q: _majority(by_seed, lambda v: v.correct) for q, by_seed in verdicts.items()}
+    out = {}
+    for rule in RULES:
+        if on[rule]:
+            switched = {q: _majority(by_seed, lambda v, r=rule: v.correct and r not in _figures(v)["alone"]) for q, by_seed in verdicts.items()}
+            which = [q for q in configured if configured[q] and not switched[q]]
+        else:
+            switched = {q: _majority(by_seed, lambda v, r=rule: v.correct or r in _figures(v)["alone"]) for q, by_seed in verdicts.items()}
+            which = [q for q in configured if switched[q] and not configured[q]]
+        share = sum(switched.values()) / len(switched) if switched else None
+        out[rule] = RuleAccepts(questions=len(which), on=on[rule], which=sorted(which, key=natural_key), switched=share)
+    return out
+
+
+def answer_in_query_counts(attempts: list[Attempt], primary: dict[str, dict[int, Verdict]]) -> AnswerInQuery:
+    """The run's attempts flagged `answer_in_query`, and how many of them the primary judge accepted."""
+    flagged = [a for a in attempts if a.extra.get("answer_in_query")]
+    accepted = sum(1 for a in flagged if (v := primary.get(a.question_id, {}).get(a.seed)) is not None and v.correct)
+    questions = sorted({a.question_id for a in flagged}, key=natural_key)
+    return AnswerInQuery(attempts=len(flagged), questions=len(questions), accepted=accepted, which=questions)
