@@ -12,8 +12,11 @@ tests/guards/test_contamination.py asserts them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
 
 LEAD_INS = (
     "Please tell me: ", "Can you tell me ", "Could you tell me, ", "Quick question: ", "Hi! ",
@@ -148,3 +151,58 @@ def unrelated_questions() -> list[str]:
             pick = lambda xs: xs[(k + n) % len(xs)]  # noqa: E731
             out.append(t.format(d=pick(DEPARTMENTS), x=pick(PRODUCTS), c=pick(COUNTRIES), t=pick(CITIES)))
     return list(dict.fromkeys(out + list(OTHER_KGS)))
+
+
+class Figures(NamedTuple):
+    """What the contamination check made of the paraphrases and the unrelated questions."""
+
+    paraphrases: int
+    short: int
+    """Paraphrases of questions of at most `SHORT_WORDS` words."""
+    missed: list[tuple[str, str, str, int]]
+    """(holdout item, how it was made, text, words of the question) of each paraphrase not
+    found as its own question."""
+    unrelated: int
+    flagged: list[tuple[str, str]]
+    """(text, holdout item) of each unrelated question flagged."""
+
+    def lines(self, name: str) -> list[str]:
+        """The figures as the bench prints them, then the first misses and false positives."""
+        caught = self.paraphrases - len(self.missed)
+        short = self.short - sum(1 for *_, words in self.missed if words <= SHORT_WORDS)
+        out = [
+            f"{name}: paraphrases found {caught}/{self.paraphrases} = {_percent(caught, self.paraphrases)} "
+            f"(of questions of <= {SHORT_WORDS} words {short}/{self.short} = {_percent(short, self.short)}); "
+            f"unrelated questions flagged {len(self.flagged)}/{self.unrelated} = {_percent(len(self.flagged), self.unrelated)}"
+        ]
+        out += [f"  MISSED {item} ({how}): {text!r}" for item, how, text, _ in self.missed[:20]]
+        out += [f"  FALSE POSITIVE {item}: {text!r}" for text, item in self.flagged[:20]]
+        return out
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / max(1, whole):.1f}%"
+
+
+SHORT_WORDS = 8
+
+
+def measure(holdout, unrelated: list[str], config, directory: Path, index=None) -> Figures:  # noqa: ANN001
+    """Check every paraphrase of every question of `holdout` and every `unrelated` question
+    (each its own record) with `check_contamination`, in files of 250 records (the report lists
+    at most 1,000 hits); each paraphrase must be found as its own question."""
+    from kgeval.guards import build_index, check_contamination
+
+    index = index or build_index(holdout, config)
+    made = [(f"{q.kg}/{q.id}", how, text, len(q.question.split())) for q in holdout.questions() for how, text in paraphrases(q.question)]
+    texts = [text for _, _, text, _ in made] + unrelated
+    hits: set[tuple[int, str]] = set()
+    for start in range(0, len(texts), 250):
+        path = directory / f"paraphrases-{start}.jsonl"
+        path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts[start : start + 250]), encoding="utf-8")
+        report = check_contamination([path], index, config)
+        hits |= {(start + h.record, h.holdout_item) for h in report.hits}
+        path.unlink()
+    missed = [m for i, m in enumerate(made) if (i, m[0]) not in hits]
+    flagged = sorted({(texts[r], item) for r, item in hits if r >= len(made)})
+    return Figures(len(made), sum(1 for m in made if m[3] <= SHORT_WORDS), missed, len(unrelated), flagged)

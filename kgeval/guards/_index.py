@@ -123,6 +123,8 @@ class HeldQuestion:
     many content words); see `ContaminationConfig.min_question_coverage`."""
     function_words: int = 0
     """How many distinct function words (`STOPWORDS`) it has."""
+    order: tuple[str, ...] = ()
+    """Its `features` in the order they first appear in it."""
 
     @property
     def near(self) -> bool:
@@ -563,10 +565,12 @@ def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: 
 def _covers(words: list[str], start: int, end: int, q: HeldQuestion) -> bool:
     """Do the words around a near-duplicate window (as many more as make it the question's
     length, on each side) hold `q.coverage` of the question's words? When they hold every
-    content word of the question, any function word stands for any other: a copy may swap
-    them (`What is` -> `Which was`), drop or add some, or put a lead-in before it ("Please
-    tell me: "), and is still a question of the same words; a generic phrase ("employees per
-    department") has too few words of any kind around the content words."""
+    content word of the question in its order, any function word stands for any other: a copy
+    may swap them (`What is` -> `Which was`), drop or add some, or put a lead-in before it
+    ("Please tell me: "), and is still a question of the same words; a generic phrase
+    ("employees per department") has too few words of any kind around the content words, and
+    one with them in another order asks something else ("Which phase has the most trials?"
+    is not "How many trials are there in each phase?")."""
     if not q.coverage:
         return True
     slack = max(0, q.length - (end - start + 1))
@@ -574,7 +578,8 @@ def _covers(words: list[str], start: int, end: int, q: HeldQuestion) -> bool:
     around = {feature(w) for w in nearby}
     if len(q.words & around) >= q.coverage * len(q.words):
         return True
-    if not q.features <= around:
+    in_order = tuple(dict.fromkeys(f for w in nearby if w not in STOPWORDS and (f := feature(w)) in q.features))
+    if in_order != q.order:
         return False
     function = min(q.function_words, len(STOPWORDS.intersection(nearby)))
     return len(q.features) + function >= q.coverage * len(q.words)
@@ -698,6 +703,7 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
                 kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names,
                 threshold=threshold, words=frozenset(map(feature, words)), coverage=coverage,
                 function_words=len(STOPWORDS.intersection(words)),
+                order=tuple(dict.fromkeys(feature(w) for w in words if w not in STOPWORDS)),
             )
         )
     return held
