@@ -6,7 +6,7 @@ from kgeval.judges._execution_rules import RULES
 from kgeval.judges._lookup import KgLookup, fold, kg_lookup
 from kgeval.judges._model import FAILURE_WORDS, Candidate, FailureKind, Judge, Verdict
 from kgeval.judges._normalize import Normalizer, iri_tail, item_term, normalize_item, normalize_term, normalize_value
-from kgeval.judges._rules import is_uninformative, missing_vocabulary
+from kgeval.judges._rules import is_uninformative, missing_vocabulary, says_nothing
 from kgeval.judges._seed import SeedJudge
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "normalize_term",
     "normalize_value",
     "project",
+    "says_nothing",
     "table_of_items",
     "table_of_result",
 ]

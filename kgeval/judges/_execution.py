@@ -66,7 +66,7 @@ from kgeval.stores import QueryResult, Term, order_variables
 from kgeval.stores._lexer import string_value
 from kgeval.stores._query import terminals
 
-LOGIC_VERSION = "11"
+LOGIC_VERSION = "12"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -110,7 +110,9 @@ twelve (`drei`, `seis`), "none" for an empty gold (`Keine`, `Ninguno`), and a li
 (`{"type": "uri", "value": ...}`) are their values; an answer list read by the label rules keeps
 the order it was written in (names answering an order-sensitive question in order are right), and
 a label rule that translated an answer without making it right says so in the reason; a `mailto:`
-or `tel:` IRI compares by its address under `iri_tail` (`_normalize`)."""
+or `tel:` IRI compares by its address under `iri_tail` (`_normalize`). 12: one row whose values are all
+unbound (`SELECT (MIN(?x) AS ?m)` over no solutions) says nothing, as a count of 0 does: vacuous
+when vocabulary the KG lacks makes it (`_rules.is_uninformative`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""

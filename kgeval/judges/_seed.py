@@ -41,7 +41,7 @@ from kgeval.judges._reading import read_items
 from kgeval.judges._rules import failure_reason, vacuous_iris, vacuous_reason
 from kgeval.stores import QueryResult
 
-LOGIC_VERSION = "12"
+LOGIC_VERSION = "13"
 """4: model failures (invalid SPARQL, refused, candidate timeout) with no answer list are judged
 wrong, with the failure as path, and vacuous results (`judges.seed.vacuous`) are wrong; every
 other decision is as in 3. 5: numbers with a fractional part compare at 12 significant digits
@@ -65,7 +65,9 @@ contradicts is not read (`_reading.read_items`). 12 (acceptance test 6): an answ
 German and Spanish forms (yes/no, dates, dot-grouped numbers before a decimal comma, number words
 up to twelve, "none") and SPARQL JSON terms as their values; a German or Spanish word qualifying
 a sentence's one value keeps it unread (`_reading.read_items`); a `mailto:` or `tel:` IRI compares by
-its address under `iri_tail` (`_normalize`)."""
+its address under `iri_tail` (`_normalize`). 13: one row whose values are all
+unbound (`SELECT (MIN(?x) AS ?m)` over no solutions) says nothing, as a count of 0 does: vacuous
+when vocabulary the KG lacks makes it (`_rules.is_uninformative`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""
