@@ -165,7 +165,7 @@ def _glued_prefix(raw: str, text: str, end: int, before: list[Token]) -> bool:
     declares? Oxigraph and rdflib match keywords without a word boundary, so `PREFIX:` followed
     by an IRI, where a declaration may stand (at the start, or after a declaration), is
     `PREFIX :`: the name is one they read, and the canonical text writes it apart."""
-    if not raw.endswith(":") or not raw[:6].upper() == "PREFIX" or not _DECLARED_NEXT.match(text, end):
+    if not raw.endswith(":") or raw[:6].upper() != "PREFIX" or not _DECLARED_NEXT.match(text, end):
         return False
     if not before:
         return True
