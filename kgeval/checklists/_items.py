@@ -199,9 +199,11 @@ def _golds_saying_nothing(gold: Any, questions: list) -> dict[str, str]:
 
 def _why_empty(qid: str, vacuous: dict[str, list[str]], nothing: dict[str, str]) -> str:
     """What makes a gold that has rows or a false ASK count as empty, in the checklist's detail."""
+    if qid in vacuous:
+        return f" (false / 0 only because {_shown(vacuous[qid])} occurs nowhere in the KG)"
     if qid in nothing:
         return " (one row of unbound values: nothing found)" if nothing[qid] == "unbound" else " (one row of zeros: nothing counted)"
-    return f" (false / 0 only because {_shown(vacuous[qid])} occurs nowhere in the KG)" if qid in vacuous else ""
+    return ""
 
 
 def _shown(iris: list[str]) -> str:
@@ -225,7 +227,7 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
     try:
         nothing = _golds_saying_nothing(gold, [q for q in questions if q.id not in plan.holdout.exclusions])
-        vacuous = _vacuous_golds(plan, gold, [q for q in questions if q.id not in plan.holdout.exclusions and q not in empty and q.id not in nothing])
+        vacuous = _vacuous_golds(plan, gold, [q for q in questions if q.id not in plan.holdout.exclusions and q not in empty])
     except KgevalError as exc:
         return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
     empty += [q for q in questions if q.id in vacuous or q.id in nothing]
