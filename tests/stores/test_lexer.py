@@ -187,6 +187,7 @@ def test_a_cast_of_a_huge_number_is_an_error_not_a_stall():
     assert row[0].value == str(10**30)
 
 
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 GLUED_SPELLINGS = [
     "PREFIX: <http://valuenet/ontop/> SELECT ?x ?o WHERE { ?x :p ?o }",
     "PREFIX:<http://valuenet/ontop/> SELECT ?x ?o WHERE { ?x :p ?o }",
@@ -217,9 +218,6 @@ def test_spellings_oxigraph_runs_are_read_as_it_reads_them(query):
     approved = guard_query(query).text
     assert original and sorted(tuple(map(str, row)) for row in store.query(approved)) == original, approved
     assert canonical(approved) == approved
-
-
-XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 
 
 def test_prefix_glued_to_its_name_runs_on_the_embedded_store(tmp_path):
