@@ -15,7 +15,14 @@ with varied entity IRIs, passages in six other languages, code, `\\u` and `\\/` 
 `UniqueRecords`), so no cache helps. `--corpus repeating`: a pool of 20,000 records
 drawn again and again (system prompts repeat in real data; the line cache then helps).
 
-Prints the check's MB/s per core, records/s, peak memory (RSS of the whole process tree) and
+First, short paraphrases (`bench/paraphrases.py`): every question of the holdout and of CK25
+with function words swapped, dropped or added, auxiliaries in the past tense, and polite
+lead-ins, each its own record, must all be found (recall 100%); several hundred unrelated
+questions of the same domains (other people's telephones, CK25's people's other attributes,
+other departments and products, other KGs' questions, the other holdout's paraphrases) must
+all pass (0 false positives). `--paraphrases-only` stops there (about a minute).
+
+Then it prints the check's MB/s per core, records/s, peak memory (RSS of the whole process tree) and
 planted-leak recall (must be 100%), and, measured in the same run on the same file, single-
 core baselines that read and search without matching: `rg -F -i` over the prefilter's
 literals (when ripgrep is installed), DuckDB `read_json` + `regexp_matches` with the
@@ -25,7 +32,7 @@ what carry over from this noisy machine. `--engine spark` also runs the check on
 (`--spark-master`, default local[2]) and prints its MB/s, per core, its ratio to the local
 check and what a 10 TB corpus would cost in executor-core-hours at that rate.
 
-    python bench/contamination.py [--gb 0.2] [--corpus unique|repeating] [--workers 1 2]
+    python bench/contamination.py [--paraphrases-only] [--gb 0.2] [--corpus unique|repeating] [--workers 1 2]
                                   [--engine local|spark] [--spark-master local[2]]
 """
 
@@ -52,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgeval.config import ContaminationConfig, GuardsConfig  # noqa: E402
 from kgeval.guards import build_index, check_contamination, load_fingerprints  # noqa: E402
+from bench.paraphrases import measure, paraphrases, unrelated_questions  # noqa: E402
 from kgeval.guards._text import STOPWORDS  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
 
@@ -351,6 +359,7 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=20, help="planted leaks of each kind (default 20)")
     parser.add_argument("--holdout", type=Path, default=REPO / "holdout")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--paraphrases-only", action="store_true", help="only the short-paraphrase recall and false positives")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -359,6 +368,9 @@ def main() -> None:
     index = build_index(holdout, GuardsConfig(), load_fingerprints(REPO / "schema_gate"))
     print(f"index: {len(index.questions)} questions, {len(index.iris)} distinctive IRIs, "
           f"{len(index.namespaces)} namespaces, prefilter {len(index.prefilter.literals)} literals + {len(index.prefilter.words)} words; built in {time.perf_counter() - t0:.1f} s")
+    paraphrase_failures = paraphrase_figures(holdout, index)
+    if args.paraphrases_only:
+        sys.exit("short paraphrases: recall below 100% or unrelated questions flagged" if paraphrase_failures else 0)
     leaks = planted_leaks(index, holdout, rng, args.per_kind)
     if args.corpus == "unique":
         make = UniqueRecords(holdout, rng).record
@@ -380,8 +392,29 @@ def main() -> None:
         if args.engine == "spark":
             missed += run_spark(path, size, index, planted, args.spark_master, per_core)
     print("bench process maxrss (getrusage)", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "MB")
-    if missed:
-        sys.exit("recall below 100%: planted leaks were missed")
+    if missed or paraphrase_failures:
+        sys.exit("recall below 100%: planted leaks were missed, or short paraphrases missed or unrelated questions flagged")
+
+
+def paraphrase_figures(holdout, index) -> int:  # noqa: ANN001
+    """Print the short-paraphrase figures of the holdout and of CK25 (when present), each
+    against the other's paraphrases and, for CK25, `unrelated_questions`; the misses and false
+    positives, counted."""
+    from kgeval.interop import import_text2sparql
+
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="kgeval-bench-") as tmp:
+        pairs = [("holdout", holdout, index, [])]
+        if (CK25 / "questions.yml").is_file():
+            import_text2sparql(CK25, "ck25", Path(tmp) / "ck25")
+            ck25 = load_holdout(Path(tmp) / "ck25")
+            pairs = [("CK25", ck25, None, unrelated_questions()), *pairs]
+        for name, held, held_index, unrelated in pairs:
+            others = [text for _, other, _, _ in pairs if other is not held for q in other.questions() for _, text in paraphrases(q.question)]
+            figures = measure(held, unrelated + others, GuardsConfig(), Path(tmp), held_index)
+            print("\n".join(figures.lines(name)))
+            failures += len(figures.missed) + len(figures.flagged)
+    return failures
 
 
 def recall(report, planted: dict[int, tuple[str, str]]) -> tuple[str, int]:  # noqa: ANN001

@@ -14,7 +14,7 @@ from kgeval.errors import KgevalError
 from kgeval.gold import gold_problems, index_gold
 from kgeval.holdout import RESTORE_OR_RESEAL, holdout_problems
 from kgeval.review import ReviewLog, current_hashes, review_states
-from kgeval.judges import is_uninformative, missing_vocabulary
+from kgeval.judges import is_uninformative, missing_vocabulary, says_nothing
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan, store_lookup
 from kgeval.checklists._model import PreEvalChecklist
 
@@ -219,6 +219,27 @@ def _vacuous_golds(plan: RunPlan, gold: Any, questions: list) -> dict[str, list[
     return found
 
 
+def _golds_saying_nothing(gold: Any, questions: list) -> dict[str, str]:
+    """Question id -> what its gold holds, for each SELECT gold of one row whose values are
+    all unbound or zero (`says_nothing`: a count of 0, `MIN(?x)` over no solutions): nothing
+    found, spelt otherwise than as no rows. Only one-row golds are read."""
+    found = {}
+    for q in questions:
+        summary = gold.entries[q.id]
+        if summary.form == "select" and summary.total == 1 and says_nothing(result := gold.entry(q.id).result):
+            found[q.id] = "unbound" if all(cell is None for cell in result.rows[0]) else "zero"
+    return found
+
+
+def _why_empty(qid: str, vacuous: dict[str, list[str]], nothing: dict[str, str]) -> str:
+    """What makes a gold that has rows or a false ASK count as empty, in the checklist's detail."""
+    if qid in vacuous:
+        return f" (false / 0 only because {_shown(vacuous[qid])} occurs nowhere in the KG)"
+    if qid in nothing:
+        return " (one row of unbound values: nothing found)" if nothing[qid] == "unbound" else " (one row of zeros: nothing counted)"
+    return ""
+
+
 def _shown(iris: list[str]) -> str:
     return ", ".join(f"<{iri}>" for iri in iris[:3]) + (" ..." if len(iris) > 3 else "")
 
@@ -227,9 +248,10 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     """Every empty gold is confirmed: the question says `expect_empty: true`, or its empty answer
     is confirmed on record for its current reference query (`kgeval holdout confirm-empty`), or a
     domain reviewer approved that gold at its current hash. An empty gold from a broken reference
-    query would accept any answer that finds nothing. So would a vacuous one: a false ASK or a
-    count of 0 that says nothing only because the reference query needs a predicate or class the
-    KG lacks (`_vacuous_golds`); it needs the same confirmation."""
+    query would accept any answer that finds nothing. So would a gold that finds nothing in
+    another spelling: one row whose values are all unbound or zero (`_golds_saying_nothing`),
+    and a false ASK that says nothing only because the reference query needs a predicate or
+    class the KG lacks (`_vacuous_golds`); they need the same confirmation."""
     try:
         gold = index_gold(plan.gold_dir)  # summaries only: the entries stay on disk
     except KgevalError:
@@ -238,10 +260,11 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
     questions = [q for q in plan.holdout.questions() if q.id in summaries]
     empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
     try:
+        nothing = _golds_saying_nothing(gold, [q for q in questions if q.id not in plan.holdout.exclusions])
         vacuous = _vacuous_golds(plan, gold, [q for q in questions if q.id not in plan.holdout.exclusions and q not in empty])
     except KgevalError:
         return [ChecklistItem(item="empty_gold", observed=GOLD_UNREADABLE, passed=False)]
-    empty += [q for q in questions if q.id in vacuous]
+    empty += [q for q in questions if q.id in vacuous or q.id in nothing]
     # an excluded question is never asked: its empty gold needs no confirmation
     excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)
     unconfirmed = [q for q in empty if not plan.holdout.empty_confirmed(q) and q.id not in plan.holdout.exclusions]
@@ -257,7 +280,7 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
             return [ChecklistItem(item="empty_gold", observed="review log broken", passed=False, detail=str(exc))]
         unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
     if unconfirmed:
-        ids = ", ".join(f"{q.kg}/{q.id}" + (f" (false / 0 only because {_shown(vacuous[q.id])} occurs nowhere in the KG)" if q.id in vacuous else "") for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
+        ids = ", ".join(f"{q.kg}/{q.id}" + _why_empty(q.id, vacuous, nothing) for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
         stale = [q.id for q in unconfirmed if q.id in plan.holdout.confirmed_empty]
         detail = (
             f"unconfirmed empty golds: {ids}. Fix the reference query, or confirm the empty answer: "

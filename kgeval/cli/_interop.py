@@ -82,6 +82,11 @@ def _print_imports(reports: list[ImportReport]) -> None:
     if others > 0:  # an --out that already held a holdout: said, not merged silently
         line += f" into a holdout that already held {others} other KG(s): it now holds {len(holdout.kgs)} KGs, {len(holdout.questions())} questions"
     out.print(f"{line}; holdout sealed: manifest {reports[0].manifest_sha256}", markup=False)
+    renamed = [(str(kg.source["kg_value"]), kg.id) for kg in holdout.kgs if any(r.kg_dir.name == kg.id for r in reports)
+               and kg.source.get("kg_value") and str(kg.source["kg_value"]) != kg.id]
+    if renamed:  # a replay written with the benchmark's names is matched to these, with a warning
+        shown = ", ".join(f"{theirs} as {ours}" for theirs, ours in renamed[:5]) + (" ..." if len(renamed) > 5 else "")
+        out.print(f"KG names stored otherwise than the benchmark writes them: {shown}; a replay may name them either way", markup=False)
 
 
 @import_app.command("text2sparql")

@@ -34,6 +34,8 @@ def _run(
     checklist = pre_eval_checklist(cfg.run.checklist)
     loaded = load_holdout(holdout)
     sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
+    if note := getattr(sut, "note", None):  # a replay matched to the holdout ignoring case
+        err.print(f"warning: {note}", markup=False)
     with ResultsDB(db) as results, progress_bar(f"run {system}", len(loaded.evaluated_questions()) * cfg.run.seeds) as advance:
         return execute_run(loaded, gold, sut, cfg, results, advance, checklist=checklist, replay=replay, compare_with=compare_with)
 

@@ -121,6 +121,10 @@ class HeldQuestion:
     coverage: float = 0.0
     """Share of `words` a near-duplicate must hold around its window (0 for a question with
     many content words); see `ContaminationConfig.min_question_coverage`."""
+    function_words: int = 0
+    """How many distinct function words (`STOPWORDS`) it has."""
+    order: tuple[str, ...] = ()
+    """Its `features` in the order they first appear in it."""
 
     @property
     def near(self) -> bool:
@@ -303,7 +307,7 @@ class HoldoutIndex:
                 continue
             feats = feats or [None if w in STOPWORDS else feature(w) for w in words]
             score, start, end = _best_window(words, feats, sorted(p for f in have for p in positions[f]), q)
-            if score >= q.threshold and _covers(words, start, end, q):
+            if score >= q.threshold and _covers(words, start, end, q) and (score >= 1.0 or _unreplaced(feats, start, end, q)):
                 window = " ".join(words[start : end + 1])
                 found.append(Match(kind="question-near", matched=window[:200], holdout_item=item, score=round(score, 3)))
         return found
@@ -560,12 +564,41 @@ def _best_window(words: list[str], feats: list[str | None], hits: list[int], q: 
 
 def _covers(words: list[str], start: int, end: int, q: HeldQuestion) -> bool:
     """Do the words around a near-duplicate window (as many more as make it the question's
-    length, on each side) hold `q.coverage` of the question's words?"""
+    length, on each side) hold `q.coverage` of the question's words? When they hold every
+    content word of the question in its order, any function word stands for any other: a copy
+    may swap them (`What is` -> `Which was`), drop or add some, or put a lead-in before it
+    ("Please tell me: "), and is still a question of the same words; a generic phrase
+    ("employees per department") has too few words of any kind around the content words, and
+    one with them in another order asks something else ("Which phase has the most trials?"
+    is not "How many trials are there in each phase?")."""
     if not q.coverage:
         return True
     slack = max(0, q.length - (end - start + 1))
-    around = {feature(w) for w in words[max(0, start - slack) : end + 1 + slack]}
-    return len(q.words & around) >= q.coverage * len(q.words)
+    nearby = words[max(0, start - slack) : end + 1 + slack]
+    around = {feature(w) for w in nearby}
+    if len(q.words & around) >= q.coverage * len(q.words):
+        return True
+    in_order = tuple(dict.fromkeys(f for w in nearby if w not in STOPWORDS and (f := feature(w)) in q.features))
+    if in_order != q.order:
+        return False
+    function = min(q.function_words, len(STOPWORDS.intersection(nearby)))
+    return len(q.features) + function >= q.coverage * len(q.words)
+
+
+def _unreplaced(feats: list[str | None], start: int, end: int, q: HeldQuestion) -> bool:
+    """For a short question whose window lacks some of its content words: is the Jaccard still
+    at least its threshold over some span of the question's length around the window? A window
+    may leave out a content word that another one took the place of ("What is the email of
+    Baldwin Dirksen?": `baldwin dirksen` alone has 2 of the 3 features of "What is the
+    telephone of Baldwin Dirksen?"); the span holds the replacement, and asks something else."""
+    if not q.coverage:
+        return True
+    span = max(end - start + 1, min(q.length, len(feats)))
+    best = 0.0
+    for first in range(max(0, end - span + 1), min(start, len(feats) - span) + 1):
+        held = {f for f in feats[first : first + span] if f is not None}
+        best = max(best, len(held & q.features) / len(held | q.features))
+    return best >= q.threshold
 
 
 def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFingerprint] = ()) -> HoldoutIndex:
@@ -669,6 +702,8 @@ def _held_questions(holdout: Holdout, config: GuardsConfig) -> list[HeldQuestion
             HeldQuestion(
                 kg=q.kg, id=q.id, normalized=" ".join(words), length=len(words), features=feats, names=names,
                 threshold=threshold, words=frozenset(map(feature, words)), coverage=coverage,
+                function_words=len(STOPWORDS.intersection(words)),
+                order=tuple(dict.fromkeys(feature(w) for w in words if w not in STOPWORDS)),
             )
         )
     return held

@@ -48,8 +48,10 @@ STOPWORDS = frozenset(
     might must what which who whom whose where when why how that this these those there here it
     its their them they he she his her we our you your i me my all any each every some give list
     show tell find name please many much more most less least than also only very just such
-    other per get""".split()
+    other per get s t re ve ll m d""".split()
 )
+"""Function words; the last are the clitics `tokens` splits off (`what's`, `don't`, `we're`,
+`I'd`): `What's the telephone` is `What is the telephone`."""
 
 
 HIDDEN = (

@@ -6,7 +6,7 @@ from kgeval.judges._leniency import READINGS, RESULT_RULES, RULES, RuleName, len
 from kgeval.judges._lookup import KgLookup, fold, kg_lookup
 from kgeval.judges._model import FAILURE_WORDS, Candidate, FailureKind, Judge, Verdict
 from kgeval.judges._normalize import Normalizer, iri_tail, item_term, normalize_item, normalize_term, normalize_value
-from kgeval.judges._rules import answer_in_query, is_uninformative, missing_vocabulary
+from kgeval.judges._rules import answer_in_query, is_uninformative, missing_vocabulary, says_nothing
 from kgeval.judges._seed import SeedJudge
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "normalize_value",
     "project",
     "rules_on",
+    "says_nothing",
     "standard_config",
     "table_of_items",
     "table_of_result",

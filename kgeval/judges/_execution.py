@@ -122,7 +122,9 @@ as are the answer-list readings that need a guess (a hedged number, a year for a
 of a sentence); every reading and the approximate-number comparison are switchable; every verdict
 records, in `details["leniency"]`, whether the field's standard comparison and the all-rules
 comparison accept the answer, and which rules alone decide it; an answer list's verdict names
-the readings it applied (`details["readings"]`); a split listing's accept names its rule."""
+the readings it applied (`details["readings"]`); a split listing's accept names its rule; one row whose values
+are all unbound (`SELECT (MIN(?x) AS ?m)` over no solutions) says nothing, as a count of 0 does:
+vacuous when vocabulary the KG lacks makes it (`_rules.is_uninformative`)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""

@@ -123,14 +123,22 @@ def vacuous_reason(iris: list[str]) -> str:
 
 
 def is_uninformative(result: QueryResult) -> bool:
-    """An empty result, a false ASK, or one row of zeros / unbound cells (a COUNT of 0)."""
+    """An empty result, a false ASK, or one row of zeros / unbound cells: a COUNT of 0, or the
+    one row an aggregate gives over no solutions (`SELECT (MIN(?x) AS ?m)` over a predicate the
+    KG lacks: ?m unbound), which says nothing as an empty result does."""
     if result.form == "ask":
         return not result.boolean
     if result.total == 0:
         return True
     if result.total != 1 or not result.rows:
         return False
-    return all(cell is None or _is_zero(cell.value) for cell in result.rows[0]) and any(c is not None for c in result.rows[0])
+    return all(cell is None or _is_zero(cell.value) for cell in result.rows[0])
+
+
+def says_nothing(result: QueryResult) -> bool:
+    """A SELECT result that finds nothing in another spelling than no rows: one row of zeros
+    or unbound cells (`is_uninformative`)."""
+    return result.form == "select" and result.total == 1 and is_uninformative(result)
 
 
 def _is_zero(text: str) -> bool:

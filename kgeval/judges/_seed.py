@@ -67,7 +67,9 @@ up to twelve, "none") and SPARQL JSON terms as their values; a German or Spanish
 a sentence's one value keeps it unread (`_reading.read_items`); a `mailto:` or `tel:` IRI compares by
 its address under `iri_tail` (`_normalize`). 13 (issue 32): the answer-list
 readings are named and switchable (`readings`), and those that need a guess are off by default:
-a hedged number (`about 150`), a year for a date, the one value of a sentence."""
+a hedged number (`about 150`), a year for a date, the one value of a sentence; one row whose values are all unbound
+(`SELECT (MIN(?x) AS ?m)` over no solutions) says nothing, as a count of 0 does: vacuous when
+vocabulary the KG lacks makes it (`_rules.is_uninformative`)."""
 
 _LISTS_BEFORE_SPELLINGS = 8
 """Answer lists judged against a gold before its spellings are learned (`GoldIndex.spelled`)."""

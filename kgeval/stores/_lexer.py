@@ -126,7 +126,16 @@ def canonical_tokens(query: str) -> list[Token]:
             position = match.end(group)  # type: ignore[union-attr]
             raw = match.group(group)  # type: ignore[union-attr]
             upper = raw.upper()
+            if upper not in _KEYWORDS and raw != "a" and (glued := _glued_keywords(upper)):
+                tokens.extend(glued)  # `LIMIT10`, `ORDER BYDESC(?x)`: as Oxigraph reads them
+                continue
             append(Token("word", raw if raw == "a" else _SPELLING.get(upper, upper)))
+            continue
+        if kind == "pname" and _glued_prefix(match.group(group), text, match.end(group), tokens):  # type: ignore[union-attr]
+            append(Token("word", "PREFIX"))  # `PREFIX: <...>` is `PREFIX : <...>` to Oxigraph and rdflib
+            start, raw = match.start(group) + len("PREFIX"), match.group(group)[len("PREFIX") :]  # type: ignore[union-attr]
+            position = start + len(raw)
+            append(_canonical_pname(raw, prefixes, tokens))
             continue
         if kind in ("", "iri"):  # no match, or `<` that may be less-than: the careful path
             kind, start, raw = _next_terminal(text, position, tokens, parens, match)
@@ -146,6 +155,56 @@ def canonical_tokens(query: str) -> list[Token]:
                 )
         if tokens[-1].kind == "iri" and len(tokens) >= 3 and tokens[-3].keyword == "PREFIX":
             prefixes[tokens[-2].text[:-1].removeprefix(_RENAMED)] = tokens[-1].text[1:-1]
+
+
+_DECLARED_NEXT = re.compile(_SKIPPED + "<")
+
+
+def _glued_prefix(raw: str, text: str, end: int, before: list[Token]) -> bool:
+    """Is this prefixed name (`PREFIX:`, `prefixex:`) the keyword PREFIX glued to the name it
+    declares? Oxigraph and rdflib match keywords without a word boundary, so `PREFIX:` followed
+    by an IRI, where a declaration may stand (at the start, or after a declaration), is
+    `PREFIX :`: the name is one they read, and the canonical text writes it apart."""
+    if not raw.endswith(":") or raw[:6].upper() != "PREFIX" or not _DECLARED_NEXT.match(text, end):
+        return False
+    if not before:
+        return True
+    return before[-1].kind == "iri" and len(before) >= 2 and (before[-2].keyword == "BASE" or (len(before) >= 3 and before[-3].keyword == "PREFIX"))
+
+
+def _glued_keywords(word: str) -> list[Token]:
+    """The keywords a word that is none is made of, as Oxigraph reads it (it matches keywords
+    without a word boundary: `SELECTDISTINCT`, `ORDER BYDESC(?x)`, `LIMIT10`, `OFFSET5`); [] when
+    it is not one way made of them. No other reader could take such a word for anything: a bare
+    word that is no keyword is an error to all of them, so splitting it refuses nothing the
+    engine runs and lets nothing through unread (the pieces are checked as every keyword is)."""
+    number = re.search(r"[0-9]+$", word) if word.startswith(("LIMIT", "OFFSET")) else None
+    head = word[: number.start()] if number else word
+    pieces = _keyword_pieces(head)
+    if pieces is None or (number and pieces[-1] not in ("LIMIT", "OFFSET")) or len(pieces) + bool(number) < 2:
+        return []
+    return [Token("word", _SPELLING.get(p, p)) for p in pieces] + ([Token("number", number.group())] if number else [])
+
+
+def _keyword_pieces(word: str) -> list[str] | None:
+    """`word` as a run of keywords when there is exactly one way to read it so, else None
+    (counted from the end of the word: linear in its length)."""
+    if len(word) > 64:
+        return None
+    ways = [0] * len(word) + [1]
+    first: list[str] = [""] * len(word)
+    for at in range(len(word) - 1, -1, -1):
+        for k in _KEYWORDS:
+            if k != "A" and word.startswith(k, at) and ways[at + len(k)]:
+                ways[at] = min(2, ways[at] + ways[at + len(k)])
+                first[at] = k
+    if ways[0] != 1:
+        return None
+    pieces, at = [], 0
+    while at < len(word):
+        pieces.append(first[at])
+        at += len(first[at])
+    return pieces
 
 
 def _next_terminal(text: str, position: int, before: list[Token], parens: int, match: re.Match[str] | None = None) -> tuple[str, int, str]:
@@ -233,6 +292,9 @@ expression for the keyword. Their uses are written as full IRIs in the canonical
 their declaration under a name no keyword has (`_RENAMED` + name), so every reader agrees."""
 
 _RENAMED = "kgeval-reserved-"
+
+_KEYWORDS = _RESERVED_PREFIXES
+"""Every SPARQL keyword and built-in name, upper case."""
 
 
 def _glued(tokens: Sequence[Token], i: int) -> bool:

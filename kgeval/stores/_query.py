@@ -151,8 +151,10 @@ def _refuse_unsafe(tokens: tuple[Token, ...]) -> set[str]:
     The keywords of the query come back."""
     words = {t.keyword for t in tokens if t.kind == "word"}
     if words & _UPDATE_WORDS:
+        _refuse_prose(tokens)
         raise QueryRefused("updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) are refused")
     if "SERVICE" in words:
+        _refuse_prose(tokens)
         raise QueryRefused("SERVICE clauses are refused: a query may only read the store it is sent to")
     form = next((t.keyword for t in tokens if t.keyword in ("SELECT", "ASK", *_REFUSED_FORMS)), "")
     if form in _REFUSED_FORMS:
@@ -167,6 +169,26 @@ def _refuse_unsafe(tokens: tuple[Token, ...]) -> set[str]:
     if deepest > MAX_NESTING:
         raise QueryRefused(f"query is nested {deepest} levels deep, over the limit of {MAX_NESTING}")
     return words
+
+
+_UNSAFE_NODES = tree_sitter.Query(
+    LANGUAGE,
+    " ".join(f"({kind}) @unsafe" for kind in (
+        "insert_data", "delete_data", "delete_where", "modify", "load", "clear", "drop", "create", "add", "move", "copy",
+        "service_graph_pattern",
+    )),
+)
+
+
+def _refuse_prose(tokens: tuple[Token, ...]) -> None:
+    """Before a refusal by keyword: when the grammar cannot read the text and finds no update
+    or SERVICE clause in it, the word was prose, not a keyword ("... } This query finds the
+    singers with ..."): invalid SPARQL (QuerySyntaxError), not a refused update. Either way
+    nothing reaches a store; only the name of the failure differs."""
+    canonical, spans = canonical_text_and_spans(tokens)
+    root = parsed_tree(canonical).root_node
+    if root.has_error and not tree_sitter.QueryCursor(_UNSAFE_NODES).captures(root):
+        _check_same_terminals(root, tokens, canonical, spans)
 
 
 _CALLABLE = (
@@ -452,14 +474,23 @@ def query_algebra(text: str, *, as_written: bool = False) -> CompValue:
     as `cat:p *`.) So is a text with the Wikidata label service, which the engine runs as plain
     SPARQL (`_label_service`), unless `as_written` (the contamination check compares queries as
     people write them: a copy holds the SERVICE clause, not its emulation). Text the guard
-    refuses or rdflib cannot read so is read as given."""
+    refuses or rdflib cannot read so is read as given. A text rdflib cannot read as given but
+    the guard approves (keywords glued as Oxigraph reads them: `LIMIT10`, `PREFIXex:`) is read
+    as the canonical text the engine runs."""
     with _PARSE_LOCK:
         if "\\" in text or "\r" in text or (not as_written and _label_service.named(text)):
             try:
                 return _algebra(guard_query(text).text)
             except (QuerySyntaxError, QueryRefused):
                 pass
-        return _algebra(text)
+        try:
+            return _algebra(text)
+        except QuerySyntaxError as unread:
+            try:
+                canonical = guard_query(text).text
+            except (QuerySyntaxError, QueryRefused):
+                raise unread from None
+            return _algebra(canonical)
 
 
 @lru_cache(maxsize=1024)

@@ -4,7 +4,12 @@
      "stop_reason": "stop"}
 
 `sparql` and/or `answer`; `seed` defaults to 0. An attempt with no record is reported as a
-missing answer, not scored. Recorded model output is read as a live model's is (pipeline
+missing answer, not scored. A record that matches no question of the holdout is an error
+naming it (file:line, the kg and id it gave, the closest the holdout has), never skipped: its
+question would be "missing" and the run would publish a number without it. A record naming
+its KG or question in another case (`cre_Doc_Template_Mgt`, which an import stores as
+`cre_doc_template_mgt`), or by the name the benchmark gave the KG, is matched, with one warning
+line (`note`). Recorded model output is read as a live model's is (pipeline
 parity): a `sparql` holding a ``` code block gives the query inside it, and `text` (the model's
 whole response, instead of `sparql`) is read by `output_from_text`, as the prompted systems do.
 
@@ -24,6 +29,7 @@ question's SPARQL is executed as any replayed query; a question without one is j
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -63,7 +69,13 @@ class ReplaySystem:
             raise InputError(f"{self.path}: replay file does not exist (--replay: a JSONL of attempts, or a TEXT2SPARQL answer list)")
         self.version = sha256_file(self.path)[:12]
         self._records: dict[tuple[str, str, int], _Record] = {}
-        for where, record in _reader(self.path)(self.path, holdout):
+        self.note: str | None = None
+        """One warning line: the records whose KG or question id matched the holdout's only
+        ignoring case or by the benchmark's name for the KG."""
+        read = list(_reader(self.path)(self.path, holdout))
+        if holdout is not None:
+            read, self.note = _matched(self.path, read, holdout)
+        for where, record in read:
             key = (record.kg, record.question_id, record.seed)
             if key in self._records:
                 raise InputError(f"{where}: a second record for {key[0]}/{key[1]} seed {key[2]}")
@@ -88,6 +100,68 @@ class ReplaySystem:
         if sparql is not None and "```" in sparql:  # a model's code block, as a live system would read it
             sparql = extract_sparql(sparql) or sparql
         return SystemOutput(sparql=sparql, answer=record.answer, stop_reason=record.stop_reason)
+
+
+_SHOWN = 10
+"""Most unmatched records an error lists."""
+
+
+def _matched(path: Path, read: list[tuple[str, _Record]], holdout: Holdout) -> tuple[list[tuple[str, _Record]], str | None]:
+    """`read` with each record's kg and question id as the holdout writes them, and the warning
+    line for those matched ignoring case (or by the benchmark's KG name); InputError naming the
+    records that match no question of the holdout."""
+    questions = {(q.kg, q.id) for q in holdout.questions()}
+    folded: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for kg, qid in questions:
+        folded.setdefault((kg.casefold(), qid.casefold()), []).append((kg, qid))
+    aliases = {str(kg.source["kg_value"]).casefold(): kg.id for kg in holdout.kgs if kg.source.get("kg_value")}
+    kept, renamed, unmatched = [], {}, []
+    for where, record in read:
+        key = (record.kg, record.question_id)
+        if key not in questions:
+            kg = aliases.get(record.kg.casefold(), record.kg)
+            found = folded.get((kg.casefold(), record.question_id.casefold()), [])
+            if len(found) != 1:
+                unmatched.append((where, record))
+                continue
+            renamed[key] = found[0]
+            record = record.model_copy(update={"kg": found[0][0], "question_id": found[0][1]})
+        kept.append((where, record))
+    if unmatched:
+        raise InputError(_unmatched_message(path, unmatched, sorted(questions), len(read)))
+    return kept, _renamed_note(renamed)
+
+
+def _unmatched_message(path: Path, unmatched: list[tuple[str, _Record]], questions: list[tuple[str, str]], total: int) -> str:
+    """The error for records matching no question: each (up to `_SHOWN`) with the closest."""
+    names = [f"{kg}/{qid}" for kg, qid in questions]
+    by_fold = {name.casefold(): name for name in names}
+    lines = []
+    for where, record in unmatched[:_SHOWN]:
+        given = f"{record.kg}/{record.question_id}"
+        close = difflib.get_close_matches(given.casefold(), list(by_fold), n=1, cutoff=0.0)
+        lines.append(f"  {where}: kg {record.kg!r}, question_id {record.question_id!r}: no such question; closest in the holdout: "
+                     + (by_fold[close[0]] if close else "none"))
+    more = f"\n  ... and {len(unmatched) - _SHOWN} more" if len(unmatched) > _SHOWN else ""
+    return (
+        f"{path}: {len(unmatched)} of {total} replay records match no question of the holdout (their answers would be "
+        "left out as missing and the run would publish a number without them):\n" + "\n".join(lines) + more
+        + "\nFix their kg / question_id to the holdout's (`kgeval holdout verify` lists its KGs), or replay them against the holdout they answer"
+    )
+
+
+def _renamed_note(renamed: dict[tuple[str, str], tuple[str, str]]) -> str | None:
+    """One line for the records matched ignoring case or by the benchmark's KG name."""
+    if not renamed:
+        return None
+    kgs = sorted({(given[0], ours[0]) for given, ours in renamed.items() if given[0] != ours[0]})
+    shown = ", ".join(f"{given} as {ours}" for given, ours in kgs[:5]) + (" ..." if len(kgs) > 5 else "")
+    ids = sum(1 for given, ours in renamed.items() if given[1] != ours[1])
+    return (
+        f"{len(renamed)} replay records name their KG or question otherwise than the holdout does and were matched ignoring case "
+        "or by the benchmark's name for the KG"
+        + (f" (KGs {shown})" if kgs else "") + (f"; {ids} question ids in another case" if ids else "")
+    )
 
 
 def _emptiness(path: Path) -> str:
@@ -244,12 +318,13 @@ def _names_kg(raw: dict, kg: KnowledgeGraph) -> bool:
     """Whether a QALD record may be a question of `kg`: the benchmark's own KG field (the one
     `--kg-field` named at import) holds its value (or our KG's id), or else a `kg` field holds
     our KG's id (KGs imported one at a time have no field of their own); a record without
-    either may be."""
+    either may be. Case is ignored: an import writes `cre_Doc_Template_Mgt` as
+    `cre_doc_template_mgt`."""
     field = kg.source.get("kg_field")
     if field and field in raw:
-        return str(raw[field]).strip() in (kg.source.get("kg_value"), kg.id)
+        return str(raw[field]).strip().casefold() in (str(kg.source.get("kg_value")).casefold(), kg.id.casefold())
     if "kg" in raw:
-        return str(raw["kg"]).strip() == kg.id
+        return str(raw["kg"]).strip().casefold() == kg.id.casefold()
     return True
 
 

@@ -471,3 +471,32 @@ def test_a_checklist_leaving_out_the_holdout_or_gold_check_is_refused(mini_holdo
     questions.write_text(questions.read_text().replace("Is Carol in sales?", "Is Carol in sales (edited)?"))
     done = kgeval("run", "--system", "oracle", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(tmp_path / "r.duckdb"), "--checklist", str(custom))
     assert done.returncode == 2 and "leaves out" in done.stderr, done.stderr
+
+
+def test_a_gold_of_one_unbound_or_zero_row_needs_the_confirmation_an_empty_gold_needs(tmp_path):
+    """Issue 32, item 8: "nothing found" has more spellings than no rows. A MIN over no solutions
+    gives one row with its value unbound; a COUNT over none, one row of 0. Such golds accept any
+    answer that finds nothing, as an empty gold does (13 passed unconfirmed in a real benchmark),
+    whether or not the KG has the vocabulary: the run is refused naming them until `kgeval
+    holdout confirm-empty` confirms them."""
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+
+    questions = [*MINI_QUESTIONS,
+                 {"id": "mini-90", "question": "How old is the youngest in legal?", "sparql": PREFIX + "SELECT (MIN(?a) AS ?m) WHERE { ?p ex:worksIn e:legal ; ex:age ?a }", "domain": "hr"},
+                 {"id": "mini-91", "question": "How many people work in legal?", "sparql": PREFIX + "SELECT (COUNT(?p) AS ?n) WHERE { ?p ex:worksIn e:legal }", "domain": "hr"}]
+    root = write_holdout(tmp_path / "holdout", questions)
+    assert rebuild_gold(load_holdout(root), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        item = {i.item: i for i in _receipt(root, tmp_path / "gold", OracleSystem(), db).items}["empty_gold"]
+    assert not item.passed and item.observed == "2 of 3 empty golds unconfirmed", item
+    assert "mini/mini-90 (one row of unbound values: nothing found)" in item.detail
+    assert "mini/mini-91 (one row of zeros: nothing counted)" in item.detail
+    confirmed = kgeval("holdout", "confirm-empty", "mini-90", "mini-91", "--why", "no legal department in this extract", "--holdout", str(root))
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert rebuild_gold(load_holdout(root), lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        item = {i.item: i for i in _receipt(root, tmp_path / "gold", OracleSystem(), db).items}["empty_gold"]
+    assert item.passed, item

@@ -632,3 +632,34 @@ def test_a_wikidata_query_with_the_label_service_is_caught_and_wdqs_vocabulary_i
     sparql_hits = {h.record for h in report.hits if h.kind == "sparql"}
     assert len(leaks) == 4 and sparql_hits == set(range(len(leaks))), [(h.record, h.kind) for h in report.hits]
     assert not {h.record for h in report.hits} & {len(leaks), len(leaks) + 1}, [(h.record, h.kind, h.matched) for h in report.hits]
+
+
+# --- Short paraphrases (issue 32, item 5) ---
+
+
+def test_a_short_question_with_a_lead_in_and_its_function_words_swapped_is_found(ck25_holdout, tmp_path):
+    """Regression: "Please tell me: Which was telephone for Baldwin Dirksen?" holds 3 of the 7
+    words of ck25-2 ("What is the telephone of Baldwin Dirksen?"), below the 55% a short
+    question's copy had to hold, so it passed as clean. Any function word now stands for any
+    other when every content word is there; a question that replaced the content word (another
+    attribute of the same person) is not the question."""
+    records = [{"prompt": "Please tell me: Which was telephone for Baldwin Dirksen?"}, {"prompt": "What is the email of Baldwin Dirksen?"},
+               {"prompt": "Do you know the telephone of Heinrich Hoch?"}, {"prompt": "In which department is Ms. Yilmaz?"}]
+    report = check_contamination([_jsonl(tmp_path / "t.jsonl", records)], build_index(ck25_holdout, GuardsConfig()), GuardsConfig())
+    assert sorted((h.record, h.holdout_item) for h in report.hits) == [(0, "ck25/ck25-2")]
+
+
+def test_short_paraphrases_are_all_found_and_unrelated_questions_never(holdouts, tmp_path):
+    """Every question of both holdouts with function words swapped, dropped or added, the
+    auxiliaries' tense changed, contracted, and behind ten lead-ins (bench/paraphrases.py: about
+    3,500 texts) is found as its own question; several hundred unrelated questions of the same
+    domains (other people's telephones, CK25's people's other attributes, other departments,
+    products and cities, other KGs) and the other holdout's paraphrases are not flagged. Before
+    the fix: CK25 recall 95.9% (91.1% on questions of <= 8 words), 51 unrelated flagged."""
+    from bench.paraphrases import measure, paraphrases, unrelated_questions
+
+    for which, (holdout, other) in holdouts.items():
+        unrelated = (unrelated_questions() if which == "ck25" else []) + [t for q in other.questions() for _, t in paraphrases(q.question)]
+        figures = measure(holdout, unrelated, GuardsConfig(), tmp_path)
+        assert figures.short > 500 and len(unrelated) > 1500
+        assert (figures.missed, figures.flagged) == ([], []), "\n".join(figures.lines(which))

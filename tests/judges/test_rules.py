@@ -98,6 +98,20 @@ def test_same_empty_answer_with_vocabulary_the_kg_has_is_judged_as_before(ck25):
             assert verdict.correct and verdict.path != "vacuous", (judge.name, verdict.reason)
 
 
+def test_one_unbound_row_from_vocabulary_the_kg_lacks_is_vacuous(ck25):
+    """Issue 32, item 8: `SELECT (MIN(?x) AS ?m)` over a predicate CK25 lacks gives one row with
+    ?m unbound: nothing found, spelt as a row. It equalled a gold of the same shape and was
+    judged right; the vacuous rule now reads it as it reads an empty result or a count of 0."""
+    lookup = _lookup(ck25)
+    gold = _run(ck25, PREFIXES + "SELECT (MIN(?n) AS ?m) WHERE { ?e pv:memberOf prodi:nowhere ; pv:name ?n }")
+    assert gold.total == 1 and gold.rows == [[None]]
+    candidate = _candidate(ck25, PREFIXES + "SELECT (MIN(?n) AS ?m) WHERE { ?e pv:worksFor ?d ; pv:name ?n }", lookup)
+    for judge in (EXECUTION, SEED):
+        verdict = judge.judge(_q("ck25-min", EMPTY_GOLD), gold, candidate)
+        assert (verdict.correct, verdict.path) == (False, "vacuous"), (judge.name, verdict.reason)
+        assert verdict.details["missing_vocabulary"] == [PV + "worksFor"]
+
+
 def test_vacuous_rule_can_be_switched_off(ck25):
     sparql = PREFIXES + "SELECT ?e WHERE { ?e pv:worksFor ?d }"
     off = ExecutionJudge(ExecutionJudgeConfig(vacuous=False))

@@ -177,3 +177,31 @@ def test_virtuoso_full_text_is_read_as_a_predicate_or_a_call_and_no_other_engine
                  "SELECT (<bif:http_get>('http://127.0.0.1:9/') AS ?x) WHERE {}"):  # fmt: skip
         with pytest.raises(QueryRefused):
             guard_query(text)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT ?s WHERE { ?s a <http://x/Singer> } This query finds the singers with the most albums.",
+        "SELECT ?s WHERE { ?s a <http://x/Singer> }\nThis query uses the service to add the names, and copies nothing",
+        "ASK { ?s ?p ?o } Note: we could load or drop more data using a service",
+    ],
+)
+def test_a_query_followed_by_prose_is_invalid_sparql_not_a_refused_update(query):
+    """The words of the prose (`with`, `add`, `service`, `load`) are no keywords: the grammar
+    cannot read the text and finds no update or SERVICE clause in it. It was 'refused: updates'."""
+    with pytest.raises(QuerySyntaxError, match="does not parse"):
+        guard_query(query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT ?s WHERE { ?s ?p ?o } ; INSERT DATA { <http://a> <http://b> <http://c> }",
+        "WITH <http://g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o } this deletes everything",
+        "SELECT * WHERE { SERVICE <http://evil> { ?s ?p ?o } } and prose after it",
+    ],
+)
+def test_an_update_or_service_with_errors_around_it_is_still_refused_as_one(query):
+    with pytest.raises(QueryRefused, match="updates|SERVICE"):
+        guard_query(query)

@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from kgeval.cli import app
 from kgeval.errors import InputError
+from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
+from kgeval.judges import says_nothing
 from kgeval.runs import ResultsDB
 from kgeval.systems import ReplaySystem
 from tests.interop.test_benchmark_import import benchmark  # noqa: F401 - the fixture
@@ -31,6 +33,10 @@ def _import(qald: Path, kg_dir: Path, tmp_path: Path, empty: str) -> tuple[Path,
     assert rebuilt.exit_code == 0, rebuilt.output
     excluded = runner.invoke(app, ["holdout", "exclude", empty, "--why", "empty gold", "--holdout", str(holdout)])
     assert excluded.exit_code == 0, excluded.output
+    zero = [qid for qid, entry in load_gold(gold).items() if says_nothing(entry.result) and qid != empty]  # a COUNT of 0: nothing counted
+    if zero:
+        confirmed = runner.invoke(app, ["holdout", "confirm-empty", *zero, "--why", "no one that old in the generated data", "--holdout", str(holdout)])
+        assert confirmed.exit_code == 0, confirmed.output
     rebuilt = runner.invoke(app, ["gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)])  # executes nothing
     assert rebuilt.exit_code == 0, rebuilt.output
     return holdout, gold

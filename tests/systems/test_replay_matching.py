@@ -1,0 +1,101 @@
+"""A model's answer never vanishes into "missing" (issue 32, item 7): a replay record that
+matches no question of the holdout stops the run naming it; a KG named in another case than
+the import stored it (`cre_Doc_Template_Mgt` as `cre_doc_template_mgt`) is matched with one
+warning line. Driven through the CLI over a Spider-like benchmark imported with `kgeval holdout
+import qald --kg-dir` (three KGs with mixed-case names)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgeval.holdout import load_holdout
+from tests.conftest import REPO
+from tests.interop.test_benchmark_import import _people_ttl, _qald_benchmark
+
+KGS = ("cre_Doc_Template_Mgt", "Pets_1", "concert_singer")
+
+
+def kgeval(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=REPO, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def spider_like(tmp_path_factory):
+    """(holdout, gold) of a QALD benchmark over three KGs named as Spider names its databases."""
+    root = tmp_path_factory.mktemp("spider-like")
+    kg_dir = root / "kgs"
+    kg_dir.mkdir()
+    for name in KGS:  # a directory per database, named as the benchmark's db_id field names it
+        (kg_dir / name).mkdir()
+        (kg_dir / name / "data.ttl").write_text(_people_ttl(name, 12), encoding="utf-8")
+    qald = _qald_benchmark(root, {name: name for name in KGS}, per_kg=8)
+    holdout, gold = root / "h", root / "g"
+    done = kgeval("holdout", "import", "qald", str(qald), "--kg-dir", str(kg_dir), "--kg-field", "kg", "--out", str(holdout))
+    assert done.returncode == 0, done.stderr
+    assert "KG names stored otherwise than the benchmark writes them: cre_Doc_Template_Mgt as cre_doc_template_mgt, Pets_1 as pets_1" in done.stdout, done.stdout
+    rebuilt = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert [kg.id for kg in load_holdout(holdout).kgs] == ["concert_singer", "cre_doc_template_mgt", "pets_1"]
+    return holdout, gold
+
+
+def _replay(path: Path, holdout: Path, rename: dict[str, str], extra: list[dict] = ()) -> Path:
+    """Every question answered with its reference query, its KG written as `rename` says."""
+    records = [{"kg": rename.get(q.kg, q.kg), "question_id": q.id, "sparql": q.sparql} for q in load_holdout(holdout).questions()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*records, *extra]), encoding="utf-8")
+    return path
+
+
+def _run(holdout: Path, gold: Path, replay: Path, db: Path) -> subprocess.CompletedProcess:
+    return kgeval("run", "--system", "replay", "--replay", str(replay), "--seeds", "1", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
+
+
+def test_a_kg_named_as_the_benchmark_writes_it_is_matched_with_one_warning(spider_like, tmp_path):
+    """Before: the 8 questions of cre_doc_template_mgt were 'missing: no recorded answer' and the
+    run published a number without them."""
+    holdout, gold = spider_like
+    replay = _replay(tmp_path / "r.jsonl", holdout, {"cre_doc_template_mgt": "cre_Doc_Template_Mgt", "pets_1": "Pets_1"})
+    ran = _run(holdout, gold, replay, tmp_path / "r.duckdb")
+    assert ran.returncode == 0, ran.stderr
+    warnings = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "16 replay records" in warnings[0] and "cre_Doc_Template_Mgt as cre_doc_template_mgt" in warnings[0], ran.stderr
+    assert "accuracy: 100.0%" in ran.stdout and "errors: 0" in ran.stdout, ran.stdout
+
+
+def test_a_record_for_a_question_the_holdout_lacks_stops_the_run_naming_it(spider_like, tmp_path):
+    holdout, gold = spider_like
+    first = load_holdout(holdout).kg("concert_singer").questions[0].id
+    extra = [{"kg": "concert_singers", "question_id": first, "sparql": "ASK {}"},
+             {"kg": "cre_Doc_Template_Mgt", "question_id": "cre_doc_template_mgt-99", "sparql": "ASK {}"}]
+    replay = _replay(tmp_path / "r.jsonl", holdout, {}, extra)
+    ran = _run(holdout, gold, replay, tmp_path / "r.duckdb")
+    assert ran.returncode == 2, (ran.returncode, ran.stderr)
+    assert "2 of 26 replay records match no question of the holdout" in ran.stderr, ran.stderr
+    assert f"{replay}:25: kg 'concert_singers', question_id '{first}': no such question; closest in the holdout: concert_singer/{first}" in ran.stderr
+    assert f"{replay}:26: kg 'cre_Doc_Template_Mgt', question_id 'cre_doc_template_mgt-99'" in ran.stderr
+    assert "closest in the holdout: cre_doc_template_mgt/cre_doc_template_mgt-" in ran.stderr
+    assert "accuracy" not in ran.stdout
+
+
+def test_a_qald_replay_naming_the_kg_in_another_case_is_matched(spider_like, tmp_path):
+    """The QALD replay reader matches a question by its source id and the benchmark's KG field,
+    ignoring the field's case; a source id the holdout lacks is named, never skipped."""
+    from kgeval.errors import InputError
+    from kgeval.systems import ReplaySystem
+
+    holdout, _ = spider_like
+    loaded = load_holdout(holdout)
+    kg = loaded.kg("cre_doc_template_mgt")
+    source_id = kg.source["ids"][kg.questions[0].id]
+    doc = {"questions": [{"id": source_id, "kg": "CRE_DOC_TEMPLATE_MGT", "query": {"sparql": kg.questions[0].sparql}}]}
+    (tmp_path / "q.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert ReplaySystem(tmp_path / "q.json", loaded).respond(kg.questions[0], 0).sparql == kg.questions[0].sparql
+    doc["questions"][0]["id"] = "999"
+    (tmp_path / "q.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError, match="question 999: no question of the holdout was imported from source id '999'"):
+        ReplaySystem(tmp_path / "q.json", loaded)
