@@ -176,3 +176,17 @@ def test_judging_a_query_that_runs_past_the_candidate_timeout_gives_its_verdict_
         assert judged.status_code == 200, judged.text
         verdicts = judged.json()["verdicts"]
         assert verdicts and all(not v["correct"] and v["path"] == "candidate_timeout" for v in verdicts), verdicts
+
+
+def test_credentials_in_query_strings_and_headers_never_reach_the_log(served, tmp_path):
+    """A token sent in the query string is refused, and neither it nor an Authorization
+    header's token is written to any log line (uvicorn's access log, kgeval's JSON records)."""
+    secrets = {"token": "SECRET-q1", "access_token": "SECRET-q2", "api_key": "SECRET-q3", "X-Amz-Signature": "SECRET-q4"}
+    with running_server(served, tmp_path) as base:
+        for name, value in secrets.items():
+            assert httpx.get(f"{base}/runs?{name}={value}&page=2", timeout=10).status_code == 401
+        assert httpx.get(f"{base}/runs?token=SECRET-q5", headers=auth("admin"), timeout=10).status_code == 200
+        assert httpx.get(f"{base}/runs", headers={"Authorization": "Bearer SECRET-h1"}, timeout=10).status_code == 401
+    logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    assert "/runs?token=REDACTED&page=2" in logged  # the access log still names the request
+    assert "SECRET" not in logged and TOKENS["admin"]["token"] not in logged
