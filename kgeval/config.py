@@ -626,6 +626,11 @@ class ServiceConfig(_Strict):
     heavy_workers: int = Field(2, ge=1)
     """Heavy requests worked on at once (threads); more wait their turn within their time limit,
     so /health and light routes keep answering."""
+    heavy_per_caller: int = Field(1, ge=1)
+    """Heavy requests one caller (one token, or one signed-in page user) may have in flight at
+    once; another gets 429 with Retry-After until one of them ends. One caller's slow requests
+    (a candidate query that runs its whole timeout) then hold at most this many of the
+    `heavy_workers` and of a KG's sandbox workers, so another caller's request is not starved."""
     db_wait_s: float = Field(2.0, ge=0)
     """Longest a request waits for another process (a running `kgeval run`) to release the
     results database; then 503 with Retry-After."""
