@@ -62,15 +62,18 @@ class LoadResult:
         )
 
 
-def run_load(base: str, token: str, texts: list[str], clients: int, requests: int) -> LoadResult:
-    """`requests` POSTs of `texts` to /contamination/check from `clients` concurrent threads."""
+def run_load(base: str, tokens: str | list[str], texts: list[str], clients: int, requests: int) -> LoadResult:
+    """`requests` POSTs of `texts` to /contamination/check from `clients` concurrent threads,
+    client i calling with `tokens[i % len(tokens)]` (one caller may have only
+    `service.heavy_per_caller` heavy requests in flight: concurrent callers need tokens of their own)."""
+    tokens = [tokens] if isinstance(tokens, str) else tokens
     per_client = [requests // clients + (1 if i < requests % clients else 0) for i in range(clients)]
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)
 
-    def client(n: int) -> None:
+    def client(n: int, token: str) -> None:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             start.wait()
             for _ in range(n):
@@ -86,7 +89,7 @@ def run_load(base: str, token: str, texts: list[str], clients: int, requests: in
                     if problem:
                         errors.append(problem)
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in per_client]
+    threads = [threading.Thread(target=client, args=(n, tokens[i % len(tokens)])) for i, n in enumerate(per_client)]
     for t in threads:
         t.start()
     start.wait()
@@ -177,13 +180,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(holdout: Path, gold: Path, workdir: Path, token: str, config: str = "") -> tuple[subprocess.Popen, str]:
+BUILDERS = [f"bench-token-{n}" for n in range(64)]
+"""The load's callers: one builder token per client."""
+
+
+def serve(holdout: Path, gold: Path, workdir: Path, config: str = "") -> tuple[subprocess.Popen, str]:
     """Start `kgeval serve` on a free loopback port (with the configuration YAML `config`) and
-    wait until /health answers. Tokens: `token` (builder), "hostile-token" and "honest-token"
-    (auditors, for the fairness case)."""
+    wait until /health answers. Tokens: BUILDERS, "hostile-token" and "honest-token" (auditors,
+    for the fairness case)."""
     access = workdir / "access.yaml"
     access.write_text(
-        f"tokens:\n  - name: bench\n    roles: [builder]\n    token: {token}\n"
+        "tokens:\n" + "".join(f"  - name: {token}\n    roles: [builder]\n    token: {token}\n" for token in BUILDERS)
         + "".join(f"  - name: {who}\n    roles: [auditor]\n    token: {who}-token\n" for who in ("hostile", "honest")),
         encoding="utf-8",
     )
@@ -244,7 +251,7 @@ def fairness(holdout: Path, gold: Path, per_caller: int, calls: int, timeout_s: 
     question = load_holdout(holdout).questions()[0]
     config = f"run:\n  candidate_timeout_s: {timeout_s}\nservice:\n  heavy_per_caller: {per_caller}\n"
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = serve(holdout, gold, Path(tmp), "bench-token", config)
+        proc, base = serve(holdout, gold, Path(tmp), config)
         stop, statuses = threading.Event(), []
         try:
             honest_latency_ms(base, question.id, question.sparql, 2)  # warm-up: the KG's workers start
@@ -285,16 +292,16 @@ def main() -> int:
         print("\n".join(fairness_lines(args.holdout, args.gold, args.fairness_calls, args.fairness_timeout)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = serve(args.holdout, args.gold, Path(tmp), "bench-token")
+        proc, base = serve(args.holdout, args.gold, Path(tmp))
         try:
             texts = sample_texts(args.holdout, args.texts)
-            run_load(base, "bench-token", texts, min(4, args.clients), 50)  # warm-up
+            run_load(base, BUILDERS, texts, min(4, args.clients), 50)  # warm-up
             with HealthProbe(base) as idle:
                 time.sleep(2)
             with HealthProbe(base) as busy:
-                result = run_load(base, "bench-token", texts, args.clients, args.requests)
+                result = run_load(base, BUILDERS, texts, args.clients, args.requests)
             with HealthProbe(base) as during_large:
-                large = large_bodies(base, "bench-token")
+                large = large_bodies(base, BUILDERS[0])
         finally:
             proc.terminate()
             proc.wait(timeout=10)

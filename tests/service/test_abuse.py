@@ -61,7 +61,8 @@ def _chunked(total: int, size: int = 64 * 1024) -> list[bytes]:
 @pytest.fixture
 def abuse_server(served, tmp_path):
     config = tmp_path / "kgeval.yaml"
-    config.write_text(f"service:\n  max_body_bytes: {LIMIT}\n  request_timeout_s: 2\n  heavy_workers: 2\n", encoding="utf-8")
+    # one caller may fill the heavy pool here: these tests saturate it from one token
+    config.write_text(f"service:\n  max_body_bytes: {LIMIT}\n  request_timeout_s: 2\n  heavy_workers: 2\n  heavy_per_caller: 4\n", encoding="utf-8")
     with running_server(served, tmp_path, "--config", str(config)) as base:
         yield base, tmp_path / "serve.log"
 
@@ -129,7 +130,8 @@ def test_heavy_requests_time_out_and_health_keeps_answering(abuse_server):
         w.join()
     stop.set()
     pinger.join()
-    assert len(statuses) == 12 and set(statuses) <= {200, 503}, statuses
+    # 429: a timed-out request's work runs on to its next deadline check and keeps its caller's turn
+    assert len(statuses) == 12 and set(statuses) <= {200, 429, 503} and 200 in statuses, statuses
     assert len(health_ms) >= 5  # /health answered (within its 5 s client timeout) all along
     print(f"\n[abuse] heavy statuses {sorted(statuses)}; /health p50 {sorted(health_ms)[len(health_ms) // 2]:.0f} ms, max {max(health_ms):.0f} ms")
     records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
