@@ -12,13 +12,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, err, out, progress_bar, user_errors
-from kgeval.config import load_config
+from kgeval.config import KgevalConfig, load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import (
-    confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
+    KnowledgeGraph, confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
 )  # fmt: skip
-from kgeval.stores import open_store
+from kgeval.stores import Store, open_store
 
 holdout_app = typer.Typer(help="Inspect, seal and verify the holdout.", no_args_is_help=True)
 gold_app = typer.Typer(help="Rebuild and verify the gold answers.", no_args_is_help=True)
@@ -90,7 +90,7 @@ def gold_rebuild(
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     with rebuild_progress(len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs), gold_cfg, gold, advance, force=force)
+        report = rebuild_gold(loaded, lambda kg: reference_store(cfg, kg), gold_cfg, gold, advance, force=force)
     if report.reuse_note:
         err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
@@ -118,6 +118,15 @@ def print_flagged(flagged: dict[str, list[str]]) -> None:
         out.print(f"  {flag} ({len(questions)}): {', '.join(questions) or '-'}", markup=False)
 
 
+def reference_store(cfg: KgevalConfig, kg: KnowledgeGraph) -> Store:
+    """The store that runs a KG's reference queries. They are untrusted input like a candidate's
+    (an imported benchmark wrote them): an embedded store keeps no copy of the KG in this process
+    and runs them in its sandbox workers, killed at `gold.timeout_s` and bounded in memory, so a
+    query that aborts the engine or outruns its timeout ends its worker, not the rebuild, and
+    leaves no thread running in this process (issue 35)."""
+    return open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
+
+
 @gold_app.command("verify")
 @user_errors
 def gold_verify(
@@ -135,7 +144,7 @@ def gold_verify(
     cfg = load_config(config)
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
-    store_for = (lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs)) if store_check or reexecute else None
+    store_for = (lambda kg: reference_store(cfg, kg)) if store_check or reexecute else None
     digest = verify_gold(gold, loaded, store_for)
     checked = "and the configured store " if store_for else ""
     out.print(f"gold {gold}: verified against holdout {holdout} {checked}(gold manifest {digest[:12]})")
