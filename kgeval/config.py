@@ -389,6 +389,12 @@ class RunConfig(_Strict):
     persist_within_s: float = Field(0.05, ge=0)
     """Longest a completed attempt waits to be written; attempts completing together share one
     transaction (each still atomic with its verdicts). Bounds what a kill can lose."""
+    max_output_bytes: int = Field(1 << 20, ge=1)
+    """Largest output of a system accepted for one attempt (1 MiB): its SPARQL, its whole text or
+    its answer list (as JSON), in bytes. A larger one is the model's failure, judged wrong as over
+    budget (kept in accuracy's denominator), and stored cut to this size with the size and sha256
+    of the whole. Replay files and HTTP endpoints are read no further than needed, so memory stays
+    bounded whatever a line or a reply holds."""
     max_tries: int = Field(3, ge=1)
     """Tries per attempt when the call fails transiently (timeout, transport, 429); every try
     is recorded with the attempt."""

@@ -12,7 +12,7 @@ from kgeval.systems._examples import FewShotBank, load_examples
 from kgeval.systems._gemini import GeminiSystem
 from kgeval.systems._http import HttpSystem
 from kgeval.systems._openai import OpenAISystem
-from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, StopReason, System, SystemOutput, Usage
+from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, OutputCut, StopReason, System, SystemOutput, Usage, bounded_output, head_of
 from kgeval.systems._replay import ReplaySystem
 from kgeval.systems._schema import schema_summary
 
@@ -47,9 +47,9 @@ def system_from_name(
     if name == "replay":
         if replay is None:
             raise InputError("system 'replay' needs --replay FILE")
-        return ReplaySystem(replay, holdout)
+        return ReplaySystem(replay, holdout, max_output_bytes=config.run.max_output_bytes)
     if name == "http":
-        return HttpSystem(config.systems.http, concurrency=config.run.concurrency)
+        return HttpSystem(config.systems.http, concurrency=config.run.concurrency, max_output_bytes=config.run.max_output_bytes)
     if name in ("gemini", "openai"):
         model_config = getattr(config.systems, name)
         if bank is None and model_config.examples is not None:
@@ -71,6 +71,9 @@ __all__ = [
     "StopReason",
     "System",
     "SystemOutput",
+    "OutputCut",
+    "bounded_output",
+    "head_of",
     "Usage",
     "WeakSystem",
     "guarded_bank",
