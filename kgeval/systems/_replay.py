@@ -256,7 +256,17 @@ def _parsed_whole(path: Path, max_bytes: int, what: str) -> tuple[Any, _LongStri
                 strings.feed(piece)
     except OSError as exc:
         raise InputError(f"{path}: not {what}: {exc}") from None
-    return parse_json(bytes(strings.kept), str(path), what), strings
+    return parse_json(_utf8(path, bytes(strings.kept)), str(path), what), strings
+
+
+def _utf8(path: Path, data: bytes, first_line: int = 1) -> str:
+    """`data` (lines of `path` from `first_line` on, long strings cut: line breaks kept) as text;
+    an InputError naming the line that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        raise InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason}: byte 0x{data[exc.start]:02x}); save the file as UTF-8") from None
 
 
 _QALD_START = re.compile(rb'\s*\{\s*"questions"\s*:')
@@ -268,13 +278,13 @@ def _reader(path: Path):  # noqa: ANN202 - one of the readers below
     head of the first line is read to tell them apart."""
     try:
         with open(path, "rb") as fh:
-            first = b""
+            first, lineno = b"", 0
             while not first.strip() and (line := fh.readline(_SLACK)):
-                first = line
-        whole = first.endswith(b"\n") or len(first) < _SLACK
-        first_text = first.decode("utf-8").strip() if whole else ""
-    except (OSError, UnicodeDecodeError) as exc:
+                first, lineno = line, lineno + 1
+    except OSError as exc:
         raise InputError(f"{path}: cannot read replay file: {exc}") from None
+    whole = first.endswith(b"\n") or len(first) < _SLACK
+    first_text = _utf8(path, first, lineno).strip() if whole else ""
     jsonl = lambda path, _, max_bytes: _read_records(path, max_bytes)  # noqa: E731
     if first.lstrip().startswith(b"["):
         return _read_text2sparql

@@ -84,12 +84,20 @@ def test_a_qald_file_whose_first_line_is_broken_names_the_line(tmp_path, mini_ho
     from kgeval.holdout import load_holdout
     from kgeval.systems import ReplaySystem
 
-    qald = tmp_path / "submission.json"
-    qald.write_text('{"questions": [{"id": "1", "query": {"sparql": "ASK {}"}},,\n  {"id": "2"}\n]}\n', encoding="utf-8")
-    try:
-        ReplaySystem(qald, load_holdout(mini_holdout))
-    except InputError as exc:
-        message = str(exc)
-    else:
-        raise AssertionError("a broken QALD file was read")
-    assert f"{qald}" in message and "line 1" in message, message
+    holdout = load_holdout(mini_holdout)
+    broken = {  # a first line that is not UTF-8 (a Latin-1 export), or that is not JSON
+        "latin1.json": '{"questions": [{"id": "1", "question": [{"string": "Qui a écrit ?"}]},\n  {"id": "2"}\n]}\n'.encode("latin-1"),
+        "syntax.json": b'{"questions": [{"id": "1", "query": {"sparql": "ASK {}"}},,\n  {"id": "2"}\n]}\n',
+        "second.json": b'\n{"questions": [{"id": "1"}}\n]}\n',
+    }
+    for name, data in broken.items():
+        qald = tmp_path / name
+        qald.write_bytes(data)
+        try:
+            ReplaySystem(qald, holdout)
+        except InputError as exc:
+            message = str(exc)
+        else:
+            raise AssertionError(f"{name}: a broken QALD file was read")
+        line = "line 2" if name == "second.json" else "line 1"
+        assert str(qald) in message and line in message, message
