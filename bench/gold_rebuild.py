@@ -41,7 +41,6 @@ from kgeval.stores import EmbeddedStore  # noqa: E402
 from kgeval.stores._engine import load_kg  # noqa: E402
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS  # noqa: E402
 
-
 RAW: dict[int, ox.Store] = {}
 """The raw side's pyoxigraph store of each RecordingStore (by id)."""
 

@@ -11,8 +11,18 @@ from kgeval.systems._controls import OracleSystem, WeakSystem
 from kgeval.systems._examples import FewShotBank, load_examples
 from kgeval.systems._gemini import GeminiSystem
 from kgeval.systems._http import HttpSystem
+from kgeval.systems._model import (
+    TRANSIENT_ERRORS,
+    ErrorKind,
+    OutputCut,
+    StopReason,
+    System,
+    SystemOutput,
+    Usage,
+    bounded_output,
+    head_of,
+)
 from kgeval.systems._openai import OpenAISystem
-from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, OutputCut, StopReason, System, SystemOutput, Usage, bounded_output, head_of
 from kgeval.systems._replay import ReplaySystem
 from kgeval.systems._schema import schema_summary
 
@@ -67,16 +77,16 @@ __all__ = [
     "HttpSystem",
     "OpenAISystem",
     "OracleSystem",
+    "OutputCut",
     "ReplaySystem",
     "StopReason",
     "System",
     "SystemOutput",
-    "OutputCut",
-    "bounded_output",
-    "head_of",
     "Usage",
     "WeakSystem",
+    "bounded_output",
     "guarded_bank",
+    "head_of",
     "load_examples",
     "schema_summary",
     "system_from_name",

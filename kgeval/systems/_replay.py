@@ -118,7 +118,7 @@ class _LongStrings:
     of a replay file nor a whole QALD file is ever held whole (a 200 MB line peaked a run at 2 GB).
     A string cannot hold a line break, so line numbers stay those of the file."""
 
-    _BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
+    _BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
     MARK = "\x00kgeval-cut-"
 
     def __init__(self, max_bytes: int) -> None:
@@ -285,19 +285,23 @@ def _reader(path: Path):  # noqa: ANN202 - one of the readers below
         raise InputError(f"{path}: cannot read replay file: {exc}") from None
     whole = first.endswith(b"\n") or len(first) < _SLACK
     first_text = _utf8(path, first, lineno).strip() if whole else ""
-    jsonl = lambda path, _, max_bytes: _read_records(path, max_bytes)  # noqa: E731
     if first.lstrip().startswith(b"["):
         return _read_text2sparql
     if not whole:  # a first line too long to try as one JSON object: its start tells
-        return _read_qald if _QALD_START.match(first) else jsonl
+        return _read_qald if _QALD_START.match(first) else _read_jsonl
     try:
         record = json.loads(first_text)
     except (RecursionError, ValueError) as exc:
         if not isinstance(exc, json.JSONDecodeError):  # a line too deep, a number too long: the JSONL reader names it
-            return jsonl
+            return _read_jsonl
         # not one object per line: a whole-file JSON document
-        return _read_qald if first_text.startswith("{") else jsonl
-    return _read_qald if isinstance(record, dict) and "questions" in record else jsonl
+        return _read_qald if first_text.startswith("{") else _read_jsonl
+    return _read_qald if isinstance(record, dict) and "questions" in record else _read_jsonl
+
+
+def _read_jsonl(path: Path, _holdout: Holdout | None, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):  # noqa: ANN202 - generator of ("file:line", record)
+    """Replay records from a JSONL replay file (the holdout is not needed to match them)."""
+    return _read_records(path, max_bytes)
 
 
 def _read_text2sparql(path: Path, holdout: Holdout | None, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):  # noqa: ANN202 - generator of ("file: answer N", record)

@@ -25,8 +25,7 @@ runner = CliRunner()
 def _replay(path: Path, big: str, qid: str = "mini-02") -> Path:
     """Every mini question answered by its reference query, `qid` by `big`."""
     with open(path, "w", encoding="utf-8") as fh:
-        for q in MINI_QUESTIONS:
-            fh.write(json.dumps({"kg": "mini", "question_id": q["id"], "sparql": big if q["id"] == qid else q["sparql"]}) + "\n")
+        fh.writelines(json.dumps({"kg": "mini", "question_id": q["id"], "sparql": big if q["id"] == qid else q["sparql"]}) + "\n" for q in MINI_QUESTIONS)
     return path
 
 
@@ -70,7 +69,7 @@ def test_a_run_over_a_200_mb_line_stays_within_bounded_memory(mini_holdout, mini
     del big
     done = subprocess.run(
         [sys.executable, "-c", MEASURE, str(replay), str(mini_holdout), str(mini_gold), str(tmp_path / "r.duckdb")],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     code, peak_mb = map(int, done.stdout.split()[-2:])
