@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.append(str(REPO))  # last: a checkout given in PYTHONPATH wins
 sys.path.append(str(REPO / "bench"))
 
-from kgeval.config import GoldConfig  # noqa: E402
+from kgeval.config import GoldConfig, KgevalConfig  # noqa: E402
 from kgeval.gold import rebuild_gold  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
 from kgeval.stores import EmbeddedStore  # noqa: E402
@@ -35,7 +35,9 @@ from kgeval.stores import EmbeddedStore  # noqa: E402
 def gold_file_hashes(label: str, holdout_dir: Path, out: Path) -> list[str]:
     """`label path sha256` for every file of a freshly built gold of `holdout_dir`."""
     holdout = load_holdout(holdout_dir)
-    stores = {kg.id: EmbeddedStore(kg.files) for kg in holdout.kgs}
+    # as `kgeval gold rebuild` opens them (reference queries in the sandbox workers): a checkout
+    # without `local_copy` builds in process, which is what the diff compares against
+    stores = {kg.id: _store(kg) for kg in holdout.kgs}
     report = rebuild_gold(holdout, lambda kg: stores[kg.id], GoldConfig(), out, force=True)
     assert report.version is not None
     lines = _file_hashes(label, report.version)
@@ -43,6 +45,16 @@ def gold_file_hashes(label: str, holdout_dir: Path, out: Path) -> list[str]:
     assert again.version is not None and not again.built, f"{label}: an unchanged rebuild executed {len(again.built)} queries"
     assert _file_hashes(label, again.version) == lines, f"{label}: the unchanged rebuild wrote other bytes than the forced one"
     return lines
+
+
+def _store(kg) -> EmbeddedStore:  # noqa: ANN001 - a KnowledgeGraph
+    """The store `kgeval gold rebuild` of the checkout on sys.path opens (its `reference_store`),
+    or, at a checkout from before reference queries ran in the sandbox, the in-process one."""
+    try:
+        from kgeval.cli._data import reference_store
+    except ImportError:
+        return EmbeddedStore(kg.files, graphs=kg.graphs)
+    return reference_store(KgevalConfig(), kg)
 
 
 def _file_hashes(label: str, version: Path) -> list[str]:

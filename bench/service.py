@@ -4,12 +4,19 @@
 same run: the machine is noisy).
 
     python bench/service.py [--clients 16] [--requests 2000] [--texts 20] [--holdout holdout --gold gold]
+                            [--fairness-calls 3] [--fairness-timeout 10] [--only-fairness]
 
 Bounded: a fixed number of requests split across the clients; each request checks `--texts`
 texts (half of them holdout questions, so the matcher finds hits). Then the large-body case:
 a body just under the limit (service.max_body_bytes, 2 MiB), one over it (10 MB: refused with
 413 before it is read), and an unauthenticated 100 MB declaration (401 before any byte), each
 timed with /health polled meanwhile. Exit 1 on any failed request or wrong refusal.
+
+Fairness (issue 35): an honest caller's /judge latency alone and while a hostile caller sends
+unbounded cross joins to /judge on the same KG from two threads, as a ratio, once with
+`service.heavy_per_caller: 1` (the default: the hostile caller holds one worker, its other call
+gets 429) and once with 2 (no bound with two heavy workers: the hostile calls hold both, and the
+honest call waits for a candidate timeout).
 """
 
 from __future__ import annotations
@@ -55,15 +62,18 @@ class LoadResult:
         )
 
 
-def run_load(base: str, token: str, texts: list[str], clients: int, requests: int) -> LoadResult:
-    """`requests` POSTs of `texts` to /contamination/check from `clients` concurrent threads."""
+def run_load(base: str, tokens: str | list[str], texts: list[str], clients: int, requests: int) -> LoadResult:
+    """`requests` POSTs of `texts` to /contamination/check from `clients` concurrent threads,
+    client i calling with `tokens[i % len(tokens)]` (one caller may have only
+    `service.heavy_per_caller` heavy requests in flight: concurrent callers need tokens of their own)."""
+    tokens = [tokens] if isinstance(tokens, str) else tokens
     per_client = [requests // clients + (1 if i < requests % clients else 0) for i in range(clients)]
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)
 
-    def client(n: int) -> None:
+    def client(n: int, token: str) -> None:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             start.wait()
             for _ in range(n):
@@ -79,7 +89,7 @@ def run_load(base: str, token: str, texts: list[str], clients: int, requests: in
                     if problem:
                         errors.append(problem)
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in per_client]
+    threads = [threading.Thread(target=client, args=(n, tokens[i % len(tokens)])) for i, n in enumerate(per_client)]
     for t in threads:
         t.start()
     start.wait()
@@ -170,14 +180,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(holdout: Path, gold: Path, workdir: Path, token: str) -> tuple[subprocess.Popen, str]:
-    """Start `kgeval serve` on a free loopback port and wait until /health answers."""
+BUILDERS = [f"bench-token-{n}" for n in range(64)]
+"""The load's callers: one builder token per client."""
+
+
+def serve(holdout: Path, gold: Path, workdir: Path, config: str = "") -> tuple[subprocess.Popen, str]:
+    """Start `kgeval serve` on a free loopback port (with the configuration YAML `config`) and
+    wait until /health answers. Tokens: BUILDERS, "hostile-token" and "honest-token" (auditors,
+    for the fairness case)."""
     access = workdir / "access.yaml"
-    access.write_text(f"tokens:\n  - name: bench\n    roles: [builder]\n    token: {token}\n", encoding="utf-8")
+    access.write_text(
+        "tokens:\n" + "".join(f"  - name: {token}\n    roles: [builder]\n    token: {token}\n" for token in BUILDERS)
+        + "".join(f"  - name: {who}\n    roles: [auditor]\n    token: {who}-token\n" for who in ("hostile", "honest")),
+        encoding="utf-8",
+    )
+    (workdir / "kgeval.yaml").write_text(config or "{}\n", encoding="utf-8")
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgeval", "serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(workdir / "r.duckdb"),
-         "--holdout", str(holdout), "--gold", str(gold), "--access", str(access), "--log-level", "warning"],
+         "--holdout", str(holdout), "--gold", str(gold), "--access", str(access), "--log-level", "warning", "--config", str(workdir / "kgeval.yaml")],
         # a log file, not a pipe: a pipe nobody reads fills up and stalls the server
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(workdir / "serve.log", "w"), env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
     )
@@ -195,6 +216,67 @@ def serve(holdout: Path, gold: Path, workdir: Path, token: str) -> tuple[subproc
     raise RuntimeError("kgeval serve did not answer /health within 60 s")
 
 
+CROSS_JOIN = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o . ?p ?q ?r }"
+"""A hostile candidate: runs until its candidate timeout on any KG."""
+
+
+def honest_latency_ms(base: str, question_id: str, sparql: str, calls: int) -> list[float]:
+    """Latencies of `calls` honest /judge calls, one after another."""
+    latencies = []
+    with httpx.Client(headers={"Authorization": "Bearer honest-token"}, timeout=300) as http:
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            http.post(f"{base}/judge", json={"question_id": question_id, "sparql": sparql}).raise_for_status()
+            latencies.append((time.perf_counter() - t0) * 1000)
+    return latencies
+
+
+def hostile_caller(base: str, question_id: str, stop: threading.Event, statuses: list[int]) -> None:
+    """Sends the cross join to /judge again and again, never waiting (a hostile caller ignores Retry-After)."""
+    with httpx.Client(headers={"Authorization": "Bearer hostile-token"}, timeout=300) as http:
+        while not stop.is_set():
+            try:
+                statuses.append(http.post(f"{base}/judge", json={"question_id": question_id, "sparql": CROSS_JOIN}).status_code)
+            except httpx.TransportError:
+                return
+            if statuses[-1] == 429:
+                time.sleep(0.05)
+
+
+def fairness(holdout: Path, gold: Path, per_caller: int, calls: int, timeout_s: float) -> tuple[float, float, list[int]]:
+    """Median honest /judge latency (ms) alone and beside two hostile threads of one other
+    caller (`service.heavy_per_caller` = `per_caller`, candidate queries cut at `timeout_s`)."""
+    from kgeval.holdout import load_holdout
+
+    question = load_holdout(holdout).questions()[0]
+    config = f"run:\n  candidate_timeout_s: {timeout_s}\nservice:\n  heavy_per_caller: {per_caller}\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, base = serve(holdout, gold, Path(tmp), config)
+        stop, statuses = threading.Event(), []
+        try:
+            honest_latency_ms(base, question.id, question.sparql, 2)  # warm-up: the KG's workers start
+            alone = statistics.median(honest_latency_ms(base, question.id, question.sparql, calls))
+            hostile = [threading.Thread(target=hostile_caller, args=(base, question.id, stop, statuses), daemon=True) for _ in range(2)]
+            for thread in hostile:
+                thread.start()
+            time.sleep(1)  # the hostile calls take their workers
+            beside = statistics.median(honest_latency_ms(base, question.id, question.sparql, calls))
+        finally:
+            stop.set()
+            proc.kill()  # uvicorn would wait for the hostile calls in flight
+            proc.wait(timeout=10)
+    return alone, beside, statuses
+
+
+def fairness_lines(holdout: Path, gold: Path, calls: int, timeout_s: float) -> list[str]:
+    lines = [f"fairness: honest /judge beside a hostile caller sending cross joins from 2 threads (candidate timeout {timeout_s:g} s, {calls} honest calls)"]
+    for per_caller, what in ((1, "bounded (heavy_per_caller 1, the default)"), (2, "unbounded (heavy_per_caller 2 = heavy_workers)")):
+        alone, beside, statuses = fairness(holdout, gold, per_caller, calls, timeout_s)
+        refused = sum(1 for s in statuses if s == 429)
+        lines.append(f"  {what}: median {alone:.0f} ms alone, {beside:.0f} ms beside it: {beside / alone:.1f}x; hostile calls refused with 429: {refused}")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--holdout", type=Path, default=REPO / "holdout")
@@ -202,18 +284,24 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--texts", type=int, default=20)
+    parser.add_argument("--fairness-calls", type=int, default=3)
+    parser.add_argument("--fairness-timeout", type=float, default=10.0, help="run.candidate_timeout_s of the fairness case")
+    parser.add_argument("--only-fairness", action="store_true")
     args = parser.parse_args()
+    if args.only_fairness:
+        print("\n".join(fairness_lines(args.holdout, args.gold, args.fairness_calls, args.fairness_timeout)))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = serve(args.holdout, args.gold, Path(tmp), "bench-token")
+        proc, base = serve(args.holdout, args.gold, Path(tmp))
         try:
             texts = sample_texts(args.holdout, args.texts)
-            run_load(base, "bench-token", texts, min(4, args.clients), 50)  # warm-up
+            run_load(base, BUILDERS, texts, min(4, args.clients), 50)  # warm-up
             with HealthProbe(base) as idle:
                 time.sleep(2)
             with HealthProbe(base) as busy:
-                result = run_load(base, "bench-token", texts, args.clients, args.requests)
+                result = run_load(base, BUILDERS, texts, args.clients, args.requests)
             with HealthProbe(base) as during_large:
-                large = large_bodies(base, "bench-token")
+                large = large_bodies(base, BUILDERS[0])
         finally:
             proc.terminate()
             proc.wait(timeout=10)
@@ -226,6 +314,7 @@ def main() -> int:
     for line in large:
         print(f"  {line}")
     print(_health_line("during the large bodies", idle, during_large))
+    print("\n".join(fairness_lines(args.holdout, args.gold, args.fairness_calls, args.fairness_timeout)))
     failed = result.failures or busy.failures or during_large.failures or any(line.startswith("PROBLEM") for line in large)
     return 1 if failed else 0
 

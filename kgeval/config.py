@@ -442,6 +442,12 @@ class RunConfig(_Strict):
     persist_within_s: float = Field(0.05, ge=0)
     """Longest a completed attempt waits to be written; attempts completing together share one
     transaction (each still atomic with its verdicts). Bounds what a kill can lose."""
+    max_output_bytes: int = Field(1 << 20, ge=1)
+    """Largest output of a system accepted for one attempt (1 MiB): its SPARQL, its whole text or
+    its answer list (as JSON), in bytes. A larger one is the model's failure, judged wrong as over
+    budget (kept in accuracy's denominator), and stored cut to this size with the size and sha256
+    of the whole. Replay files and HTTP endpoints are read no further than needed, so memory stays
+    bounded whatever a line or a reply holds."""
     max_tries: int = Field(3, ge=1)
     """Tries per attempt when the call fails transiently (timeout, transport, 429); every try
     is recorded with the attempt."""
@@ -682,6 +688,11 @@ class ServiceConfig(_Strict):
     heavy_workers: int = Field(2, ge=1)
     """Heavy requests worked on at once (threads); more wait their turn within their time limit,
     so /health and light routes keep answering."""
+    heavy_per_caller: int = Field(1, ge=1)
+    """Heavy requests one caller (one token, or one signed-in page user) may have in flight at
+    once; another gets 429 with Retry-After until one of them ends. One caller's slow requests
+    (a candidate query that runs its whole timeout) then hold at most this many of the
+    `heavy_workers` and of a KG's sandbox workers, so another caller's request is not starved."""
     db_wait_s: float = Field(2.0, ge=0)
     """Longest a request waits for another process (a running `kgeval run`) to release the
     results database; then 503 with Retry-After."""

@@ -12,13 +12,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
-from kgeval.config import load_config
+from kgeval.config import KgevalConfig, load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import (
-    confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
+    KnowledgeGraph, confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
 )  # fmt: skip
-from kgeval.stores import open_store
+from kgeval.stores import Store, open_store
 
 holdout_app = typer.Typer(help="Inspect, seal and verify the holdout.", no_args_is_help=True)
 gold_app = typer.Typer(help="Rebuild and verify the gold answers.", no_args_is_help=True)
@@ -92,7 +92,7 @@ def gold_rebuild(
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
     with rebuild_progress(len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs), gold_cfg, gold, advance, force=force, include_excluded=include_excluded)
+        report = rebuild_gold(loaded, lambda kg: reference_store(cfg, kg), gold_cfg, gold, advance, force=force, include_excluded=include_excluded)
     if report.reuse_note:
         err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
@@ -124,33 +124,8 @@ def print_flagged(flagged: dict[str, list[str]]) -> None:
         out.print(f"  {flag} ({len(questions)}): {', '.join(questions) or '-'}", markup=False)
 
 
-@gold_app.command("show")
-@user_errors
-def gold_show(
-    empty: Annotated[bool, typer.Option("--empty", help="Every gold that is empty or found nothing (a false ASK, a count of 0), for review.")] = False,
-    holdout: HoldoutOpt = Path("holdout"),
-    gold: GoldOpt = Path("gold"),
-    format: Annotated[TextFormat, typer.Option("--format", help="text (one block per question) or json (one object per line).")] = TextFormat.text,
-) -> None:
-    """The golds that say nothing (--empty: empty results, false ASKs, counts of 0), each with
-    its question, reference query, row count, how its empty answer is confirmed, and the content
-    hash a reviewer approves (`kgeval review approve QID --sha256 H`)."""
-    from kgeval.review import empty_golds
-
-    if not empty:
-        raise typer.BadParameter("give --empty (the golds that say nothing are what this lists)")
-    found = empty_golds(gold, load_holdout(holdout))
-    for g in found:
-        if format is TextFormat.json:
-            print(g.model_dump_json())
-            continue
-        shape = "ASK: false" if g.form == "ask" else f"{g.rows} row" + ("s" * (g.rows != 1))
-        print(f"{g.kg}/{g.question_id}\t{g.kind} ({shape})\t{g.confirmation}\tsha256 {g.content_sha256}")
-        print(f"  question: {g.question}")
-        print("  " + g.sparql.strip().replace("\n", "\n  ") + "\n")
-    unconfirmed = sum(g.confirmation == "unconfirmed" for g in found)
-    err.print(f"{len(found)} golds empty or nothing found, {unconfirmed} unconfirmed: `kgeval holdout confirm-empty QID... --why TEXT` "
-              "confirms those that are right; fix the reference query of the others", markup=False)
+from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
+from kgeval.config import KgevalConfig, load_config
 
 
 @gold_app.command("verify")
@@ -170,7 +145,7 @@ def gold_verify(
     cfg = load_config(config)
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
-    store_for = (lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs)) if store_check or reexecute else None
+    store_for = (lambda kg: reference_store(cfg, kg)) if store_check or reexecute else None
     digest = verify_gold(gold, loaded, store_for)
     checked = "and the configured store " if store_for else ""
     out.print(f"gold {gold}: verified against holdout {holdout} {checked}(gold manifest {digest[:12]})")

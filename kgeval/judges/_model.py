@@ -17,7 +17,8 @@ FailureKind = Literal["invalid_sparql", "refused", "candidate_timeout", "over_bu
 lacks, or the engine rejected it; refused: the read-only guard refused it (update, LOAD,
 SERVICE, CONSTRUCT, size); candidate_timeout: it ran past `run.candidate_timeout_s` (when
 `run.candidate_timeout_counts_as` is "wrong", the default); over_budget: it exceeded another
-resource budget of candidate queries (memory, rows produced)."""
+resource budget of candidate queries (memory, rows produced), or the output itself was over
+`run.max_output_bytes` (never executed)."""
 
 FAILURE_WORDS: dict[str, str] = {
     "invalid_sparql": "invalid SPARQL",

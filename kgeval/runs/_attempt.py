@@ -35,7 +35,7 @@ from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict, answ
 from kgeval.runs._model import Attempt, Try
 from kgeval.stores import QueryResources, QueryResult, Row, Store, Term
 from kgeval.stores._lexer import canonical_tokens
-from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput
+from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput, bounded_output, head_of
 
 
 class Limiter(Protocol):
@@ -274,6 +274,7 @@ def judge_output(
     with every output, and what the service's `/judge` does with one it is given. With
     `verdicts`, a candidate judged before in the run is not judged again."""
     started = time.perf_counter() if started is None else started
+    output = bounded_output(output, config.run.max_output_bytes)
     base = {
         "kg": question.kg,
         "question_id": question.id,
@@ -287,6 +288,8 @@ def judge_output(
         "usage": output.usage,
         "tries": tries or [],
     }
+    if output.cut is not None and output.error is None:  # over run.max_output_bytes: the model's failure
+        return _over_output_budget(question, output, base, judges, gold)
     if output.error is not None and output.error_kind == "invalid_sparql":  # text and no query: the model's failure
         query_key: QueryKey = ("", "written")
         execution = Execution(error=output.error, failure="invalid_sparql")
@@ -312,6 +315,25 @@ def judge_output(
     total = execution.result.total if execution.result is not None else None
     state = "incomplete" if cut_off else "answered"
     return Attempt(**base, state=state, result_total=total, extra=extra), judged
+
+
+STORED_HEAD_BYTES = 64 * 1024
+"""How much of an output over `run.max_output_bytes` the results database keeps (its head):
+the size and sha256 of the whole name it, and a run of many such outputs stays small."""
+
+
+def _over_output_budget(question: Question, output: SystemOutput, base: dict, judges: dict[str, Judge], gold: QueryResult) -> tuple[Attempt, list[Verdict]]:
+    """An output over `run.max_output_bytes`: judged wrong as over budget without executing or
+    reading it (DESIGN invariant 5: the model's failure, in accuracy's denominator), stored cut
+    with the size and hash of the whole."""
+    cut = output.cut
+    assert cut is not None
+    candidate = Candidate(sparql_error=cut.reason(), failure="over_budget")
+    verdicts, _ = judge_candidate(question, judges, gold, candidate)
+    extra = {"failure": "over_budget", "sparql_error": cut.reason(), "output_cut": cut.model_dump(mode="json")}
+    answer = output.answer if output.answer is None or len(json.dumps(output.answer, default=repr)) <= STORED_HEAD_BYTES else None
+    stored = {"sparql": head_of(output.sparql, STORED_HEAD_BYTES), "answer": answer}
+    return Attempt(**{**base, **stored}, state="answered", extra=extra), verdicts
 
 
 def _judged(

@@ -8,12 +8,14 @@ header, which a cross-site form cannot send. Swagger UI at /docs (after signing 
 
 Under abuse: the token is checked before the body is read; a body over `service.max_body_bytes`
 is refused (413); heavy requests work in a small thread pool under `service.request_timeout_s`
-(503 after it), so /health keeps answering; the results database is opened per request, never
+(503 after it), so /health keeps answering, and at most `service.heavy_per_caller` of them
+per caller (429 with Retry-After beyond), so one caller cannot starve another; the results database is opened per request, never
 held between them (503 with Retry-After while another process holds it).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -167,20 +169,69 @@ def deadline_check(deadline: float) -> Callable[[], None]:
     return check
 
 
-async def bounded(state: ServiceState, work: Callable[[Callable[[], None]], T], at_least_s: float = 0.0) -> T:
+class _HeavyTurn:
+    """One caller's turn of heavy work (`service.heavy_per_caller`), given back when the work
+    ends: by the worker thread when it ran (a timed-out request's work runs on until its next
+    deadline check, or its candidate query's end, and holds the turn until then), else by the
+    request (cancelled before a thread took the work)."""
+
+    def __init__(self, state: ServiceState, caller: Principal) -> None:
+        self._state, self._caller = state, caller.name
+        if not state.take_heavy_turn(self._caller):
+            limit = state.settings.service.heavy_per_caller
+            raise HTTPException(
+                429, f"{caller.name} has {limit} heavy request(s) in flight already (service.heavy_per_caller); retry when one has ended",
+                headers={"Retry-After": _HEAVY_RETRY_AFTER},
+            )
+        self._lock, self._started, self._ended = threading.Lock(), False, False
+
+    def run(self, work: Callable[[Callable[[], None]], T], check: Callable[[], None]) -> T:
+        with self._lock:
+            if self._ended:  # the request gave up before this thread started
+                raise WorkTimeout
+            self._started = True
+        try:
+            return work(check)
+        finally:
+            self._end()
+
+    def abandon(self) -> None:
+        """The request is over: give the turn back unless a thread has taken the work."""
+        with self._lock:
+            if self._started or self._ended:
+                return
+            self._ended = True
+        self._state.end_heavy_turn(self._caller)
+
+    def _end(self) -> None:
+        with self._lock:
+            self._ended = True
+        self._state.end_heavy_turn(self._caller)
+
+
+_HEAVY_RETRY_AFTER = "1"
+"""Seconds a caller over `service.heavy_per_caller` is asked to wait (its own requests end it)."""
+
+
+async def bounded(state: ServiceState, caller: Principal, work: Callable[[Callable[[], None]], T], at_least_s: float = 0.0) -> T:
     """Run `work` (given a deadline check) on the heavy-request pool under the request time
     limit (or `at_least_s`, when longer), off the event loop, so /health and light routes keep
-    answering. On timeout the caller gets 503 at once; the work stops at its next deadline check."""
+    answering. On timeout the caller gets 503 at once; the work stops at its next deadline check.
+    A caller with `service.heavy_per_caller` heavy requests in flight gets 429 with Retry-After,
+    so that one caller's slow requests cannot hold every worker."""
     limit = max(state.settings.service.request_timeout_s, at_least_s)
     deadline = time.monotonic() + limit
     timed_out = HTTPException(503, f"the request took longer than {limit:g} s (service.request_timeout_s); send less per request")
+    turn = _HeavyTurn(state, caller)
     try:
         with anyio.fail_after(limit):
-            return await anyio.to_thread.run_sync(work, deadline_check(deadline), limiter=state.heavy, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(turn.run, work, deadline_check(deadline), limiter=state.heavy, abandon_on_cancel=True)
     except (TimeoutError, WorkTimeout):
         raise timed_out from None
     except KgevalError as exc:
         raise _http(exc) from None
+    finally:
+        turn.abandon()
 
 
 # ---- the app -----------------------------------------------------------------------------
@@ -260,7 +311,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
         return principal
 
     @app.post("/contamination/check", tags=["guards"])
-    async def contamination(body: ContaminationRequest, state: State, _: Builder) -> ContaminationResponse:
+    async def contamination(body: ContaminationRequest, state: State, caller: Builder) -> ContaminationResponse:
         """Holdout material in the given texts; `clean` is false on any hit."""
         if len(body.texts) > state.settings.service.max_texts:
             raise HTTPException(413, f"at most {state.settings.service.max_texts} texts per request (service.max_texts)")
@@ -273,11 +324,11 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
                 hits += [ContaminationHit(text_index=i, **m.model_dump(include=set(fields))) for m in state.matcher.match_text(text)]
             return hits
 
-        hits = await bounded(state, check)
+        hits = await bounded(state, caller, check)
         return ContaminationResponse(clean=not hits, texts=len(body.texts), hits=hits)
 
     @app.post("/judge", tags=["judges"])
-    async def judge(body: JudgeRequest, state: State, _: Auditor) -> dict[str, Any]:
+    async def judge(body: JudgeRequest, state: State, caller: Auditor) -> dict[str, Any]:
         """Every enabled judge's verdict on one answer to one holdout question."""
         question = state.question(body.question_id)
         if question is None or body.question_id not in state.gold:
@@ -286,7 +337,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
             raise HTTPException(400, "give an answer list, SPARQL, or both")
         # the candidate's query may run its whole timeout, then is judged: its verdict, never a 503
         run = state.settings.config.run
-        return await bounded(state, lambda _: _judge_one(state, question, body), at_least_s=2 * run.candidate_timeout_s + 10)
+        return await bounded(state, caller, lambda _: _judge_one(state, question, body), at_least_s=2 * run.candidate_timeout_s + 10)
 
     @app.get("/runs", tags=["runs"])
     def runs(state: State, _: Reader) -> list[dict[str, Any]]:
@@ -315,13 +366,13 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
         return {"run_id": run_id, "status": status, "attempts": len(attempts), "expected_attempts": expected, "errors": errors, "metadata": metadata.model_dump()}
 
     @app.get("/runs/{run_id}/report", tags=["reports"])
-    async def report(run_id: str, state: State, _: Reader, format: Literal["json", "md", "html"] = "json") -> Response:
+    async def report(run_id: str, state: State, caller: Reader, format: Literal["json", "md", "html"] = "json") -> Response:
         def build(_: Callable[[], None]):  # noqa: ANN202
             with state.database() as db:
                 _known_run(state, db, run_id)
                 return build_report(db.results, run_id, gold_dir=state.settings.gold, holdout_dir=state.settings.holdout, config=state.settings.config)
 
-        built = await bounded(state, build)
+        built = await bounded(state, caller, build)
         if format == "html":
             return HTMLResponse(render_html(built))
         if format == "md":
@@ -371,7 +422,7 @@ def _audit_routes(app: FastAPI) -> None:
         return out
 
     @app.post("/runs/{run_id}/audit/samples", tags=["audit"])
-    async def new_sample(run_id: str, body: SampleRequest, state: State, _: Auditor) -> dict[str, Any]:
+    async def new_sample(run_id: str, body: SampleRequest, state: State, caller: Auditor) -> dict[str, Any]:
         """Draw (or redraw: the same seed draws the same) a stratified sample of accepts."""
         cfg = state.settings.config.audit
 
@@ -382,7 +433,7 @@ def _audit_routes(app: FastAPI) -> None:
                 db.audits.save_sample(sample)
                 return shown(state, db, db.audits.sample(sample.sample_id) or sample)
 
-        return await bounded(state, draw)
+        return await bounded(state, caller, draw)
 
     @app.get("/runs/{run_id}/audit/samples", tags=["audit"])
     def list_samples(run_id: str, state: State, _: Reader) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -139,13 +140,46 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False)
 
 
+_CREDENTIAL_PARAM = re.compile(
+    r"(?P<name>(?:^|(?<=[?&;\s\"']))[\w.%-]*(?:token|secret|passw|pwd|key|auth|sig|credential|session|cookie|code)[\w.%-]*=)[^&;#\s\"']*",
+    re.IGNORECASE,
+)
+"""A query-string parameter whose name is credential-like (token, access_token, api_key,
+apikey, key, password, secret, auth, sig, signature, X-Amz-Signature, X-Amz-Credential,
+session, code ...), its value up to the next separator."""
+REDACTED = "REDACTED"
+
+
+def redact_credentials(text: str) -> str:
+    """`text` with the value of every credential-like query-string parameter replaced."""
+    return _CREDENTIAL_PARAM.sub(lambda m: m["name"] + REDACTED, text) if "=" in text else text
+
+
+class RedactCredentials(logging.Filter):
+    """Redacts credential-like query-string values in every record a handler writes (uvicorn's
+    access log formats the request line with the query string: a token sent as `?token=` would
+    otherwise be written verbatim). Headers are never logged, Authorization included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_credentials(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_credentials(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: redact_credentials(v) if isinstance(v, str) else v for k, v in record.args.items()}
+        return True
+
+
 def service_log_config(level: str) -> dict:
     """uvicorn's logging configuration plus the `kgeval.service` logger: one JSON object per
-    request on stderr (uvicorn's access log stays on stdout, as uvicorn writes it)."""
+    request on stderr (uvicorn's access log stays on stdout, as uvicorn writes it). Every
+    handler redacts credential-like query-string values (`RedactCredentials`)."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = {key: dict(value) if isinstance(value, dict) else value for key, value in LOGGING_CONFIG.items()}
     config["formatters"] = {**LOGGING_CONFIG["formatters"], "json": {"()": JsonLogFormatter}}
-    config["handlers"] = {**LOGGING_CONFIG["handlers"], "json": {"formatter": "json", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}}
+    config["filters"] = {"redact": {"()": RedactCredentials}}
+    handlers = {**LOGGING_CONFIG["handlers"], "json": {"formatter": "json", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}}
+    config["handlers"] = {name: {**handler, "filters": ["redact"]} for name, handler in handlers.items()}
     config["loggers"] = {**LOGGING_CONFIG["loggers"], "kgeval": {"handlers": ["json"], "level": level.upper(), "propagate": False}}
     return config

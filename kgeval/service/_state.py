@@ -101,6 +101,8 @@ class ServiceState:
     _stores: dict[str, Store] = field(default_factory=dict)
     _lookups: dict[str, KgLookup | None] = field(default_factory=dict)
     _heavy: anyio.CapacityLimiter | None = None
+    _in_flight: dict[str, int] = field(default_factory=dict)
+    """Heavy requests in flight per caller (`service.heavy_per_caller`)."""
 
     @property
     def heavy(self) -> anyio.CapacityLimiter:
@@ -109,6 +111,21 @@ class ServiceState:
         if self._heavy is None:
             self._heavy = anyio.CapacityLimiter(self.settings.service.heavy_workers)
         return self._heavy
+
+    def take_heavy_turn(self, caller: str) -> bool:
+        """Count one more heavy request of `caller` in flight; False (nothing counted) when it has
+        `service.heavy_per_caller` already. Each turn taken is given back by `end_heavy_turn`."""
+        with self.lock:
+            if self._in_flight.get(caller, 0) >= self.settings.service.heavy_per_caller:
+                return False
+            self._in_flight[caller] = self._in_flight.get(caller, 0) + 1
+            return True
+
+    def end_heavy_turn(self, caller: str) -> None:
+        with self.lock:
+            left = self._in_flight.pop(caller) - 1
+            if left:
+                self._in_flight[caller] = left
 
     def authenticate(self, token: str | None, session_id: str | None) -> Principal | None:
         """The caller named by a bearer token, or else by a page session id."""

@@ -11,8 +11,18 @@ from kgeval.systems._controls import OracleSystem, WeakSystem
 from kgeval.systems._examples import FewShotBank, load_examples
 from kgeval.systems._gemini import GeminiSystem
 from kgeval.systems._http import HttpSystem
+from kgeval.systems._model import (
+    TRANSIENT_ERRORS,
+    ErrorKind,
+    OutputCut,
+    StopReason,
+    System,
+    SystemOutput,
+    Usage,
+    bounded_output,
+    head_of,
+)
 from kgeval.systems._openai import OpenAISystem
-from kgeval.systems._model import TRANSIENT_ERRORS, ErrorKind, StopReason, System, SystemOutput, Usage
 from kgeval.systems._replay import ReplaySystem
 from kgeval.systems._schema import schema_summary
 from kgeval.systems._starter import STARTER_EXAMPLES, starter_files
@@ -48,9 +58,9 @@ def system_from_name(
     if name == "replay":
         if replay is None:
             raise InputError("system 'replay' needs --replay FILE")
-        return ReplaySystem(replay, holdout)
+        return ReplaySystem(replay, holdout, max_output_bytes=config.run.max_output_bytes)
     if name == "http":
-        return HttpSystem(config.systems.http, concurrency=config.run.concurrency)
+        return HttpSystem(config.systems.http, concurrency=config.run.concurrency, max_output_bytes=config.run.max_output_bytes)
     if name in ("gemini", "openai"):
         model_config = getattr(config.systems, name)
         if bank is None and model_config.examples is not None:
@@ -69,13 +79,16 @@ __all__ = [
     "HttpSystem",
     "OpenAISystem",
     "OracleSystem",
+    "OutputCut",
     "ReplaySystem",
     "StopReason",
     "System",
     "SystemOutput",
     "Usage",
     "WeakSystem",
+    "bounded_output",
     "guarded_bank",
+    "head_of",
     "load_examples",
     "schema_summary",
     "starter_files",

@@ -14,6 +14,7 @@ calls in flight spends its CPU on its own work, not on the client (bench/dispatc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from urllib3.exceptions import NewConnectionError, ProtocolError, ProxyError, SS
 from kgeval.config import HttpSystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
-from kgeval.systems._model import StopReason, SystemOutput, malformed_reply
+from kgeval.systems._model import OutputCut, StopReason, SystemOutput, head_of, malformed_reply
 
 _STOP_REASONS = set(get_args(StopReason))
 
@@ -69,7 +70,7 @@ class HttpSystem:
     name = "http"
     kind = "endpoint"
 
-    def __init__(self, config: HttpSystemConfig, *, concurrency: int = 8) -> None:
+    def __init__(self, config: HttpSystemConfig, *, concurrency: int = 8, max_output_bytes: int = 1 << 20) -> None:
         if not config.url:
             raise InputError("system 'http' needs systems.http.url in the configuration (--config FILE)")
         self.config = config
@@ -84,6 +85,7 @@ class HttpSystem:
             headers["Authorization"] = f"Bearer {token}"
         headers["Content-Type"] = "application/json"
         self._headers = headers
+        self._max_output_bytes = max_output_bytes
         self._pool = urllib3.PoolManager(maxsize=concurrency, retries=False, timeout=urllib3.Timeout(total=config.timeout_s))
 
     def close(self) -> None:
@@ -96,15 +98,39 @@ class HttpSystem:
     def respond(self, question: Question, seed: int) -> SystemOutput:
         body = json.dumps({"question": question.question, "kg": question.kg, "seed": seed}).encode()
         try:
-            response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False)  # type: ignore[arg-type]
+            response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False, preload_content=False)  # type: ignore[arg-type]
+            try:
+                data, cut = read_bounded(response, self._max_output_bytes + _ENVELOPE_BYTES, self._max_output_bytes)
+            finally:
+                response.release_conn()
         except Urllib3Error as exc:
             return _failure_from_urllib3(exc)
         served = response.headers.get(self.config.version_header)
-        text = response.data.decode("utf-8", "replace")
+        text = data.decode("utf-8", "replace")
+        if cut is not None and response.status < 300:  # over run.max_output_bytes: judged wrong, never parsed
+            return SystemOutput(raw_text=head_of(text, self._max_output_bytes), cut=cut, served_version=served, http_status=response.status)
         if response.status >= 300:
             return failure_from_status(response.status, text, served, response.headers.get("Retry-After"))
         output = _parse_body(text, f"POST {self.config.url} (HTTP {response.status}, Content-Type {response.headers.get('Content-Type') or 'not given'})")
         return output.model_copy(update={"served_version": served, "http_status": response.status})
+
+
+_ENVELOPE_BYTES = 64 * 1024
+"""What a reply may hold beside its output (field names, the stop reason) within the bound."""
+
+
+def read_bounded(response: urllib3.BaseHTTPResponse, cap: int, limit: int) -> tuple[bytes, OutputCut | None]:
+    """A reply's body, read no further than `cap` bytes kept: past it, the rest is only counted
+    and hashed, and the body comes back as its head with the cut (its size and sha256)."""
+    kept, size, digest = bytearray(), 0, hashlib.sha256()
+    for piece in response.stream(64 * 1024):
+        size += len(piece)
+        digest.update(piece)
+        if len(kept) <= cap:
+            kept += piece[: cap + 1 - len(kept)]
+    if size <= cap:
+        return bytes(kept), None
+    return bytes(kept[:limit]), OutputCut(part="body", bytes=size, sha256=digest.hexdigest(), limit=limit)
 
 
 def failure_from_exception(kind: str, exc: BaseException) -> SystemOutput:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, field_validator
@@ -61,6 +63,24 @@ class Usage(BaseModel):
     total_tokens: int | None = None
 
 
+class OutputCut(BaseModel):
+    """An output over `run.max_output_bytes`: judged wrong as over budget (the model's failure,
+    DESIGN invariant 5), and stored cut, with the size and sha256 of the whole."""
+
+    part: Literal["sparql", "text", "answer", "body"]
+    """What was over: the SPARQL, the model's whole text, the answer list (as JSON), or an
+    endpoint's whole reply body (read no further than the limit)."""
+    bytes: int
+    """Size of the whole, in bytes: UTF-8, or as the replay file holds it (JSON escapes included)."""
+    sha256: str
+    """sha256 of those bytes."""
+    limit: int
+    """`run.max_output_bytes` when it was cut."""
+
+    def reason(self) -> str:
+        return f"the output's {self.part} is {self.bytes:,} bytes, over the {self.limit:,}-byte limit (run.max_output_bytes); stored cut"
+
+
 class SystemOutput(BaseModel):
     """One attempt's raw output, as the system gave it."""
 
@@ -85,6 +105,8 @@ class SystemOutput(BaseModel):
     retry_after_s: float | None = None
     """How long the system asked to be left alone before another try (an HTTP `Retry-After`
     on a 429 or 503), in seconds; the runner waits at least this long before retrying."""
+    cut: OutputCut | None = None
+    """Set when the output was over `run.max_output_bytes`: what it holds is the head of it."""
 
     @field_validator("sparql", "answer", "finish_reason", "error", "served_version", "raw_text", mode="before")
     @classmethod
@@ -92,6 +114,30 @@ class SystemOutput(BaseModel):
         """A lone surrogate (a legal JSON escape, "\\ud800") cannot be stored as UTF-8: the run's
         database write failed on it and the run died. It becomes U+FFFD, as any decoder would."""
         return _storable(value)
+
+
+def bounded_output(output: SystemOutput, max_bytes: int) -> SystemOutput:
+    """`output`, or, when its SPARQL, its text or its answer list (as JSON) is over `max_bytes`
+    UTF-8 bytes, its head with `cut` saying what was over, its size and hash (a system that read
+    it cut already, as the replay reader and the HTTP system do, set `cut` itself)."""
+    if output.cut is not None:
+        return output
+    answer = json.dumps(output.answer, default=repr, ensure_ascii=False) if output.answer is not None else None
+    for part, text in (("sparql", output.sparql), ("text", output.raw_text), ("answer", answer)):
+        data = text.encode("utf-8", "surrogatepass") if text else b""
+        if len(data) > max_bytes:
+            cut = OutputCut(part=part, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), limit=max_bytes)
+            kept = None if output.answer is None or len(answer.encode("utf-8", "surrogatepass")) > max_bytes else output.answer  # type: ignore[union-attr]
+            update = {"cut": cut, "sparql": head_of(output.sparql, max_bytes), "raw_text": head_of(output.raw_text, max_bytes), "answer": kept}
+            return output.model_copy(update=update)
+    return output
+
+
+def head_of(text: str | None, max_bytes: int) -> str | None:
+    """The longest head of `text` of at most `max_bytes` UTF-8 bytes."""
+    if text is None or len(text) * 4 <= max_bytes:
+        return text
+    return text.encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore")
 
 
 ANSWER_DEPTH = 32

@@ -30,7 +30,9 @@ question's SPARQL is executed as any replayed query; a question without one is j
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +41,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kgeval._files import parse_json, sha256_file
 from kgeval.errors import InputError
 from kgeval.holdout import Holdout, KnowledgeGraph, Question
-from kgeval.systems._model import StopReason, SystemOutput
+from kgeval.systems._model import OutputCut, StopReason, SystemOutput, head_of
 from kgeval.systems._prompt import extract_sparql, output_from_text
+
+DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
+"""`run.max_output_bytes`'s default."""
+_SLACK = 64 * 1024
+"""What a record may hold beside its output (ids, seed, stop reason) before its line is read in
+pieces, its long strings cut (`_LongStrings`)."""
+_PIECE = 1 << 20
 
 
 class _Record(BaseModel):
@@ -53,6 +62,8 @@ class _Record(BaseModel):
     text: str | None = None
     """The model's whole response, its query read out as a live prompted system reads it."""
     stop_reason: StopReason = "stop"
+    cut: OutputCut | None = None
+    """Set when the record's output was over `run.max_output_bytes` (read cut from the file)."""
 
 
 class ReplaySystem:
@@ -63,7 +74,7 @@ class ReplaySystem:
     pipeline = None
     reasoning: dict = {}
 
-    def __init__(self, path: Path, holdout: Holdout | None = None) -> None:
+    def __init__(self, path: Path, holdout: Holdout | None = None, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError(f"{self.path}: replay file does not exist (--replay: a JSONL of attempts, or a TEXT2SPARQL answer list)")
@@ -72,7 +83,7 @@ class ReplaySystem:
         self.note: str | None = None
         """One warning line: the records whose KG or question id matched the holdout's only
         ignoring case or by the benchmark's name for the KG."""
-        read = list(_reader(self.path)(self.path, holdout))
+        read = list(_reader(self.path)(self.path, holdout, max_output_bytes))
         if holdout is not None:
             read, self.note = _matched(self.path, read, holdout)
         for where, record in read:
@@ -94,6 +105,8 @@ class ReplaySystem:
         record = self._records.get((question.kg, question.id, seed))
         if record is None:
             return SystemOutput(stop_reason="missing", error=f"no recorded answer in {self.path.name}", error_kind="missing")
+        if record.cut is not None:  # over run.max_output_bytes: judged wrong as it stands, never read further
+            return SystemOutput(sparql=record.sparql, raw_text=record.text, answer=record.answer, stop_reason=record.stop_reason, cut=record.cut)
         if record.text is not None:
             return output_from_text(record.text, record.stop_reason).model_copy(update={"answer": record.answer})
         sparql = record.sparql
@@ -173,49 +186,203 @@ def _emptiness(path: Path) -> str:
     return "blank lines only" if not text else f"{size} bytes, no answer for a question of the holdout"
 
 
-def _read_records(path: Path):  # noqa: ANN202 - generator of ("file:line", record)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read replay file: {exc}") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+class _LongStrings:
+    """One JSON text read in pieces, with every string longer than `max_bytes` (as the file holds
+    it) replaced by a marker and kept apart as its head, size and sha256, so that neither a line
+    of a replay file nor a whole QALD file is ever held whole (a 200 MB line peaked a run at 2 GB).
+    A string cannot hold a line break, so line numbers stay those of the file."""
+
+    _BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+    MARK = "\x00kgeval-cut-"
+
+    def __init__(self, max_bytes: int) -> None:
+        self.limit = max_bytes
+        """`run.max_output_bytes`: a cut string's head is kept to this."""
+        self.kept, self.cuts, self._max = bytearray(), [], max(max_bytes, _SLACK)  # names and ids are never cut
+        self._open, self._pending = False, b""
+        self._head, self._size, self._sha = bytearray(), 0, hashlib.sha256()
+
+    def feed(self, data: bytes) -> None:
+        data, self._pending, i = self._pending + data, b"", 0
+        while i < len(data):
+            if not self._open:
+                j = data.find(b'"', i)
+                self.kept += data[i:] if j < 0 else data[i:j]
+                if j < 0:
+                    return
+                self._open, self._head, self._size, self._sha, i = True, bytearray(), 0, hashlib.sha256(), j + 1
+                continue
+            j = self._BODY.match(data, i).end()  # type: ignore[union-attr]
+            self._add(data[i:j])
+            if j < len(data) and data[j] == 0x22:  # the closing quote
+                self._close()
+                j += 1
+            elif j < len(data):  # a backslash last: its escape goes on in the next piece
+                self._pending = data[j:]
+                return
+            i = j
+
+    def _add(self, piece: bytes) -> None:
+        self._size += len(piece)
+        self._sha.update(piece)
+        if len(self._head) <= self._max:
+            self._head += piece[: self._max + 1 - len(self._head)]
+
+    def _close(self) -> None:
+        self._open = False
+        if self._size <= self._max:
+            self.kept += b'"' + self._head + b'"'
+            return
+        self.kept += b'"' + json.dumps(f"{self.MARK}{len(self.cuts)}").encode()[1:-1] + b'"'
+        self.cuts.append((head_of(_json_string_head(bytes(self._head[: self._max])), self.limit), self._size, self._sha.hexdigest()))
+
+
+def _json_string_head(raw: bytes) -> str:
+    """The text of a JSON string's first bytes (an escape or a character cut in two left out)."""
+    for end in range(len(raw), max(len(raw) - 12, 0) - 1, -1):
         try:
-            yield f"{path}:{lineno}", _Record.model_validate(parse_json(line, f"{path}:{lineno}"))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(f"{path}:{lineno}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            return json.loads(b'"' + raw[:end] + b'"')
+        except ValueError:
+            continue
+    return ""
+
+
+def _cut_of(value: Any, strings: _LongStrings, part: str) -> tuple[Any, OutputCut | None]:
+    """`value` (a string that may be a marker) as its head, and its cut when it was cut."""
+    if not (isinstance(value, str) and value.startswith(_LongStrings.MARK)):
+        return value, None
+    head, size, sha = strings.cuts[int(value[len(_LongStrings.MARK):])]
+    return head, OutputCut(part=part, bytes=size, sha256=sha, limit=strings.limit)  # type: ignore[arg-type]
+
+
+def _answer_cut(answer: Any, strings: _LongStrings) -> OutputCut | None:
+    """The largest cut string inside an answer list, as the answer's cut (a loop, not recursion:
+    an answer may nest deep)."""
+    found, pending = [], [answer] if strings.cuts else []
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str) and item.startswith(_LongStrings.MARK):
+            found.append(strings.cuts[int(item[len(_LongStrings.MARK):])])
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+    if not found:
+        return None
+    _, size, sha = max(found, key=lambda cut: cut[1])
+    return OutputCut(part="answer", bytes=size, sha256=sha, limit=strings.limit)
+
+
+def _lines(path: Path, max_bytes: int):  # noqa: ANN202 - generator of (line number, bytes kept, its long strings)
+    """The lines of a replay file, each read whole when it is short, else in pieces through
+    `_LongStrings`: memory follows `max_bytes`, not the longest line."""
+    with open(path, "rb") as fh:
+        lineno = 0
+        while line := fh.readline(max_bytes + _SLACK):
+            lineno += 1
+            if line.endswith(b"\n") or len(line) < max_bytes + _SLACK:
+                yield lineno, line, None
+                continue
+            strings = _LongStrings(max_bytes)
+            strings.feed(line)
+            while piece := fh.readline(_PIECE):
+                strings.feed(piece)
+                if piece.endswith(b"\n"):
+                    break
+            yield lineno, bytes(strings.kept), strings
+
+
+def _read_records(path: Path, max_bytes: int):  # noqa: ANN202 - generator of ("file:line", record)
+    try:
+        for lineno, line, strings in _lines(path, max_bytes):
+            if not line.strip():
+                continue
+            yield f"{path}:{lineno}", _record(f"{path}:{lineno}", line, strings)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read replay file: {exc}") from None
+
+
+def _record(where: str, line: bytes, strings: _LongStrings | None) -> _Record:
+    """One JSONL record; a field cut by `strings` becomes its head, the record's cut says so."""
+    try:
+        record = _Record.model_validate(parse_json(line, where))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    if strings is None or not strings.cuts:
+        return record
+    for name in ("kg", "question_id"):
+        if _cut_of(getattr(record, name), strings, "text")[1] is not None:
+            raise InputError(f"{where}: {name} is longer than {_SLACK:,} bytes")
+    sparql, sparql_cut = _cut_of(record.sparql, strings, "sparql")
+    text, text_cut = _cut_of(record.text, strings, "text")
+    answer_cut = _answer_cut(record.answer, strings)
+    cut = sparql_cut or text_cut or answer_cut
+    return record.model_copy(update={"sparql": sparql, "text": text, "answer": None if answer_cut else record.answer, "cut": cut})
+
+
+def _parsed_whole(path: Path, max_bytes: int, what: str) -> tuple[Any, _LongStrings]:
+    """A whole-file JSON document (QALD, TEXT2SPARQL) read in pieces, its long strings cut."""
+    strings = _LongStrings(max_bytes)
+    try:
+        with open(path, "rb") as fh:
+            while piece := fh.read(_PIECE):
+                strings.feed(piece)
+    except OSError as exc:
+        raise InputError(f"{path}: not {what}: {exc}") from None
+    return parse_json(_utf8(path, bytes(strings.kept)), str(path), what), strings
+
+
+def _utf8(path: Path, data: bytes, first_line: int = 1) -> str:
+    """`data` (lines of `path` from `first_line` on, long strings cut: line breaks kept) as text;
+    an InputError naming the line that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        raise InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason}: byte 0x{data[exc.start]:02x}); save the file as UTF-8") from None
+
+
+_QALD_START = re.compile(rb'\s*\{\s*"questions"\s*:')
 
 
 def _reader(path: Path):  # noqa: ANN202 - one of the readers below
     """A TEXT2SPARQL answer file is one JSON list, a QALD file one JSON object with a
-    "questions" list (often over many lines); a replay file is JSON lines of objects."""
+    "questions" list (often over many lines); a replay file is JSON lines of objects. Only the
+    head of the first line is read to tell them apart."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "").strip()
-    except (OSError, UnicodeDecodeError) as exc:
+        with open(path, "rb") as fh:
+            first, lineno = b"", 0
+            while not first.strip() and (line := fh.readline(_SLACK)):
+                first, lineno = line, lineno + 1
+    except OSError as exc:
         raise InputError(f"{path}: cannot read replay file: {exc}") from None
-    if first.startswith("["):
+    whole = first.endswith(b"\n") or len(first) < _SLACK
+    first_text = _utf8(path, first, lineno).strip() if whole else ""
+    if first.lstrip().startswith(b"["):
         return _read_text2sparql
+    if not whole:  # a first line too long to try as one JSON object: its start tells
+        return _read_qald if _QALD_START.match(first) else _read_jsonl
     try:
-        record = json.loads(first)
+        record = json.loads(first_text)
     except (RecursionError, ValueError) as exc:
         if not isinstance(exc, json.JSONDecodeError):  # a line too deep, a number too long: the JSONL reader names it
-            return lambda path, _: _read_records(path)
+            return _read_jsonl
         # not one object per line: a whole-file JSON document
-        return _read_qald if first.startswith("{") else lambda path, _: _read_records(path)
-    return _read_qald if isinstance(record, dict) and "questions" in record else lambda path, _: _read_records(path)
+        return _read_qald if first_text.startswith("{") else _read_jsonl
+    return _read_qald if isinstance(record, dict) and "questions" in record else _read_jsonl
 
 
-def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator of ("file: answer N", record)
+def _read_jsonl(path: Path, _holdout: Holdout | None, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):  # noqa: ANN202 - generator of ("file:line", record)
+    """Replay records from a JSONL replay file (the holdout is not needed to match them)."""
+    return _read_records(path, max_bytes)
+
+
+def _read_text2sparql(path: Path, holdout: Holdout | None, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):  # noqa: ANN202 - generator of ("file: answer N", record)
     """Replay records from a TEXT2SPARQL client answer file, matched to the holdout's imported KGs."""
     if holdout is None:
         raise InputError(f"{path}: a TEXT2SPARQL answer file needs the holdout it answers (its questions' source ids)")
-    try:
-        answers = parse_json(path.read_bytes(), str(path), "a TEXT2SPARQL answer file (a JSON list)")
-    except OSError as exc:
-        raise InputError(f"{path}: not a TEXT2SPARQL answer file (a JSON list): {exc}") from None
+    answers, strings = _parsed_whole(path, max_bytes, "a TEXT2SPARQL answer file (a JSON list)")
     by_dataset: dict[object, list[KnowledgeGraph]] = {}  # a dataset imported once per language is several KGs
     for kg in holdout.kgs:
         if kg.source.get("format") == "text2sparql":
@@ -231,7 +398,8 @@ def _read_text2sparql(path: Path, holdout: Holdout | None):  # noqa: ANN202 - ge
         if found is not None:
             kg, question_id = found
             query = answer["query"] if "query" in answer else answer.get("sparql")  # "" is an empty answer, judged so
-            yield f"{path}: answer {n}", _Record(kg=kg.id, question_id=question_id, seed=0, sparql=query)
+            query, cut = _cut_of(query, strings, "sparql")
+            yield f"{path}: answer {n}", _Record(kg=kg.id, question_id=question_id, seed=0, sparql=query, cut=cut)
 
 
 def _kg_question_of(path: Path, n: int, answer: dict, kgs: list[KnowledgeGraph]) -> tuple[KnowledgeGraph, str] | None:
@@ -269,14 +437,11 @@ def _question_of(path: Path, n: int, answer: dict, kg: KnowledgeGraph) -> str | 
     return found[0]
 
 
-def _read_qald(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator of ("file: question ID", record)
+def _read_qald(path: Path, holdout: Holdout | None, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):  # noqa: ANN202 - generator of ("file: question ID", record)
     """Replay records from a QALD JSON file, matched to the holdout's KGs imported from QALD."""
     if holdout is None:
         raise InputError(f"{path}: a QALD file needs the holdout it answers (its questions' source ids)")
-    try:
-        doc = parse_json(path.read_bytes(), str(path), "a QALD JSON file")
-    except OSError as exc:
-        raise InputError(f"{path}: not a QALD JSON file: {exc}") from None
+    doc, strings = _parsed_whole(path, max_bytes, "a QALD JSON file")
     if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list):
         raise InputError(f"{path}: expected a QALD object with a 'questions' list")
     kgs = [kg for kg in holdout.kgs if kg.source.get("format") == "qald"]
@@ -294,9 +459,12 @@ def _read_qald(path: Path, holdout: Holdout | None):  # noqa: ANN202 - generator
         query = raw.get("query")
         sparql = query.get("sparql") if isinstance(query, dict) else None
         if isinstance(sparql, str) and sparql.strip():
-            yield where, _Record(kg=kg.id, question_id=question_id, sparql=sparql)
+            sparql, cut = _cut_of(sparql, strings, "sparql")
+            yield where, _Record(kg=kg.id, question_id=question_id, sparql=sparql, cut=cut)
         else:
-            yield where, _Record(kg=kg.id, question_id=question_id, answer=_qald_answer(where, raw.get("answers")))
+            cut = _answer_cut(raw.get("answers"), strings)
+            answer = None if cut else _qald_answer(where, raw.get("answers"))
+            yield where, _Record(kg=kg.id, question_id=question_id, answer=answer, sparql=None if answer is not None else "", cut=cut)
 
 
 def _qald_question_of(

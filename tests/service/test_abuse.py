@@ -10,6 +10,7 @@ import select
 import socket
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -61,7 +62,8 @@ def _chunked(total: int, size: int = 64 * 1024) -> list[bytes]:
 @pytest.fixture
 def abuse_server(served, tmp_path):
     config = tmp_path / "kgeval.yaml"
-    config.write_text(f"service:\n  max_body_bytes: {LIMIT}\n  request_timeout_s: 2\n  heavy_workers: 2\n", encoding="utf-8")
+    # one caller may fill the heavy pool here: these tests saturate it from one token
+    config.write_text(f"service:\n  max_body_bytes: {LIMIT}\n  request_timeout_s: 2\n  heavy_workers: 2\n  heavy_per_caller: 4\n", encoding="utf-8")
     with running_server(served, tmp_path, "--config", str(config)) as base:
         yield base, tmp_path / "serve.log"
 
@@ -129,7 +131,8 @@ def test_heavy_requests_time_out_and_health_keeps_answering(abuse_server):
         w.join()
     stop.set()
     pinger.join()
-    assert len(statuses) == 12 and set(statuses) <= {200, 503}, statuses
+    # 429: a timed-out request's work runs on to its next deadline check and keeps its caller's turn
+    assert len(statuses) == 12 and set(statuses) <= {200, 429, 503}, statuses
     assert len(health_ms) >= 5  # /health answered (within its 5 s client timeout) all along
     print(f"\n[abuse] heavy statuses {sorted(statuses)}; /health p50 {sorted(health_ms)[len(health_ms) // 2]:.0f} ms, max {max(health_ms):.0f} ms")
     records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
@@ -185,3 +188,89 @@ def test_judging_a_query_that_runs_past_the_candidate_timeout_gives_its_verdict_
         assert judged.status_code == 200, judged.text
         verdicts = judged.json()["verdicts"]
         assert verdicts and all(not v["correct"] and v["path"] == "candidate_timeout" for v in verdicts), verdicts
+
+
+def test_credentials_in_query_strings_and_headers_never_reach_the_log(served, tmp_path):
+    """A token sent in the query string is refused, and neither it nor an Authorization
+    header's token is written to any log line (uvicorn's access log, kgeval's JSON records)."""
+    secrets = {"token": "SECRET-q1", "access_token": "SECRET-q2", "api_key": "SECRET-q3", "X-Amz-Signature": "SECRET-q4"}
+    with running_server(served, tmp_path) as base:
+        for name, value in secrets.items():
+            assert httpx.get(f"{base}/runs?{name}={value}&page=2", timeout=10).status_code == 401
+        assert httpx.get(f"{base}/runs?token=SECRET-q5", headers=auth("admin"), timeout=10).status_code == 200
+        assert httpx.get(f"{base}/runs", headers={"Authorization": "Bearer SECRET-h1"}, timeout=10).status_code == 401
+    logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    assert "/runs?token=REDACTED&page=2" in logged  # the access log still names the request
+    assert "SECRET" not in logged and TOKENS["admin"]["token"] not in logged
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process under `pid` (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, pending = [], [pid]
+    while pending:
+        kids = children.get(pending.pop(), [])
+        found += kids
+        pending += kids
+    return found
+
+
+def _server_pid(base: str) -> int:
+    """The `kgeval serve` process listening at `base` (by its command line)."""
+    wanted = f"--port\0{urlsplit(base).port}\0".encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"serve" in (cmdline := (entry / "cmdline").read_bytes()) and wanted in cmdline:
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no kgeval serve process at {base}")
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_one_caller_cannot_starve_another_of_heavy_workers(served, tmp_path):
+    """One caller at its quota of heavy calls (`service.heavy_per_caller`) gets 429 with
+    Retry-After for one more, and another caller's /judge is answered while the first caller's
+    unbounded query still runs (on main, its two hostile calls held both workers)."""
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("run:\n  candidate_timeout_s: 600\nservice:\n  heavy_workers: 2\n  heavy_per_caller: 1\n", encoding="utf-8")
+    cross = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o . ?p ?q ?r }"
+    honest = {"question_id": "mini-02", "sparql": "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"}
+    events: list[str] = []
+    with running_server(served, tmp_path, "--config", str(config)) as base:
+        server_pid = _server_pid(base)
+
+        def hostile() -> None:
+            try:
+                httpx.post(f"{base}/judge", json={"question_id": "mini-02", "sparql": cross}, headers=auth("admin"), timeout=900)
+                events.append("hostile answered")
+            except httpx.TransportError:
+                events.append("hostile cut")  # the server stopped under it
+
+        first = threading.Thread(target=hostile, daemon=True)
+        first.start()
+        while not any(_cpu_ticks(pid) > 100 for pid in _descendants(server_pid)):  # its query burns a worker's CPU
+            assert first.is_alive(), events
+            time.sleep(0.1)
+        second = httpx.post(f"{base}/judge", json={"question_id": "mini-02", "sparql": cross}, headers=auth("admin"), timeout=60)
+        assert second.status_code == 429, second.text
+        assert second.headers["Retry-After"] and "service.heavy_per_caller" in second.json()["detail"]
+        answered = httpx.post(f"{base}/judge", json=honest, headers=auth("ann"), timeout=60)
+        events.append("honest answered")
+        assert answered.status_code == 200, answered.text
+        assert first.is_alive() and events == ["honest answered"]  # the hostile query still runs
+    first.join(timeout=60)

@@ -140,3 +140,37 @@ def test_retry_after_header_parsing():
     later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 < retry_after_seconds(later) <= 30
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait
+
+
+def test_a_reply_over_the_output_budget_is_judged_wrong_and_read_no_further(mini):
+    """A reply over `run.max_output_bytes` (here 64 KiB) is the model's failure: judged wrong as
+    over budget, stored cut with the size and sha256 of the whole body, never parsed."""
+    import hashlib
+    import json
+
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    body = {"sparql": REFERENCE + " # " + "x" * (3 << 20)}
+    config = KgevalConfig(run=RunConfig(seeds=1, max_output_bytes=64 * 1024))
+    with LoopbackServer(lambda path, _, n: Reply(body=body)) as server:
+        system = HttpSystem(HttpSystemConfig(url=server.url + "/answer", timeout_s=5), max_output_bytes=config.run.max_output_bytes)
+        attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(config.judges), gold[question.id].result, config)
+        system.close()
+    sent = json.dumps(body).encode()
+    assert attempt.state == "answered" and attempt.extra["failure"] == "over_budget", attempt
+    assert attempt.extra["output_cut"] == {"part": "body", "bytes": len(sent), "sha256": hashlib.sha256(sent).hexdigest(), "limit": 64 * 1024}
+    assert verdicts and all(not v.correct and v.path == "over_budget" for v in verdicts), verdicts
+
+
+def test_a_model_text_over_the_output_budget_is_judged_wrong(mini):
+    """The same bound for outputs a model SDK gave whole (openai, gemini): its text over the limit."""
+    from kgeval.runs import judge_output
+    from kgeval.systems import SystemOutput
+
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    config = KgevalConfig(run=RunConfig(seeds=1, max_output_bytes=1000))
+    output = SystemOutput(sparql=REFERENCE, raw_text="```sparql\n" + REFERENCE + "\n```\n" + "Because " * 500)
+    attempt, verdicts = judge_output(question, 0, output, store, judges_from_config(config.judges), gold[question.id].result, config)
+    assert attempt.extra["output_cut"]["part"] == "text" and attempt.extra["output_cut"]["bytes"] > 1000
+    assert verdicts and all(not v.correct and v.path == "over_budget" for v in verdicts), verdicts
