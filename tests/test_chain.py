@@ -20,7 +20,7 @@ from kgeval.errors import InputError
 from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
 from kgeval.integrity import KEY_ENV
-from kgeval.review import ReviewLog, Reviewer, question_content_sha256, record_review, review_coverage
+from kgeval.review import ReviewLog, Reviewer, question_content_sha256, record_review
 from kgeval.runs import ResultsDB
 from tests.conftest import REPO
 from tests.oversight import run_system, write_access

@@ -124,8 +124,42 @@ def print_flagged(flagged: dict[str, list[str]]) -> None:
         out.print(f"  {flag} ({len(questions)}): {', '.join(questions) or '-'}", markup=False)
 
 
-from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
-from kgeval.config import KgevalConfig, load_config
+@gold_app.command("show")
+@user_errors
+def gold_show(
+    empty: Annotated[bool, typer.Option("--empty", help="Every gold that is empty or found nothing (a false ASK, a count of 0), for review.")] = False,
+    holdout: HoldoutOpt = Path("holdout"),
+    gold: GoldOpt = Path("gold"),
+    format: Annotated[TextFormat, typer.Option("--format", help="text (one block per question) or json (one object per line).")] = TextFormat.text,
+) -> None:
+    """The golds that say nothing (--empty: empty results, false ASKs, counts of 0), each with
+    its question, reference query, row count, how its empty answer is confirmed, and the content
+    hash a reviewer approves (`kgeval review approve QID --sha256 H`)."""
+    from kgeval.review import empty_golds
+
+    if not empty:
+        raise typer.BadParameter("give --empty (the golds that say nothing are what this lists)")
+    found = empty_golds(gold, load_holdout(holdout))
+    for g in found:
+        if format is TextFormat.json:
+            print(g.model_dump_json())
+            continue
+        shape = "ASK: false" if g.form == "ask" else f"{g.rows} row" + ("s" * (g.rows != 1))
+        print(f"{g.kg}/{g.question_id}\t{g.kind} ({shape})\t{g.confirmation}\tsha256 {g.content_sha256}")
+        print(f"  question: {g.question}")
+        print("  " + g.sparql.strip().replace("\n", "\n  ") + "\n")
+    unconfirmed = sum(g.confirmation == "unconfirmed" for g in found)
+    err.print(f"{len(found)} golds empty or nothing found, {unconfirmed} unconfirmed: `kgeval holdout confirm-empty QID... --why TEXT` "
+              "confirms those that are right; fix the reference query of the others", markup=False)
+
+
+def reference_store(cfg: KgevalConfig, kg: KnowledgeGraph) -> Store:
+    """The store that runs a KG's reference queries. They are untrusted input like a candidate's
+    (an imported benchmark wrote them): an embedded store keeps no copy of the KG in this process
+    and runs them in its sandbox workers, killed at `gold.timeout_s` and bounded in memory, so a
+    query that aborts the engine or outruns its timeout ends its worker, not the rebuild, and
+    leaves no thread running in this process."""
+    return open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
 
 
 @gold_app.command("verify")

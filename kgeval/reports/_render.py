@@ -14,7 +14,7 @@ def format_accuracy(acc: Accuracy | None) -> str:
     if acc is None:
         return "withheld (harness report)"
     if acc.accuracy is None:
-        return f"n/a (0 judged)"
+        return "n/a (0 judged)"
     return f"{acc.accuracy:.1%} [{acc.ci_low:.1%}, {acc.ci_high:.1%}] ({acc.correct}/{acc.n})"
 
 

@@ -7,7 +7,6 @@ same entities and values as the gold, without guessing."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
