@@ -46,8 +46,7 @@ from kgeval.stores._gremlin import GremlinStore, server_connection
 from kgeval.systems import OracleSystem, ReplaySystem
 from tests.checklists.test_checklist import _cli_checklist
 from tests.conftest import REPO, write_holdout
-from tests.stores.servers import gremlin_server_lib, launch_gremlin_server, stop
-from tests.stores.test_server_timeouts import _cpu_s
+from tests.stores.servers import cpu_seconds_over, gremlin_server_lib, launch_gremlin_server, stop
 
 pytestmark = pytest.mark.gremlin_server
 
@@ -397,19 +396,13 @@ def test_bulked_traversers_are_counted_not_expanded(gremlin_server):
 # -- timeouts: the server stops ---------------------------------------------------------------
 
 
-def _cpu_used(pid: int, window_s: float) -> float:
-    start = _cpu_s(pid)
-    time.sleep(window_s)
-    return _cpu_s(pid) - start
-
-
 def test_the_server_stops_at_kgevals_timeout(gremlin_server):
     """kgeval sends its timeout as the request's evaluationTimeout: the attempt is a
     QueryTimeout and the server is idle right after it (measured from /proc)."""
     store = open_store(gremlin_server.config(), [])
     with pytest.raises(QueryTimeout):
         store.execute_candidate(NEVER_ENDS, timeout_s=2.0, row_cap=10)
-    used = _cpu_used(gremlin_server.process.pid, IDLE_WINDOW_S)
+    used = cpu_seconds_over(gremlin_server.process.pid, IDLE_WINDOW_S)
     assert used < IDLE_CPU_S, f"the server used {used:.2f} CPU-s in the {IDLE_WINDOW_S} s after the timeout"
     assert store.execute("g.V().hasLabel('node').count()", timeout_s=30, row_cap=1).rows[0][0].value == "30"
 
@@ -422,10 +415,10 @@ def test_without_the_request_option_only_the_servers_own_limit_stops_it(gremlin_
     sent = time.monotonic()
     with pytest.raises(QueryTimeout, match="longer than 1 s"):
         store.execute(NEVER_ENDS, timeout_s=1.0, row_cap=10)
-    busy = _cpu_used(gremlin_server.process.pid, 2.5)
+    busy = cpu_seconds_over(gremlin_server.process.pid, 2.5)
     assert busy > IDLE_CPU_S, f"the server used only {busy:.2f} CPU-s after kgeval's deadline: the traversal was not running"
     time.sleep(max(0.0, sent + EVALUATION_TIMEOUT_MS / 1000 + 1.0 - time.monotonic()))
-    used = _cpu_used(gremlin_server.process.pid, IDLE_WINDOW_S)
+    used = cpu_seconds_over(gremlin_server.process.pid, IDLE_WINDOW_S)
     assert used < IDLE_CPU_S, f"the server used {used:.2f} CPU-s after its own evaluationTimeout"
 
 
