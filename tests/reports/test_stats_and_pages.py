@@ -25,6 +25,17 @@ def test_wilson_acceptance_value():
     assert (round(low, 4), round(high, 4)) == (0.8807, 0.9433)
 
 
+def test_both_intervals_are_statsmodels_bit_for_bit():
+    """kgeval computes the two intervals without importing statsmodels (1.4 CPU-s per report):
+    every count up to 120 trials and counts of large runs give statsmodels' very floats."""
+    cases = [(k, n) for n in range(1, 121) for k in range(n + 1)]
+    cases += [(k, n) for n in (302, 1000, 5000, 20000, 100000) for k in (0, 1, 2, n // 7, n // 2, n - 2, n - 1, n)]
+    for alpha in (0.05, 0.1):
+        for k, n in cases:
+            assert wilson_interval(k, n, alpha) == proportion_confint(k, n, alpha=alpha, method="wilson"), (k, n, alpha)
+            assert clopper_pearson_lower(k, n, alpha) == proportion_confint(k, n, alpha=alpha, method="beta")[0], (k, n, alpha)
+
+
 def test_clopper_pearson_15_of_15_is_0782():
     # the lower end of the two-sided 95% exact interval = one-sided 97.5%: 0.025 ** (1/15)
     assert round(clopper_pearson_lower(15, 15), 3) == 0.782
