@@ -83,3 +83,19 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001, ARG001
     import gc
 
     gc.collect()
+
+
+SHARED_SESSIONS = {"spark": "spark", "fuseki_server": "fuseki", "gremlin_server": "gremlin-server", "virtuoso_server": "virtuoso"}
+"""Session fixtures that start a JVM or a database server, by the xdist group of their tests."""
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ANN001, ARG001
+    """Under `pytest -n auto` (pytest-xdist, `--dist loadgroup` in pyproject.toml) the tests of
+    one Spark session or one server run on one worker, which starts it once, rather than on
+    every worker (a Spark session or a JVM server costs 10-30 s to start on a 2-core machine)."""
+    for item in items:
+        params = getattr(item, "callspec", None)
+        wanted = [*item.fixturenames, f"{params.params['sparql_server']}_server" if params and "sparql_server" in params.params else ""]
+        group = next((SHARED_SESSIONS[name] for name in wanted if name in SHARED_SESSIONS), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
