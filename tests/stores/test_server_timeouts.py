@@ -22,8 +22,8 @@ from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreErr
 from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout
 from kgeval.stores import guard_query, open_store
-from tests.conftest import write_holdout
 from kgeval.stores._rewrite import NEPTUNE_HINTS
+from tests.conftest import write_holdout
 from tests.stores.loopback import ASK_TRUE, Recorded, loopback
 from tests.stores.servers import cpu_seconds_over
 from tests.stores.sigv4_verify import REGION, signature_problem
