@@ -81,16 +81,15 @@ class _Channel:
         self._fd = fd
 
     def send(self, message: object) -> None:
-        payload = pickle.dumps(message)
-        size = len(payload)
-        header = struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
-        self._write(header + payload)
+        self._send_frame(pickle.dumps(message))
 
     def send_reply(self, message: tuple) -> None:
         """A query's reply, framed as `send` frames but marshalled: the parent reads what a
         worker says after running a query with `marshal`, which builds plain data and nothing
         else (unpickling can call any importable function), and twice as fast to write."""
-        payload = marshal.dumps(message)
+        self._send_frame(marshal.dumps(message))
+
+    def _send_frame(self, payload: bytes) -> None:
         size = len(payload)
         header = struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
         self._write(header + payload)
