@@ -24,6 +24,7 @@ query's time), so a verdict never depends on what else was in flight.
 
 from __future__ import annotations
 
+import marshal
 import os
 import pickle
 import select
@@ -166,7 +167,8 @@ class WorkerPool:
         healthy = False
         try:
             started = time.perf_counter()
-            message = worker.exchange(request, timeout_s)
+            kind = Values if request[7] else Answer
+            message = worker.exchange(request, timeout_s, self._config.memory_mb << 20, len(kind._fields))
             healthy = not (message[0] == "error" and message[4])  # a retiring worker exits after its reply
         finally:
             self._release(worker, healthy)
@@ -175,7 +177,7 @@ class WorkerPool:
             error = _NAMED_ERRORS.get(name, StoreError)
             raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
         _, answer, peak = message
-        return WorkerReply((Values if request[7] else Answer)(*answer), (time.perf_counter() - started) * 1000, peak)
+        return WorkerReply(kind(*answer), (time.perf_counter() - started) * 1000, peak)
 
     def start_ahead(self, count: int) -> None:
         """Start up to `count` workers (at most `workers`, those running included) in background
@@ -391,9 +393,11 @@ class _Worker:
         self.file_sha256 = list(message[1]["file_sha256"])
         self.gc_frozen = int(message[1].get("gc_frozen", 0))
 
-    def exchange(self, request: tuple[Any, ...], timeout_s: float) -> tuple[Any, ...]:
+    def exchange(self, request: tuple[Any, ...], timeout_s: float, max_reply_bytes: int, answer_fields: int) -> tuple[Any, ...]:
         """The worker's reply to `request`; QueryTimeout (the worker is killed) or
-        QueryOverBudget (the query ended the worker) when there is none.
+        QueryOverBudget (the query ended the worker, or its reply is over `max_reply_bytes`:
+        killed) when there is none; StoreError for a reply of no shape the protocol has (an
+        answer of other than `answer_fields` fields): the caller stops the worker.
 
         Framed as `Connection` frames it, but sent and read on the descriptor directly: one
         write, a poll on a poller registered once, and one read for a reply that fits in
@@ -406,10 +410,13 @@ class _Worker:
             if not self._poller.poll(timeout_s * 1000):
                 self.kill()  # the engine cannot be interrupted: its process is ended instead
                 raise QueryTimeout(f"query ran longer than {timeout_s:g} s (its worker process was stopped)")
-            message = pickle.loads(_read_reply(fd))
+            data = _read_reply(fd, max_reply_bytes)
+        except _ReplyTooLarge as exc:
+            self.kill()
+            raise QueryOverBudget(f"{exc} (its worker process was stopped)") from None
         except (EOFError, OSError, ConnectionError):
             raise QueryOverBudget(f"the query ended its worker process ({self.exit_description()}); a fresh worker takes the next query") from None
-        return message
+        return _decoded_reply(data, answer_fields)
 
     def exit_description(self) -> str:
         try:
@@ -479,11 +486,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _read_reply(fd: int) -> bytes:
-    """One reply's pickle, framed as `Connection` frames it (a 4-byte big-endian signed length;
+class _ReplyTooLarge(Exception):
+    """A worker announced a reply larger than the parent reads."""
+
+
+def _read_reply(fd: int, max_bytes: int) -> bytes:
+    """One reply's payload, framed as `Connection` frames it (a 4-byte big-endian signed length;
     -1, then an 8-byte length, past 2 GiB). EOFError when the worker closed its end first; a
     reply followed by more bytes (never sent: a worker answers each request once) is an
-    OSError, so the worker is not reused."""
+    OSError, so the worker is not reused. A length over `max_bytes` (the worker's memory
+    budget, which holds every reply it builds) is _ReplyTooLarge, before anything is allocated
+    for it."""
     data = os.read(fd, _READ_SIZE)
     while len(data) < 4 or (data[:4] == b"\xff\xff\xff\xff" and len(data) < 12):
         more = os.read(fd, _READ_SIZE)
@@ -495,6 +508,8 @@ def _read_reply(fd: int) -> bytes:
     if size == -1:
         (size,) = struct.unpack_from("!Q", data, 4)
         start = 12
+    if not 0 <= size <= max_bytes:
+        raise _ReplyTooLarge(f"the worker's reply is {size:,} bytes, over the {max_bytes:,} bytes of its memory budget")
     if len(data) > start + size:
         raise OSError("the worker sent more than one reply")
     if len(data) == start + size:
@@ -509,6 +524,24 @@ def _read_reply(fd: int) -> bytes:
             raise EOFError("the worker closed the channel mid-reply")
         got += count
     return whole
+
+
+def _decoded_reply(data: bytes, answer_fields: int) -> tuple[Any, ...]:
+    """A worker's marshalled reply (`_worker._Channel.send_reply`), checked to be one of the
+    protocol's shapes: ("ok", answer of `answer_fields` fields, peak) or ("error", class name,
+    message, peak, retiring). Unmarshalling builds plain data only (never calls a function, as
+    unpickling may), so a worker whose engine a query subverted cannot run code here."""
+    try:
+        message = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        message = None
+    shaped = isinstance(message, tuple) and (
+        (len(message) == 3 and message[0] == "ok" and isinstance(message[1], tuple) and len(message[1]) == answer_fields)
+        or (len(message) == 5 and message[0] == "error" and isinstance(message[1], str) and isinstance(message[2], str))
+    )
+    if not shaped:
+        raise StoreError("a sandbox worker sent a reply the protocol does not have; the worker is stopped and a fresh one takes the next query")
+    return message  # type: ignore[return-value]
 
 
 _CAN_FORK = all(hasattr(m, n) for m, n in ((os, "fork"), (os, "pidfd_open"), (signal, "pidfd_send_signal"), (socket, "send_fds")))

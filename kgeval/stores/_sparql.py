@@ -50,10 +50,22 @@ _FUSEKI_TIMED_OUT = "Query timed out"
 """The body of Fuseki's HTTP 503 when its timeout stopped a query."""
 _ANYTIME_STATE = "S1TAT"
 """Virtuoso's SQL state for "returning incomplete results, query interrupted by result timeout"."""
-_ABORTED_AT_TIMEOUT = "SR177"
-"""Virtuoso's "Misc Transaction Error": how it sometimes answers a query its timeout stopped."""
+_ABORTED_AT_TIMEOUT = ("SR177", "SR203")
+"""How Virtuoso sometimes answers a query its timeout stopped instead of S1TAT: SR177 "Misc
+Transaction Error" (seen on a cartesian ORDER BY), SR203 "Async statement killed by SQLCancel"
+(a cross product's forked thread)."""
 _EARLY_SHARE = 0.1
-"""An SR177 counts as the timeout when it came within this share of the timeout before the deadline."""
+"""Such an abort counts as the timeout when it came after at least (1 - this share) of the time
+limit the server was sent."""
+VIRTUOSO_TIMEOUT_RESOLUTION_S = 2.0
+"""Virtuoso looks at a query's timeout only every two seconds (its documentation on anytime
+queries: "timeouts are checked every two seconds with default settings"; measured on 7.2: a
+1-1.9 s `timeout` stopped a cross product at 2.0 s, a 2.5 or 3.5 s one at 4.0 s; sooner when other
+requests keep the server busy). kgeval sends it the budget less this, so that it has stopped the
+query (on every thread it gave it) before kgeval's deadline: sent the budget itself, it went on
+for up to 2 s past the deadline on both cores of a 2-core machine."""
+_VIRTUOSO_MIN_TIMEOUT_MS = 1000
+"""Virtuoso ignores a `timeout` under one second."""
 
 
 class ServerRowLimit(StoreError):
@@ -68,9 +80,10 @@ class SparqlEndpointStore(Store):
     Timeouts are enforced on the client: the whole exchange (connect, wait, read) must finish
     within `timeout_s`, or QueryTimeout is raised and the connection is dropped. Where the
     server's protocol has one, the same timeout is sent with the request, so the server stops
-    the query too (`timeout_parameters`): Virtuoso's `timeout` (milliseconds) and Fuseki's
-    `timeout` (seconds); Neptune's is a query hint (`NeptuneSparqlStore`). Oxigraph server has
-    only its own `--timeout-s`. A partial answer the server sends at its limit (Virtuoso's
+    the query too (`timeout_parameters`): Virtuoso's `timeout` (milliseconds, two seconds under
+    kgeval's: it looks at its timeout only that often) and Fuseki's `timeout` (seconds);
+    Neptune's is a query hint (`NeptuneSparqlStore`). Oxigraph server has only its own
+    `--timeout-s`. A partial answer the server sends at its limit (Virtuoso's
     "anytime" result) is a QueryTimeout, never a result. docs/engines.md lists the server
     settings kgeval expects.
     """
@@ -176,8 +189,8 @@ class SparqlEndpointStore(Store):
         return variables, rows_from_cells(kept), total
 
     def _request_json(self, query: str, timeout_s: float) -> dict[str, Any]:
-        request = self._build_request(query, self.timeout_parameters(timeout_s))
-        body = self._send(request, timeout_s)
+        parameters = self.timeout_parameters(timeout_s)
+        body = self._send(self._build_request(query, parameters), timeout_s, self._sent_limit_s(parameters, timeout_s))
         try:
             doc = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -233,16 +246,25 @@ class SparqlEndpointStore(Store):
         return (self._product or self._server_header or _SERVER_HEADERS.get(self.endpoint) or "").lower()
 
     def timeout_parameters(self, timeout_s: float) -> dict[str, str]:
-        """The request parameters that make the server itself stop the query at `timeout_s`:
-        Virtuoso's `timeout` in milliseconds, Fuseki's in seconds; none for other products
-        (Oxigraph server has no per-request timeout: it ignores the parameter; its bound is
-        `--timeout-s`; an unknown server might refuse a parameter it does not know)."""
+        """The request parameters that make the server itself stop the query by `timeout_s`:
+        Virtuoso's `timeout` in milliseconds (`virtuoso_timeout_ms`: the budget less its
+        timeout's resolution), Fuseki's in seconds; none for other products (Oxigraph server
+        has no per-request timeout: it ignores the parameter; its bound is `--timeout-s`; an
+        unknown server might refuse a parameter it does not know)."""
         product = self._known_product()
         if "virtuoso" in product:
-            return {"timeout": str(max(1, round(timeout_s * 1000)))}
+            return {"timeout": str(virtuoso_timeout_ms(timeout_s))}
         if _FUSEKI in product or "jena" in product:
             return {"timeout": f"{timeout_s:g}"}
         return {}
+
+    def _sent_limit_s(self, parameters: dict[str, str], timeout_s: float) -> float:
+        """The time limit `parameters` (`timeout_parameters`) give the server, in seconds;
+        `timeout_s` when they give none."""
+        sent = parameters.get("timeout")
+        if sent is None:
+            return timeout_s
+        return int(sent) / 1000 if "virtuoso" in self._known_product() else float(sent)
 
     def _build_request(self, query: str, parameters: dict[str, str] | None = None) -> urllib.request.Request:
         wrapper = SPARQLWrapper(self.endpoint)
@@ -263,27 +285,32 @@ class SparqlEndpointStore(Store):
             self._signer(request)
         return request
 
-    def _send(self, request: urllib.request.Request, timeout_s: float) -> bytes:
-        """Send `request`; return the body read within the deadline."""
-        deadline = time.monotonic() + timeout_s
+    def _send(self, request: urllib.request.Request, timeout_s: float, server_limit_s: float) -> bytes:
+        """Send `request`; return the body read within the deadline. `server_limit_s`: when the
+        server was told to stop the query (an abort from it after then is the timeout)."""
+        started = time.monotonic()
+        deadline = started + timeout_s
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 self._server_header = _server_of(response.headers) or self._server_header or ""
                 _SERVER_HEADERS[self.endpoint] = self._server_header
-                _refuse_server_truncation(response.headers, self.endpoint, timeout_s)
+                _refuse_server_truncation(response.headers, self.endpoint, server_limit_s)
                 return _read_before(response, deadline, timeout_s, self.endpoint, self.candidate_limits.max_response_bytes)
         except urllib.error.HTTPError as exc:
             detail, partial = _error_body(exc, deadline)
             if partial:
-                raise _partial_answer(self.endpoint, timeout_s) from None
+                raise _partial_answer(self.endpoint, server_limit_s) from None
             if exc.code == 503 and detail.startswith(_FUSEKI_TIMED_OUT):
                 # Fuseki's own limit (the `timeout` kgeval sent, or arq:queryTimeout): the query
                 # ran too long, the server is well (a busy or down server answers otherwise)
                 raise QueryTimeout(f"{self.endpoint}: the server stopped the query at its time limit ({detail[:80]})") from None
-            if _ABORTED_AT_TIMEOUT in detail and time.monotonic() >= deadline - timeout_s * _EARLY_SHARE:
-                # Virtuoso sometimes ends a query its per-request timeout stopped with a transaction
-                # error instead of S1TAT (seen on a cartesian ORDER BY): at the deadline, a timeout
-                raise QueryTimeout(f"{self.endpoint}: query ran longer than {timeout_s:g} s (the server aborted it: {detail[:200]})") from None
+            if any(code in detail for code in _ABORTED_AT_TIMEOUT) and time.monotonic() - started >= server_limit_s * (1 - _EARLY_SHARE):
+                # Virtuoso sometimes ends a query its per-request timeout stopped with an abort
+                # instead of S1TAT: at or after the limit it was sent, a timeout
+                raise QueryTimeout(
+                    f"{self.endpoint}: query ran longer than the {server_limit_s:g} s the server was given of {timeout_s:g} s "
+                    f"(the server aborted it: {detail[:200]})"
+                ) from None
             raise self._http_error(exc.code, f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
         except (TimeoutError, socket.timeout):
             raise QueryTimeout(f"{self.endpoint}: query ran longer than {timeout_s:g} s") from None
@@ -300,6 +327,13 @@ class SparqlEndpointStore(Store):
         return error(message, http_status=status)
 
 
+def virtuoso_timeout_ms(timeout_s: float) -> int:
+    """The `timeout` Virtuoso is sent for a query kgeval gives `timeout_s`: that less
+    VIRTUOSO_TIMEOUT_RESOLUTION_S, so it stops the query before kgeval's deadline, and at least
+    the second it reads (under 3 s of budget it may then stop after kgeval's deadline)."""
+    return max(_VIRTUOSO_MIN_TIMEOUT_MS, round((timeout_s - VIRTUOSO_TIMEOUT_RESOLUTION_S) * 1000))
+
+
 def _server_of(headers: Any) -> str:
     """The Server header; Fuseki 5 sends none but marks every answer with Fuseki-Request-Id."""
     server = headers.get("Server", "")
@@ -308,9 +342,9 @@ def _server_of(headers: Any) -> str:
     return server
 
 
-def _partial_answer(endpoint: str, timeout_s: float) -> QueryTimeout:
+def _partial_answer(endpoint: str, limit_s: float) -> QueryTimeout:
     return QueryTimeout(
-        f"{endpoint}: the server stopped the query at its time limit ({timeout_s:g} s) and sent a partial "
+        f"{endpoint}: the server stopped the query at its time limit ({limit_s:g} s) and sent a partial "
         "answer (Virtuoso's anytime result, SQL state S1TAT); a partial answer is never scored"
     )
 
@@ -332,7 +366,7 @@ def _read_before(response: Any, deadline: float, timeout_s: float, endpoint: str
     return b"".join(chunks)
 
 
-def _refuse_server_truncation(headers: Any, endpoint: str, timeout_s: float) -> None:
+def _refuse_server_truncation(headers: Any, endpoint: str, limit_s: float) -> None:
     """Virtuoso cuts results at its ResultSetMaxRows and says so only in a header, and answers
     an over-time "anytime" query with partial results: either would make a silently short gold."""
     max_rows = headers.get("X-SPARQL-MaxRows")
@@ -343,7 +377,7 @@ def _refuse_server_truncation(headers: Any, endpoint: str, timeout_s: float) -> 
         )
     state = headers.get("X-SQL-State")
     if state == _ANYTIME_STATE:
-        raise _partial_answer(endpoint, timeout_s)
+        raise _partial_answer(endpoint, limit_s)
     if state:
         raise StoreError(f"{endpoint}: the server returned a partial result ({state}): {headers.get('X-SQL-Message', '')}")
 

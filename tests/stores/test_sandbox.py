@@ -399,20 +399,73 @@ def test_a_reply_is_read_whole_in_pieces_or_at_once(size):
     frame = struct.pack("!i", size) + payload
     sender = threading.Thread(target=lambda: [theirs.sendall(frame[i : i + 7_000]) or time.sleep(0.001) for i in range(0, len(frame), 7_000)])
     sender.start()
-    assert bytes(_read_reply(ours.fileno())) == payload
+    assert bytes(_read_reply(ours.fileno(), 1 << 20)) == payload
     sender.join()
     if size + 5 <= 65_536:  # read at once with the byte after it
         theirs.sendall(frame + b"x")
         time.sleep(0.05)
         with pytest.raises(OSError, match="more than one reply"):
-            _read_reply(ours.fileno())
+            _read_reply(ours.fileno(), 1 << 20)
     ours.close()
     ours, theirs = socket.socketpair()
     theirs.sendall(frame[: len(frame) // 2])
     theirs.close()
     with pytest.raises(EOFError):
-        _read_reply(ours.fileno())
+        _read_reply(ours.fileno(), 1 << 20)
     ours.close()
+
+
+@pytest.mark.parametrize("header", ["!i", "!iQ"])
+def test_a_reply_over_the_workers_memory_budget_is_refused_unread(header):
+    """A reply can never be larger than the worker's memory budget, which held it: a length
+    over it (a worker whose engine a query subverted could announce any) is refused before
+    anything is allocated for it, as is a negative one."""
+    import socket
+    import struct
+
+    from kgeval.stores._sandbox import _read_reply, _ReplyTooLarge
+
+    for claimed in ((1 << 20) + 1, 1 << 62, -5):
+        ours, theirs = socket.socketpair()
+        fields = (claimed,) if header == "!i" else (-1, claimed)
+        if header == "!i" and claimed > 0x7FFFFFFF or header == "!iQ" and claimed < 0:
+            continue
+        theirs.sendall(struct.pack(header, *fields) + b"x" * 64)
+        with pytest.raises(_ReplyTooLarge, match="over the 1,048,576 bytes of its memory budget"):
+            _read_reply(ours.fileno(), 1 << 20)
+        ours.close()
+        theirs.close()
+
+
+class _BuiltByACall:
+    """Pickles as a call (`tuple([...])`) that builds a well-shaped answer: unpickled, the call
+    is made and the reply passes; never unpickled, it is refused."""
+
+    def __reduce__(self):  # noqa: ANN204 - what unpickling it would call
+        return (tuple, ([("x",), [], 1, None, 0],))
+
+
+def test_a_reply_off_the_protocol_is_refused():
+    """A worker's reply is unmarshalled, never unpickled (unpickling calls what the bytes name),
+    and must have one of the protocol's shapes: anything else is a StoreError."""
+    import marshal
+    import pickle
+
+    from kgeval.stores._sandbox import _decoded_reply
+
+    answer = (("x",), [(("uri", "http://a", None, None),)], 1, None, 0)
+    assert _decoded_reply(marshal.dumps(("ok", answer, 123)), 5) == ("ok", answer, 123)
+    assert _decoded_reply(marshal.dumps(("error", "QueryRejected", "no", None, False)), 5)[1] == "QueryRejected"
+    for bad in (
+        pickle.dumps(("ok", _BuiltByACall(), 1)),  # a pickle: never read as one
+        marshal.dumps(("ok", answer[:3], 1)),  # an answer of other fields
+        marshal.dumps(["ok", answer, 1]),
+        marshal.dumps(("ok", compile("1", "x", "eval"), 1)),
+        marshal.dumps(("error", 1, 2, 3, 4)),
+        b"",
+    ):
+        with pytest.raises(StoreError, match="reply the protocol does not have"):
+            _decoded_reply(bad, 5)
 
 
 @pytest.mark.parametrize("row_cap", [10_000, 7, 1, 0])
