@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 import pyoxigraph as ox
 
 from kgeval.errors import InputError, KgevalError, QueryOverBudget, QueryRejected
-from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cell_spelling, keep_rows, literal_cell
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cell_spelling, cells_key, decimal_value, keep_rows, literal_cell, order_key
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 
 if TYPE_CHECKING:  # a sandbox worker never imports pathlib (with urllib, a sixth of its start)
@@ -74,6 +74,37 @@ class Values(NamedTuple):
     """Per variable, each kept row's value (None: unbound). The rows kept are those `keep_rows`
     keeps; in the engine's order, unless the total passed the row cap (then in key order)."""
     total: int
+
+
+class ProbeCut(NamedTuple):
+    """What the tie check reads of an order probe (`kgeval.stores.order_probe`): the window of
+    the limited answer, in the probe's rows (after DISTINCT), and the columns that say which
+    rows are tied and which are the same row."""
+
+    start: int
+    """The window's first row: the query's OFFSET."""
+    end: int
+    """One past the window's last row: OFFSET + the rows the limited answer holds."""
+    keys: tuple[str, ...]
+    """The probe's ORDER BY key variables."""
+    columns: tuple[str, ...]
+    """The answer's variables (a DISTINCT probe keeps the first row of each projection)."""
+    distinct: bool
+    """The query had DISTINCT or REDUCED."""
+
+
+class ProbeRows(NamedTuple):
+    """The rows of an order probe the tie check needs: those up to the first row, past the
+    window, whose key is neither the window's first nor its last; or, when a later row may
+    share one of those keys (or the probe ends first), every row up to the cap."""
+
+    variables: tuple[str, ...]
+    rows: list[CellRow]
+    """The probe's first rows, as cells (before DISTINCT)."""
+    truncated: bool
+    """The probe has more rows than the cap."""
+    complete: bool
+    """`rows` holds every row up to the cap (False: the read stopped early)."""
 
 
 def rdf_format(path: Path | str) -> ox.RdfFormat:
@@ -157,6 +188,137 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
         solutions = None  # noqa: F841 - see `evaluate`
         raise error
     return Values(variables, columns, total)
+
+
+def evaluate_probe(store: ox.Store, query: str, cut: ProbeCut, *, row_cap: int, cancel: Cancel | None = None) -> ProbeRows:
+    """Run a trusted, ordered order probe and read what the tie check needs of it (`ProbeRows`):
+    cells up to the first row past the window whose key is neither of the window's edge keys
+    (`_ProbeCut`); every later row up to `row_cap` is only checked, a chunk of columns at a
+    time, to hold no term that could give it one of those keys. Where one could (the engine's
+    order is not what the keys say, or a value only looks alike), every row up to the cap is
+    read as cells, as `evaluate` reads an ordered result: the tie check then sees the whole
+    probe, as before."""
+    solutions = None
+    try:
+        solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
+        variables = tuple(v.value for v in solutions.variables)
+        source = iter(solutions if cancel is None else _until(solutions, cancel))
+        rows, truncated, complete = _probe_rows(source, _ProbeCut.of(cut, variables), row_cap)
+    except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
+        error = _named(exc, query)
+    else:
+        error = None
+    if error is not None:
+        solutions = None  # noqa: F841 - see `evaluate`
+        raise error
+    return ProbeRows(variables, rows, truncated, complete)
+
+
+def _probe_rows(source: Iterator[ox.QuerySolution], cut: _ProbeCut | None, row_cap: int) -> tuple[list[CellRow], bool, bool]:
+    """(rows as cells, more rows past the cap, every row to the cap read): see `evaluate_probe`."""
+    rows: list[CellRow] = []
+    while len(rows) < row_cap:
+        chunk = list(islice(source, min(_CHUNK, row_cap - len(rows))))
+        if not chunk:
+            return rows, False, True
+        cells = _chunk_cells(chunk)[0]
+        stop = cut.stop_at(cells) if cut is not None else None
+        if stop is None:
+            rows.extend(cells)
+            continue
+        rows.extend(cells[: stop + 1])
+        rest = chain(chunk[stop + 1 :], source)
+        checked = cut.unshared(rest, row_cap - len(rows))
+        if checked is None:  # no later row can share a key of the window's edges
+            return rows, next(rest, None) is not None, False
+        source, cut = chain(checked, rest), None  # read on as cells, from the row after the stop
+    return rows, next(source, None) is not None, True
+
+
+class _ProbeCut:
+    """Follows a probe's rows (after DISTINCT, as the tie check counts them) to the window's
+    edges and then to the first row whose ORDER BY key is neither edge's (`order_key`), and
+    checks the rows after it."""
+
+    @classmethod
+    def of(cls, cut: ProbeCut, variables: tuple[str, ...]) -> _ProbeCut | None:
+        """None when the probe lacks a variable the cut names (the tie check then says so)."""
+        index = {v: i for i, v in enumerate(variables)}
+        if any(v not in index for v in (*cut.keys, *cut.columns)):
+            return None
+        return cls(cut, tuple(index[v] for v in cut.keys), tuple(index[v] for v in cut.columns))
+
+    def __init__(self, cut: ProbeCut, key_at: tuple[int, ...], column_at: tuple[int, ...]) -> None:
+        self._cut, self._key_at, self._column_at = cut, key_at, column_at
+        self._seen: set[str] = set()
+        self._count = 0
+        self._edges: list[CellRow] = []
+        """The key cells of the window's first and last rows."""
+        self._wanted: set[tuple] | None = None
+        self._keys: dict[CellRow, tuple] = {}
+
+    def stop_at(self, rows: list[CellRow]) -> int | None:
+        """The index in `rows` of the first row past the window whose key no edge has."""
+        start, end = self._cut.start, self._cut.end
+        for i, row in enumerate(rows):
+            if self._cut.distinct:
+                spelled = cells_key([row[j] for j in self._column_at])
+                if spelled in self._seen:
+                    continue
+                self._seen.add(spelled)
+            self._count += 1
+            key_cells = tuple([row[j] for j in self._key_at])
+            if self._count > end:
+                if self._wanted is None:
+                    self._wanted = {self._key(edge) for edge in self._edges}
+                if self._key(key_cells) not in self._wanted:
+                    return i
+            elif self._count == start + 1 or (self._count == end and start < end):
+                self._edges.append(key_cells)
+        return None
+
+    def _key(self, key_cells: CellRow) -> tuple:
+        key = self._keys.get(key_cells)
+        if key is None:
+            key = self._keys[key_cells] = tuple([order_key(c) for c in key_cells])
+        return key
+
+    def unshared(self, rest: Iterator[ox.QuerySolution], budget: int) -> list[ox.QuerySolution] | None:
+        """Read up to `budget` more rows of `rest`; None when no row of them can have an edge's
+        key, else the rows read (to be read again as cells)."""
+        read: list[ox.QuerySolution] = []
+        while budget > 0 and (chunk := list(islice(rest, min(_CHUNK, budget)))):
+            read.extend(chunk)
+            budget -= len(chunk)
+            if self._may_share_key(chunk):
+                return read
+        return None
+
+    def _may_share_key(self, chunk: list[ox.QuerySolution]) -> bool:
+        """True when a row of `chunk` may have an edge's key, or holds a term no cell can
+        (reading it as cells then raises the error a full read raises). Checked column by
+        column: a false True only costs reading on."""
+        columns = list(zip(*chunk))
+        kinds = [set(map(type, column)) for column in columns]
+        if not all(kind <= _CELL_KINDS for kind in kinds):
+            return True
+        return any(
+            all(_may_hold(columns[j], kinds[j], cell) for j, cell in zip(self._key_at, edge)) for edge in self._edges
+        )
+
+
+def _may_hold(column: Sequence[object], kinds: set[type], cell: Cell) -> bool:
+    """True when a term of `column` may have `cell`'s `order_key` (never False when one does)."""
+    if cell is None:
+        return type(None) in kinds
+    if cell[0] == "bnode":  # every blank node has the same key
+        return ox.BlankNode in kinds
+    key = order_key(cell)
+    if key[0] == "number":  # type: ignore[index]
+        values = map(_VALUE, column) if kinds == _LITERALS else [t.value for t in column if type(t) is _LITERAL]  # type: ignore[attr-defined]
+        return any(decimal_value(v) == key[1] for v in set(values))  # type: ignore[index]
+    values = map(_VALUE, column) if type(None) not in kinds else [t.value for t in column if t is not None]  # type: ignore[attr-defined]
+    return cell[1] in values  # the same spelling: the same value
 
 
 def _values(terms: Sequence[object]) -> list[str | None]:
