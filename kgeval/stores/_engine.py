@@ -13,8 +13,10 @@ Imports only the standard library, pyoxigraph and the light modules `_cells`, `_
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from itertools import chain, islice, repeat
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -193,11 +195,14 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
 def evaluate_probe(store: ox.Store, query: str, cut: ProbeCut, *, row_cap: int, cancel: Cancel | None = None) -> ProbeRows:
     """Run a trusted, ordered order probe and read what the tie check needs of it (`ProbeRows`):
     cells up to the first row past the window whose key is neither of the window's edge keys
-    (`_ProbeCut`); every later row up to `row_cap` is only checked, a chunk of columns at a
-    time, to hold no term that could give it one of those keys. Where one could (the engine's
-    order is not what the keys say, or a value only looks alike), every row up to the cap is
-    read as cells, as `evaluate` reads an ordered result: the tie check then sees the whole
-    probe, as before."""
+    (`_ProbeCut`); of every later row up to `row_cap` only the key terms are read, a column
+    and a chunk at a time, to check that none could give the row one of those keys. Where one
+    could (the engine orders two equal keys apart, as it does an invalid xsd:decimal "2e0"
+    after 2.5, or a value only looks alike), every row up to the cap is read as cells, as
+    `evaluate` reads an ordered result: the tie check then sees the whole probe, as before.
+    The rows past the cap are counted, as `evaluate` counts them. One difference: a term no
+    SPARQL 1.1 result can hold (a triple term) outside the key columns of a row after the
+    stop is not read, so it no longer fails the tie check of a cut it cannot change."""
     solutions = None
     try:
         solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
@@ -230,9 +235,15 @@ def _probe_rows(source: Iterator[ox.QuerySolution], cut: _ProbeCut | None, row_c
         rest = chain(chunk[stop + 1 :], source)
         checked = cut.unshared(rest, row_cap - len(rows))
         if checked is None:  # no later row can share a key of the window's edges
-            return rows, next(rest, None) is not None, False
+            return rows, _any_left(rest), False
         source, cut = chain(checked, rest), None  # read on as cells, from the row after the stop
-    return rows, next(source, None) is not None, True
+    return rows, _any_left(source), True
+
+
+def _any_left(rows: Iterator[object]) -> bool:
+    """Whether any row is left, reading them all (as a whole read counts them: an engine error
+    among them is raised as it was)."""
+    return sum(1 for _ in rows) > 0
 
 
 class _ProbeCut:
@@ -295,19 +306,19 @@ class _ProbeCut:
         return None
 
     def _may_share_key(self, chunk: list[ox.QuerySolution]) -> bool:
-        """True when a row of `chunk` may have an edge's key, or holds a term no cell can
-        (reading it as cells then raises the error a full read raises). Checked column by
-        column: a false True only costs reading on."""
-        columns = list(zip(*chunk))
-        kinds = [set(map(type, column)) for column in columns]
-        if not all(kind <= _CELL_KINDS for kind in kinds):
+        """True when a row of `chunk` may have an edge's key, or a key term no cell can hold
+        (reading it as cells then raises the error a whole read raises). Only the key columns
+        are read, a column at a time: a false True only costs reading on as cells."""
+        columns = {j: list(map(itemgetter(j), chunk)) for j in set(self._key_at)}
+        kinds = {j: set(map(type, column)) for j, column in columns.items()}
+        if not all(kind <= _CELL_KINDS for kind in kinds.values()):
             return True
         return any(
             all(_may_hold(columns[j], kinds[j], cell) for j, cell in zip(self._key_at, edge)) for edge in self._edges
         )
 
 
-def _may_hold(column: Sequence[object], kinds: set[type], cell: Cell) -> bool:
+def _may_hold(column: list[object], kinds: set[type], cell: Cell) -> bool:
     """True when a term of `column` may have `cell`'s `order_key` (never False when one does)."""
     if cell is None:
         return type(None) in kinds
@@ -315,10 +326,24 @@ def _may_hold(column: Sequence[object], kinds: set[type], cell: Cell) -> bool:
         return ox.BlankNode in kinds
     key = order_key(cell)
     if key[0] == "number":  # type: ignore[index]
-        values = map(_VALUE, column) if kinds == _LITERALS else [t.value for t in column if type(t) is _LITERAL]  # type: ignore[attr-defined]
-        return any(decimal_value(v) == key[1] for v in set(values))  # type: ignore[index]
+        values = list(map(_VALUE, column)) if kinds == _LITERALS else [t.value for t in column if type(t) is _LITERAL]  # type: ignore[attr-defined]
+        return _may_spell(values, key[1])  # type: ignore[index]
     values = map(_VALUE, column) if type(None) not in kinds else [t.value for t in column if t is not None]  # type: ignore[attr-defined]
     return cell[1] in values  # the same spelling: the same value
+
+
+def _may_spell(values: list[str], number: Decimal) -> bool:
+    """True when one of `values` spells `number` (`decimal_value`). Parsed as floats first (a
+    tenth of the time): a value spelling the number is within a few units in the last place of
+    its float, so only those close to it are parsed as decimals."""
+    target = float(number)
+    close = values
+    if math.isfinite(target):
+        try:
+            close = [v for v, f in zip(values, map(float, values)) if abs(f - target) <= abs(target) * 1e-9]
+        except ValueError:  # a value float() cannot read: every value is parsed as a decimal
+            close = values
+    return any(decimal_value(v) == number for v in set(close))
 
 
 def _values(terms: Sequence[object]) -> list[str | None]:
