@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from itertools import chain, islice, repeat
 from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 import pyoxigraph as ox
 
@@ -40,6 +40,9 @@ _FORMATS = {
 }
 
 _QUAD_FORMATS = (ox.RdfFormat.N_QUADS, ox.RdfFormat.TRIG)
+
+
+R = TypeVar("R")
 
 
 class Cancel(Protocol):
@@ -168,11 +171,8 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
     """Run trusted SELECT `query` and keep the rows `evaluate` keeps, as bare values. Unordered,
     the rows are keyed (the canonical spelling `keep_rows` ranks by) only once they pass
     `row_cap`: under the cap every row is kept, whatever its key."""
-    solutions = None
-    try:
-        solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
-        variables = tuple(v.value for v in solutions.variables)
-        source = iter(solutions if cancel is None else _until(solutions, cancel))
+
+    def read(variables: tuple[str, ...], source: Iterator[ox.QuerySolution]) -> Values:
         if ordered:  # the first rows; those past the cap are counted, never read
             kept = list(map(tuple, islice(source, row_cap)))
             total = len(kept) + sum(1 for _ in source)
@@ -182,14 +182,9 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
             if total > row_cap:
                 kept, total = keep_rows(chain(kept, source), row_cap=row_cap, ordered=False, key=_Describer(None).key)
         columns = [_values(column) for column in zip(*kept)] or [[] for _ in variables]
-    except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
-        error = _named(exc, query)
-    else:
-        error = None
-    if error is not None:
-        solutions = None  # noqa: F841 - see `evaluate`
-        raise error
-    return Values(variables, columns, total)
+        return Values(variables, columns, total)
+
+    return _read_select(store, query, cancel, read)
 
 
 def evaluate_probe(store: ox.Store, query: str, cut: ProbeCut, *, row_cap: int, cancel: Cancel | None = None) -> ProbeRows:
@@ -203,12 +198,22 @@ def evaluate_probe(store: ox.Store, query: str, cut: ProbeCut, *, row_cap: int, 
     The rows past the cap are counted, as `evaluate` counts them. One difference: a term no
     SPARQL 1.1 result can hold (a triple term) outside the key columns of a row after the
     stop is not read, so it no longer fails the tie check of a cut it cannot change."""
+
+    def read(variables: tuple[str, ...], source: Iterator[ox.QuerySolution]) -> ProbeRows:
+        return ProbeRows(variables, *_probe_rows(source, _ProbeCut.of(cut, variables), row_cap))
+
+    return _read_select(store, query, cancel, read)
+
+
+def _read_select(store: ox.Store, query: str, cancel: Cancel | None, read: Callable[[tuple[str, ...], Iterator[ox.QuerySolution]], R]) -> R:
+    """`read(variables, solutions)` of trusted SELECT `query`, every failure of the engine named
+    (`_named`) and raised as `evaluate` raises it, with no traceback into the frames that held
+    the engine's result iterator."""
     solutions = None
     try:
         solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
         variables = tuple(v.value for v in solutions.variables)
-        source = iter(solutions if cancel is None else _until(solutions, cancel))
-        rows, truncated, complete = _probe_rows(source, _ProbeCut.of(cut, variables), row_cap)
+        value = read(variables, iter(solutions if cancel is None else _until(solutions, cancel)))
     except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
         error = _named(exc, query)
     else:
@@ -216,7 +221,7 @@ def evaluate_probe(store: ox.Store, query: str, cut: ProbeCut, *, row_cap: int, 
     if error is not None:
         solutions = None  # noqa: F841 - see `evaluate`
         raise error
-    return ProbeRows(variables, rows, truncated, complete)
+    return value
 
 
 def _probe_rows(source: Iterator[ox.QuerySolution], cut: _ProbeCut | None, row_cap: int) -> tuple[list[CellRow], bool, bool]:
