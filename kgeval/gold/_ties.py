@@ -25,7 +25,6 @@ from kgeval.stores import (
     Row,
     Store,
     Term,
-    cell_spelling,
     cells_key,
     order_key,
     order_probe,

@@ -153,7 +153,7 @@ def test_the_float_shortcut_finds_every_spelling_of_a_number():
     from kgeval.stores._engine import _may_spell
 
     rng = random.Random(7)
-    numbers = [Decimal("2"), Decimal("0"), Decimal("-0.1"), Decimal("1E+400"), Decimal("1.000000000000000000000000001"), Decimal("123456.78")]
+    numbers = [Decimal(2), Decimal(0), Decimal("-0.1"), Decimal("1E+400"), Decimal("1.000000000000000000000000001"), Decimal("123456.78")]
     spellings = ["2", "2.0", "+2", " 2 ", "2e0", "0.2E1", "20e-1", "0", "-0", "0.0e5", "-0.10", "-1e-1", "1e400", "10E+399",
                  "1.0000000000000000000000000014", "1.00000000000000000000000000149", "123456.780", "12345678e-2"]
     noise = ["abc", "2.5", "1.9999999", "nan", "inf", "", "0x10", "1_000", "3", "-2", "1e-400", "123456.7800001"]
