@@ -57,6 +57,10 @@ class RecordingStore(EmbeddedStore):
         RecordingStore.sent.append((self, query))
         return super().execute_cells(query, timeout_s=timeout_s, row_cap=row_cap)
 
+    def execute_probe(self, probe: str, cut, *, timeout_s: float, row_cap: int):  # noqa: ANN001, ANN201
+        RecordingStore.sent.append((self, probe))  # the raw side reads the whole probe
+        return super().execute_probe(probe, cut, timeout_s=timeout_s, row_cap=row_cap)
+
 
 def raw_seconds(sent: list[tuple[EmbeddedStore, str]]) -> float:
     """pyoxigraph alone, in this process, on the same texts and KGs: execute, read every cell."""

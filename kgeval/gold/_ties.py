@@ -11,33 +11,26 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
 from operator import itemgetter
 
 from pydantic import BaseModel, Field
 
 from kgeval.errors import QueryError
 from kgeval.stores import (
-    Cell,
-    CellResult,
     CellRow,
     OrderProbe,
+    ProbeCut,
     QueryResult,
     QueryShape,
     Row,
     Store,
     Term,
-    cell_spelling,
     cells_key,
+    order_key,
     order_probe,
     row_key,
     rows_from_cells,
 )
-
-_NUMERIC = {"integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger",
-            "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt",
-            "unsignedShort", "unsignedByte"}
-_XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
 class TieGroup(BaseModel):
@@ -113,32 +106,20 @@ def needs_tie_check(shape: QueryShape, result: QueryResult) -> bool:
     return shape.limit is not None or shape.offset > 0 or (shape.ordered and result.truncated)
 
 
-def _key_value(cell: Cell) -> object:
-    """ORDER BY equality: numbers by value (1 = 1.0), everything else by its canonical form."""
-    if cell is None:
-        return None
-    kind, value, datatype, _ = cell
-    if kind == "literal" and datatype and datatype.removeprefix(_XSD) in _NUMERIC:
-        try:
-            number = Decimal(value.strip())
-            if number.is_finite():
-                return ("number", number.normalize())
-        except InvalidOperation:
-            pass
-    return ("term", cell_spelling(cell))
-
-
 def find_ties(
     store: Store, query: str, shape: QueryShape, result: QueryResult, *, timeout_s: float, probe_rows: int
 ) -> TieInfo:
     """Probe the store and return the acceptable answers; raise QueryError when undecidable.
 
-    The probe's rows (up to `probe_rows`) are read as plain cells; Terms are built only for
-    the rows the answer keeps (the window and the tie groups)."""
+    The probe's rows (up to `probe_rows`) are read as plain cells, and only as far as the
+    check needs (`Store.execute_probe`: to the first row past the window whose key neither of
+    its edges has, when no later row can share one); Terms are built only for the rows the
+    answer keeps (the window and the tie groups)."""
     probe = order_probe(query)
-    probed = store.execute_cells(probe.text, timeout_s=timeout_s, row_cap=probe_rows)
-    seq = _sequence(probed, result.vars, probe)
     start, end = shape.offset, shape.offset + len(result.rows)
+    cut = ProbeCut(start, end, probe.key_vars, tuple(result.vars), probe.distinct)
+    probed = store.execute_probe(probe.text, cut, timeout_s=timeout_s, row_cap=probe_rows)
+    seq = _sequence(probed.variables, probed.rows, result.vars, probe)
     if end > len(seq):
         raise QueryError(f"the order probe kept {len(seq)} rows, fewer than the {end} the answer reaches (raise gold.tie_probe_rows)")
     window = seq[start:end]
@@ -150,7 +131,7 @@ def find_ties(
     for i, (_, k, _) in enumerate(seq):  # one pass for both cut keys (probes run to 10,000 rows)
         if k in positions:
             positions[k].append(i)
-    truncated = probed.total > len(probed.rows)
+    truncated = probed.truncated
     for key in wanted:
         members = positions[key]
         inside = sum(start <= i < end for i in members)
@@ -173,18 +154,18 @@ def _columns(indexes: list[int]) -> Callable[[CellRow], CellRow]:
     return itemgetter(*indexes) if indexes else lambda row: ()
 
 
-def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> list[tuple[CellRow, tuple, CellRow]]:
+def _sequence(probe_variables: tuple[str, ...], rows: list[CellRow], variables: list[str], probe: OrderProbe) -> list[tuple[CellRow, tuple, CellRow]]:
     """(row in the answer's columns, comparable key, key cells) in order; DISTINCT keeps first
     occurrences, as SPARQL's Distinct does on an ordered sequence. Key values are computed
     once per distinct key (probes repeat the same keys over many rows: one dict look-up a row)."""
-    column = {v: i for i, v in enumerate(probed.variables)}
+    column = {v: i for i, v in enumerate(probe_variables)}
     missing = [v for v in (*variables, *probe.key_vars) if v not in column]
     if missing:
         raise QueryError(f"the order probe did not return the variables {', '.join(missing)}")
     project, key_cells = _columns([column[v] for v in variables]), _columns([column[v] for v in probe.key_vars])
     keys: dict[CellRow, tuple] = {}
     seq, seen = [], set()
-    for row in probed.rows:
+    for row in rows:
         projected = project(row)
         if probe.distinct:
             spelled = cells_key(projected)
@@ -194,6 +175,6 @@ def _sequence(probed: CellResult, variables: list[str], probe: OrderProbe) -> li
         cells = key_cells(row)
         key = keys.get(cells)
         if key is None:
-            key = keys[cells] = tuple([_key_value(c) for c in cells])
+            key = keys[cells] = tuple([order_key(c) for c in cells])
         seq.append((projected, key, cells))
     return seq

@@ -9,7 +9,8 @@ in a sandbox worker process) and counted (`QueryResources`).
 """
 
 from kgeval.stores._base import Store
-from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key
+from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key, order_key
+from kgeval.stores._engine import ProbeCut, ProbeRows
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
@@ -22,6 +23,8 @@ __all__ = [
     "CellRow",
     "Determinism",
     "OrderProbe",
+    "ProbeCut",
+    "ProbeRows",
     "EmbeddedStore",
     "QueryResources",
     "QueryResult",
@@ -40,6 +43,7 @@ __all__ = [
     "limited_sub_selects",
     "mentioned_iris",
     "open_store",
+    "order_key",
     "order_probe",
     "order_variables",
     "query_algebra",

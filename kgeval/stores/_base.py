@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
+from kgeval.stores._engine import ProbeCut, ProbeRows
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
 from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, ValueResult
 from kgeval.stores._value_size import estimated_value_bytes
@@ -58,6 +59,14 @@ class Store(ABC):
         that hash results or scan many rows, as the gold rebuild does); same errors."""
         shape = self._guard(query)
         return self._cells(shape.text, shape, timeout_s, row_cap)
+
+    def execute_probe(self, probe: str, cut: ProbeCut, *, timeout_s: float, row_cap: int) -> ProbeRows:
+        """An order probe's (`order_probe`) rows the tie check needs to decide `cut`'s ties
+        (`ProbeRows`); same errors as `execute`. By default every row up to `row_cap`, as
+        `execute_cells` keeps them; the embedded store stops at the first row past the cut's
+        key groups when no later row can share their keys."""
+        result = self.execute_cells(probe, timeout_s=timeout_s, row_cap=row_cap)
+        return ProbeRows(tuple(result.variables), list(result.rows), result.total > len(result.rows), True)
 
     def execute_values(self, query: str, *, timeout_s: float, row_cap: int) -> ValueResult:
         """`execute` of a SELECT with the rows kept as bare values, one list per variable, in no

@@ -13,6 +13,7 @@ without the rest of kgeval.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import TypeVar
 
 Cell = tuple[str, str, "str | None", "str | None"] | None
@@ -24,6 +25,12 @@ XSD_STRING = XSD + "string"
 RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 R = TypeVar("R")
+
+_NUMERIC = frozenset((
+    "integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte",
+))
+"""XSD's numeric datatypes, by local name: ORDER BY compares their literals by value."""
 
 
 def literal_cell(value: str, datatype: str | None, lang: str | None) -> Cell:
@@ -97,3 +104,26 @@ def _cut(batch: list[tuple[str, int, R]], row_cap: int) -> str | None:
     batch.sort()  # arrival numbers are unique: rows themselves are never compared
     del batch[row_cap:]
     return batch[-1][0] if len(batch) == row_cap and batch else None
+
+
+def order_key(cell: Cell) -> object:
+    """ORDER BY equality of a cell: numbers by value (1 = 1.0), everything else by its canonical
+    spelling. Two cells with equal keys are tied; the tie check and the order probe's reader
+    (`_engine.evaluate_probe`) both compare keys with it."""
+    if cell is None:
+        return None
+    kind, value, datatype, _ = cell
+    if kind == "literal" and datatype and datatype.removeprefix(XSD) in _NUMERIC:
+        number = decimal_value(value)
+        if number is not None:
+            return ("number", number)
+    return ("term", cell_spelling(cell))
+
+
+def decimal_value(text: str) -> Decimal | None:
+    """The finite number a numeric literal's lexical form spells, normalized; None if none."""
+    try:
+        number = Decimal(text.strip())
+    except InvalidOperation:
+        return None
+    return number.normalize() if number.is_finite() else None

@@ -29,7 +29,7 @@ from kgeval._files import sha256_file, sha256_json
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import KgevalError, QueryError
 from kgeval.stores._base import Store, run_with_deadline, select_result
-from kgeval.stores._engine import Answer, Caps, cell_from_term, evaluate, evaluate_values, load_kg, rdf_format
+from kgeval.stores._engine import Answer, Caps, ProbeCut, ProbeRows, cell_from_term, evaluate, evaluate_probe, evaluate_values, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
 from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, rows_from_cells
 from kgeval.stores._sandbox import WorkerPool, files_changed
@@ -163,6 +163,19 @@ class EmbeddedStore(Store):
             )
         return ValueResult(*answer)
 
+    def execute_probe(self, probe: str, cut: ProbeCut, *, timeout_s: float, row_cap: int) -> ProbeRows:
+        """Read an ordered probe only as far as `cut` needs (`_engine.evaluate_probe`), in
+        process or in a sandbox worker as `_trusted`; an unordered one (LIMIT without ORDER BY:
+        every row is tied) whole, as the base store does."""
+        shape = self._guard(probe)
+        if shape.form != "select" or not shape.ordered:
+            return super().execute_probe(probe, cut, timeout_s=timeout_s, row_cap=row_cap)
+        store = self._store
+        if store is None:
+            request = _request(shape.text, False, True, row_cap, None, timeout_s, probe=cut)
+            return self._pool.run(request, timeout_s).answer  # type: ignore[return-value]
+        return run_with_deadline(lambda cancel: evaluate_probe(store, shape.text, cut, row_cap=row_cap, cancel=cancel), timeout_s)
+
     def _trusted(self, query: str, *, ask: bool, ordered: bool, row_cap: int, timeout_s: float) -> Answer:
         """A trusted query's answer: in process, or in a sandbox worker when this process holds
         no copy of the KG (no size caps there either)."""
@@ -217,12 +230,16 @@ class EmbeddedStore(Store):
         return _query_result(answer, shape), resources
 
 
-def _request(query: str, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, timeout_s: float, values: bool = False) -> tuple:
-    """A sandbox worker's request (`_worker`'s protocol): `caps` None for a trusted query, and
-    `values` for a trusted SELECT read as bare values. The CPU backstop only matters if this
-    process dies mid-query and cannot kill the worker."""
+def _request(
+    query: str, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, timeout_s: float, values: bool = False, probe: ProbeCut | None = None
+) -> tuple:
+    """A sandbox worker's request (`_worker`'s protocol): `caps` None for a trusted query,
+    `values` for a trusted SELECT read as bare values, `probe` for an order probe read as far
+    as its cut needs. The CPU backstop only matters if this process dies mid-query and cannot
+    kill the worker."""
     max_value, max_result = caps if caps is not None else (None, None)
-    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5, values)
+    cut = tuple(probe) if probe is not None else None  # a plain tuple: the worker unpickles no kgeval class
+    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5, values, cut)
 
 
 def _query_result(answer: Answer, shape: QueryShape) -> QueryResult:

@@ -13,16 +13,18 @@ Imports only the standard library, pyoxigraph and the light modules `_cells`, `_
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from itertools import chain, islice, repeat
 from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 import pyoxigraph as ox
 
 from kgeval.errors import InputError, KgevalError, QueryOverBudget, QueryRejected
-from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cell_spelling, keep_rows, literal_cell
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cell_spelling, cells_key, decimal_value, keep_rows, literal_cell, order_key
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 
 if TYPE_CHECKING:  # a sandbox worker never imports pathlib (with urllib, a sixth of its start)
@@ -38,6 +40,9 @@ _FORMATS = {
 }
 
 _QUAD_FORMATS = (ox.RdfFormat.N_QUADS, ox.RdfFormat.TRIG)
+
+
+R = TypeVar("R")
 
 
 class Cancel(Protocol):
@@ -74,6 +79,37 @@ class Values(NamedTuple):
     """Per variable, each kept row's value (None: unbound). The rows kept are those `keep_rows`
     keeps; in the engine's order, unless the total passed the row cap (then in key order)."""
     total: int
+
+
+class ProbeCut(NamedTuple):
+    """What the tie check reads of an order probe (`kgeval.stores.order_probe`): the window of
+    the limited answer, in the probe's rows (after DISTINCT), and the columns that say which
+    rows are tied and which are the same row."""
+
+    start: int
+    """The window's first row: the query's OFFSET."""
+    end: int
+    """One past the window's last row: OFFSET + the rows the limited answer holds."""
+    keys: tuple[str, ...]
+    """The probe's ORDER BY key variables."""
+    columns: tuple[str, ...]
+    """The answer's variables (a DISTINCT probe keeps the first row of each projection)."""
+    distinct: bool
+    """The query had DISTINCT or REDUCED."""
+
+
+class ProbeRows(NamedTuple):
+    """The rows of an order probe the tie check needs: those up to the first row, past the
+    window, whose key is neither the window's first nor its last; or, when a later row may
+    share one of those keys (or the probe ends first), every row up to the cap."""
+
+    variables: tuple[str, ...]
+    rows: list[CellRow]
+    """The probe's first rows, as cells (before DISTINCT)."""
+    truncated: bool
+    """The probe has more rows than the cap."""
+    complete: bool
+    """`rows` holds every row up to the cap (False: the read stopped early)."""
 
 
 def rdf_format(path: Path | str) -> ox.RdfFormat:
@@ -135,11 +171,8 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
     """Run trusted SELECT `query` and keep the rows `evaluate` keeps, as bare values. Unordered,
     the rows are keyed (the canonical spelling `keep_rows` ranks by) only once they pass
     `row_cap`: under the cap every row is kept, whatever its key."""
-    solutions = None
-    try:
-        solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
-        variables = tuple(v.value for v in solutions.variables)
-        source = iter(solutions if cancel is None else _until(solutions, cancel))
+
+    def read(variables: tuple[str, ...], source: Iterator[ox.QuerySolution]) -> Values:
         if ordered:  # the first rows; those past the cap are counted, never read
             kept = list(map(tuple, islice(source, row_cap)))
             total = len(kept) + sum(1 for _ in source)
@@ -149,6 +182,38 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
             if total > row_cap:
                 kept, total = keep_rows(chain(kept, source), row_cap=row_cap, ordered=False, key=_Describer(None).key)
         columns = [_values(column) for column in zip(*kept)] or [[] for _ in variables]
+        return Values(variables, columns, total)
+
+    return _read_select(store, query, cancel, read)
+
+
+def evaluate_probe(store: ox.Store, query: str, cut: ProbeCut, *, row_cap: int, cancel: Cancel | None = None) -> ProbeRows:
+    """Run a trusted, ordered order probe and read what the tie check needs of it (`ProbeRows`):
+    cells up to the first row past the window whose key is neither of the window's edge keys
+    (`_ProbeCut`); of every later row up to `row_cap` only the key terms are read, a column
+    and a chunk at a time, to check that none could give the row one of those keys. Where one
+    could (the engine orders two equal keys apart, as it does an invalid xsd:decimal "2e0"
+    after 2.5, or a value only looks alike), every row up to the cap is read as cells, as
+    `evaluate` reads an ordered result: the tie check then sees the whole probe, as before.
+    The rows past the cap are counted, as `evaluate` counts them. One difference: a term no
+    SPARQL 1.1 result can hold (a triple term) outside the key columns of a row after the
+    stop is not read, so it no longer fails the tie check of a cut it cannot change."""
+
+    def read(variables: tuple[str, ...], source: Iterator[ox.QuerySolution]) -> ProbeRows:
+        return ProbeRows(variables, *_probe_rows(source, _ProbeCut.of(cut, variables), row_cap))
+
+    return _read_select(store, query, cancel, read)
+
+
+def _read_select(store: ox.Store, query: str, cancel: Cancel | None, read: Callable[[tuple[str, ...], Iterator[ox.QuerySolution]], R]) -> R:
+    """`read(variables, solutions)` of trusted SELECT `query`, every failure of the engine named
+    (`_named`) and raised as `evaluate` raises it, with no traceback into the frames that held
+    the engine's result iterator."""
+    solutions = None
+    try:
+        solutions = store.query(query, custom_functions=DERIVED_INTEGER_CASTS)
+        variables = tuple(v.value for v in solutions.variables)
+        value = read(variables, iter(solutions if cancel is None else _until(solutions, cancel)))
     except (SyntaxError, RuntimeError, OSError, KgevalError) as exc:
         error = _named(exc, query)
     else:
@@ -156,7 +221,134 @@ def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int,
     if error is not None:
         solutions = None  # noqa: F841 - see `evaluate`
         raise error
-    return Values(variables, columns, total)
+    return value
+
+
+def _probe_rows(source: Iterator[ox.QuerySolution], cut: _ProbeCut | None, row_cap: int) -> tuple[list[CellRow], bool, bool]:
+    """(rows as cells, more rows past the cap, every row to the cap read): see `evaluate_probe`."""
+    rows: list[CellRow] = []
+    while len(rows) < row_cap:
+        chunk = list(islice(source, min(_CHUNK, row_cap - len(rows))))
+        if not chunk:
+            return rows, False, True
+        cells = _chunk_cells(chunk)[0]
+        stop = cut.stop_at(cells) if cut is not None else None
+        if stop is None:
+            rows.extend(cells)
+            continue
+        rows.extend(cells[: stop + 1])
+        rest = chain(chunk[stop + 1 :], source)
+        checked = cut.unshared(rest, row_cap - len(rows))
+        if checked is None:  # no later row can share a key of the window's edges
+            return rows, _any_left(rest), False
+        source, cut = chain(checked, rest), None  # read on as cells, from the row after the stop
+    return rows, _any_left(source), True
+
+
+def _any_left(rows: Iterator[object]) -> bool:
+    """Whether any row is left, reading them all (as a whole read counts them: an engine error
+    among them is raised as it was)."""
+    return sum(1 for _ in rows) > 0
+
+
+class _ProbeCut:
+    """Follows a probe's rows (after DISTINCT, as the tie check counts them) to the window's
+    edges and then to the first row whose ORDER BY key is neither edge's (`order_key`), and
+    checks the rows after it."""
+
+    @classmethod
+    def of(cls, cut: ProbeCut, variables: tuple[str, ...]) -> _ProbeCut | None:
+        """None when the probe lacks a variable the cut names (the tie check then says so)."""
+        index = {v: i for i, v in enumerate(variables)}
+        if any(v not in index for v in (*cut.keys, *cut.columns)):
+            return None
+        return cls(cut, tuple(index[v] for v in cut.keys), tuple(index[v] for v in cut.columns))
+
+    def __init__(self, cut: ProbeCut, key_at: tuple[int, ...], column_at: tuple[int, ...]) -> None:
+        self._cut, self._key_at, self._column_at = cut, key_at, column_at
+        self._seen: set[str] = set()
+        self._count = 0
+        self._edges: list[CellRow] = []
+        """The key cells of the window's first and last rows."""
+        self._wanted: set[tuple] | None = None
+        self._keys: dict[CellRow, tuple] = {}
+
+    def stop_at(self, rows: list[CellRow]) -> int | None:
+        """The index in `rows` of the first row past the window whose key no edge has."""
+        start, end = self._cut.start, self._cut.end
+        for i, row in enumerate(rows):
+            if self._cut.distinct:
+                spelled = cells_key([row[j] for j in self._column_at])
+                if spelled in self._seen:
+                    continue
+                self._seen.add(spelled)
+            self._count += 1
+            key_cells = tuple([row[j] for j in self._key_at])
+            if self._count > end:
+                if self._wanted is None:
+                    self._wanted = {self._key(edge) for edge in self._edges}
+                if self._key(key_cells) not in self._wanted:
+                    return i
+            elif self._count == start + 1 or (self._count == end and start < end):
+                self._edges.append(key_cells)
+        return None
+
+    def _key(self, key_cells: CellRow) -> tuple:
+        key = self._keys.get(key_cells)
+        if key is None:
+            key = self._keys[key_cells] = tuple([order_key(c) for c in key_cells])
+        return key
+
+    def unshared(self, rest: Iterator[ox.QuerySolution], budget: int) -> list[ox.QuerySolution] | None:
+        """Read up to `budget` more rows of `rest`; None when no row of them can have an edge's
+        key, else the rows read (to be read again as cells)."""
+        read: list[ox.QuerySolution] = []
+        while budget > 0 and (chunk := list(islice(rest, min(_CHUNK, budget)))):
+            read.extend(chunk)
+            budget -= len(chunk)
+            if self._may_share_key(chunk):
+                return read
+        return None
+
+    def _may_share_key(self, chunk: list[ox.QuerySolution]) -> bool:
+        """True when a row of `chunk` may have an edge's key, or a key term no cell can hold
+        (reading it as cells then raises the error a whole read raises). Only the key columns
+        are read, a column at a time: a false True only costs reading on as cells."""
+        columns = {j: list(map(itemgetter(j), chunk)) for j in set(self._key_at)}
+        kinds = {j: set(map(type, column)) for j, column in columns.items()}
+        if not all(kind <= _CELL_KINDS for kind in kinds.values()):
+            return True
+        return any(
+            all(_may_hold(columns[j], kinds[j], cell) for j, cell in zip(self._key_at, edge)) for edge in self._edges
+        )
+
+
+def _may_hold(column: list[object], kinds: set[type], cell: Cell) -> bool:
+    """True when a term of `column` may have `cell`'s `order_key` (never False when one does)."""
+    if cell is None:
+        return type(None) in kinds
+    if cell[0] == "bnode":  # every blank node has the same key
+        return ox.BlankNode in kinds
+    key = order_key(cell)
+    if key[0] == "number":  # type: ignore[index]
+        values = list(map(_VALUE, column)) if kinds == _LITERALS else [t.value for t in column if type(t) is _LITERAL]  # type: ignore[attr-defined]
+        return _may_spell(values, key[1])  # type: ignore[index]
+    values = map(_VALUE, column) if type(None) not in kinds else [t.value for t in column if t is not None]  # type: ignore[attr-defined]
+    return cell[1] in values  # the same spelling: the same value
+
+
+def _may_spell(values: list[str], number: Decimal) -> bool:
+    """True when one of `values` spells `number` (`decimal_value`). Parsed as floats first (a
+    tenth of the time): a value spelling the number is within a few units in the last place of
+    its float, so only those close to it are parsed as decimals."""
+    target = float(number)
+    close = values
+    if math.isfinite(target):
+        try:
+            close = [v for v, f in zip(values, map(float, values)) if abs(f - target) <= abs(target) * 1e-9]
+        except ValueError:  # a value float() cannot read: every value is parsed as a decimal
+            close = values
+    return any(decimal_value(v) == number for v in set(close))
 
 
 def _values(terms: Sequence[object]) -> list[str | None]:

@@ -50,7 +50,7 @@ from kgeval import errors
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
 from kgeval.stores import _worker
-from kgeval.stores._engine import Answer, Values
+from kgeval.stores._engine import Answer, ProbeRows, Values
 
 _STORES_DIR = str(Path(_worker.__file__).parent)
 # where the worker finds kgeval and pyoxigraph (it starts without `site`: see `_worker`)
@@ -167,7 +167,7 @@ class WorkerPool:
         healthy = False
         try:
             started = time.perf_counter()
-            kind = Values if request[7] else Answer
+            kind = Values if request[7] else ProbeRows if request[8] is not None else Answer
             message = worker.exchange(request, timeout_s, self._config.memory_mb << 20, len(kind._fields))
             healthy = not (message[0] == "error" and message[4])  # a retiring worker exits after its reply
         finally:

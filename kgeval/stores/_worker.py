@@ -36,10 +36,11 @@ parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI},
 info: pid, network_isolated, file_sha256 (of the KG files it loaded), gc_frozen (objects it holds
 frozen out of the collector's sight: those it inherited from a template or zygote, which freezes
 what it holds before it forks)
-parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values);
+parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values, probe);
 both byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps);
-values True for a trusted SELECT whose rows are wanted as bare values (`_engine.Values`)
-worker -> ("ok", Answer tuple (a Values tuple when values), peak_rss_bytes) or ("error", error
+values True for a trusted SELECT whose rows are wanted as bare values (`_engine.Values`);
+probe None, or a trusted order probe's cut as a `_engine.ProbeCut` tuple (read as far as it needs)
+worker -> ("ok", Answer tuple (a Values tuple when values, a ProbeRows tuple for a probe), peak_rss_bytes) or ("error", error
 class name, message, peak_rss_bytes, retiring: the worker exits after this reply)
 """
 
@@ -253,13 +254,15 @@ def _serve(conn: _Channel, store: object, engine: object) -> None:
             request = conn.recv()
         except (EOFError, OSError):  # the parent is gone
             return
-        query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s, values = request
+        query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s, values, probe = request
         _limit_cpu(cpu_backstop_s)
         _reset_peak_memory()
         caps = None if max_value is None else engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
         try:
             if values:  # a trusted SELECT read as bare values (no caps: never a candidate's)
                 answer = engine.evaluate_values(store, query, ordered=ordered, row_cap=row_cap)  # type: ignore[attr-defined]
+            elif probe is not None:  # a trusted order probe (no caps either)
+                answer = engine.evaluate_probe(store, query, engine.ProbeCut(*probe), row_cap=row_cap)  # type: ignore[attr-defined]
             else:
                 answer = engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
         except MemoryError:

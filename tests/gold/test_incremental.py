@@ -27,6 +27,10 @@ class CountingStore(EmbeddedStore):
         CountingStore.executed.append(query)
         return super().execute_cells(query, timeout_s=timeout_s, row_cap=row_cap)
 
+    def execute_probe(self, probe: str, cut, *, timeout_s: float, row_cap: int):  # noqa: ANN001, ANN201
+        CountingStore.executed.append(probe)
+        return super().execute_probe(probe, cut, timeout_s=timeout_s, row_cap=row_cap)
+
 
 def _rebuild(holdout: Path, gold: Path, **kwargs):  # noqa: ANN003, ANN202
     CountingStore.executed = []
