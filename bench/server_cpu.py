@@ -32,7 +32,14 @@ from kgeval.holdout import load_holdout  # noqa: E402
 from kgeval.stores import Store, open_store  # noqa: E402
 from tests.conftest import write_holdout  # noqa: E402
 from tests.stores.hostile_corpus import CPU_BOMBS  # noqa: E402
-from tests.stores.servers import RunningServer, cpu_seconds, cpu_seconds_over, start_fuseki, start_virtuoso, stop  # noqa: E402
+from tests.stores.servers import (  # noqa: E402
+    RunningServer,
+    cpu_seconds,
+    cpu_seconds_over,
+    start_fuseki,
+    start_virtuoso,
+    stop,
+)
 from tests.stores.test_server_cpu import KGS  # noqa: E402
 
 LIMITS = CandidateQueryConfig(max_sorted_rows=100_000)

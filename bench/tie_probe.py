@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gold_rebuild  # noqa: E402
 from gold_rebuild import cpu_seconds, generate_holdout, timed_raw  # noqa: E402
 
 from kgeval.config import GoldConfig  # noqa: E402
@@ -29,8 +30,6 @@ from kgeval.gold._ties import find_ties, needs_tie_check  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
 from kgeval.stores import EmbeddedStore, ProbeCut, Store, guard_query, order_probe  # noqa: E402
 from kgeval.stores._engine import load_kg  # noqa: E402
-
-import gold_rebuild  # noqa: E402
 
 
 class WholeProbeStore(EmbeddedStore):

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from math import sqrt
 
-from scipy.special import betaincinv, ndtri  # ~0.3 CPU-s to import; statsmodels takes 1.4
+from scipy.special import (  # ~0.3 CPU-s to import; statsmodels takes 1.4
+    betaincinv,
+    ndtri,
+)
 
 
 def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:

@@ -51,10 +51,10 @@ import gc
 import hashlib
 import marshal
 import os
-import signal
-import sys
 import pickle
+import signal
 import struct
+import sys
 
 BOOTSTRAP = (
     "import sys, types\n"
@@ -121,7 +121,9 @@ def main(fd: int, parent_pid: int) -> None:
     die_with_parent(parent_pid)
     conn = _Channel(fd)
     isolated = isolate_network()
-    from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
+    from kgeval.stores import (
+        _engine,  # after leaving the network: pyoxigraph starts no threads before
+    )
 
     _become(conn, fd, _engine, isolated)
 

@@ -13,7 +13,12 @@ import pytest
 from kgeval.config import GoldConfig
 from kgeval.errors import CheckFailed, InputError, StoreError
 from kgeval.gold import gold_status, load_gold, read_gold, rebuild_gold, verify_gold
-from kgeval.holdout import exclude_questions, include_questions, load_holdout, verify_holdout
+from kgeval.holdout import (
+    exclude_questions,
+    include_questions,
+    load_holdout,
+    verify_holdout,
+)
 from kgeval.stores import EmbeddedStore
 from tests.conftest import MINI_QUESTIONS, PREFIX, REPO, write_holdout
 

@@ -33,7 +33,12 @@ from kgeval.guards import (
 )
 from kgeval.holdout import load_holdout
 from tests.conftest import REPO
-from tests.guards.test_contamination import HR02_RENAMED, PLANTED, _ck25_records, _escaped_json
+from tests.guards.test_contamination import (
+    HR02_RENAMED,
+    PLANTED,
+    _ck25_records,
+    _escaped_json,
+)
 
 CONFIG = GuardsConfig(contamination=ContaminationConfig(workers=2))
 # Leaks the local check catches, each kind in each record form (prompt/completion, chat).
