@@ -1,7 +1,7 @@
 """Interval estimates: Wilson's closed form and the Clopper-Pearson bound through scipy's
 inverse incomplete beta function, the computations of statsmodels' `proportion_confint`
 (methods "wilson" and "beta"), to which tests/reports/test_stats_and_pages.py holds them bit
-for bit over every count up to 300 trials and at large counts.
+for bit over every count up to 120 trials and at large counts.
 
 statsmodels is not imported here: importing it costs about 1.4 CPU-seconds (it loads pandas
 and scipy.stats), which every `kgeval run` and `kgeval report` paid for two formulas.
@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from math import sqrt
 
-from scipy.special import (  # ~0.3 CPU-s to import; statsmodels takes 1.4
-    betaincinv,
-    ndtri,
-)
-
 
 def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (95% by default), computed in
     statsmodels' order of operations (its critical value is `norm.isf`, i.e. `-ndtri`), so the
     bounds are bit for bit those of `proportion_confint(method="wilson")`."""
+    # imported on first use: ~0.3 CPU-s (statsmodels: 1.4)
+    from scipy.special import ndtri
+
     if n <= 0:
         raise ValueError("an interval needs at least one trial")
     crit = float(-ndtri(alpha / 2))
@@ -40,6 +38,8 @@ def clopper_pearson_lower(successes: int, n: int, alpha: float = 0.05) -> float:
     0.819 (= 0.05 ** (1/15)); we report the more cautious figure, consistent with the
     two-sided Wilson intervals beside it.
     """
+    from scipy.special import betaincinv
+
     if n <= 0:
         raise ValueError("a bound needs at least one trial")
     if successes <= 0:

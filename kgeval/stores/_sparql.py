@@ -195,8 +195,8 @@ class SparqlEndpointStore(Store):
         return variables, rows_from_cells(kept), total
 
     def _request_json(self, query: str, timeout_s: float) -> dict[str, Any]:
-        parameters = self.timeout_parameters(timeout_s)
-        body = self._send(self._build_request(query, parameters), timeout_s, self._sent_limit_s(parameters, timeout_s))
+        request = self._build_request(query, self.timeout_parameters(timeout_s))
+        body = self._send(request, timeout_s, self._server_limit_s(timeout_s))
         try:
             doc = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -264,13 +264,10 @@ class SparqlEndpointStore(Store):
             return {"timeout": f"{timeout_s:g}"}
         return {}
 
-    def _sent_limit_s(self, parameters: dict[str, str], timeout_s: float) -> float:
-        """The time limit `parameters` (`timeout_parameters`) give the server, in seconds;
-        `timeout_s` when they give none."""
-        sent = parameters.get("timeout")
-        if sent is None:
-            return timeout_s
-        return int(sent) / 1000 if "virtuoso" in self._known_product() else float(sent)
+    def _server_limit_s(self, timeout_s: float) -> float:
+        """The time limit `timeout_parameters` give the server for a query kgeval gives
+        `timeout_s`, in seconds (Virtuoso's is shorter); `timeout_s` where they give none."""
+        return virtuoso_timeout_ms(timeout_s) / 1000 if "virtuoso" in self._known_product() else timeout_s
 
     def _build_request(self, query: str, parameters: dict[str, str] | None = None) -> urllib.request.Request:
         wrapper = SPARQLWrapper(self.endpoint)
