@@ -64,3 +64,38 @@ def loopback(handler: Handler = answer) -> Iterator[tuple[str, list[Recorded]]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def timeout_on_a_silent_server(execute: Callable[[str, float], object], first_budget_s: float = 0.4) -> tuple[float, str, list[Recorded]]:
+    """Call `execute(base URL, budget)` against a server that answers nothing until the call has
+    given up, and return (budget, the QueryTimeout's message, the requests the server received).
+
+    No wall-clock margin: on a loaded machine a short budget can run out before the request has
+    even reached the server (a client's start, a websocket handshake). Then the budget doubles,
+    on a fresh server, until the request arrived before the timeout; each try must time out and
+    send at most one request (a resent request would be a second one)."""
+    from kgeval.errors import QueryTimeout
+
+    budget = first_budget_s
+    while True:
+        release = threading.Event()
+
+        def silent(_: Recorded, release: threading.Event = release) -> Reply:
+            release.wait(120)
+            return ASK_TRUE
+
+        with loopback(silent) as (url, recorded):
+            try:
+                execute(url, budget)
+            except QueryTimeout as exc:
+                message = str(exc)
+            else:
+                raise AssertionError(f"no QueryTimeout from a server that never answered (budget {budget:g} s)")
+            finally:
+                release.set()
+            arrived = list(recorded)
+        assert len(arrived) <= 1, f"{len(arrived)} requests for one query: {[r.path for r in arrived]}"
+        if arrived:
+            return budget, message, arrived
+        budget *= 2
+        assert budget <= 60, "the request never reached the loopback server"
