@@ -331,8 +331,8 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
     async def judge(body: JudgeRequest, state: State, caller: Auditor) -> dict[str, Any]:
         """Every enabled judge's verdict on one answer to one holdout question."""
         question = state.question(body.question_id)
-        if question is None or body.question_id not in state.gold:
-            raise HTTPException(404, f"no holdout question {body.question_id!r} with gold")
+        if question.id not in state.gold:
+            raise HTTPException(404, f"no gold for holdout question {body.question_id!r}: run `kgeval gold rebuild`")
         if body.answer is None and not body.sparql:
             raise HTTPException(400, "give an answer list, SPARQL, or both")
         # the candidate's query may run its whole timeout, then is judged: its verdict, never a 503
@@ -490,11 +490,9 @@ def _review_routes(app: FastAPI) -> None:
         excluded = [{"question_id": r["question_id"], "why": state.holdout.exclusions[r["question_id"]].why} for r in rows if r["excluded"]]
         return {"store_problem": problem, "questions": [r for r in rows if all or not r["excluded"]], "excluded_on_record": excluded}
 
-    @app.get("/review/questions/{question_id}", tags=["review"])
+    @app.get("/review/questions/{question_id:path}", tags=["review"])
     def question(question_id: str, state: State, principal: Reader) -> dict[str, Any]:
         q = state.question(question_id)
-        if q is None:
-            raise HTTPException(404, f"no holdout question {question_id!r}")
         entry = state.gold.get(q.id)
         with state.database() as db:
             row = next(r for r in listing(state, db, principal, None) if r["question_id"] == q.id)
@@ -502,12 +500,10 @@ def _review_routes(app: FastAPI) -> None:
         gold = display_text(entry.result, state.settings.config.gold.display_items) if entry else "(no gold)"
         return {**row, "sparql": q.sparql, "gold": gold, "gold_total": entry.result.total if entry else None, "history": history}
 
-    @app.post("/review/questions/{question_id}", tags=["review"])
+    @app.post("/review/questions/{question_id:path}", tags=["review"])
     def review(question_id: str, body: ReviewRequest, state: State, principal: Reader) -> dict[str, Any]:
         """Approve or request changes; only a reviewer of the question's domain may (403)."""
         q = state.question(question_id)
-        if q is None:
-            raise HTTPException(404, f"no holdout question {question_id!r}")
         with state.database(write=True) as db:
             try:
                 rec = record_review(db.reviews, q, state.gold.get(q.id), principal.reviewer(), body.decision, body.content_sha256, body.note)

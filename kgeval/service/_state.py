@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+from fastapi import HTTPException
 
 from kgeval.audit import AuditLog
 from kgeval.config import KgevalConfig, ServiceConfig
+from kgeval.errors import InputError
 from kgeval.gold import GoldEntry, load_gold
-from kgeval.holdout import Holdout, Question, load_holdout
+from kgeval.holdout import Holdout, Question, load_holdout, resolve_question_id
 from kgeval.judges import Judge, KgLookup, judges_from_config
 from kgeval.review import ReviewLog
 from kgeval.runs import ResultsDB, store_lookup
@@ -173,8 +175,15 @@ class ServiceState:
             self._stores.clear()
             self._lookups.clear()
 
-    def question(self, question_id: str) -> Question | None:
-        return next((q for q in self.holdout.questions() if q.id == question_id), None)
+    def question(self, ref: str) -> Question:
+        """The holdout question `ref` names, as `id` or `kg/id` (the forms kgeval prints);
+        HTTP 404 naming it (and the candidates, when it names two) otherwise."""
+        questions = self.holdout.questions()
+        try:
+            question_id = resolve_question_id(ref, ((q.kg, q.id) for q in questions), "holdout")
+        except InputError as exc:
+            raise HTTPException(404, str(exc)) from None
+        return next(q for q in questions if q.id == question_id)
 
     def store(self, kg: str) -> Store:
         with self.lock:

@@ -62,7 +62,7 @@ def samples(run_id: str, state: State) -> list[dict[str, Any]]:
     return [s.model_dump(mode="json") for s in sample_index(_source(state), run_id)]
 
 
-@router.get("/runs/{run_id}/samples/{question_id}")
+@router.get("/runs/{run_id}/samples/{question_id:path}")
 def sample(run_id: str, question_id: str, state: State, seed: int | None = None) -> dict[str, Any]:
     """One attempt whole: the sample model, and its SPARQL highlighted as HTML."""
     _known(state, run_id)
@@ -81,13 +81,11 @@ def sample(run_id: str, question_id: str, state: State, seed: int | None = None)
     }
 
 
-@router.get("/review/questions/{question_id}/gold")
+@router.get("/review/questions/{question_id:path}/gold")
 def review_gold(question_id: str, state: State) -> dict[str, Any]:
     """The question's gold as a reviewer needs it: flags, review state, rows, highlighted SPARQL."""
     question = state.question(question_id)
-    if question is None:
-        raise HTTPException(404, f"no holdout question {question_id!r}")
-    view, table = gold_for_review(_source(state), question_id)
+    view, table = gold_for_review(_source(state), question.id)
     return {
         "gold": view.model_dump(mode="json") if view else None,
         "table": table.model_dump(mode="json") if table else None,

@@ -21,7 +21,7 @@ def test_every_route_but_health_needs_a_token(client):
     for route in client.app.routes:
         if not isinstance(route, APIRoute) or route.path in ("/health", "/ui", "/session"):
             continue
-        path = route.path.replace("{run_id}", "x").replace("{sample_id}", "x").replace("{question_id}", "x")
+        path = route.path_format.replace("{run_id}", "x").replace("{sample_id}", "x").replace("{question_id}", "x")
         for method in route.methods:
             response = client.request(method, path, json={})
             assert response.status_code == 401, (method, route.path, response.status_code)
@@ -181,3 +181,24 @@ def test_review_listing_sets_questions_excluded_on_record_apart(served):
         every = client.get("/review/questions", params={"all": "true"}, headers=auth("ann")).json()["questions"]
         assert [q["question_id"] for q in every if q["excluded"]] == ["mini-03"] and len(every) == 8
         assert client.get("/review/questions/mini-03", headers=auth("ann")).json()["excluded"] is True
+
+
+def test_every_question_route_takes_the_ids_kgeval_prints(client, served):
+    """Gold and checklist messages print `kg/id`; the routes that name a question take it as
+    they take `id` (issue 34 item 6), and an unknown one is a 404 naming it."""
+    printed = "mini/mini-02"
+    view = client.get(f"/review/questions/{printed}", headers=auth("ann"))
+    assert view.status_code == 200 and view.json()["question_id"] == "mini-02", view.text
+    gold = client.get(f"/review/questions/{printed}/gold", headers=auth("rita")).json()
+    assert gold["table"]["total"] == 2 and gold == client.get("/review/questions/mini-02/gold", headers=auth("rita")).json()
+    judged = client.post("/judge", json={"question_id": printed, "answer": ["alice", "bob"]}, headers=auth("ann"))
+    assert judged.status_code == 200 and judged.json()["verdicts"][0]["correct"] is True, judged.text
+    sample = client.get(f"/runs/{served.run_id}/samples/{printed}", headers=auth("admin"))
+    assert sample.status_code == 200 and sample.json()["sample"]["question_id"] == "mini-02", sample.text
+    hr = next(q for q in client.get("/review/questions", headers=auth("hana")).json()["questions"] if q["domain"] == "hr")
+    body = {"decision": "approve", "content_sha256": hr["content_sha256"]}
+    assert client.post(f"/review/questions/mini/{hr['question_id']}", json=body, headers=auth("hana")).status_code == 200
+    for unknown in ("other/mini-02", "mini/nope", "nope"):
+        missing = client.get(f"/review/questions/{unknown}", headers=auth("ann"))
+        assert missing.status_code == 404 and repr(unknown) in missing.json()["detail"], missing.text
+    assert "it is mini/mini-02" in client.get("/review/questions/other/mini-02", headers=auth("ann")).json()["detail"]
