@@ -133,7 +133,7 @@ def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
     size = _size_of(file)
     if fmt == "parquet":
         return _parquet_shards(str(file), chunk_bytes, size)
-    if _starts_with(file, b"["):  # a JSON array of records (a common export), not JSON Lines
+    if starts_with(file, b"["):  # a JSON array of records (a common export), not JSON Lines
         return [Shard(file=str(file), format="json_array", start=0, end=size, size=size, file_bytes=size)]
     bounds = [0]
     with open_binary(file) as fh:
@@ -146,7 +146,7 @@ def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
     return [Shard(file=str(file), format="jsonl", start=a, end=b, size=b - a, file_bytes=size) for a, b in zip(bounds, bounds[1:])]
 
 
-def _starts_with(file: str | Path, char: bytes) -> bool:
+def starts_with(file: str | Path, char: bytes) -> bool:
     """Whether the file's first byte that is not whitespace (or a UTF-8 byte order mark) is `char`."""
     with open_binary(file) as fh:
         while block := fh.read(4096):

@@ -34,7 +34,7 @@ from kgeval.config import GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards._contamination import PartialReport, Report, ShardScanner, _sample_lines, merge_reports
 from kgeval.guards._index import HoldoutIndex
-from kgeval.guards._records import Format, file_format, json_schema
+from kgeval.guards._records import Format, file_format, json_schema, starts_with
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,8 +65,10 @@ def spark_session(master: str | None = None) -> SparkSession:
 def check_files_spark(
     paths: Sequence[str | Path], index: HoldoutIndex, config: GuardsConfig | None = None, spark: SparkSession | None = None
 ) -> Report:
-    """`check_contamination` on Spark: JSONL and Parquet files (or directories of them, or any
-    URL Spark's file systems read: `s3a://`, `gs://`, `hdfs://`) read by Spark in FAILFAST mode."""
+    """`check_contamination` on Spark: JSONL files, JSON files holding one array of records, and
+    Parquet files (or directories of them, or any URL Spark's file systems read: `s3a://`,
+    `gs://`, `hdfs://`; a URL is read by its suffix, as JSONL or Parquet) read by Spark in
+    FAILFAST mode."""
     config = config or GuardsConfig()
     spark = spark or spark_session()
     started = time.perf_counter()
@@ -113,13 +115,22 @@ def _positions(df: DataFrame) -> list:
 
 def _format_of(file: str) -> Format:
     if not re.match(r"^\w+://", file) and Path(file).is_dir():
-        found = sorted({file_format(p) for p in Path(file).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))})
+        found = sorted({_local_format(p) for p in Path(file).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))})
         if len(found) != 1:
-            raise InputError(f"{file}: a directory must hold JSONL or Parquet files, not {found or 'nothing'}")
+            raise InputError(f"{file}: a directory must hold files of one format (JSONL, a JSON array of records, or Parquet), not {found or 'nothing'}")
         return found[0]
-    if not re.match(r"^\w+://", file) and not Path(file).is_file():
+    if re.match(r"^\w+://", file):
+        return file_format(file)
+    if not Path(file).is_file():
         raise InputError(f"{file}: no such file")
-    return file_format(file)
+    return _local_format(Path(file))
+
+
+def _local_format(file: Path) -> Format:
+    """`file_format`, and "json_array" for a JSON file holding one array of records, as the
+    local check reads it (`plan_shards`)."""
+    fmt = file_format(file)
+    return "json_array" if fmt == "jsonl" and starts_with(file, b"[") else fmt
 
 
 def _with_sample(index: HoldoutIndex, files: list[str], config: GuardsConfig) -> HoldoutIndex:
@@ -135,11 +146,13 @@ def _with_sample(index: HoldoutIndex, files: list[str], config: GuardsConfig) ->
 def _read(spark: SparkSession, files: list[str], fmt: Format, scanner: ShardScanner) -> DataFrame:
     """Spark's reader for `fmt`: FAILFAST, corrupt files never skipped, only the fields read."""
     reader = spark.read.option("ignoreCorruptFiles", "false").option("ignoreMissingFiles", "false")
-    if fmt == "jsonl":
+    if fmt in ("jsonl", "json_array"):
         from pyspark.sql.pandas.types import from_arrow_schema
 
         schema = from_arrow_schema(json_schema(scanner.fields))
-        return with_file_positions(_failing_as_input(lambda: reader.schema(schema).option("mode", "FAILFAST").json(files), files))
+        # a JSON array is read whole (multiLine: one split per file), its elements the records
+        reader = reader.schema(schema).option("mode", "FAILFAST").option("multiLine", fmt == "json_array")
+        return with_file_positions(_failing_as_input(lambda: reader.json(files), files))
     df = _failing_as_input(lambda: reader.parquet(*files), files)
     columns = sorted({f.steps[0][0] for f in scanner.fields} & set(df.columns))
     if not columns:
@@ -202,7 +215,7 @@ def _in_file_order(partials: list[tuple[str, int, int, PartialReport]], files: l
         ordered.append(((rank, file, start, part), partial.model_copy(update={"file": name, "hits": [h.model_copy(update={"file": name}) for h in partial.hits]})))
     ordered.sort(key=lambda pair: pair[0])
     seen = {p.file for _, p in ordered}
-    empty = [PartialReport(file=f, format=file_format(f), file_bytes=_local_size(f)) for f in files if f not in seen and _is_plain_file(f)]
+    empty = [PartialReport(file=f, format=_local_format(Path(f)), file_bytes=_local_size(f)) for f in files if f not in seen and _is_plain_file(f)]
     return [p for _, p in ordered] + empty
 
 

@@ -234,3 +234,19 @@ def test_a_dataframe_with_file_positions_numbers_records_per_file(index, corpus,
     report = check_dataframe(with_file_positions(spark.read.parquet(str(parquet))), index, CONFIG)
     assert [(h.record, h.field, h.kind, h.holdout_item) for h in report.hits] == [(h.record, h.field, h.kind, h.holdout_item) for h in local.hits]
     assert report.files[0].file.endswith("b.parquet") and report.records == local.records
+
+
+def test_a_json_array_export_gives_the_same_hits_on_all_three(index, tmp_path, spark):
+    """A JSON export (one pretty-printed array of records, as many tools write) is read as the
+    records it holds by the local check, the shard API and Spark, with the same hits and record
+    numbers. Spark read it line by line and failed on its first line."""
+    records, planted = _records(random.Random(5), _leaks(), 1)
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(records, indent=2), encoding="utf-8")
+    paths = [export, _write_jsonl(tmp_path / "more.jsonl", _ck25_records())]
+    local = check_contamination(paths, index, CONFIG)
+    assert {h.record for h in local.hits if h.file == str(export)} == set(planted)
+    assert local.files[0].format == "json_array" and local.files[0].records == len(records)
+    on_spark = check_files_spark(paths, index, CONFIG, spark)
+    assert _hits(on_spark) == _hits(local) == _hits(by_shard_api(paths, index))
+    assert _files(on_spark) == _files(local)
