@@ -14,6 +14,9 @@ from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout, seal_holdout
 from kgeval.stores import EmbeddedStore
 
+CK25_MISSING = "CK25 not found: set KGEVAL_CK25 to the ck25 dataset directory (.ci/run sets it to ../shared/datasets/ck25)"
+"""The one skip reason of every test that needs CK25 (the README's skip table names it)."""
+
 REPO = Path(__file__).resolve().parent.parent
 EX = "http://example.org/mini/"
 

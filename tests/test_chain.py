@@ -81,7 +81,7 @@ AUDIT_TAMPERS = {
 @pytest.mark.parametrize("tamper", sorted(AUDIT_TAMPERS))
 def test_every_tampering_of_the_audit_log_is_caught_by_every_reader(audited, mini_gold, tmp_path, tamper):
     db, run_id, sample_id = audited
-    with ResultsDB(db, read_only=True) as results, AuditLog(db, read_only=True) as log:
+    with ResultsDB(db, read_only=True), AuditLog(db, read_only=True) as log:
         assert len(log.records(run_id)) == 5  # intact: read
     statement, record = AUDIT_TAMPERS[tamper]
     _sql(db, statement)

@@ -19,7 +19,7 @@ from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError
 from kgeval.guards import ContaminationError, ShardScanner, assert_clean, build_index, canonical_sparql, check_contamination
 from kgeval.holdout import load_holdout
-from tests.conftest import REPO
+from tests.conftest import CK25_MISSING, REPO
 
 CK25 = Path(os.environ.get("KGEVAL_CK25", REPO.parent / "shared" / "datasets" / "ck25"))
 
@@ -44,7 +44,7 @@ def index():
 
 def _ck25_records() -> list[dict]:
     if not (CK25 / "questions.yml").is_file():
-        pytest.skip(f"CK25 not found at {CK25} (set KGEVAL_CK25)")
+        pytest.skip(CK25_MISSING)
     doc = yaml.safe_load((CK25 / "questions.yml").read_text(encoding="utf-8"))
     return [{"prompt": q["question"]["en"], "completion": q["query"]["sparql"]} for q in doc["questions"]]
 
@@ -54,7 +54,7 @@ def ck25_holdout(tmp_path_factory):
     """CK25 as a holdout KG (imported into a temporary directory; its 50 reference queries
     declare `pv:` and write the instance IRIs in full)."""
     if not (CK25 / "questions.yml").is_file():
-        pytest.skip(f"CK25 not found at {CK25} (set KGEVAL_CK25)")
+        pytest.skip(CK25_MISSING)
     from kgeval.interop import import_text2sparql
 
     root = tmp_path_factory.mktemp("ck25-holdout") / "holdout"

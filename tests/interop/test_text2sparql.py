@@ -13,11 +13,12 @@ from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout, verify_holdout
 from kgeval.interop import import_text2sparql
 from kgeval.stores import EmbeddedStore, QueryResult, rdf_format
+from tests.conftest import CK25_MISSING
 
 CK25 = Path(os.environ.get("KGEVAL_CK25", "/nonexistent"))
 needs_ck25 = pytest.mark.skipif(
     not (CK25 / "questions.yml").is_file(),
-    reason="CK25 not found: set KGEVAL_CK25 to the ck25 dataset directory (.ci/run sets it to ../shared/datasets/ck25)",
+    reason=CK25_MISSING,
 )
 
 

@@ -16,7 +16,7 @@ from kgeval.interop import import_text2sparql
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.stores import EmbeddedStore
 from kgeval.systems import ReplaySystem
-from tests.conftest import REPO
+from tests.conftest import CK25_MISSING, REPO
 
 CK25 = Path(os.environ.get("KGEVAL_CK25", "/nonexistent"))
 
@@ -35,7 +35,7 @@ def _replay_of_references(holdout_dir: Path, gold_dir: Path, tmp_path: Path) -> 
     return verdicts
 
 
-@pytest.mark.skipif(not (CK25 / "questions.yml").is_file(), reason="CK25 not found: set KGEVAL_CK25 (.ci/run sets it)")
+@pytest.mark.skipif(not (CK25 / "questions.yml").is_file(), reason=CK25_MISSING)
 def test_ck25_replay_of_reference_queries_is_correct_under_every_judge(tmp_path):
     import_text2sparql(CK25, "ck25", tmp_path / "holdout")
     holdout = load_holdout(tmp_path / "holdout")

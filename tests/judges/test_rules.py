@@ -17,6 +17,7 @@ from kgeval.judges import Candidate, ExecutionJudge, KgLookup, SeedJudge, kg_loo
 from kgeval.judges._lookup import fold
 from kgeval.judges._normalize import iri_tail as iri_tail_of
 from kgeval.stores import EmbeddedStore
+from tests.conftest import CK25_MISSING
 
 PV = "http://ld.company.org/prod-vocab/"
 PI = "http://ld.company.org/prod-instances/"
@@ -28,7 +29,7 @@ BRANT = f"<{PI}empl-Karen.Brant%40company.org>"
 def ck25():
     root = os.environ.get("KGEVAL_CK25")
     if not root or not (Path(root) / "graphs" / "prod-inst.ttl").exists():
-        pytest.skip("CK25 not found: set KGEVAL_CK25 to the CK25 dataset directory (.ci/run sets it)")
+        pytest.skip(CK25_MISSING)
     return EmbeddedStore([Path(root) / "graphs" / "prod-inst.ttl"])
 
 

@@ -18,6 +18,7 @@ from kgeval.holdout import Question
 from kgeval.judges import Candidate, ExecutionJudge, kg_lookup
 from kgeval.runs._attempt import judge_candidate
 from kgeval.stores import EmbeddedStore, QueryResult, Term
+from tests.conftest import CK25_MISSING
 
 PV = "http://ld.company.org/prod-vocab/"
 PI = "http://ld.company.org/prod-instances/"
@@ -35,7 +36,7 @@ TOP, ENGINE, OTHER, THIRD = (PI + "suppl-" + s for s in ("2a51afd9-a3de-45ee-8ad
 def ck25():
     root = os.environ.get("KGEVAL_CK25")
     if not root or not (Path(root) / "graphs" / "prod-inst.ttl").exists():
-        pytest.skip("CK25 not found: set KGEVAL_CK25 to the CK25 dataset directory (.ci/run sets it)")
+        pytest.skip(CK25_MISSING)
     store = EmbeddedStore([Path(root) / "graphs" / "prod-inst.ttl"])
     config = JudgesConfig(execution=ExecutionJudgeConfig(labels=LabelRulesConfig(kg_predicates={"ck25": (PV + "name",)})))
     yield store, kg_lookup(store, "ck25", config, timeout_s=30)

@@ -19,7 +19,7 @@ from kgeval.runs import ResultsDB, execute_run
 from kgeval.samples import SampleSource, build_sample, sample_index, store_opener
 from kgeval.stores import EmbeddedStore
 from kgeval.systems import OracleSystem, WeakSystem
-from tests.conftest import REPO
+from tests.conftest import CK25_MISSING, REPO
 
 CK25 = Path(os.environ.get("KGEVAL_CK25", "/nonexistent"))
 
@@ -59,7 +59,7 @@ def test_sample_holdout_views_agree_with_the_execution_judge(tmp_path):
     assert checked["accepted"] >= questions and checked["rejected"] > 0, checked
 
 
-@pytest.mark.skipif(not (CK25 / "questions.yml").is_file(), reason="CK25 not found: set KGEVAL_CK25 (.ci/run sets it)")
+@pytest.mark.skipif(not (CK25 / "questions.yml").is_file(), reason=CK25_MISSING)
 def test_ck25_views_agree_with_the_execution_judge(tmp_path):
     import_text2sparql(CK25, "ck25", tmp_path / "holdout")
     holdout = load_holdout(tmp_path / "holdout")

@@ -28,7 +28,7 @@ from kgeval.errors import QueryRefused, QueryTimeout
 from kgeval.gold import read_gold, rebuild_gold
 from kgeval.holdout import load_holdout
 from kgeval.stores import EmbeddedStore, open_store
-from tests.conftest import REPO
+from tests.conftest import CK25_MISSING, REPO
 from tests.stores.hostile_corpus import CPU_BOMBS
 from tests.stores.servers import FUSEKI_CONFIG, FUSEKI_VERSION, serve_fuseki, stop
 from tests.stores.test_gold_engines import documented_differences
@@ -196,7 +196,7 @@ def test_ck25_gold_on_fuseki_matches_the_embedded_gold_except_where_explained(fu
     question builds; a hash differs from the embedded store's only where docs/engines.md
     says why, or where the embedded gold's tie set accepts Fuseki's rows."""
     if ck25_holdout is None:
-        pytest.skip("CK25 not found: set KGEVAL_CK25 to the ck25 dataset directory (.ci/run sets it)")
+        pytest.skip(CK25_MISSING)
     config = fuseki_server.config("ck25")
     assert len(config.default_graphs) == 2
     on_fuseki = rebuild_gold(ck25_holdout, lambda kg: open_store(config, kg.files, kg.id), GoldConfig(), None)
