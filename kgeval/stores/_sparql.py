@@ -60,6 +60,9 @@ _ABORTED_AT_TIMEOUT = ("SR177", "SR203")
 """How Virtuoso sometimes answers a query its timeout stopped instead of S1TAT: SR177 "Misc
 Transaction Error" (seen on a cartesian ORDER BY), SR203 "Async statement killed by SQLCancel"
 (a cross product's forked thread)."""
+_OVER_COST_ESTIMATE = re.compile(r"The estimated execution time (\d+) \(sec\) exceeds the limit of (\d+) \(sec\)")
+"""Virtuoso's refusal (HTTP 500, SQL state 42000) of a query whose estimated cost is over its
+`MaxQueryCostEstimationTime`: the query's cost, decided before it ran, never a server fault."""
 _EARLY_SHARE = 0.1
 """Such an abort counts as the timeout when it came after at least (1 - this share) of the time
 limit the server was sent."""
@@ -313,6 +316,11 @@ class SparqlEndpointStore(Store):
                 raise QueryTimeout(
                     f"{self.endpoint}: query ran longer than the {server_limit_s:g} s the server was given of {timeout_s:g} s "
                     f"(the server aborted it: {detail[:200]})"
+                ) from None
+            if estimate := _OVER_COST_ESTIMATE.search(detail):
+                raise QueryOverBudget(
+                    f"{self.endpoint}: the server refused the query before running it: its estimated execution time, "
+                    f"{int(estimate[1]):,} s, is over the server's limit of {estimate[2]} s (Virtuoso's MaxQueryCostEstimationTime)"
                 ) from None
             raise self._http_error(exc.code, f"{self.endpoint}: HTTP {exc.code} {exc.reason}: {detail}") from None
         except (TimeoutError, socket.timeout):

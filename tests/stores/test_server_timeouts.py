@@ -17,15 +17,16 @@ import urllib.request
 
 import pytest
 
-from kgeval.config import CandidateQueryConfig, GoldConfig, StoreConfig
+from kgeval.config import CandidateQueryConfig, GoldConfig, KgevalConfig, StoreConfig
 from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreError
 from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout
+from kgeval.runs._attempt import execute_candidate
 from kgeval.stores import guard_query, open_store
 from kgeval.stores._rewrite import NEPTUNE_HINTS
 from tests.conftest import write_holdout
 from tests.stores.loopback import ASK_TRUE, Recorded, loopback
-from tests.stores.servers import cpu_seconds_over
+from tests.stores.servers import cpu_seconds_over, launch_virtuoso, stop
 from tests.stores.sigv4_verify import REGION, signature_problem
 
 CARTESIAN_ORDER = "SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY DESC(STR(?c)) STR(?f) ?i"
@@ -175,6 +176,38 @@ def test_other_server_errors_stay_store_errors():
         with pytest.raises(StoreError, match="SR186") as caught:
             store.execute_candidate("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=5, row_cap=10)
         assert not isinstance(caught.value, (QueryTimeout, QueryRejected))
+
+
+COST_GRAPH = "urn:kgeval:test:cost"
+CROSS_COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+
+
+@pytest.fixture(scope="module")
+def costly_virtuoso(tmp_path_factory):
+    """A real Virtuoso whose `MaxQueryCostEstimationTime` is 1 s, over 3,000 triples: it refuses
+    a three-way cross product before running it (estimated at minutes)."""
+    workdir = tmp_path_factory.mktemp("virtuoso-cost")
+    kg = workdir / "kg.nt"
+    kg.write_text("".join(f'<http://x/s{i}> <http://x/p{i % 7}> "v{i}" .\n' for i in range(3000)), encoding="utf-8")
+    endpoint, process = launch_virtuoso(workdir, [(COST_GRAPH, kg)], max_query_s=1)
+    yield open_store(StoreConfig(kind="sparql", endpoint=endpoint, data_version="t", kg_graphs={"k": COST_GRAPH}), [kg], kg="k")
+    stop(process)
+
+
+def test_virtuosos_refusal_by_cost_estimate_is_the_querys_over_budget(costly_virtuoso):
+    """Virtuoso answers a query over its cost estimate limit with HTTP 500 (`42000 Error The
+    estimated execution time ... exceeds the limit`): the query's cost, decided before it ran, so
+    a candidate is judged wrong as `over_budget` (it was a store error, which a run then read as
+    invalid SPARQL) and a reference query fails, named; the server is well."""
+    store = costly_virtuoso
+    with pytest.raises(QueryOverBudget, match=r"estimated execution time, [\d,]+ s, is over the server's limit of 1 s") as caught:
+        store.execute_candidate(CROSS_COUNT, timeout_s=30, row_cap=10)
+    assert caught.value.resources is not None and "MaxQueryCostEstimationTime" in str(caught.value)
+    execution = execute_candidate(CROSS_COUNT, store, KgevalConfig())
+    assert (execution.failure, execution.harness) == ("over_budget", None), execution.error
+    with pytest.raises(QueryOverBudget):
+        store.execute(CROSS_COUNT, timeout_s=30, row_cap=10)
+    assert store.execute("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", timeout_s=30, row_cap=1).rows[0][0].value == "3000"
 
 
 @pytest.mark.usefixtures("aws_test_credentials")
