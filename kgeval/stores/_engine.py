@@ -179,6 +179,48 @@ def evaluate(
     return Answer(variables, rows, total, None, result_bytes)
 
 
+def evaluate_repeated(store: ox.Store, query: str, *, ask: bool, ordered: bool, row_cap: int, executions: int) -> Iterator[Answer | None]:
+    """`evaluate` of trusted `query` (no caps) `executions` times, one after another, each
+    answer yielded as it is made (a sandbox worker sends each at once, so every execution has
+    a deadline of its own): the first execution's answer, then, for each later one, None when
+    the engine gave exactly the first's terms (the kept rows in the same order, compared with
+    pyoxigraph's `==`, and the same total: every cell, and so the hash, is then the first's),
+    else its answer. A later execution so costs its evaluation and a comparison, not a
+    conversion to cells, a reply and a decoding. An unordered result of more rows than
+    `_held_rows` is not held for comparing (its rows stream through `keep_rows`): each of its
+    executions is converted, as `evaluate` converts it. ASK answers are sent every time (a boolean)."""
+    first: list[object] = []
+    for _ in range(executions):
+        if ask:  # a boolean: nothing to spare
+            yield evaluate(store, query, ask=True, ordered=ordered, row_cap=row_cap, caps=None)
+        else:
+            yield _read_select(store, query, None, lambda variables, source: _compared_rows(variables, source, ordered, row_cap, first))
+
+
+def _held_rows(row_cap: int) -> int:
+    """The rows of an unordered result `evaluate_repeated` holds to compare executions: as
+    many as `keep_rows` gathers before it first cuts its batch (past them, none are held)."""
+    return max(2 * row_cap, 1024)
+
+
+def _compared_rows(variables: tuple[str, ...], source: Iterator[ox.QuerySolution], ordered: bool, row_cap: int, first: list[object]) -> Answer | None:
+    """One execution of `evaluate_repeated`: None when its terms are `first`'s (the first
+    execution's, which this records in `first` when it is empty), else its `Answer`."""
+    held = row_cap if ordered else _held_rows(row_cap)
+    head = list(map(tuple, islice(source, held if ordered else held + 1)))
+    whole = ordered or len(head) <= held  # `head` holds every row the answer is made of, in the engine's order
+    total = len(head) + sum(1 for _ in source) if ordered else len(head)
+    terms = (variables, head, total) if whole else None
+    if not first:
+        first.append(terms)
+    elif terms is not None and terms == first[0]:
+        return None
+    if ordered:
+        return Answer(variables, _chunk_cells(head)[0], total, None, 0)
+    rows, total = _kept_cell_rows(chain(head, source), False, row_cap)
+    return Answer(variables, rows, total, None, 0)
+
+
 def evaluate_values(store: ox.Store, query: str, *, ordered: bool, row_cap: int, cancel: Cancel | None = None) -> Values:
     """Run trusted SELECT `query` and keep the rows `evaluate` keeps, as bare values. Unordered,
     the rows are keyed (the canonical spelling `keep_rows` ranks by) only once they pass
