@@ -145,7 +145,8 @@ def test_a_group_running_to_the_cap_is_read_to_the_cap(stores):
 def test_the_float_shortcut_finds_every_spelling_of_a_number():
     """`_may_spell` parses floats first and decimals only near the number: it must say True
     whenever a value spells the number (`decimal_value`), whatever the spelling, the other
-    values (some float() cannot read) or the number's size."""
+    values (some float() cannot read, NaN, both infinities: its sorted search then leaves it to
+    the exact check) or the number's size."""
     import random
     from decimal import Decimal
 
@@ -156,7 +157,7 @@ def test_the_float_shortcut_finds_every_spelling_of_a_number():
     numbers = [Decimal(2), Decimal(0), Decimal("-0.1"), Decimal("1E+400"), Decimal("1.000000000000000000000000001"), Decimal("123456.78")]
     spellings = ["2", "2.0", "+2", " 2 ", "2e0", "0.2E1", "20e-1", "0", "-0", "0.0e5", "-0.10", "-1e-1", "1e400", "10E+399",
                  "1.0000000000000000000000000014", "1.00000000000000000000000000149", "123456.780", "12345678e-2"]
-    noise = ["abc", "2.5", "1.9999999", "nan", "inf", "", "0x10", "1_000", "3", "-2", "1e-400", "123456.7800001"]
+    noise = ["abc", "2.5", "1.9999999", "nan", "inf", "-inf", "1e308", "", "0x10", "1_000", "3", "-2", "1e-400", "123456.7800001", "2.000000001", "1.999999999"]
     for _ in range(2000):
         values = rng.sample(spellings + noise, rng.randint(1, 8))
         for number in numbers:
