@@ -218,6 +218,9 @@ def _compared_rows(variables: tuple[str, ...], source: Iterator[ox.QuerySolution
         return None
     if ordered:
         return Answer(variables, _chunk_cells(head)[0], total, None, 0)
+    if whole:  # every row at hand: keyed in one go, the `row_cap` smallest by (key, arrival) kept, as `keep_rows` keeps them
+        cells, keys = _chunk_cells(head, keys=True)
+        return Answer(variables, [cells[i] for i in sorted(range(len(head)), key=keys.__getitem__)[:row_cap]], total, None, 0)
     rows, total = _kept_cell_rows(chain(head, source), False, row_cap)
     return Answer(variables, rows, total, None, 0)
 

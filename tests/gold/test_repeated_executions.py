@@ -118,3 +118,29 @@ def test_a_failing_later_execution_fails_the_request_and_the_worker_serves_on(ho
         assert store.sandbox.worker_pids() == [pid]
     finally:
         store.close()
+
+
+def test_a_held_unordered_result_keeps_the_rows_keep_rows_keeps():
+    """The first execution of an unordered result the worker holds whole is keyed in one go and
+    cut by one sort: the rows kept, their order and the total are those of the streaming
+    `keep_rows` path `evaluate` takes, whatever the terms (blank nodes share one key: their
+    rows keep their arrival order), the cap, or the result's size around the rows held."""
+    import random
+
+    import pyoxigraph as ox
+
+    from kgeval.stores._engine import _compared_rows, _held_rows, _kept_cell_rows
+
+    rng = random.Random(11)
+    terms = [
+        None, ox.NamedNode("http://x/a"), ox.NamedNode("http://x/b"), ox.Literal("1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")),
+        ox.Literal("a\\\"b"), ox.Literal("chat", language="fr"), ox.Literal("chat"), *(ox.BlankNode(f"b{i}") for i in range(6)),
+    ]
+    for _ in range(300):
+        row_cap = rng.choice([1, 2, 5, 600])
+        width = rng.choice([1, 2, 3])
+        size = rng.choice([0, 1, row_cap, row_cap + 1, _held_rows(row_cap), _held_rows(row_cap) + 1, rng.randint(0, 40)])
+        rows = [tuple(rng.choice(terms) for _ in range(width)) for _ in range(size)]
+        variables = tuple(f"v{i}" for i in range(width))
+        answer = _compared_rows(variables, iter(rows), False, row_cap, [])
+        assert (answer.rows, answer.total) == _kept_cell_rows(iter(rows), False, row_cap), (row_cap, size)
