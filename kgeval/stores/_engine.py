@@ -285,10 +285,12 @@ def _read_select(store: ox.Store, query: str, cancel: Cancel | None, read: Calla
 def _probe_rows(source: Iterator[ox.QuerySolution], cut: _ProbeCut | None, row_cap: int) -> tuple[list[CellRow], bool, bool]:
     """(rows as cells, more rows past the cap, every row to the cap read): see `evaluate_probe`."""
     rows: list[CellRow] = []
+    size = _FIRST_PROBE_CHUNK  # the stop is most often in the first rows: they are converted first, a few
     while len(rows) < row_cap:
-        chunk = list(islice(source, min(_CHUNK, row_cap - len(rows))))
+        chunk = list(islice(source, min(size, row_cap - len(rows))))
         if not chunk:
             return rows, False, True
+        size = min(2 * size, _CHUNK) if cut is not None else _CHUNK
         cells = _chunk_cells(chunk)[0]
         stop = cut.stop_at(cells) if cut is not None else None
         if stop is None:
@@ -465,6 +467,10 @@ def _rejected(message: str, query: str) -> QueryRejected:
 
 
 _CHUNK = 512
+_FIRST_PROBE_CHUNK = 32
+"""Rows of a probe converted to cells before the first look for the stop (`_probe_rows`), then
+twice as many each time up to `_CHUNK`: a window of a few rows ends its key group within the
+first rows, and every row converted past the stop was converted for nothing."""
 
 
 def _until(solutions: Iterable[ox.QuerySolution], cancel: Cancel) -> Iterable[ox.QuerySolution]:

@@ -163,3 +163,29 @@ def test_the_float_shortcut_finds_every_spelling_of_a_number():
         for number in numbers:
             expected = any(decimal_value(v) == number for v in values)
             assert _may_spell(values, number) == expected, (values, number)
+
+
+@pytest.mark.parametrize("probe_rows", [10000, 31, 32, 33, 150, 400])
+def test_a_group_over_many_chunks_decides_as_the_whole_probe(tmp_path, probe_rows):
+    """The probe's rows are converted a few first (32), then twice as many each time: a key
+    group that runs through several of those chunks, a stop in a later chunk, a cap at a
+    chunk's edge or inside the group, and DISTINCT counted across chunks all decide the ties
+    the whole probe decides."""
+    lines = [f"<{X}g{i}> <{X}price> 1 ; <{X}tag> \"t\", \"u\" ." for i in range(150)]
+    lines += [f"<{X}h{i}> <{X}price> {2 + i % 3} ." for i in range(300)]
+    kg = tmp_path / "kg.ttl"
+    kg.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trio = (EmbeddedStore([kg]), WholeProbeStore([kg]), EmbeddedStore([kg], local_copy=False))
+    try:
+        for query in [
+            "SELECT ?s WHERE { ?s x:price ?p } ORDER BY ?p LIMIT 1",
+            "SELECT ?s WHERE { ?s x:price ?p } ORDER BY ?p LIMIT 3 OFFSET 148",
+            "SELECT ?s ?p WHERE { ?s x:price ?p } ORDER BY DESC(?p) LIMIT 5",
+            "SELECT DISTINCT ?s WHERE { ?s x:price ?p ; x:tag ?t } ORDER BY ?p LIMIT 2",
+        ]:
+            early, whole, sandboxed = (_ties(store, P + query, probe_rows) for store in trio)
+            assert early == whole and sandboxed == whole, query
+        assert not _read(trio[0], P + "SELECT ?s WHERE { ?s x:price ?p } ORDER BY ?p LIMIT 1").complete  # it did stop early
+    finally:
+        for store in trio:
+            store.close()
