@@ -57,6 +57,12 @@ class RecordingStore(EmbeddedStore):
         RecordingStore.sent.append((self, query))
         return super().execute_cells(query, timeout_s=timeout_s, row_cap=row_cap)
 
+    def execute_repeated(self, query: str, *, executions: int, timeout_s: float, row_cap: int):  # noqa: ANN201
+        # one request to a sandbox worker that executes the query `executions` times: each counts
+        # (the measured stores keep no copy of the KG, so this never calls `execute_cells`)
+        RecordingStore.sent.extend([(self, query)] * executions)
+        return super().execute_repeated(query, executions=executions, timeout_s=timeout_s, row_cap=row_cap)
+
     def execute_probe(self, probe: str, cut, *, timeout_s: float, row_cap: int):  # noqa: ANN001, ANN201
         RecordingStore.sent.append((self, probe))  # the raw side reads the whole probe
         return super().execute_probe(probe, cut, timeout_s=timeout_s, row_cap=row_cap)

@@ -272,14 +272,11 @@ def _build(kg_id: str, question: Question, store: Store, config: GoldConfig, rep
 def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig) -> GoldEntry:
     """Execute one reference query `config.executions` times and check it for ties."""
     # plain cells for every execution (most are only hashed); Terms for the first one only
-    executions = [
-        store.execute_cells(question.reference_query, timeout_s=config.timeout_s, row_cap=config.row_cap)
-        for _ in range(config.executions)
-    ]
-    first = executions[0]
+    first, *later = store.execute_repeated(question.reference_query, executions=config.executions, timeout_s=config.timeout_s, row_cap=config.row_cap)
     first_sha256 = first.sha256()
-    # an execution equal to the first (compared in C, cell by cell) has its hash: most do
-    hashes = [first_sha256 if e == first else e.sha256() for e in executions[1:]]
+    # an execution equal to the first (the first itself when the store found it so, else
+    # compared in C, cell by cell) has its hash: most do
+    hashes = [first_sha256 if e is first or e == first else e.sha256() for e in later]
     result, hashes = first.typed(), [first_sha256, *hashes]
     sparql = question.query_language == "sparql"  # the static checks and the tie probe parse SPARQL
     determinism = query_determinism(question.sparql) if sparql else None

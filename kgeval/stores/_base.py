@@ -72,6 +72,13 @@ class Store(ABC):
         shape = self._guard(query)
         return self._cells(shape.text, shape, timeout_s, row_cap)
 
+    def execute_repeated(self, query: str, *, executions: int, timeout_s: float, row_cap: int) -> list[CellResult]:
+        """`execute_cells` `executions` times, one after another, each within `timeout_s` (the
+        gold rebuild's executions, compared to find nondeterministic queries); the first error
+        is raised. A later execution whose answer a store found to be the first's, term for term,
+        may be handed back as the first's result (the embedded store's sandbox then sends no copy)."""
+        return [self.execute_cells(query, timeout_s=timeout_s, row_cap=row_cap) for _ in range(executions)]
+
     def execute_probe(self, probe: str, cut: ProbeCut, *, timeout_s: float, row_cap: int) -> ProbeRows:
         """An order probe's (`order_probe`) rows the tie check needs to decide `cut`'s ties
         (`ProbeRows`); same errors as `execute`. By default every row up to `row_cap`, as

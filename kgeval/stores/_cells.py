@@ -66,6 +66,15 @@ def cells_key(row: Sequence[Cell]) -> str:
     return "\t".join(cell_spelling(cell) for cell in row)
 
 
+def cells_keys(rows: Sequence[Sequence[Cell]]) -> list[str]:
+    """`cells_key` of each row, spelled a column at a time (`map`: no generator per row)."""
+    columns = list(zip(*rows))
+    if not columns:  # no variable: every row is empty
+        return [""] * len(rows)
+    spelled = [list(map(cell_spelling, column)) for column in columns]
+    return spelled[0] if len(spelled) == 1 else list(map("\t".join, zip(*spelled)))
+
+
 def keep_rows(rows: Iterable[R], *, row_cap: int, ordered: bool, key: Callable[[R], str]) -> tuple[list[R], int]:
     """Keep at most `row_cap` rows and count them all.
 

@@ -167,7 +167,7 @@ class EmbeddedStore(Store):
     def _cells(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> CellResult:
         ask = shape.form == "ask"
         answer = self._trusted(query, ask=ask, ordered=shape.ordered, row_cap=1 if ask else row_cap, timeout_s=timeout_s)
-        return CellResult(shape.form, answer.variables, answer.rows, answer.total, answer.boolean, shape.ordered)
+        return _cell_result(answer, shape)
 
     def _values(self, query: str, shape: QueryShape, timeout_s: float, row_cap: int) -> ValueResult:
         if shape.form == "ask":
@@ -181,6 +181,19 @@ class EmbeddedStore(Store):
                 lambda cancel: evaluate_values(store, query, ordered=shape.ordered, row_cap=row_cap, cancel=cancel), timeout_s
             )
         return ValueResult(*answer)
+
+    def execute_repeated(self, query: str, *, executions: int, timeout_s: float, row_cap: int) -> list[CellResult]:
+        """Without a copy of the KG in this process, one request to a sandbox worker, which runs
+        the query `executions` times and sends a later execution's cells only when its terms
+        differ from the first's (`_engine.evaluate_repeated`): else that execution is the
+        first's result. In process, as the base store does."""
+        if self._store is not None:
+            return super().execute_repeated(query, executions=executions, timeout_s=timeout_s, row_cap=row_cap)
+        shape = self._guard(query)
+        ask = shape.form == "ask"
+        request = _request(shape.text, ask, shape.ordered, 1 if ask else row_cap, None, timeout_s, executions=executions)
+        first, *later = [_cell_result(reply.answer, shape) for reply in self._pool.run_all(request, timeout_s)]
+        return [first, *(first if result is None else result for result in later)]
 
     def execute_probe(self, probe: str, cut: ProbeCut, *, timeout_s: float, row_cap: int) -> ProbeRows:
         """Read an ordered probe only as far as `cut` needs (`_engine.evaluate_probe`), in
@@ -250,18 +263,33 @@ class EmbeddedStore(Store):
 
 
 def _request(
-    query: str, ask: bool, ordered: bool, row_cap: int, caps: Caps | None, timeout_s: float, values: bool = False, probe: ProbeCut | None = None
+    query: str,
+    ask: bool,
+    ordered: bool,
+    row_cap: int,
+    caps: Caps | None,
+    timeout_s: float,
+    values: bool = False,
+    probe: ProbeCut | None = None,
+    executions: int = 1,
 ) -> tuple:
     """A sandbox worker's request (`_worker`'s protocol): `caps` None for a trusted query,
     `values` for a trusted SELECT read as bare values, `probe` for an order probe read as far
-    as its cut needs. The CPU backstop only matters if this process dies mid-query and cannot
-    kill the worker."""
+    as its cut needs, `executions` for a trusted query run that many times. The CPU backstop
+    only matters if this process dies mid-query and cannot kill the worker."""
     max_value, max_result = caps if caps is not None else (None, None)
     cut = tuple(probe) if probe is not None else None  # a plain tuple: the worker unpickles no kgeval class
-    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5, values, cut)
+    return (query, ask, ordered, row_cap, max_value, max_result, int(timeout_s * 2) + 5, values, cut, executions)
 
 
 def _query_result(answer: Answer, shape: QueryShape) -> QueryResult:
     if shape.form == "ask":
         return QueryResult(form="ask", boolean=answer.boolean, total=1)
     return select_result(answer.variables, rows_from_cells(answer.rows), answer.total, shape)
+
+
+def _cell_result(answer: Answer | None, shape: QueryShape) -> CellResult | None:
+    """A trusted answer's cells (None stays None: a later execution the worker found the same)."""
+    if answer is None:
+        return None
+    return CellResult(shape.form, answer.variables, answer.rows, answer.total, answer.boolean, shape.ordered)

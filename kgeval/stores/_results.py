@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, Field
 
 from kgeval._files import sha256_text
-from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cells_key, keep_rows
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cells_keys, keep_rows
 
 
 class Term(BaseModel, frozen=True):
@@ -139,7 +139,7 @@ class CellResult(NamedTuple):
     def sha256(self) -> str:
         """`QueryResult.sha256()` of `typed()`, computed on the cells (`cells_key` spells a row
         as `row_key` spells its Terms)."""
-        return answer_sha256(self.form, self.boolean, self.variables, [cells_key(r) for r in self.rows], self.total, self.ordered)
+        return answer_sha256(self.form, self.boolean, self.variables, cells_keys(self.rows), self.total, self.ordered)
 
     def typed(self) -> QueryResult:
         """The typed result: one Term per distinct cell (`rows_from_cells`)."""

@@ -129,8 +129,9 @@ _NAMED_ERRORS = {
 class WorkerReply:
     """A worker's answer with what it cost."""
 
-    answer: Answer | Values
-    """`Values` when the request asked for bare values, else `Answer`."""
+    answer: Answer | Values | ProbeRows | None
+    """`Values` when the request asked for bare values, `ProbeRows` for a probe, else `Answer`;
+    None for a later execution whose terms were the first's (`WorkerPool.run_all`)."""
     wall_ms: float
     """From sending the query to receiving the answer."""
     peak_memory_bytes: int | None
@@ -163,21 +164,36 @@ class WorkerPool:
 
     def run(self, request: tuple[Any, ...], timeout_s: float) -> WorkerReply:
         """Send one query to a free worker; its answer, or the named error it raised."""
+        return self.run_all(request, timeout_s)[0]
+
+    def run_all(self, request: tuple[Any, ...], timeout_s: float) -> list[WorkerReply]:
+        """Send one query to a free worker; its answer for each execution the request asks for
+        (its last field; a later one's answer None when the worker found its terms the first's),
+        each within `timeout_s` of the one before, or the named error the first that failed raised."""
         worker = self._acquire()
-        healthy = False
+        healthy, replies = False, []
+        kind = Values if request[7] else ProbeRows if request[8] is not None else Answer
         try:
             started = time.perf_counter()
-            kind = Values if request[7] else ProbeRows if request[8] is not None else Answer
-            message = worker.exchange(request, timeout_s, self._config.memory_mb << 20, len(kind._fields))
-            healthy = not (message[0] == "error" and message[4])  # a retiring worker exits after its reply
+            worker.send(request)
+            for execution in range(request[9]):
+                more = execution + 1 < request[9]
+                message = worker.receive(timeout_s, self._config.memory_mb << 20, len(kind._fields), later=execution > 0, more=more)
+                if message[0] == "error":
+                    healthy = not message[4]  # a retiring worker exits after its reply
+                    break
+                _, answer, peak = message
+                replies.append(WorkerReply(None if answer is None else kind(*answer), (time.perf_counter() - started) * 1000, peak))
+                started = time.perf_counter()
+            else:
+                healthy = True
         finally:
             self._release(worker, healthy)
         if message[0] == "error":
             _, name, text, _peak, _retiring = message
             error = _NAMED_ERRORS.get(name, StoreError)
             raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
-        _, answer, peak = message
-        return WorkerReply(kind(*answer), (time.perf_counter() - started) * 1000, peak)
+        return replies
 
     def start_ahead(self, count: int) -> None:
         """Start up to `count` workers (at most `workers`, those running included) in background
@@ -393,30 +409,36 @@ class _Worker:
         self.file_sha256 = list(message[1]["file_sha256"])
         self.gc_frozen = int(message[1].get("gc_frozen", 0))
 
-    def exchange(self, request: tuple[Any, ...], timeout_s: float, max_reply_bytes: int, answer_fields: int) -> tuple[Any, ...]:
-        """The worker's reply to `request`; QueryTimeout (the worker is killed) or
-        QueryOverBudget (the query ended the worker, or its reply is over `max_reply_bytes`:
-        killed) when there is none; StoreError for a reply of no shape the protocol has (an
-        answer of other than `answer_fields` fields): the caller stops the worker.
-
-        Framed as `Connection` frames it, but sent and read on the descriptor directly: one
-        write, a poll on a poller registered once, and one read for a reply that fits in
-        `_READ_SIZE` (Connection's poll built a selector per call, and its recv read the length
-        and the pickle apart)."""
-        fd = self.conn.fileno()
+    def send(self, request: tuple[Any, ...]) -> None:
+        """Send `request`, framed as `Connection` frames it, on the descriptor directly (one
+        write); QueryOverBudget when the worker is gone (`receive` says why)."""
+        payload = pickle.dumps(request)
         try:
-            payload = pickle.dumps(request)
-            _write_all(fd, struct.pack("!i", len(payload)) + payload)
+            _write_all(self.conn.fileno(), struct.pack("!i", len(payload)) + payload)
+        except OSError:
+            raise QueryOverBudget(f"the query ended its worker process ({self.exit_description()}); a fresh worker takes the next query") from None
+
+    def receive(self, timeout_s: float, max_reply_bytes: int, answer_fields: int, *, later: bool = False, more: bool = False) -> tuple[Any, ...]:
+        """The worker's next reply; QueryTimeout (the worker is killed) or QueryOverBudget (the
+        query ended the worker, or its reply is over `max_reply_bytes`: killed) when there is
+        none within `timeout_s`; StoreError for a reply of no shape the protocol has (an answer
+        of other than `answer_fields` fields; None only for a `later` execution): the caller
+        stops the worker. `more`: another reply to the request follows (`_read_reply`).
+
+        Read with a poll on a poller registered once, and one read for a reply that fits in
+        `_READ_SIZE` (Connection's poll built a selector per call, and its recv read the length
+        and the payload apart)."""
+        try:
             if not self._poller.poll(timeout_s * 1000):
                 self.kill()  # the engine cannot be interrupted: its process is ended instead
                 raise QueryTimeout(f"query ran longer than {timeout_s:g} s (its worker process was stopped)")
-            data = _read_reply(fd, max_reply_bytes)
+            data = _read_reply(self.conn.fileno(), max_reply_bytes, more=more)
         except _ReplyTooLarge as exc:
             self.kill()
             raise QueryOverBudget(f"{exc} (its worker process was stopped)") from None
         except (EOFError, OSError, ConnectionError):
             raise QueryOverBudget(f"the query ended its worker process ({self.exit_description()}); a fresh worker takes the next query") from None
-        return _decoded_reply(data, answer_fields)
+        return _decoded_reply(data, answer_fields, later=later)
 
     def exit_description(self) -> str:
         try:
@@ -490,19 +512,20 @@ class _ReplyTooLarge(Exception):
     """A worker announced a reply larger than the parent reads."""
 
 
-def _read_reply(fd: int, max_bytes: int) -> bytes:
+def _read_reply(fd: int, max_bytes: int, *, more: bool = False) -> bytes:
     """One reply's payload, framed as `Connection` frames it (a 4-byte big-endian signed length;
     -1, then an 8-byte length, past 2 GiB). EOFError when the worker closed its end first; a
-    reply followed by more bytes (never sent: a worker answers each request once) is an
-    OSError, so the worker is not reused. A length over `max_bytes` (the worker's memory
-    budget, which holds every reply it builds) is _ReplyTooLarge, before anything is allocated
-    for it."""
-    data = os.read(fd, _READ_SIZE)
+    reply followed by more bytes (never sent: a worker answers each execution once) is an
+    OSError, so the worker is not reused. When `more` replies to the request follow, exactly
+    this reply's bytes are read (the next one's stay in the channel, for the next poll). A
+    length over `max_bytes` (the worker's memory budget, which holds every reply it builds) is
+    _ReplyTooLarge, before anything is allocated for it."""
+    data = os.read(fd, 4 if more else _READ_SIZE)
     while len(data) < 4 or (data[:4] == b"\xff\xff\xff\xff" and len(data) < 12):
-        more = os.read(fd, _READ_SIZE)
-        if not more:
+        chunk = os.read(fd, ((4 if len(data) < 4 else 12) - len(data)) if more else _READ_SIZE)
+        if not chunk:
             raise EOFError("the worker closed the channel")
-        data += more
+        data += chunk
     (size,) = struct.unpack_from("!i", data)
     start = 4
     if size == -1:
@@ -526,17 +549,18 @@ def _read_reply(fd: int, max_bytes: int) -> bytes:
     return whole
 
 
-def _decoded_reply(data: bytes, answer_fields: int) -> tuple[Any, ...]:
+def _decoded_reply(data: bytes, answer_fields: int, *, later: bool = False) -> tuple[Any, ...]:
     """A worker's marshalled reply (`_worker._Channel.send_reply`), checked to be one of the
-    protocol's shapes: ("ok", answer of `answer_fields` fields, peak) or ("error", class name,
-    message, peak, retiring). Unmarshalling builds plain data only (never calls a function, as
-    unpickling may), so a worker whose engine a query subverted cannot run code here."""
+    protocol's shapes: ("ok", answer of `answer_fields` fields, peak), ("ok", None, peak) for a
+    `later` execution whose terms were the first's, or ("error", class name, message, peak,
+    retiring). Unmarshalling builds plain data only (never calls a function, as unpickling
+    may), so a worker whose engine a query subverted cannot run code here."""
     try:
         message = marshal.loads(data)
     except (EOFError, ValueError, TypeError):
         message = None
     shaped = isinstance(message, tuple) and (
-        (len(message) == 3 and message[0] == "ok" and isinstance(message[1], tuple) and len(message[1]) == answer_fields)
+        (len(message) == 3 and message[0] == "ok" and ((isinstance(message[1], tuple) and len(message[1]) == answer_fields) or (later and message[1] is None)))
         or (len(message) == 5 and message[0] == "error" and isinstance(message[1], str) and isinstance(message[2], str))
     )
     if not shaped:

@@ -36,12 +36,16 @@ parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI},
 info: pid, network_isolated, file_sha256 (of the KG files it loaded), gc_frozen (objects it holds
 frozen out of the collector's sight: those it inherited from a template or zygote, which freezes
 what it holds before it forks)
-parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values, probe);
+parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values, probe, executions);
 both byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps);
 values True for a trusted SELECT whose rows are wanted as bare values (`_engine.Values`);
 probe None, or a trusted order probe's cut as a `_engine.ProbeCut` tuple (read as far as it needs)
+executions: how many times a trusted query runs, one after another (`_engine.evaluate_repeated`;
+1 but for the gold's repeated reference queries)
 worker -> ("ok", Answer tuple (a Values tuple when values, a ProbeRows tuple for a probe), peak_rss_bytes) or ("error", error
-class name, message, peak_rss_bytes, retiring: the worker exits after this reply)
+class name, message, peak_rss_bytes, retiring: the worker exits after this reply); one reply per
+execution, sent as each ends, a later execution's answer None when its terms are the first's; an
+error reply ends them
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import pickle
 import signal
 import struct
 import sys
+from collections.abc import Iterator
 
 BOOTSTRAP = (
     "import sys, types\n"
@@ -256,27 +261,41 @@ def _serve(conn: _Channel, store: object, engine: object) -> None:
             request = conn.recv()
         except (EOFError, OSError):  # the parent is gone
             return
-        query, ask, ordered, row_cap, max_value, max_result, cpu_backstop_s, values, probe = request
-        _limit_cpu(cpu_backstop_s)
-        _reset_peak_memory()
+        answers = _answers(request, store, engine)
+        while True:  # one reply per execution the request asks for, each sent as it is made
+            _limit_cpu(request[6])
+            _reset_peak_memory()
+            try:
+                answer = next(answers, _DONE)
+            except MemoryError:
+                conn.send_reply(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(status), True))
+                sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker
+            except Exception as exc:  # noqa: BLE001 - every failure goes back by its class name
+                conn.send_reply(("error", type(exc).__name__, str(exc), _peak_memory(status), False))
+                break  # no later execution: the parent stops at the first failure
+            except BaseException as exc:  # pyo3's PanicException: the engine panicked on this query
+                conn.send_reply(("error", type(exc).__name__, str(exc)[:500], _peak_memory(status), True))
+                sys.exit(3)
+            if answer is _DONE:
+                break
+            conn.send_reply(("ok", None if answer is None else tuple(answer), _peak_memory(status)))
+
+
+_DONE = object()
+
+
+def _answers(request: tuple, store: object, engine: object) -> Iterator[tuple | None]:
+    """The answers to one request (see the protocol): one, or one per execution asked for."""
+    query, ask, ordered, row_cap, max_value, max_result, _, values, probe, executions = request
+    if values:  # a trusted SELECT read as bare values (no caps: never a candidate's)
+        yield engine.evaluate_values(store, query, ordered=ordered, row_cap=row_cap)  # type: ignore[attr-defined]
+    elif probe is not None:  # a trusted order probe (no caps either)
+        yield engine.evaluate_probe(store, query, engine.ProbeCut(*probe), row_cap=row_cap)  # type: ignore[attr-defined]
+    elif executions > 1:  # a trusted query executed again and again (the gold's determinism check)
+        yield from engine.evaluate_repeated(store, query, ask=ask, ordered=ordered, row_cap=row_cap, executions=executions)  # type: ignore[attr-defined]
+    else:
         caps = None if max_value is None else engine.Caps(max_value, max_result)  # type: ignore[attr-defined]
-        try:
-            if values:  # a trusted SELECT read as bare values (no caps: never a candidate's)
-                answer = engine.evaluate_values(store, query, ordered=ordered, row_cap=row_cap)  # type: ignore[attr-defined]
-            elif probe is not None:  # a trusted order probe (no caps either)
-                answer = engine.evaluate_probe(store, query, engine.ProbeCut(*probe), row_cap=row_cap)  # type: ignore[attr-defined]
-            else:
-                answer = engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
-        except MemoryError:
-            conn.send_reply(("error", "QueryOverBudget", "the query ran out of the worker's memory budget", _peak_memory(status), True))
-            sys.exit(3)  # the heap may be in any state: the pool starts a fresh worker
-        except Exception as exc:  # noqa: BLE001 - every failure goes back by its class name
-            conn.send_reply(("error", type(exc).__name__, str(exc), _peak_memory(status), False))
-            continue
-        except BaseException as exc:  # pyo3's PanicException: the engine panicked on this query
-            conn.send_reply(("error", type(exc).__name__, str(exc)[:500], _peak_memory(status), True))
-            sys.exit(3)
-        conn.send_reply(("ok", tuple(answer), _peak_memory(status)))
+        yield engine.evaluate(store, query, ask=ask, ordered=ordered, row_cap=row_cap, caps=caps)  # type: ignore[attr-defined]
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -145,7 +145,8 @@ def test_a_group_running_to_the_cap_is_read_to_the_cap(stores):
 def test_the_float_shortcut_finds_every_spelling_of_a_number():
     """`_may_spell` parses floats first and decimals only near the number: it must say True
     whenever a value spells the number (`decimal_value`), whatever the spelling, the other
-    values (some float() cannot read) or the number's size."""
+    values (some float() cannot read, NaN, both infinities: its sorted search then leaves it to
+    the exact check) or the number's size."""
     import random
     from decimal import Decimal
 
@@ -156,9 +157,35 @@ def test_the_float_shortcut_finds_every_spelling_of_a_number():
     numbers = [Decimal(2), Decimal(0), Decimal("-0.1"), Decimal("1E+400"), Decimal("1.000000000000000000000000001"), Decimal("123456.78")]
     spellings = ["2", "2.0", "+2", " 2 ", "2e0", "0.2E1", "20e-1", "0", "-0", "0.0e5", "-0.10", "-1e-1", "1e400", "10E+399",
                  "1.0000000000000000000000000014", "1.00000000000000000000000000149", "123456.780", "12345678e-2"]
-    noise = ["abc", "2.5", "1.9999999", "nan", "inf", "", "0x10", "1_000", "3", "-2", "1e-400", "123456.7800001"]
+    noise = ["abc", "2.5", "1.9999999", "nan", "inf", "-inf", "1e308", "", "0x10", "1_000", "3", "-2", "1e-400", "123456.7800001", "2.000000001", "1.999999999"]
     for _ in range(2000):
         values = rng.sample(spellings + noise, rng.randint(1, 8))
         for number in numbers:
             expected = any(decimal_value(v) == number for v in values)
             assert _may_spell(values, number) == expected, (values, number)
+
+
+@pytest.mark.parametrize("probe_rows", [10000, 31, 32, 33, 150, 400])
+def test_a_group_over_many_chunks_decides_as_the_whole_probe(tmp_path, probe_rows):
+    """The probe's rows are converted a few first (32), then twice as many each time: a key
+    group that runs through several of those chunks, a stop in a later chunk, a cap at a
+    chunk's edge or inside the group, and DISTINCT counted across chunks all decide the ties
+    the whole probe decides."""
+    lines = [f"<{X}g{i}> <{X}price> 1 ; <{X}tag> \"t\", \"u\" ." for i in range(150)]
+    lines += [f"<{X}h{i}> <{X}price> {2 + i % 3} ." for i in range(300)]
+    kg = tmp_path / "kg.ttl"
+    kg.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trio = (EmbeddedStore([kg]), WholeProbeStore([kg]), EmbeddedStore([kg], local_copy=False))
+    try:
+        for query in [
+            "SELECT ?s WHERE { ?s x:price ?p } ORDER BY ?p LIMIT 1",
+            "SELECT ?s WHERE { ?s x:price ?p } ORDER BY ?p LIMIT 3 OFFSET 148",
+            "SELECT ?s ?p WHERE { ?s x:price ?p } ORDER BY DESC(?p) LIMIT 5",
+            "SELECT DISTINCT ?s WHERE { ?s x:price ?p ; x:tag ?t } ORDER BY ?p LIMIT 2",
+        ]:
+            early, whole, sandboxed = (_ties(store, P + query, probe_rows) for store in trio)
+            assert early == whole and sandboxed == whole, query
+        assert not _read(trio[0], P + "SELECT ?s WHERE { ?s x:price ?p } ORDER BY ?p LIMIT 1").complete  # it did stop early
+    finally:
+        for store in trio:
+            store.close()

@@ -135,7 +135,7 @@ def test_service_reaching_the_engine_makes_no_request(mini_store):
     try:
         with loopback() as (url, recorded):
             query = f"SELECT * WHERE {{ SERVICE <{url}/sparql> {{ ?s ?p ?o }} }}"
-            request = (query, False, False, 10, 1000, 100_000, 10, False, None)
+            request = (query, False, False, 10, 1000, 100_000, 10, False, None, 1)
             with pytest.raises(QueryRejected, match="outside the store"):
                 mini_store.sandbox.run(request, timeout_s=10)
             assert recorded == [], "a sandbox worker reached the network"
