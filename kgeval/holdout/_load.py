@@ -12,11 +12,10 @@ from kgeval._files import parse_yaml
 from kgeval.errors import InputError, first_validation_error
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, load_empty_confirmations
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
-from kgeval.holdout._manifest import outside_manifest
+from kgeval.holdout._manifest import RDF_SUFFIXES, outside_manifest
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
 
 QUESTIONS_FILE = "questions.yaml"
-RDF_SUFFIXES = (".ttl", ".nt", ".nq", ".trig", ".rdf", ".owl")
 
 
 class _QuestionsFile(BaseModel):
@@ -35,7 +34,9 @@ def load_holdout(root: Path) -> Holdout:
         raise InputError(f"{root}: holdout directory does not exist ({_where_holdouts_are_found(root)})")
     # read exactly what the manifest covers (`_holdout_files`): no hidden or `__pycache__`
     # directory, and no symbolic link to a directory, whose files a manifest would not hold
-    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if not outside_manifest(d.name) and (d / QUESTIONS_FILE).is_file()]
+    # a questions.yaml that is there but is not a file (a directory in its place) is a damaged
+    # KG, named by `_load_kg`, never a directory that holds no KG
+    kgs = [_load_kg(d) for d in sorted(root.iterdir()) if not outside_manifest(d.name) and _holds_questions(d)]
     if not kgs:
         raise InputError(f"{root}: no KG directories with a {QUESTIONS_FILE}")
     seen: dict[str, str] = {}
@@ -60,7 +61,13 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         raise InputError(f"{kg_dir}: a KG directory may not be a symbolic link (the holdout's manifest does not cover what it points to)")
     path = kg_dir / QUESTIONS_FILE
     try:
-        raw = parse_yaml(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: questions file is damaged or unreadable ({exc.strerror or exc}); {RESTORE_QUESTIONS}") from None
+    if not data.strip():
+        raise InputError(f"{path}: questions file is empty ({len(data)} bytes): damaged; {RESTORE_QUESTIONS}")
+    try:
+        raw = parse_yaml(data.decode("utf-8"))
         parsed = _QuestionsFile.model_validate(raw)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
@@ -81,6 +88,14 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         id=kg_dir.name, title=parsed.title or kg_dir.name, files=files, questions=questions,
         graphs=parsed.graphs, source=parsed.source,
     )
+
+
+def _holds_questions(directory: Path) -> bool:
+    path = directory / QUESTIONS_FILE
+    return directory.is_dir() and (path.exists() or path.is_symlink())
+
+
+RESTORE_QUESTIONS = "restore it from a backup (e.g. `git checkout -- holdout/`), then run `kgeval holdout verify`"
 
 
 def _load_question(path: Path, index: int, raw: dict, kg_id: str) -> Question:
