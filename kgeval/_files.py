@@ -71,7 +71,7 @@ def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     except FileNotFoundError:
         raise InputError(f"{path}: {what} missing" + (f" ({missing_hint})" if missing_hint else "")) from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read {what}: {exc}") from None
+        raise InputError(f"{path}: cannot read {what} ({exc.strerror or exc}): damaged? {RESTORE}") from None
     return parse_yaml_bytes(data, path, what)
 
 
@@ -85,17 +85,17 @@ def parse_yaml_bytes(data: bytes, path: Path, what: str) -> Any:
     from kgeval.errors import InputError
 
     if not data.strip():
-        raise InputError(
-            f"{path}: {what} is empty ({len(data)} bytes): damaged or cut short; restore it from a backup "
-            "(a document meant to be empty holds `{}` or a comment)"
-        )
+        raise InputError(f"{path}: {what} is empty ({len(data)} bytes): damaged or cut short; {RESTORE} (a document meant to be empty holds `{{}}`)")
     try:
         return parse_yaml(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: {what} is not UTF-8 text: {exc}") from None
+        raise InputError(f"{path}: {what} is not UTF-8 text ({exc}): damaged? {RESTORE}") from None
     except yaml.YAMLError as exc:  # its marks name the text parsed, "<unicode string>": the file is named instead
         named = str(exc).replace('"<unicode string>"', str(path))
-        raise InputError(f"{path}: {what} is not valid YAML: {named}") from None
+        raise InputError(f"{path}: {what} is not valid YAML: {named}\nFix it, or if it was damaged, {RESTORE}") from None
+
+
+RESTORE = "restore it from a backup"
 
 
 @contextmanager

@@ -8,11 +8,11 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval._files import parse_yaml
-from kgeval.errors import InputError, first_validation_error
+from kgeval._files import parse_yaml, sha256_bytes
+from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, load_empty_confirmations
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
-from kgeval.holdout._manifest import RDF_SUFFIXES, outside_manifest
+from kgeval.holdout._manifest import MANIFEST, RDF_SUFFIXES, outside_manifest, sealed_manifest
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question
 
 QUESTIONS_FILE = "questions.yaml"
@@ -70,14 +70,17 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         raw = parse_yaml(data.decode("utf-8"))
         parsed = _QuestionsFile.model_validate(raw)
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {exc}") from None
+        raise InputError(f"{path}: not valid YAML: {exc}{_damage_hint(path, data)}") from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text: {exc}") from None
+        raise InputError(f"{path}: not UTF-8 text: {exc}{_damage_hint(path, data)}") from None
     except ValidationError as exc:
-        raise InputError(f"{path}: {first_validation_error(exc)}") from None
+        raise InputError(f"{path}: {first_validation_error(exc)}{_damage_hint(path, data)}") from None
     if parsed.kg != kg_dir.name:
         raise InputError(f"{path}: kg is {parsed.kg!r} but the directory is {kg_dir.name!r}")
     files = tuple(sorted(p for p in kg_dir.iterdir() if p.suffix.lower() in RDF_SUFFIXES and not outside_manifest(p.name)))
+    for file in files:
+        if not file.is_file():  # a directory in a data file's place: never a KG with one file fewer
+            raise InputError(f"{file}: KG data file is damaged (not a file); {RESTORE_QUESTIONS}")
     if not files:
         raise InputError(f"{kg_dir}: no RDF file ({', '.join(RDF_SUFFIXES)})")
     unknown = sorted(set(parsed.graphs) - {f.name for f in files})
@@ -88,6 +91,19 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
         id=kg_dir.name, title=parsed.title or kg_dir.name, files=files, questions=questions,
         graphs=parsed.graphs, source=parsed.source,
     )
+
+
+def _damage_hint(path: Path, data: bytes) -> str:
+    """Whether a questions file that does not load differs from the sealed manifest: then it
+    may be damaged (cut, zeroed, a byte changed) rather than mistyped."""
+    try:
+        manifest = sealed_manifest(path.parent.parent)
+    except KgevalError:
+        return f"\n{path.parent.parent / MANIFEST} is damaged too"
+    sealed = manifest["files"].get(f"{path.parent.name}/{path.name}") if manifest else None
+    if sealed is None or sealed == sha256_bytes(data):
+        return ""
+    return f"\nIt differs from {path.parent.parent / MANIFEST} (sha256 differs): damaged or edited since the holdout was sealed; {RESTORE_QUESTIONS}"
 
 
 def _holds_questions(directory: Path) -> bool:
