@@ -271,3 +271,17 @@ def test_the_service_names_a_damaged_kg_file(intact, tmp_path):
         answer = client.get(f"/runs/{intact[1]}/samples/mini-01?seed=0", headers=headers)
     assert answer.status_code == 409, answer.text[:500]
     assert "mini/kg.ttl: sha256 differs" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize("file", ["holdout/EXCLUDED.yaml", "holdout/MANIFEST.json"])
+def test_serve_refuses_a_damaged_holdout(intact, tmp_path, file):
+    """Before: `serve` started on an emptied exclusions file (no exclusions) or manifest."""
+    base = tmp_path / "k"
+    shutil.copytree(intact[0], base, symlinks=True)
+    damage(base / file, "emptied")
+    args = ["serve", "--port", "9", "--db", str(base / "r.duckdb"), "--holdout", str(base / "holdout"), "--gold", str(base / "gold"), "--access", str(base / "access.yaml")]
+    try:
+        done = subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"serve started on a damaged {file}")
+    assert done.returncode == 1 and f"{base / file}: " in done.stderr and "damaged" in done.stderr and "Traceback" not in done.stderr, done.stderr
