@@ -64,21 +64,38 @@ def parse_json(text: str | bytes, where: str, what: str = "valid JSON") -> Any:
 
 def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
+    from kgeval.errors import InputError
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} missing" + (f" ({missing_hint})" if missing_hint else "")) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read {what} ({exc.strerror or exc}): damaged? {RESTORE}") from None
+    return parse_yaml_bytes(data, path, what)
+
+
+def parse_yaml_bytes(data: bytes, path: Path, what: str) -> Any:
+    """Parse a YAML file's bytes; InputError naming the file when they are not UTF-8 YAML, or
+    when there are none: a file emptied to 0 bytes (a cut write, a failed copy) is damaged,
+    never read as an empty document and so as every default (DESIGN invariant 9). A file
+    that holds only comments or `{}` is an empty document."""
     import yaml  # local: most commands never read YAML
 
     from kgeval.errors import InputError
 
+    if not data.strip():
+        raise InputError(f"{path}: {what} is empty ({len(data)} bytes): damaged or cut short; {RESTORE} (a document meant to be empty holds `{{}}`)")
     try:
-        return parse_yaml(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} missing" + (f" ({missing_hint})" if missing_hint else "")) from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read {what}: {exc}") from None
+        return parse_yaml(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: {what} is not UTF-8 text: {exc}") from None
+        raise InputError(f"{path}: {what} is not UTF-8 text ({exc}): damaged? {RESTORE}") from None
     except yaml.YAMLError as exc:  # its marks name the text parsed, "<unicode string>": the file is named instead
         named = str(exc).replace('"<unicode string>"', str(path))
-        raise InputError(f"{path}: {what} is not valid YAML: {named}") from None
+        raise InputError(f"{path}: {what} is not valid YAML: {named}\nFix it, or if it was damaged, {RESTORE}") from None
+
+
+RESTORE = "restore it from a backup"
 
 
 @contextmanager

@@ -744,7 +744,9 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _load_yaml_model(path: Path, model: type[M], what: str) -> M:
-    data = read_yaml(path, what) or {}
+    data = read_yaml(path, what)
+    if data is None:  # only comments: what a file cut after its header reads as; never "all defaults" unasked
+        raise InputError(f"{path}: {what} holds no settings (only comments): damaged or cut short? restore it from a backup; `{{}}` reads as all defaults")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

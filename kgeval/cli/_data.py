@@ -44,7 +44,7 @@ def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
     edited = decisions_edited(holdout)
     if edited:
         raise CheckFailed(
-            f"{holdout}: {', '.join(edited)} changed since the holdout was sealed, not by kgeval: decisions on record change only "
+            f"{holdout}: {', '.join(edited)} changed since the holdout was sealed, not by kgeval (damaged, or edited by hand): decisions on record change only "
             "through `kgeval holdout exclude` / `include` / `confirm-empty` / `unconfirm-empty` (who, when and why are kept); "
             "restore the file, then use those commands"
         )

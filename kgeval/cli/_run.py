@@ -122,7 +122,7 @@ def report(
     judges and their rules; audits of accepts; gold review coverage."""
     from kgeval.cli._show import opened_source, report_samples
     from kgeval.config import load_config
-    from kgeval.reports import build_report, render_html, render_json, render_markdown
+    from kgeval.reports import HOLDOUT_REFUSED, build_report, render_html, render_json, render_markdown
     from kgeval.runs import ResultsDB
 
     announce_db(db)
@@ -138,7 +138,8 @@ def report(
         err.print(f"{gold}: {built.gold_refused}", markup=False)
     for refused in (built.audit_refused, built.review_refused):  # one chain for every run: printed, and a failed check
         if refused:
-            err.print(refused if str(db) in refused else f"{db}: {refused}", markup=False)
+            named = str(db) in refused or refused.startswith(HOLDOUT_REFUSED)  # a broken log's message names the file
+            err.print(refused if named else f"{db}: {refused}", markup=False)
     if built.gold_refused or built.audit_refused or built.review_refused:
         raise typer.Exit(1)
 

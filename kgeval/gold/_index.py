@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, NamedTuple
 from pydantic import ValidationError
 
 from kgeval.errors import CheckFailed
-from kgeval.gold._layout import MANIFEST
+from kgeval.gold._layout import DAMAGED_GOLD, MANIFEST
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.stores import QueryResult, answer_sha256, canonical_spelling, share_terms
 
@@ -166,7 +166,7 @@ def scan_kg_file(path: Path, name: str, expected_sha256: str | None) -> KgIndex:
     except FileNotFoundError:
         raise CheckFailed(f"{path}: missing; build it with `kgeval gold rebuild`") from None
     except OSError as exc:
-        raise CheckFailed(f"{path}: unreadable: {exc}") from None
+        raise CheckFailed(f"{path}: unreadable ({exc.strerror or exc}): {DAMAGED_GOLD}") from None
     with handle:
         text = _Text(handle)
         index, problem = KgIndex(name=name, kg=""), None
@@ -179,7 +179,7 @@ def scan_kg_file(path: Path, name: str, expected_sha256: str | None) -> KgIndex:
         except _Malformed:
             digest = ""
     if digest != expected_sha256:
-        raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+        raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path}): {DAMAGED_GOLD}")
     if problem is not None:
         raise CheckFailed(problem)
     return index
@@ -404,7 +404,7 @@ def read_entry(summary: EntrySummary, results: MutableMapping[str, QueryResult] 
             handle.seek(summary.offset)
             raw = handle.read(summary.length)
     except OSError as exc:
-        raise CheckFailed(f"{summary.path}: unreadable: {exc}") from None
+        raise CheckFailed(f"{summary.path}: unreadable ({exc.strerror or exc}): {DAMAGED_GOLD}") from None
     if hashlib.sha256(raw).hexdigest() != summary.sha256:
         raise CheckFailed(
             f"{summary.kg}/{summary.question_id}: gold entry changed on disk since the gold was verified ({summary.path}); "

@@ -38,6 +38,8 @@ CURRENT = "current"
 LOCK = ".lock"
 STAGING_PREFIX = ".staging-"
 _VERSION = re.compile(r"v-[0-9a-f]{16}")
+DAMAGED_GOLD = "the gold is damaged or was edited: `kgeval gold rebuild` writes it anew (or restore the gold directory from a backup)"
+"""What to do about a gold file that is unreadable or does not match its manifest."""
 
 
 def version_name(manifest_sha256: str) -> str:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kgeval._files import canonical_json, sha256_bytes, sha256_file
 from kgeval.errors import CheckFailed, StaleGold
 from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
-from kgeval.gold._layout import DISPLAY_DIR, MANIFEST, version_dir
+from kgeval.gold._layout import DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
 from kgeval.integrity import check_tag, integrity_key
@@ -127,7 +127,7 @@ class GoldReader:
         try:
             self.manifest = GoldManifest.model_validate_json(raw)
         except ValidationError as exc:
-            raise CheckFailed(f"{path}: not a gold manifest: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+            raise CheckFailed(f"{path}: not a gold manifest ({exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}): {DAMAGED_GOLD}") from None
         key = integrity_key()
         if key is not None:
             check_tag(self.manifest.signed_payload(), self.manifest.tag, key, str(path))
@@ -141,11 +141,11 @@ class GoldReader:
         path = self.version / name
         raw = _read_bytes(path)
         if sha256_bytes(raw) != self.manifest.files.get(name):
-            raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+            raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path}): {DAMAGED_GOLD}")
         try:
             kg = KgGold.model_validate_json(raw)  # one pass in pydantic's own JSON parser
         except ValidationError as exc:
-            raise CheckFailed(f"{path}: not a gold file: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+            raise CheckFailed(f"{path}: not a gold file ({exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}): {DAMAGED_GOLD}") from None
         for entry in kg.entries:
             if entry.result.sha256() != entry.result_sha256:
                 raise CheckFailed(f"{entry.kg}/{entry.question_id}: result does not match its result_sha256 ({path})")
@@ -161,7 +161,7 @@ class GoldReader:
         scanned = _SCANNED.get(key)
         if scanned is not None:
             if not path.is_file() or sha256_file(path) != expected:
-                raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+                raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path}): {DAMAGED_GOLD}")
             return scanned
         scanned = scan_kg_file(path, name, expected)
         while len(_SCANNED) >= _SCANNED_LIMIT:
@@ -173,7 +173,7 @@ class GoldReader:
         """A file that is not read here (a display file): its hash only."""
         path = self.version / name
         if sha256_bytes(_read_bytes(path)) != self.manifest.files[name]:
-            raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path})")
+            raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path}): {DAMAGED_GOLD}")
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -182,7 +182,7 @@ def _read_bytes(path: Path) -> bytes:
     except FileNotFoundError:
         raise CheckFailed(f"{path}: missing; build it with `kgeval gold rebuild`") from None
     except OSError as exc:
-        raise CheckFailed(f"{path}: unreadable: {exc}") from None
+        raise CheckFailed(f"{path}: unreadable ({exc.strerror or exc}): {DAMAGED_GOLD}") from None
 
 
 @dataclass

@@ -142,10 +142,17 @@ def save_fingerprint(fingerprint: SchemaFingerprint, gate_dir: Path) -> Path:
 def load_fingerprints(gate_dir: Path) -> list[SchemaFingerprint]:
     """Every fingerprint under `gate_dir/fingerprints/`, by name."""
     folder = Path(gate_dir) / "fingerprints"
+    if not folder.is_dir() and (folder.exists() or folder.is_symlink()):  # damaged, never "no training KGs"
+        raise InputError(f"{folder}: not a directory of fingerprints: {RESTORE_FINGERPRINTS}")
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            found.append(SchemaFingerprint.model_validate(json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, json.JSONDecodeError, ValidationError) as exc:
-            raise InputError(f"{path}: not a schema fingerprint: {exc}") from None
+            found.append(SchemaFingerprint.model_validate(json.loads(path.read_bytes())))
+        except OSError as exc:
+            raise InputError(f"{path}: schema fingerprint is damaged or unreadable ({exc.strerror or exc}): {RESTORE_FINGERPRINTS}") from None
+        except (ValueError, ValidationError) as exc:  # ValueError: bad JSON, bytes that are not UTF-8
+            raise InputError(f"{path}: damaged or not a schema fingerprint ({exc}): {RESTORE_FINGERPRINTS}") from None
     return found
+
+
+RESTORE_FINGERPRINTS = "restore it from a backup, or fingerprint the training KG again with `kgeval schema-gate add NAME FILES`"

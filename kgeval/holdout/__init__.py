@@ -5,7 +5,7 @@ from kgeval.holdout._exclude import confirm_empty, exclude_questions, include_qu
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, Exclusion, load_exclusions
 from kgeval.holdout._ids import resolve_question_id, resolve_question_ids
 from kgeval.holdout._load import QUESTIONS_FILE, load_holdout
-from kgeval.holdout._manifest import MANIFEST, RESTORE_OR_RESEAL, holdout_problems, read_manifest, seal_holdout, verify_holdout
+from kgeval.holdout._manifest import MANIFEST, RESTORE_OR_RESEAL, check_kg_files, holdout_problems, read_manifest, seal_holdout, verify_holdout
 from kgeval.holdout._model import Holdout, KnowledgeGraph, Question, Tag, natural_key
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "load_exclusions",
     "Question",
     "Tag",
+    "check_kg_files",
     "holdout_problems",
     "load_holdout",
     "natural_key",

@@ -10,7 +10,7 @@ from kgeval.errors import CheckFailed, InputError
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY, EmptyConfirmation, new_confirmation
 from kgeval.holdout._exclusions import EXCLUSIONS, Exclusion, R, RecordFile, new_exclusion
 from kgeval.holdout._load import load_holdout
-from kgeval.holdout._manifest import MANIFEST, holdout_problems, seal_holdout
+from kgeval.holdout._manifest import MANIFEST, RESTORE_OR_RESEAL, holdout_problems, seal_holdout
 from kgeval.holdout._model import Question
 
 
@@ -19,7 +19,7 @@ def _sealed_questions(root: Path, refs: list[str]) -> dict[str, Question]:
     its manifest (a reseal would bless whatever was changed) and an id it does not hold."""
     problems = holdout_problems(root)
     if problems:
-        raise CheckFailed(f"{root}: does not match its {MANIFEST}, refusing to reseal it:\n  " + "\n  ".join(problems))
+        raise CheckFailed(f"{root}: does not match its {MANIFEST}, refusing to reseal it:\n  " + "\n  ".join(problems) + f"\n{RESTORE_OR_RESEAL}")
     holdout = load_holdout(root)
     by_id = {q.id: q for q in holdout.questions()}
     return {qid: by_id[qid] for qid in holdout.question_ids(refs)}

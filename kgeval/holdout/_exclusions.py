@@ -18,8 +18,9 @@ from typing import Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from kgeval._files import read_yaml, write_atomic
-from kgeval.errors import InputError, first_validation_error
+from kgeval._files import parse_yaml_bytes, sha256_bytes, write_atomic
+from kgeval.errors import CheckFailed, InputError, first_validation_error
+from kgeval.holdout._manifest import MANIFEST, sealed_manifest
 
 EXCLUSIONS_FILE = "EXCLUDED.yaml"
 R = TypeVar("R", bound=BaseModel)
@@ -58,9 +59,10 @@ class RecordFile(Generic[R]):
     def load(self, root: Path) -> dict[str, R]:
         """The records of the holdout at `root`, by question id (empty without the file)."""
         path = Path(root) / self.name
-        if not path.is_file():
+        data = self._sealed_bytes(path)
+        if data is None:
             return {}
-        raw = read_yaml(path, self.what) or {}
+        raw = parse_yaml_bytes(data, path, self.what) or {}
         shape = create_model(f"_{self.key}", __config__=ConfigDict(extra="forbid"), **{self.key: (list[self.model], Field(default_factory=list))})
         try:
             records = getattr(shape.model_validate(raw), self.key)
@@ -72,6 +74,32 @@ class RecordFile(Generic[R]):
                 raise InputError(f"{path}: question {record.question_id} is {self.twice}: keep one entry (one reason on record)")
             found[record.question_id] = record
         return found
+
+    def _sealed_bytes(self, path: Path) -> bytes | None:
+        """The file's bytes, checked against the holdout's manifest when it is sealed; None when
+        the file is legitimately absent (never written, and no manifest lists it). A file the
+        manifest lists that is gone, is not a file, cannot be read, or whose bytes differ (cut,
+        zeroed, a byte changed, edited by hand) is named: never read as no decisions."""
+        manifest = sealed_manifest(path.parent)
+        sealed = manifest["files"].get(self.name) if manifest is not None else None
+        if not path.exists() and not path.is_symlink():
+            if sealed is not None:
+                raise CheckFailed(f"{path}: missing, but {MANIFEST} lists it (deleted?); {self.restore(path)}")
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CheckFailed(f"{path}: {self.what} is damaged or unreadable ({exc.strerror or exc}); {self.restore(path)}") from None
+        if manifest is not None and sha256_bytes(data) != sealed:
+            said = "not in" if sealed is None else "sha256 differs from"
+            raise CheckFailed(
+                f"{path}: {said} {MANIFEST}: damaged, or edited by hand since the holdout was sealed (decisions on record change "
+                f"only through their commands, which reseal); {self.restore(path)}"
+            )
+        return data
+
+    def restore(self, path: Path) -> str:
+        return f"restore it from a backup (e.g. `git checkout -- {path}`), then run `kgeval holdout verify`"
 
     def write(self, root: Path, records: dict[str, R]) -> None:
         """Write the file (sorted by question id); the caller reseals the holdout."""

@@ -52,18 +52,37 @@ def seal_holdout(root: Path) -> str:
 
 
 def read_manifest(root: Path) -> dict:
+    manifest = sealed_manifest(root)
+    if manifest is None:
+        raise CheckFailed(f"{Path(root) / MANIFEST}: missing; seal the holdout with `kgeval holdout seal`")
+    return manifest
+
+
+def sealed_manifest(root: Path) -> dict | None:
+    """The holdout's manifest; None when the holdout was never sealed (no MANIFEST.json). A
+    manifest that is there but cannot be read as one (cut, zeroed, emptied, a directory) is
+    damaged: CheckFailed naming it, never read as an unsealed holdout (DESIGN invariant 9)."""
     path = Path(root) / MANIFEST
+    if not path.exists() and not path.is_symlink():
+        return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckFailed(f"{path}: missing; seal the holdout with `kgeval holdout seal`") from None
+    except FileNotFoundError:  # a dangling symlink
+        raise CheckFailed(f"{path}: {DAMAGED_MANIFEST}: a link to a missing file; {RESTORE_MANIFEST}") from None
     except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, a number of over 4,300 digits
-        raise CheckFailed(f"{path}: unreadable: {exc}") from None
+        raise CheckFailed(f"{path}: {DAMAGED_MANIFEST} ({exc}); {RESTORE_MANIFEST}") from None
     except RecursionError:
-        raise CheckFailed(f"{path}: unreadable: nested too deep") from None
+        raise CheckFailed(f"{path}: {DAMAGED_MANIFEST} (nested too deep); {RESTORE_MANIFEST}") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise InputError(f"{path}: not a holdout manifest (no 'files' table)")
+        raise InputError(f"{path}: not a holdout manifest (no 'files' table); {RESTORE_MANIFEST}")
     return manifest
+
+
+DAMAGED_MANIFEST = "holdout manifest is damaged or unreadable"
+RESTORE_MANIFEST = (
+    "restore it from a backup (e.g. `git checkout -- holdout/MANIFEST.json`); to seal the holdout anew instead, check its "
+    "files, delete the damaged manifest and run `kgeval holdout seal`"
+)
 
 
 def holdout_problems(root: Path) -> list[str]:
@@ -85,6 +104,37 @@ def holdout_problems(root: Path) -> list[str]:
     return problems
 
 
+def check_kg_files(root: Path, kg_id: str, files: tuple[Path, ...]) -> None:
+    """Before a store loads a KG outside a run (`show`, the service's pages and `/judge`):
+    CheckFailed naming each of its RDF files that is missing, unreadable or differs from the
+    sealed manifest. A KG file cut, zeroed or emptied loads as a smaller or an empty graph, and
+    an answer re-executed on it would show rows missing that the run found. Nothing is checked
+    for a holdout never sealed (a run refuses one)."""
+    manifest = sealed_manifest(root)
+    if manifest is None:
+        return
+    listed = {name for name in manifest["files"] if name.startswith(f"{kg_id}/") and name.lower().endswith(RDF_SUFFIXES)}
+    problems = [f"{Path(root) / name}: missing" for name in sorted(listed - {f"{kg_id}/{p.name}" for p in files})]
+    for path in files:
+        name = f"{kg_id}/{path.name}"
+        try:
+            same = manifest["files"].get(name) == sha256_file(path)
+        except OSError as exc:
+            problems.append(f"{path}: unreadable ({exc.strerror or exc})")
+            continue
+        if not same:
+            problems.append(f"{path}: sha256 differs from {Path(root) / MANIFEST}")
+    if problems:
+        raise CheckFailed(
+            f"KG {kg_id}: its data files do not match the sealed holdout (damaged, or changed since it was sealed): "
+            + "; ".join(problems) + f"; nothing was loaded. {RESTORE_OR_RESEAL}"
+        )
+
+
+RDF_SUFFIXES = (".ttl", ".nt", ".nq", ".trig", ".rdf", ".owl")
+"""The suffixes of a KG's data files (`_load`)."""
+
+
 DECISION_FILES = ("EXCLUDED.yaml", "CONFIRMED_EMPTY.yaml")
 """Decisions on record (`_exclusions`, `_confirmed`): written only by their commands, which reseal."""
 
@@ -92,10 +142,10 @@ DECISION_FILES = ("EXCLUDED.yaml", "CONFIRMED_EMPTY.yaml")
 def decisions_edited(root: Path) -> list[str]:
     """The decision files that differ from the sealed manifest (edited, added or removed by
     hand since the last seal); empty when there is no manifest yet."""
-    try:
-        expected = read_manifest(root)["files"]
-    except CheckFailed:
+    manifest = sealed_manifest(root)  # damaged: CheckFailed (whether a decision was edited is unknown)
+    if manifest is None:
         return []
+    expected = manifest["files"]
     actual = _holdout_files(Path(root))
     return [name for name in DECISION_FILES if expected.get(name) != actual.get(name)]
 

@@ -6,7 +6,7 @@ from kgeval.reports._compare import Comparability, Flip, RunComparison, compare_
 from kgeval.reports._compare_render import render_comparison_html, render_comparison_json, render_comparison_markdown
 from kgeval.reports._export import export_lines
 from kgeval.reports._leniency import AnswerInQuery, RuleAccepts
-from kgeval.reports._oversight import AuditSummary, Rate, RuleAudit
+from kgeval.reports._oversight import HOLDOUT_REFUSED, AuditSummary, Rate, RuleAudit
 from kgeval.reports._render import format_accuracy, format_at_least, render_html, render_json, render_markdown
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.reports._summary import (
@@ -25,6 +25,7 @@ from kgeval.reports._summary import (
 )
 
 __all__ = [
+    "HOLDOUT_REFUSED",
     "withheld_accuracy",
     "Accuracy",
     "AnswerInQuery",

@@ -128,6 +128,7 @@ class AuditSummary(BaseModel):
 GOLD_REFUSED = "gold refused"
 AUDIT_REFUSED = "audits not shown"
 REVIEW_REFUSED = "gold review not shown"
+HOLDOUT_REFUSED = f"{REVIEW_REFUSED}: holdout"
 """How a note begins when a gold directory exists but fails verification (edited, forged,
 half-written): the report is printed, and `kgeval report` exits 1 (DESIGN: evidence that
 cannot change silently)."""
@@ -178,8 +179,9 @@ def review_summary(
     root = Path(holdout_dir or metadata.holdout)
     try:
         questions = load_holdout(root).evaluated_questions()  # an excluded question's gold is not scored
-    except KgevalError as exc:
-        notes.append(f"holdout {root} unavailable ({exc}): gold review coverage is not shown")
+    except KgevalError as exc:  # there but unreadable (damaged, unsealed decisions): a failed check, as a broken log
+        cause = f"{HOLDOUT_REFUSED} {root} refused" if root.exists() else f"holdout {root} unavailable"
+        notes.append(f"{cause} ({exc}): gold review coverage is not shown")
         return None
     try:
         with ReviewLog(db.path, read_only=db.read_only) as log:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from kgeval.audit import AuditLog, accepted_items, audit_states
 from kgeval.config import KgevalConfig
-from kgeval.errors import InputError, KgevalError
+from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldEntry
-from kgeval.holdout import Holdout, natural_key
+from kgeval.holdout import Holdout, check_kg_files, natural_key
 from kgeval.judges import ExecutionJudge, Verdict
 from kgeval.review import ReviewLog, ReviewState, question_content_sha256, review_states
 from kgeval.runs import Attempt, ResultsDB, RunQuestion, execute_candidate, run_config
@@ -122,6 +122,8 @@ def _execution(source: SampleSource, attempt: Attempt, cfg: KgevalConfig, notes:
         return ExecutionView(source="none", run_total=attempt.result_total), None
     try:
         store = source.store_for(attempt.kg)
+    except CheckFailed:  # a damaged KG file: named and a failed check, never rows shown as missing
+        raise
     except KgevalError as exc:
         notes.append(f"the store for KG {attempt.kg} could not be opened ({exc}): the candidate's rows are not shown")
         return ExecutionView(source="none", run_total=attempt.result_total), None
@@ -243,6 +245,7 @@ def store_opener(config: KgevalConfig, holdout: Holdout) -> Callable[[str], Stor
                 held = holdout.kg(kg)
             except KeyError:
                 raise InputError(f"{holdout.root}: no KG {kg!r} in the holdout") from None
+            check_kg_files(holdout.root, kg, held.files)  # a damaged KG file would show rows missing that the run found
             opened[kg] = open_store(config.store, held.files, kg, graphs=held.graphs)
         return opened[kg]
 

@@ -29,10 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from kgeval._files import parse_yaml
+from kgeval._files import read_yaml
 from kgeval.errors import InputError
 from kgeval.review import Reviewer
 
@@ -109,12 +108,10 @@ def load_access(path: Path | None, env: Mapping[str, str] | None = None) -> Acce
     env = os.environ if env is None else env
     entries: list[TokenEntry] = []
     if path is not None:
+        data = read_yaml(Path(path), "access file") or {}  # a file emptied to 0 bytes is damaged, not "no tokens"
         try:
-            data = parse_yaml(Path(path).read_text(encoding="utf-8")) or {}
             entries = AccessFile.model_validate(data).tokens
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read access file: {exc}") from None
-        except (yaml.YAMLError, ValidationError, UnicodeDecodeError) as exc:
+        except ValidationError as exc:
             raise InputError(f"{path}: invalid access file: {exc}") from None
     principals: dict[str, Principal] = {}
     for e in entries:

@@ -26,7 +26,7 @@ from kgeval.audit import AuditLog
 from kgeval.config import KgevalConfig, ServiceConfig
 from kgeval.errors import InputError
 from kgeval.gold import GoldEntry, load_gold
-from kgeval.holdout import Holdout, Question, load_holdout, resolve_question_id
+from kgeval.holdout import Holdout, Question, check_kg_files, load_holdout, resolve_question_id
 from kgeval.judges import Judge, KgLookup, judges_from_config
 from kgeval.review import ReviewLog
 from kgeval.runs import ResultsDB, store_lookup
@@ -189,6 +189,7 @@ class ServiceState:
         with self.lock:
             if kg not in self._stores:
                 held = self.holdout.kg(kg)
+                check_kg_files(self.holdout.root, kg, held.files)
                 self._stores[kg] = open_store(self.settings.config.store, held.files, kg, graphs=held.graphs)
             return self._stores[kg]
 

@@ -30,9 +30,14 @@ class FewShotBank(Protocol):
 def load_examples(path: Path) -> list[Example]:
     """Examples from a JSONL file, one {"kg", "question", "sparql"} per line."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read example bank: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: example bank is damaged: not UTF-8 text ({exc}); restore it from a backup") from None
+    if not text.strip():  # a file emptied to 0 bytes is damaged, never a bank with no examples
+        raise InputError(f"{path}: example bank is empty ({len(text)} bytes): damaged or cut short; restore it from a backup")
+    lines = text.splitlines()
     examples = []
     for lineno, line in enumerate(lines, 1):
         if not line.strip():

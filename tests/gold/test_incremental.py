@@ -206,8 +206,13 @@ def test_exclusions_file_edited_without_reseal_fails_the_holdout(tmp_path):
     from kgeval.holdout import load_exclusions
     from tests.cli.test_cli import kgeval
 
+    with pytest.raises(CheckFailed, match="EXCLUDED.yaml: sha256 differs from MANIFEST.json: damaged, or edited by hand"):
+        load_exclusions(holdout)  # every reader refuses it, not only `holdout verify`
+    unsealed = tmp_path / "unsealed"
+    shutil.copytree(holdout, unsealed)
+    (unsealed / "MANIFEST.json").unlink()
     with pytest.raises(InputError, match="question mini-02 is excluded twice"):
-        load_exclusions(holdout)
+        load_exclusions(unsealed)
     # and a hand-edited decision file is never blessed by a reseal (a forged exclusion, who/when/why
     # copied, was accepted once resealed): decisions change only through their commands
     sealed = kgeval("holdout", "seal", "--holdout", str(holdout))

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from kgeval.config import KgevalConfig
-from kgeval.errors import InputError
+from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import load_gold
-from kgeval.holdout import load_holdout
+from kgeval.holdout import load_holdout, seal_holdout
 from kgeval.runs import ResultsDB
 from kgeval.samples import SampleSource, build_sample, sample_index, store_opener
 from tests.conftest import EX, MINI_TTL
@@ -111,6 +111,10 @@ def test_a_store_changed_since_the_run_is_said_not_hidden(replayed):
     holdout_dir, gold_dir, db, run_id = replayed
     kg_file = holdout_dir / "mini" / "kg.ttl"
     kg_file.write_text(MINI_TTL.replace("e:alice a ex:Person ; rdfs:label \"Alice\"@en ; ex:age \"34\"", "e:alice a ex:Person ; rdfs:label \"Alice\"@en ; ex:age \"44\""), encoding="utf-8")
+    edited = load_holdout(holdout_dir)
+    with ResultsDB(db, read_only=True) as results, pytest.raises(CheckFailed, match="mini/kg.ttl: sha256 differs from .*MANIFEST.json"):
+        build_sample(SampleSource(results, load_gold(gold_dir), edited, store_opener(KgevalConfig(), edited)), run_id, "mini-02")  # not sealed: damaged, or an edit
+    seal_holdout(holdout_dir)  # the edit is meant: sealed, the KG has changed since the run
     holdout = load_holdout(holdout_dir)
     with ResultsDB(db, read_only=True) as results:
         sample = build_sample(SampleSource(results, load_gold(gold_dir), holdout, store_opener(KgevalConfig(), holdout)), run_id, "mini-02")
