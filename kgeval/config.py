@@ -735,7 +735,7 @@ def _examples_beside(config: KgevalConfig, base: Path) -> KgevalConfig:
 def load_gate_config(path: Path) -> SchemaGateConfig:
     """The gate thresholds in `path` (schema_gate/config.yaml); the defaults when it is absent."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():  # a link to nowhere is there, and damaged
         return SchemaGateConfig()
     return _load_yaml_model(path, SchemaGateConfig, "gate configuration")
 

@@ -14,6 +14,7 @@ exit 1), never read past.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
@@ -157,7 +158,7 @@ class GoldReader:
         same sha256 is only hashed again, not parsed again (its entries' bytes are checked
         against the scan when read)."""
         path, expected = self.version / name, self.manifest.files.get(name)
-        key = (str(path.resolve()), expected)
+        key = (os.path.realpath(path), expected)  # never raises: a link loop is named when read
         scanned = _SCANNED.get(key)
         if scanned is not None:
             if not path.is_file() or sha256_file(path) != expected:
