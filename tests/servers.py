@@ -19,8 +19,18 @@ class Reply:
     body: Any = None
     """A dict/list is sent as JSON; a str is sent as is (malformed JSON, HTML error pages)."""
     delay_s: float = 0.0
+    """Pacing only (a system that takes a moment): never what a test's outcome rests on, since
+    a loaded machine stretches every delay. A reply that must come too late is `hold`."""
     headers: dict[str, str] = field(default_factory=dict)
     """Sent as given; a Content-Type here replaces the default application/json."""
+    hold: bool = False
+    """Sent only once the server is closed (or after HOLD_LIMIT_S): a client's timeout, however
+    short, runs out first whatever the machine's load. A client whose timeout does not apply
+    waits until HOLD_LIMIT_S, then gets this reply, and its test fails on it."""
+
+
+HOLD_LIMIT_S = 120.0
+"""How long a held reply waits for the server to close: a stuck test's bound, never a margin."""
 
 
 ReplyFn = Callable[[str, dict, int], Reply]
@@ -34,6 +44,7 @@ class LoopbackServer:
         self.reply = reply
         self.requests: list[tuple[str, dict]] = []
         self._lock = threading.Lock()
+        self._closed = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,6 +72,8 @@ class LoopbackServer:
                 answer = outer.reply(self.path, payload, n)
                 if answer.delay_s:
                     time.sleep(answer.delay_s)
+                if answer.hold:
+                    outer._closed.wait(HOLD_LIMIT_S)
                 body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
                 data = body.encode("utf-8")
                 try:
@@ -92,11 +105,20 @@ class LoopbackServer:
         with self._lock:
             return len(self.requests)
 
+    def await_count(self, n: int, limit_s: float = 60.0) -> int:
+        """The number of requests received, once it is at least `n` (or `limit_s` passed): a
+        client that gave up on a held reply may have sent its request before the server read it."""
+        deadline = time.monotonic() + limit_s
+        while self.count() < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.count()
+
     def __enter__(self) -> LoopbackServer:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closed.set()  # held replies go out (to clients long gone)
         self._server.shutdown()
         self._server.server_close()
 

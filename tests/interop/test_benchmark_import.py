@@ -119,7 +119,7 @@ def test_refused_rdf_is_repaired_and_summarized_in_one_line(benchmark, tmp_path)
     # the repaired KG loads in every store and the IRIs are what the escapes meant
     holdout = load_holdout(tmp_path / "h")
     store = EmbeddedStore(holdout.kg("pharma").files)
-    result = store.execute(f"SELECT ?o WHERE {{ <{NS.format(kg='pharma')}d0> <{NS.format(kg='pharma')}see> ?o }}", timeout_s=10, row_cap=100)
+    result = store.execute(f"SELECT ?o WHERE {{ <{NS.format(kg='pharma')}d0> <{NS.format(kg='pharma')}see> ?o }}", timeout_s=60, row_cap=100)
     assert {row[0].value for row in result.rows} == {f"{NS.format(kg='pharma')}doc#section{i}" for i in range(30)}
     assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "g").ok
     assert len(load_gold(tmp_path / "g")) == 48

@@ -15,6 +15,16 @@ from kgeval.stores import EmbeddedStore
 from kgeval.systems import SystemOutput
 
 
+def _until_waiting(event: threading.Event, n: int) -> None:
+    """Return once `n` threads wait on `event` (the cache's mark of a key in flight): whatever
+    the machine's load, they then took the waiting path, where a fixed pause only made it
+    likely. Reads the Event's condition's waiters (CPython's threading); 60 s is a stall."""
+    deadline = time.monotonic() + 60
+    while len(event._cond._waiters) < n:  # noqa: SLF001
+        assert time.monotonic() < deadline, f"{len(event._cond._waiters)} of {n} threads wait"  # noqa: SLF001
+        time.sleep(0.002)
+
+
 def _together(n: int, call) -> list:
     """`call()` on n threads released at once; their results."""
     barrier, results, lock = threading.Barrier(n), [], threading.Lock()
@@ -38,7 +48,7 @@ def test_a_query_in_flight_on_eight_threads_executes_once():
 
     def execute() -> Execution:
         executed.append(1)
-        time.sleep(0.2)  # long enough for every other thread to ask meanwhile
+        _until_waiting(cache._running[("kg", "ASK {}")], 7)  # noqa: SLF001 - every other thread asked meanwhile
         return Execution(sparql="ASK {}")
 
     results = _together(8, lambda: cache.execution(("kg", "ASK {}"), execute, lambda e: True))
@@ -52,7 +62,8 @@ def test_a_result_that_may_not_recur_is_executed_by_each_waiter():
 
     def execute() -> Execution:
         executed.append(1)
-        time.sleep(0.05)
+        if len(executed) == 1:  # the first: held until the three others wait for it
+            _until_waiting(cache._running[("kg", "ASK {}")], 3)  # noqa: SLF001
         return Execution(error="QueryTimeout: too slow", failure="candidate_timeout", sparql="ASK {}")
 
     results = _together(4, lambda: cache.execution(("kg", "ASK {}"), execute, lambda e: e.failure != "candidate_timeout"))
@@ -104,7 +115,7 @@ def test_a_waiter_executing_on_its_own_does_not_hold_up_other_queries():
     threads[0].start()
     assert first_in.wait(60)
     threads[1].start()
-    time.sleep(0.2)  # the second waits for the first (if not yet, it runs first itself: the same path below)
+    _until_waiting(cache._running[("kg", "slow")], 1)  # noqa: SLF001 - the second waits for the first
     first_out.set()
     assert second_in.wait(60)  # the second is executing on its own
     quick_done = threading.Event()
@@ -252,7 +263,8 @@ def test_seeds_judging_one_candidate_together_judge_it_once():
 
     def judge():
         calls.append(1)
-        time.sleep(0.2)
+        if len(calls) == 1:  # held until the three other seeds wait for its verdicts
+            _until_waiting(cache._judging[("k", "q", "SELECT", "approved", None)], 3)  # noqa: SLF001
         return (["verdict"], False)
 
     def seed(results: list) -> None:

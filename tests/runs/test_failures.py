@@ -142,7 +142,7 @@ def test_store_down_is_the_harness_and_engine_rejection_the_model(fifty, tmp_pat
     holdout, gold_dir = fifty
     question = holdout.questions()[0]
     entry = load_gold(gold_dir)[question.id]
-    config = KgevalConfig(run=RunConfig(seeds=1, retry_backoff_s=0, candidate_timeout_s=2))
+    config = KgevalConfig(run=RunConfig(seeds=1, retry_backoff_s=0, candidate_timeout_s=60))  # the rejection comes at once: no machine needs 60 s
     judges = judges_from_config(config.judges)
     # a real SPARQL store on a loopback port nothing listens on: the store is down
     down = open_store(StoreConfig(kind="sparql", endpoint="http://127.0.0.1:9/query", data_version="x"), holdout.kgs[0].files)

@@ -49,6 +49,41 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _kill_mid_run(args: list[str], db_path: Path, slots: int):
+    """Start the run, SIGKILL it some seconds into the bombs, and check that its sandbox workers
+    die with it; the killed run's record. A kill that came before the first attempt was stored
+    (a loaded machine is slow to start) is no mid-run kill: the run is resumed (or started
+    again) and killed after twice the wait, so where the kill lands does not turn on the load."""
+    wait_s = 4.0
+    while True:
+        with ResultsDB(db_path) as db:
+            started = [r for r in db.runs(status=None) if r.system == "replay"]
+        command = ["--resume", started[0].run_id, "--db", str(db_path)] if started else args
+        run = subprocess.Popen([sys.executable, "-m", "kgeval", "run", *command], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers: set[int] = set()
+        deadline = time.monotonic() + 120
+        while not workers and run.poll() is None and time.monotonic() < deadline:
+            workers = _worker_children(run.pid)
+            time.sleep(0.05)
+        assert workers, "the run started no sandbox worker"
+        time.sleep(wait_s)  # into the bombs
+        workers |= _worker_children(run.pid)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        gone_by = time.monotonic() + 60
+        while any(_alive(pid) for pid in workers) and time.monotonic() < gone_by:
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in workers), "sandbox workers outlived their killed run"
+        with ResultsDB(db_path) as db:
+            killed = next((r for r in db.runs(status=None) if r.system == "replay"), None)
+            done = len(db.done_keys(killed.run_id)) if killed else 0
+        assert done < slots, "the kill did not land mid-run: every attempt was stored"
+        if done:
+            return killed
+        wait_s *= 2
+        assert wait_s <= 128, "no attempt stored in 2 minutes of a run"
+
+
 def test_hostile_run_completes_every_attempt_named_and_resumes(mini_holdout, mini_gold, tmp_path):
     db_path = tmp_path / "r.duckdb"
     checklist = _cli_checklist(tmp_path)
@@ -67,25 +102,7 @@ def test_hostile_run_completes_every_attempt_named_and_resumes(mini_holdout, min
         }))
         args = ["--system", "replay", "--replay", str(replay), "--config", str(config), "--holdout", str(mini_holdout),
                 "--gold", str(mini_gold), "--db", str(db_path), "--checklist", str(checklist)]
-        run = subprocess.Popen([sys.executable, "-m", "kgeval", "run", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        workers: set[int] = set()
-        deadline = time.monotonic() + 120
-        while not workers and run.poll() is None and time.monotonic() < deadline:
-            workers = _worker_children(run.pid)
-            time.sleep(0.05)
-        assert workers, "the run started no sandbox worker"
-        time.sleep(4)  # into the bombs
-        workers |= _worker_children(run.pid)
-        run.send_signal(signal.SIGKILL)
-        run.wait()
-        gone_by = time.monotonic() + 10
-        while any(_alive(pid) for pid in workers) and time.monotonic() < gone_by:
-            time.sleep(0.2)
-        assert not any(_alive(pid) for pid in workers), "sandbox workers outlived their killed run"
-
-        with ResultsDB(db_path) as db:
-            [killed] = [r for r in db.runs(status=None) if r.system == "replay"]
-            assert 0 < len(db.done_keys(killed.run_id)) < len(slots), "the kill did not land mid-run"
+        killed = _kill_mid_run(args, db_path, len(slots))
         resumed = subprocess.run([sys.executable, "-m", "kgeval", "run", "--resume", killed.run_id, "--db", str(db_path)],
                                  cwd=REPO, capture_output=True, text=True, timeout=600)
         assert resumed.returncode == 0, resumed.stderr[-2000:]

@@ -133,7 +133,7 @@ def test_a_finished_run_stops_its_stores_sandbox_workers(mini_holdout, mini_gold
     with ResultsDB(tmp_path / "r.duckdb") as db:
         execute_run(load_holdout(mini_holdout), mini_gold, _replay(tmp_path, records), _config(1), db, checklist=CHECKLIST)
     assert held and held[0].sandbox.worker_pids() == []
-    deadline = time.monotonic() + 30  # a worker still loading when the run ended stops once loaded
+    deadline = time.monotonic() + 60  # a worker still loading when the run ended stops once loaded
     while _sandbox_workers_of_this_process() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _sandbox_workers_of_this_process() - before == set()

@@ -75,7 +75,7 @@ def running_server(served: Served, workdir: Path, *extra: str) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                if httpx.get(f"{base}/health", timeout=10).status_code == 200:
                     break
             except httpx.TransportError:
                 pass

@@ -101,7 +101,7 @@ def test_a_slow_candidate_query_does_not_hold_up_other_requests(client, served):
 
         def execute_candidate(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - the sample view runs the run's candidate path
             started.set()
-            release.wait(15)
+            release.wait(120)  # a stall bound: the test releases it
             ran.set()
             return self._store.execute_candidate(*args, **kwargs)
 
@@ -110,11 +110,11 @@ def test_a_slow_candidate_query_does_not_hold_up_other_requests(client, served):
     worker = threading.Thread(target=lambda: slow.update(r=client.get(f"/runs/{served.run_id}/samples/mini-02", headers=auth("ann"))))
     worker.start()
     try:
-        assert started.wait(20)
+        assert started.wait(60)
         lines = client.get(f"/runs/{served.run_id}/samples", headers=auth("ann"))
         answered_while_slow = not ran.is_set()  # the slow request is still inside its query
     finally:
         release.set()
-        worker.join(30)
+        worker.join(120)
     assert lines.status_code == 200 and answered_while_slow
     assert slow["r"].status_code == 200 and slow["r"].json()["sample"]["gold_table"]["counts"] == {"matched": 1, "missing": 1}

@@ -123,6 +123,19 @@ def cpu_seconds_over(pid: int, window_s: float) -> float:
     return cpu_seconds(pid) - start
 
 
+def cpu_rates_until_idle(pid: int, idle_rate: float, *, within_s: float, window_s: float = 4.0, slack: float = 0.12) -> list[float]:
+    """Cores the process used over successive `window_s` windows, until one is within `slack`
+    of its idle baseline or `within_s` has passed; the caller asserts on the last. A server's
+    wind-down after a query it stopped costs the same CPU-seconds on a loaded machine, only
+    later: waiting for an idle window (where a single window came after a fixed pause) keeps
+    that from failing a test, while a query left running never gives one."""
+    deadline = time.monotonic() + within_s
+    rates = [cpu_seconds_over(pid, window_s) / window_s]
+    while rates[-1] > idle_rate + slack and time.monotonic() < deadline:
+        rates.append(cpu_seconds_over(pid, window_s) / window_s)
+    return rates
+
+
 def _tail(log: Path) -> str:
     try:
         return log.read_text(errors="replace")[-1500:]

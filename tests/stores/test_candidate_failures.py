@@ -49,7 +49,7 @@ def test_virtuoso_predeclares_the_documented_prefixes(virtuoso_server):
         query = f"SELECT (STR({name}:x) AS ?i) WHERE {{}}"
         url = virtuoso_server.endpoint + "?" + urllib.parse.urlencode({"query": query})
         request = urllib.request.Request(url, headers={"Accept": "application/sparql-results+json"})
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=60) as response:
             doc = json.loads(response.read())
         assert doc["results"]["bindings"][0]["i"]["value"] == iri + "x", name
 

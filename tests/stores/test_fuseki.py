@@ -167,7 +167,7 @@ def test_kgeval_refuses_writes_before_they_reach_fuseki(fuseki_server):
     for query in ("INSERT DATA { <urn:x> <urn:y> <urn:z> }", "LOAD <http://127.0.0.1:9/x.ttl>", "DROP ALL",
                   "SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }"):
         with pytest.raises(QueryRefused):
-            store.execute_candidate(query, timeout_s=5, row_cap=10)
+            store.execute_candidate(query, timeout_s=60, row_cap=10)
 
 
 def test_fuseki_is_known_by_its_request_id_header(fuseki_server):

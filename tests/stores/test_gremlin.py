@@ -68,51 +68,51 @@ def cells(result):
 
 
 def test_values_become_typed_literals(store):
-    names = store.execute("g.V().hasLabel('person').values('name')", timeout_s=10, row_cap=10)
+    names = store.execute("g.V().hasLabel('person').values('name')", timeout_s=60, row_cap=10)
     assert names.vars == ["value"] and sorted(cells(names)) == [['"Alice"'], ['"Bob"'], ['"Carol"']]
-    ages = store.execute("g.V().hasLabel('person').values('age')", timeout_s=10, row_cap=10)
+    ages = store.execute("g.V().hasLabel('person').values('age')", timeout_s=60, row_cap=10)
     assert sorted(r[0].value for r in ages.rows) == ["29", "34", "41"] and ages.rows[0][0].datatype == XSD + "integer"
-    score = store.execute("g.V().has('name', 'Bob').values('score')", timeout_s=10, row_cap=10)
+    score = store.execute("g.V().has('name', 'Bob').values('score')", timeout_s=60, row_cap=10)
     assert score.rows == [[Term.literal("2.25", XSD + "double")]]
-    count = store.execute("g.V().hasLabel('person').count()", timeout_s=10, row_cap=10)
+    count = store.execute("g.V().hasLabel('person').count()", timeout_s=60, row_cap=10)
     assert count.rows == [[Term.literal("3", XSD + "integer")]]
 
 
 def test_vertices_and_edges_become_iri_like_terms(store):
-    depts = store.execute("g.V().has('name', 'Alice').out('worksIn')", timeout_s=10, row_cap=10)
+    depts = store.execute("g.V().has('name', 'Alice').out('worksIn')", timeout_s=60, row_cap=10)
     assert len(depts.rows) == 1 and depts.rows[0][0].value.startswith("urn:gremlin:vertex:")
-    same = store.execute("g.V().has('name', 'Sales')", timeout_s=10, row_cap=10)
+    same = store.execute("g.V().has('name', 'Sales')", timeout_s=60, row_cap=10)
     assert same.rows == depts.rows
-    edges = store.execute("g.E().hasLabel('worksIn')", timeout_s=10, row_cap=10)
+    edges = store.execute("g.E().hasLabel('worksIn')", timeout_s=60, row_cap=10)
     assert edges.total == 3 and all(r[0].value.startswith("urn:gremlin:edge:") for r in edges.rows)
 
 
 def test_projections_become_columns_and_order_is_kept(store):
     query = "g.V().hasLabel('person').order().by('age', desc).project('name', 'age').by('name').by('age')"
-    result = store.execute(query, timeout_s=10, row_cap=10)
+    result = store.execute(query, timeout_s=60, row_cap=10)
     assert result.vars == ["name", "age"] and result.ordered is True
     assert [r[0].value for r in result.rows] == ["Bob", "Alice", "Carol"]
-    element = store.execute("g.V().has('person', 'name', 'Carol').elementMap()", timeout_s=10, row_cap=10)
+    element = store.execute("g.V().has('person', 'name', 'Carol').elementMap()", timeout_s=60, row_cap=10)
     assert element.vars == ["id", "label", "name", "age", "score"]
     assert element.rows[0][1:3] == [Term.literal("person"), Term.literal("Carol")]
 
 
 def test_value_map_singletons_and_anonymous_traversals(store):
-    result = store.execute("g.V().hasLabel('dept').where(__.in('worksIn')).valueMap('name')", timeout_s=10, row_cap=10)
+    result = store.execute("g.V().hasLabel('dept').where(__.in('worksIn')).valueMap('name')", timeout_s=60, row_cap=10)
     assert result.vars == ["name"] and result.rows == [[Term.literal("Sales")]]
-    text = store.execute("g.V().hasLabel('person').has('name', TextP.startingWith('C')).values('name')", timeout_s=10, row_cap=10)
+    text = store.execute("g.V().hasLabel('person').has('name', TextP.startingWith('C')).values('name')", timeout_s=60, row_cap=10)
     assert cells(text) == [['"Carol"']]
 
 
 def test_row_cap_keeps_the_true_total(store):
-    result = store.execute("g.V().hasLabel('person').values('name')", timeout_s=10, row_cap=2)
+    result = store.execute("g.V().hasLabel('person').values('name')", timeout_s=60, row_cap=2)
     assert (result.total, len(result.rows), result.truncated) == (3, 2, True)
     assert cells(result) == [['"Alice"'], ['"Bob"']]  # canonically smallest, as on every store
 
 
 def test_lists_have_no_cell_form(store):
     with pytest.raises(StoreError, match="list result has no single-cell form: unfold"):
-        store.execute("g.V().hasLabel('person').values('name').fold()", timeout_s=10, row_cap=10)
+        store.execute("g.V().hasLabel('person').values('name').fold()", timeout_s=60, row_cap=10)
 
 
 @pytest.mark.parametrize(
@@ -133,11 +133,11 @@ def test_writes_are_refused_before_any_connection(graph_db, query, step):
     opened = []
     store = GremlinStore(lambda: opened.append(1) or gremlite.SQLiteConnection(graph_db), data_version="v", name="gremlite", version="x")
     with pytest.raises((QueryRefused, QuerySyntaxError)) as info:
-        store.execute(query, timeout_s=5, row_cap=10)
+        store.execute(query, timeout_s=60, row_cap=10)
     if step:
         assert isinstance(info.value, QueryRefused) and step in str(info.value)
     assert opened == []
-    assert store.execute("g.V().hasLabel('person').count()", timeout_s=5, row_cap=1).rows[0][0].value == "3"
+    assert store.execute("g.V().hasLabel('person').count()", timeout_s=60, row_cap=1).rows[0][0].value == "3"
 
 
 @pytest.mark.parametrize(
@@ -245,7 +245,7 @@ def test_neptune_gremlin_handshake_is_signed(aws_test_credentials):
     with loopback(lambda r: (403, {}, b"not a gremlin server")) as (url, recorded):
         store = open_store(neptune_gremlin(url), [])
         with pytest.raises(StoreError, match="403"):
-            store.execute("g.V().count()", timeout_s=10, row_cap=1)
+            store.execute("g.V().count()", timeout_s=60, row_cap=1)
     assert len(recorded) == 1 and recorded[0].path == "/gremlin"
     assert recorded[0].headers.get("Upgrade") == "websocket"
     assert signature_problem(recorded[0], url) is None

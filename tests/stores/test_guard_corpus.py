@@ -75,7 +75,7 @@ def test_refused_with_a_named_error_on_the_embedded_store(case, listener, embedd
         guard_query(text.replace("{url}", url))
     store, engine = embedded
     with pytest.raises(getattr(errors, error)):
-        store.execute(text.replace("{url}", url), timeout_s=10, row_cap=10)
+        store.execute(text.replace("{url}", url), timeout_s=60, row_cap=10)
     assert engine.texts == [] and recorded == []
 
 
@@ -87,7 +87,7 @@ def test_accepted_runs_exactly_as_guarded_on_the_embedded_store(case, listener, 
     assert shape.variables == variables
     assert guard_query(shape.text) == shape  # the approved text reads the same way again
     store, engine = embedded
-    store.execute(text.replace("{url}", url), timeout_s=10, row_cap=10)
+    store.execute(text.replace("{url}", url), timeout_s=60, row_cap=10)
     assert engine.texts == [shape.text]
     assert recorded == []
 
@@ -109,14 +109,14 @@ def test_endpoint_stores_send_only_the_guarded_text(kind, listener):
         for case, (text, _) in sorted(ACCEPTED.items()):
             shape = guard_query(text.replace("{url}", service_url))
             # Neptune: the approved text with its queryTimeout hint, itself approved again
-            sent = with_neptune_timeout_hint(shape.text, 10_000) if kind == "neptune-sparql" else shape.text
+            sent = with_neptune_timeout_hint(shape.text, 60_000) if kind == "neptune-sparql" else shape.text
             requests.clear()
-            store.execute(text.replace("{url}", service_url), timeout_s=10, row_cap=10)
+            store.execute(text.replace("{url}", service_url), timeout_s=60, row_cap=10)
             assert [parse_qs(r.body.decode())["query"] for r in requests] == [[sent]], case
         requests.clear()
         for case, (text, error) in sorted(REFUSED.items()):
             with pytest.raises(getattr(errors, error)):
-                store.execute(text.replace("{url}", service_url), timeout_s=10, row_cap=10)
+                store.execute(text.replace("{url}", service_url), timeout_s=60, row_cap=10)
         assert requests == []
     assert service_calls == []
 

@@ -235,7 +235,7 @@ def test_prefix_glued_to_its_name_runs_on_the_embedded_store(tmp_path):
     ttl.write_text('@prefix : <http://valuenet/ontop/> .\n:singer1 :name "Ada" .\n:singer2 :name "Bo" .\n', encoding="utf-8")
     query = "PREFIX: <http://valuenet/ontop/>\nSELECT ?n WHERE { ?s :name ?n }"
     assert guard_query(query).text.startswith("PREFIX : <http://valuenet/ontop/> SELECT")
-    result = EmbeddedStore([ttl]).execute(query, timeout_s=10, row_cap=10)
+    result = EmbeddedStore([ttl]).execute(query, timeout_s=60, row_cap=10)
     assert sorted(row[0].value for row in result.rows) == ["Ada", "Bo"]
 
 

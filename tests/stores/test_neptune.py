@@ -44,7 +44,7 @@ def test_signed_request_verifies_and_is_answered():
     with loopback(verifying_neptune(base)) as (url, recorded):
         base.append(url)
         store = open_store(neptune_config(url), [])
-        assert store.execute("ASK { ?s ?p ?o }", timeout_s=5, row_cap=1).boolean is True
+        assert store.execute("ASK { ?s ?p ?o }", timeout_s=60, row_cap=1).boolean is True
         assert len(recorded) == 1 and signature_problem(recorded[0], url) is None
         assert store.name == "neptune-sparql" and store.data_sha256 == "neptune-load-1"
 
@@ -55,12 +55,12 @@ def test_unsigned_request_is_rejected():
         base.append(url)
         plain = open_store(StoreConfig(kind="sparql", endpoint=url + "/sparql", data_version="x"), [])
         with pytest.raises(StoreError, match="HTTP 403.*no SigV4 Authorization header"):
-            plain.execute("ASK { ?s ?p ?o }", timeout_s=5, row_cap=1)
+            plain.execute("ASK { ?s ?p ?o }", timeout_s=60, row_cap=1)
 
 
 def test_tampered_request_or_wrong_key_fails_verification():
     with loopback() as (url, recorded):
-        open_store(neptune_config(url), []).execute("ASK { ?s ?p ?o }", timeout_s=5, row_cap=1)
+        open_store(neptune_config(url), []).execute("ASK { ?s ?p ?o }", timeout_s=60, row_cap=1)
     signed = recorded[0]
     assert signature_problem(signed, url) is None
     tampered = Recorded(signed.method, signed.path, signed.headers, signed.body + b"&x=1")
@@ -73,7 +73,7 @@ def test_tampered_request_or_wrong_key_fails_verification():
 def test_temporary_credentials_sign_the_session_token(monkeypatch):
     monkeypatch.setenv("AWS_SESSION_TOKEN", "session-token-xyz")
     with loopback() as (url, recorded):
-        open_store(neptune_config(url), []).execute("ASK { ?s ?p ?o }", timeout_s=5, row_cap=1)
+        open_store(neptune_config(url), []).execute("ASK { ?s ?p ?o }", timeout_s=60, row_cap=1)
     headers = {k.lower(): v for k, v in recorded[0].headers.items()}
     assert headers["x-amz-security-token"] == "session-token-xyz"
     assert "x-amz-security-token" in headers["authorization"]
@@ -85,7 +85,7 @@ def test_no_credentials_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with loopback() as (url, recorded):
         with pytest.raises(InputError, match="no AWS credentials"):
-            open_store(neptune_config(url), []).execute("ASK { ?s ?p ?o }", timeout_s=5, row_cap=1)
+            open_store(neptune_config(url), []).execute("ASK { ?s ?p ?o }", timeout_s=60, row_cap=1)
         assert recorded == []
 
 

@@ -112,7 +112,7 @@ def test_projection_rules_are_the_queries_error_not_the_stores(query, tmp_path):
         guard_query(query)
     (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
     with pytest.raises(QuerySyntaxError):
-        EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10)
+        EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=60, row_cap=10)
 
 
 @pytest.mark.parametrize("query", PROJECTION_FINE)
@@ -120,7 +120,7 @@ def test_projection_rules_let_valid_queries_run(query, tmp_path):
     from kgeval.stores import EmbeddedStore
 
     (tmp_path / "kg.ttl").write_text("<http://x/a> <http://x/p> 1 .\n")
-    assert EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=10, row_cap=10).total == 1
+    assert EmbeddedStore([tmp_path / "kg.ttl"]).execute(query, timeout_s=60, row_cap=10).total == 1
 
 
 def test_a_refused_text_raises_a_fresh_error_every_time():

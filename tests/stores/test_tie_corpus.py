@@ -84,5 +84,5 @@ def test_probe_runs_on_the_store(tmp_path: Path):
     (tmp_path / "kg.ttl").write_text(TTL)
     store = EmbeddedStore([tmp_path / "kg.ttl"])
     probe = order_probe(CORPUS["order-by-aggregate"][0])
-    result = store.execute(probe.text, timeout_s=10, row_cap=100)
+    result = store.execute(probe.text, timeout_s=60, row_cap=100)
     assert sorted(r[result.vars.index("__kgeval_key0")].value for r in result.rows) == ["2", "2", "2"]

@@ -135,7 +135,7 @@ def test_api_errors_are_classified_and_transient_ones_retried(mini, status, kind
 
 
 def test_timeout_through_the_client(mini):
-    attempt, _, requests, _ = _attempt(mini, Reply(body=generate_content(), delay_s=2.0), timeout_s=0.5)
+    attempt, _, requests, _ = _attempt(mini, Reply(body=generate_content(), hold=True), timeout_s=0.5)
     assert attempt.error_kind == "timeout", attempt.error
     assert len(attempt.tries) == 3
 

@@ -163,7 +163,7 @@ def test_retry_after_is_honoured(mini):
 
 
 def test_timeout_and_refused_connection(mini):
-    attempt, _, _, _ = _attempt(mini, Reply(body=chat_completion(), delay_s=2.0), timeout_s=0.5)
+    attempt, _, _, _ = _attempt(mini, Reply(body=chat_completion(), hold=True), timeout_s=0.5)
     assert attempt.error_kind == "timeout" and len(attempt.tries) == 3, attempt.error
     holdout, gold, store = mini
     with LoopbackServer(lambda *_: Reply()) as server:
