@@ -62,6 +62,13 @@ def parse_json(text: str | bytes, where: str, what: str = "valid JSON") -> Any:
         raise InputError(f"{where}: not {what}: {exc}") from None
 
 
+def present(path: Path) -> bool:
+    """Whether anything is at `path`: a file, a directory, or a link, even one to nowhere or to
+    itself (`Path.exists` says False for those). State that is present but cannot be read is
+    damaged, never absent (DESIGN invariant 9)."""
+    return path.exists() or path.is_symlink()
+
+
 def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
     from kgeval.errors import InputError

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
-from kgeval._files import read_yaml
+from kgeval._files import present, read_yaml
 from kgeval.errors import InputError
 
 
@@ -735,7 +735,7 @@ def _examples_beside(config: KgevalConfig, base: Path) -> KgevalConfig:
 def load_gate_config(path: Path) -> SchemaGateConfig:
     """The gate thresholds in `path` (schema_gate/config.yaml); the defaults when it is absent."""
     path = Path(path)
-    if not path.exists() and not path.is_symlink():  # a link to nowhere is there, and damaged
+    if not present(path):
         return SchemaGateConfig()
     return _load_yaml_model(path, SchemaGateConfig, "gate configuration")
 

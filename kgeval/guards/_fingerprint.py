@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kgeval._files import write_json_atomic
+from kgeval._files import present, write_json_atomic
 from kgeval.config import SchemaGateConfig
 from kgeval.errors import InputError
 from kgeval.guards._vocab import in_namespaces, normalize_name
@@ -142,7 +142,7 @@ def save_fingerprint(fingerprint: SchemaFingerprint, gate_dir: Path) -> Path:
 def load_fingerprints(gate_dir: Path) -> list[SchemaFingerprint]:
     """Every fingerprint under `gate_dir/fingerprints/`, by name."""
     folder = Path(gate_dir) / "fingerprints"
-    if not folder.is_dir() and (folder.exists() or folder.is_symlink()):  # damaged, never "no training KGs"
+    if not folder.is_dir() and present(folder):  # damaged, never "no training KGs"
         raise InputError(f"{folder}: not a directory of fingerprints: {RESTORE_FINGERPRINTS}")
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:

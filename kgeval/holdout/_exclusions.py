@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from kgeval._files import parse_yaml_bytes, sha256_bytes, write_atomic
+from kgeval._files import parse_yaml_bytes, present, sha256_bytes, write_atomic
 from kgeval.errors import CheckFailed, InputError, first_validation_error
 from kgeval.holdout._manifest import MANIFEST, sealed_manifest
 
@@ -82,7 +82,7 @@ class RecordFile(Generic[R]):
         zeroed, a byte changed, edited by hand) is named: never read as no decisions."""
         manifest = sealed_manifest(path.parent)
         sealed = manifest["files"].get(self.name) if manifest is not None else None
-        if not path.exists() and not path.is_symlink():
+        if not present(path):
             if sealed is not None:
                 raise CheckFailed(f"{path}: missing, but {MANIFEST} lists it (deleted?); {self.restore(path)}")
             return None

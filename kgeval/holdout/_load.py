@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval._files import parse_yaml, sha256_bytes
+from kgeval._files import parse_yaml, present, sha256_bytes
 from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, load_empty_confirmations
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
@@ -108,7 +108,7 @@ def _damage_hint(path: Path, data: bytes) -> str:
 
 def _holds_questions(directory: Path) -> bool:
     path = directory / QUESTIONS_FILE
-    return directory.is_dir() and (path.exists() or path.is_symlink())
+    return directory.is_dir() and present(path)
 
 
 RESTORE_QUESTIONS = "restore it from a backup (e.g. `git checkout -- holdout/`), then run `kgeval holdout verify`"

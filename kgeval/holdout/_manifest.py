@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kgeval._files import sha256_file, sha256_json, write_json_atomic
+from kgeval._files import present, sha256_file, sha256_json, write_json_atomic
 from kgeval.errors import CheckFailed, InputError
 from kgeval.integrity import check_tag, integrity_key, sign
 
@@ -63,7 +63,7 @@ def sealed_manifest(root: Path) -> dict | None:
     manifest that is there but cannot be read as one (cut, zeroed, emptied, a directory) is
     damaged: CheckFailed naming it, never read as an unsealed holdout (DESIGN invariant 9)."""
     path = Path(root) / MANIFEST
-    if not path.exists() and not path.is_symlink():
+    if not present(path):
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))

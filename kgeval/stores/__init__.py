@@ -9,46 +9,13 @@ in a sandbox worker process) and counted (`QueryResources`).
 """
 
 from kgeval.stores._base import Store
-from kgeval.stores._cells import (
-    Cell,
-    CellRow,
-    canonical_spelling,
-    cell_spelling,
-    cells_key,
-    order_key,
-)
+from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key, order_key
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._engine import ProbeCut, ProbeRows
 from kgeval.stores._factory import open_store
-from kgeval.stores._query import (
-    QueryShape,
-    compares_by_order,
-    guard_query,
-    mentioned_iris,
-    query_algebra,
-)
-from kgeval.stores._results import (
-    CellResult,
-    QueryResources,
-    QueryResult,
-    Row,
-    Term,
-    ValueResult,
-    answer_sha256,
-    collect_rows,
-    row_key,
-    rows_from_cells,
-    share_terms,
-    term_cell,
-)
-from kgeval.stores._rewrite import (
-    Determinism,
-    OrderProbe,
-    limited_sub_selects,
-    order_probe,
-    order_variables,
-    query_determinism,
-)
+from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms, term_cell
+from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
 
 __all__ = [
     "Cell",

@@ -9,22 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kgeval.config import CandidateQueryConfig
-from kgeval.errors import (
-    QueryError,
-    QueryOverBudget,
-    QueryRefused,
-    QuerySyntaxError,
-    QueryTimeout,
-)
+from kgeval.errors import QueryError, QueryOverBudget, QueryRefused, QuerySyntaxError, QueryTimeout
 from kgeval.stores._engine import ProbeCut, ProbeRows
 from kgeval.stores._query import DEFAULT_MAX_QUERY_BYTES, QueryShape, guard_query
-from kgeval.stores._results import (
-    CellResult,
-    QueryResources,
-    QueryResult,
-    Row,
-    ValueResult,
-)
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, ValueResult
 from kgeval.stores._value_size import estimated_value_bytes
 
 T = TypeVar("T")

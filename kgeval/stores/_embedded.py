@@ -29,28 +29,9 @@ from kgeval._files import sha256_file, sha256_json
 from kgeval.config import CandidateQueryConfig
 from kgeval.errors import KgevalError, QueryError
 from kgeval.stores._base import Store, run_with_deadline, select_result
-from kgeval.stores._engine import (
-    Answer,
-    Caps,
-    ProbeCut,
-    ProbeRows,
-    cell_from_term,
-    evaluate,
-    evaluate_probe,
-    evaluate_values,
-    load_kg,
-    rdf_format,
-)
+from kgeval.stores._engine import Answer, Caps, ProbeCut, ProbeRows, cell_from_term, evaluate, evaluate_probe, evaluate_values, load_kg, rdf_format
 from kgeval.stores._query import QueryShape
-from kgeval.stores._results import (
-    CellResult,
-    QueryResources,
-    QueryResult,
-    Row,
-    Term,
-    ValueResult,
-    rows_from_cells,
-)
+from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, rows_from_cells
 from kgeval.stores._sandbox import WorkerPool, files_changed
 
 __all__ = ["EmbeddedStore", "rdf_format", "term_from_oxigraph"]

@@ -25,19 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 import pyoxigraph as ox
 
 from kgeval.errors import InputError, KgevalError, QueryOverBudget, QueryRejected
-from kgeval.stores._cells import (
-    RDF_LANGSTRING,
-    XSD_STRING,
-    Cell,
-    CellRow,
-    canonical_spelling,
-    cell_spelling,
-    cells_key,
-    decimal_value,
-    keep_rows,
-    literal_cell,
-    order_key,
-)
+from kgeval.stores._cells import RDF_LANGSTRING, XSD_STRING, Cell, CellRow, canonical_spelling, cell_spelling, cells_key, decimal_value, keep_rows, literal_cell, order_key
 from kgeval.stores._functions import DERIVED_INTEGER_CASTS
 
 if TYPE_CHECKING:  # a sandbox worker never imports pathlib (with urllib, a sixth of its start)

@@ -29,13 +29,7 @@ from kgeval.errors import QueryOverBudget, QueryRejected, QueryTimeout, StoreErr
 from kgeval.stores._base import Store
 from kgeval.stores._cells import XSD, Cell, CellRow, cells_key, keep_rows, literal_cell
 from kgeval.stores._query import QueryShape, guard_query
-from kgeval.stores._results import (
-    QueryResources,
-    QueryResult,
-    Row,
-    Term,
-    rows_from_cells,
-)
+from kgeval.stores._results import QueryResources, QueryResult, Row, Term, rows_from_cells
 from kgeval.stores._rewrite import sorted_rows_count_query
 
 RequestSigner = Callable[[urllib.request.Request], None]

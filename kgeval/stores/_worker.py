@@ -126,9 +126,7 @@ def main(fd: int, parent_pid: int) -> None:
     die_with_parent(parent_pid)
     conn = _Channel(fd)
     isolated = isolate_network()
-    from kgeval.stores import (
-        _engine,  # after leaving the network: pyoxigraph starts no threads before
-    )
+    from kgeval.stores import _engine  # after leaving the network: pyoxigraph starts no threads before
 
     _become(conn, fd, _engine, isolated)
 
