@@ -234,6 +234,12 @@ class GoldConfig(_Strict):
     """Times each reference query is executed; differing result hashes flag it nondeterministic."""
     tie_probe_rows: int = Field(10000, ge=1)
     """Row cap of the tie probe (the query re-run without LIMIT/OFFSET to find ties at the cut)."""
+    concurrency: int = Field(2, ge=1)
+    """Questions of one KG built at once (their reference queries, repeated executions and tie
+    probes; an embedded store runs at most `candidate.workers` of them at once, one per sandbox
+    worker). Each question's executions still run one after another, in one worker, and the gold
+    is written in question order: the same gold whatever the value. 1: one question at a time
+    (on a machine too loaded for a reference query to keep its timeout beside another)."""
 
 
 class NormalizationConfig(_Strict):

@@ -17,7 +17,10 @@ the holdout; the new version is switched in with one rename at the end (`_write`
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +66,8 @@ class RebuildReport:
     version: Path | None = None
     """The gold version switched in, or None when nothing was written."""
     store_seconds: float = 0.0
-    """Time spent building entries (executions, tie probes, checks) of the questions built."""
+    """Time spent building entries (executions, tie probes, checks) of the questions built,
+    summed over questions (with `gold.concurrency` > 1, more than the time it took)."""
     load_seconds: float = 0.0
     """Time spent opening the stores and loading KG files (a KG is loaded only when one of its
     questions executes)."""
@@ -202,19 +206,31 @@ def _rebuild_kg(
     kg: KnowledgeGraph, store_for: StoreFactory, config: GoldConfig, previous: PreviousKg, report: RebuildReport, progress: Progress | None
 ) -> Iterator[GoldEntry | GoldFailure]:
     """Each question's entry (reused or built) or failure, in question order, as it is made:
-    the caller writes and drops it, so memory holds one entry, not the KG's gold. _ReuseFailed
-    when a reused entry does not verify as it is read."""
+    the caller writes and drops it, so memory holds a few entries (`config.concurrency` built
+    at once, `_ahead`), not the KG's gold. _ReuseFailed when a reused entry does not verify as
+    it is read."""
     t0 = time.perf_counter()
     store = store_for(kg)
     identity = store_identity(store)
     report.load_seconds += time.perf_counter() - t0
-    for question in kg.questions:
-        reused = _reuse(question, identity, config, previous, report)
-        if reused is None:  # a query to execute: the KG is loaded by the first (never when every entry is reused)
-            t0 = time.perf_counter()
-            store.load()
-            report.load_seconds += time.perf_counter() - t0
-        result = _read(reused) if isinstance(reused, PreviousEntry) else reused or _build(kg.id, question, store, config, report)
+
+    def decided() -> Iterator[tuple[Question, PreviousEntry | GoldFailure | None]]:
+        for question in kg.questions:
+            reused = _reuse(question, identity, config, previous, report)
+            if reused is None:  # a query to execute: the KG is loaded by the first (never when every entry is reused)
+                t0 = time.perf_counter()
+                store.load()
+                report.load_seconds += time.perf_counter() - t0
+            yield question, reused
+
+    for question, reused, built in _ahead(decided(), lambda question: _build(kg.id, question, store, config), config.concurrency):
+        if built is not None:
+            result, seconds = built
+            report.store_seconds += seconds
+            if isinstance(result, GoldEntry):
+                report.built.append(question.id)
+        else:
+            result = _read(reused) if isinstance(reused, PreviousEntry) else reused
         if isinstance(result, GoldEntry):
             report.note(kg.id, result)
         else:
@@ -223,6 +239,79 @@ def _rebuild_kg(
             outcome: Outcome = "failed" if isinstance(result, GoldFailure) else "reused" if reused is not None else "built"
             progress(question.id, outcome)
         yield result
+
+
+_Built = tuple["GoldEntry | GoldFailure", float]
+"""A question built: its entry or failure, and the seconds it took."""
+
+
+def _ahead(
+    decided: Iterator[tuple[Question, PreviousEntry | GoldFailure | None]], build: Callable[[Question], _Built], concurrency: int
+) -> Iterator[tuple[Question, PreviousEntry | GoldFailure | None, _Built | None]]:
+    """(question, reused, built) of each decided question, in question order; `build` runs for
+    those not reused (`reused` None), on up to `concurrency` threads, ahead of the caller by at
+    most `concurrency` questions. The threads are daemons (a rebuild interrupted does not wait
+    for a query in flight: an embedded store's sandbox workers die with this process). When
+    `build` raises, or the caller stops reading, no further question is built and the error is
+    raised here, in question order."""
+    jobs: queue.SimpleQueue[tuple[Question, _Slot] | None] = queue.SimpleQueue()
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def work() -> None:
+        while (job := jobs.get()) is not None:
+            question, slot = job
+            try:
+                if stop.is_set():
+                    raise _Stopped()
+                slot.value = build(question)
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread, in order
+                slot.error = exc
+            slot.done.set()
+
+    pending: deque[tuple[Question, PreviousEntry | GoldFailure | None, _Slot | None]] = deque()
+    try:
+        for question, reused in decided:
+            slot = None
+            if reused is None:
+                if len(threads) < concurrency:
+                    threads.append(threading.Thread(target=work, daemon=True, name=f"kgeval-gold-{len(threads)}"))
+                    threads[-1].start()
+                slot = _Slot()
+                jobs.put((question, slot))
+            pending.append((question, reused, slot))
+            if len(pending) > concurrency:
+                yield _settled(*pending.popleft())
+        while pending:
+            yield _settled(*pending.popleft())
+    finally:
+        stop.set()
+        for _ in threads:
+            jobs.put(None)
+
+
+class _Slot:
+    """One question's build, filled by a thread of `_ahead`."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: _Built | None = None
+        self.error: BaseException | None = None
+
+
+class _Stopped(Exception):
+    """A question left unbuilt: the rebuild stopped before its turn."""
+
+
+def _settled(
+    question: Question, reused: PreviousEntry | GoldFailure | None, slot: _Slot | None
+) -> tuple[Question, PreviousEntry | GoldFailure | None, _Built | None]:
+    if slot is None:
+        return question, reused, None
+    slot.done.wait()
+    if slot.error is not None:
+        raise slot.error
+    return question, reused, slot.value
 
 
 def _read(previous: PreviousEntry) -> GoldEntry:
@@ -257,16 +346,13 @@ NOT_EXECUTED = "not executed: excluded on record (`kgeval gold rebuild --include
 """The failure recorded for an excluded question whose reference query was left out."""
 
 
-def _build(kg_id: str, question: Question, store: Store, config: GoldConfig, report: RebuildReport) -> GoldEntry | GoldFailure:
+def _build(kg_id: str, question: Question, store: Store, config: GoldConfig) -> _Built:
+    """`build_entry`, or the failure of its reference query, and the seconds it took."""
     t0 = time.perf_counter()
     try:
-        entry = build_entry(kg_id, question, store, config)
+        return build_entry(kg_id, question, store, config), time.perf_counter() - t0
     except QueryError as exc:
-        return GoldFailure(kg=kg_id, question_id=question.id, error=str(exc), query_sha256=question.sparql_sha256)
-    finally:
-        report.store_seconds += time.perf_counter() - t0
-    report.built.append(question.id)
-    return entry
+        return GoldFailure(kg=kg_id, question_id=question.id, error=str(exc), query_sha256=question.sparql_sha256), time.perf_counter() - t0
 
 
 def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig) -> GoldEntry:
