@@ -98,7 +98,7 @@ def gold_rebuild(
     out.print(
         f"gold rebuilt in {gold} ({report.version.name if report.version else '-'}): {len(loaded.questions())} questions: {len(report.built)} executed, "
         f"{len(report.reused)} unchanged, {len(report.failures)} failed; {report.total_seconds:.2f} s "
-        f"({report.store_seconds:.2f} s building entries)", markup=False,
+        f"({report.store_seconds:.2f} s building entries{f', summed over {gold_cfg.concurrency} at a time' if gold_cfg.concurrency > 1 else ''})", markup=False,
     )
     print_flagged(report.flagged)
     if report.not_executed:
