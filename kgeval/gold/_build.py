@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -223,7 +223,18 @@ def _rebuild_kg(
                 report.load_seconds += time.perf_counter() - t0
             yield question, reused
 
-    for question, reused, built in _ahead(decided(), lambda question: _build(kg.id, question, store, config), config.concurrency):
+    ahead = _ahead(decided(), lambda question: _build(kg.id, question, store, config), config.concurrency)
+    try:
+        yield from _settle_kg(kg.id, ahead, report, progress)
+    finally:
+        ahead.close()  # on a reused entry that fails its checks: no later question is built
+
+
+def _settle_kg(
+    kg_id: str, ahead: Iterator[tuple[Question, PreviousEntry | GoldFailure | None, _Built | None]], report: RebuildReport, progress: Progress | None
+) -> Iterator[GoldEntry | GoldFailure]:
+    """Each question's entry or failure, in question order, noted in the report."""
+    for question, reused, built in ahead:
         if built is not None:
             result, seconds = built
             report.store_seconds += seconds
@@ -232,7 +243,7 @@ def _rebuild_kg(
         else:
             result = _read(reused) if isinstance(reused, PreviousEntry) else reused
         if isinstance(result, GoldEntry):
-            report.note(kg.id, result)
+            report.note(kg_id, result)
         else:
             report.failures.append(result)
         if progress:
@@ -247,7 +258,7 @@ _Built = tuple["GoldEntry | GoldFailure", float]
 
 def _ahead(
     decided: Iterator[tuple[Question, PreviousEntry | GoldFailure | None]], build: Callable[[Question], _Built], concurrency: int
-) -> Iterator[tuple[Question, PreviousEntry | GoldFailure | None, _Built | None]]:
+) -> Generator[tuple[Question, PreviousEntry | GoldFailure | None, _Built | None], None, None]:
     """(question, reused, built) of each decided question, in question order; `build` runs for
     those not reused (`reused` None), on up to `concurrency` threads, ahead of the caller by at
     most `concurrency` questions. The threads are daemons (a rebuild interrupted does not wait
