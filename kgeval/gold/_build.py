@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,32 +266,32 @@ def _ahead(
     for a query in flight: an embedded store's sandbox workers die with this process). When
     `build` raises, or the caller stops reading, no further question is built and the error is
     raised here, in question order."""
-    jobs: queue.SimpleQueue[tuple[Question, _Slot] | None] = queue.SimpleQueue()
+    jobs: queue.SimpleQueue[tuple[Question, Future[_Built]] | None] = queue.SimpleQueue()
     stop = threading.Event()
     threads: list[threading.Thread] = []
 
     def work() -> None:
         while (job := jobs.get()) is not None:
-            question, slot = job
+            question, future = job
+            if stop.is_set():  # the rebuild stopped before this question's turn
+                future.cancel()
+                continue
             try:
-                if stop.is_set():
-                    raise _Stopped()
-                slot.value = build(question)
+                future.set_result(build(question))
             except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread, in order
-                slot.error = exc
-            slot.done.set()
+                future.set_exception(exc)
 
-    pending: deque[tuple[Question, PreviousEntry | GoldFailure | None, _Slot | None]] = deque()
+    pending: deque[tuple[Question, PreviousEntry | GoldFailure | None, Future[_Built] | None]] = deque()
     try:
         for question, reused in decided:
-            slot = None
+            future: Future[_Built] | None = None
             if reused is None:
                 if len(threads) < concurrency:
                     threads.append(threading.Thread(target=work, daemon=True, name=f"kgeval-gold-{len(threads)}"))
                     threads[-1].start()
-                slot = _Slot()
-                jobs.put((question, slot))
-            pending.append((question, reused, slot))
+                future = Future()
+                jobs.put((question, future))
+            pending.append((question, reused, future))
             if len(pending) > concurrency:
                 yield _settled(*pending.popleft())
         while pending:
@@ -301,28 +302,11 @@ def _ahead(
             jobs.put(None)
 
 
-class _Slot:
-    """One question's build, filled by a thread of `_ahead`."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.value: _Built | None = None
-        self.error: BaseException | None = None
-
-
-class _Stopped(Exception):
-    """A question left unbuilt: the rebuild stopped before its turn."""
-
-
 def _settled(
-    question: Question, reused: PreviousEntry | GoldFailure | None, slot: _Slot | None
+    question: Question, reused: PreviousEntry | GoldFailure | None, future: Future[_Built] | None
 ) -> tuple[Question, PreviousEntry | GoldFailure | None, _Built | None]:
-    if slot is None:
-        return question, reused, None
-    slot.done.wait()
-    if slot.error is not None:
-        raise slot.error
-    return question, reused, slot.value
+    """The question with its build's outcome, waited for (its error raised)."""
+    return question, reused, None if future is None else future.result()
 
 
 def _read(previous: PreviousEntry) -> GoldEntry:
