@@ -11,11 +11,20 @@ here). Each case is one of two kinds:
 - `rewrite`: a query equivalent to the reference query on every KG of the same schema (its `why`
   argues it), so it must be accepted on the KG and on every neighbour a test suite fuzzes.
 
+`probes` are further edits of a KG aimed at the corners the rewrites' arguments rest on
+(language subtags, repeated solutions, a second entity with the same label): every rewrite
+must agree with its reference after each wrong case's edit and each probe of its KG.
+
 The contract this module keeps: a case is read only when it is whole (`load_cases` refuses a
 file with a duplicate id, an unknown holdout, kind or category, a wrong case without its edit or
 a rewrite with one, naming the case), so a test over the set never passes on a half-read file.
 `replay_records` / `write_replay` give the cases as the JSONL `kgeval run --system replay` reads
-(kgeval/systems/_replay.py): one record per case, the i-th case of a question on seed i.
+(kgeval/systems/_replay.py): one record per case, the i-th case of a question on seed i, and
+optionally the reference queries on the seeds no case takes, so a run misses no attempt.
+
+Use: `load_cases(kind="wrong")`, then `write_replay(cases, path, fill)` and
+`kgeval run --system replay --replay path --seeds N` (N: `seeds_needed`); the mapping it returns
+reads the run's verdicts back as case ids.
 """
 
 from __future__ import annotations
@@ -109,14 +118,29 @@ class StressCase(BaseModel):
         return self.question_id.rsplit("-", 1)[0]
 
 
+class Probe(BaseModel):
+    """An edit of a KG that exercises a corner the rewrites' arguments rest on (a language
+    subtag, a repeated solution, a second label): every rewrite of that KG must still agree
+    with its reference query after it, as after every wrong case's edit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kg: str
+    """The KG id it edits (`hr`, `ck25`)."""
+    why: str
+    """One line: which rewrites' argument it puts to the test."""
+    edit: KgEdit
+
+
 class StressSet(BaseModel):
-    """The whole file: the prefixes its edits use, and the cases."""
+    """The whole file: the prefixes its edits use, the cases and the probes."""
 
     model_config = ConfigDict(extra="forbid")
 
     prefixes: dict[str, str]
     """Prefix -> namespace, declared before every `breaks_on` edit's Turtle."""
     cases: list[StressCase]
+    probes: list[Probe] = []
 
     @model_validator(mode="after")
     def _unique_ids(self) -> StressSet:
@@ -126,6 +150,11 @@ class StressSet(BaseModel):
                 raise ValueError(f"case id {case.id!r} appears twice")
             seen.add(case.id)
         return self
+
+    def edits_of(self, kg: str) -> list[tuple[str, KgEdit]]:
+        """Every edit of KG `kg`, named: each wrong case's `breaks_on`, then each probe."""
+        edits = [(c.id, c.breaks_on) for c in self.cases if c.kg == kg and c.breaks_on is not None]
+        return edits + [(f"probe {i} of {kg}", p.edit) for i, p in enumerate(p for p in self.probes if p.kg == kg)]
 
     def turtle_prefixes(self) -> str:
         """The `@prefix` lines an edit's Turtle is parsed with."""
