@@ -66,6 +66,7 @@ def test_the_set_has_what_issue_40_asks_for():
     texts = Counter(" ".join(c.sparql.split()) for c in CASES)
     assert max(texts.values()) == 1, [t for t, n in texts.items() if n > 1]
     assert all(c.why.strip() and "\n" not in c.why.strip() for c in CASES)
+    assert all("schema" in c.why for c in WRONG if not c.schema_kept)  # says why no neighbour can break it
 
 
 def test_every_case_names_a_question_of_its_holdout():
@@ -176,6 +177,47 @@ def test_breaks_on_edit_tells_the_wrong_case_from_its_reference(case, edited_kgs
         oracle.undo_edit(store, case.breaks_on, PREFIXES)
     assert len(store) == size, "the edit was not undone"
 
+
+
+@pytest.fixture(scope="module")
+def schemas() -> dict[str, oracle.Schema]:
+    """Each shipped KG's schema, computed on first use."""
+    return {}
+
+
+@pytest.mark.parametrize("case", _param(WRONG))
+def test_breaks_on_keeps_the_schema_exactly_when_the_case_says_so(case, edited_kgs, schemas):
+    """`schema_kept` is true: the edited KG could be a neighbour (same kinds of triples, counts
+    per subject within range), so a test suite can find a KG that rejects the case. False: the
+    edit leaves the schema, and says how."""
+    store = _shipped(edited_kgs, case.kg)
+    if case.kg not in schemas:
+        schemas[case.kg] = oracle.schema_of(store)
+    oracle.apply_edit(store, case.breaks_on, PREFIXES)
+    try:
+        changes = oracle.schema_changes(schemas[case.kg], oracle.schema_of(store))
+    finally:
+        oracle.undo_edit(store, case.breaks_on, PREFIXES)
+    assert (not changes) == case.schema_kept, f"{case.id}: schema_kept is {case.schema_kept}, the edit changes {changes or 'nothing'}"
+
+
+def test_the_schema_check_sees_what_a_neighbour_cannot_hold():
+    store = oracle.load_store("hr")
+    before = oracle.schema_of(store)
+    assert oracle.schema_changes(before, before) == []
+    e = "http://example.org/hr/entities/"
+    v = "http://example.org/hr/vocab/"
+    tweaks = [  # a new kind of triple, a one-valued predicate given twice, a predicate every employee has taken away
+        (ox.Quad(ox.NamedNode(e + "Project/Apollo"), ox.NamedNode(v + "budget"), ox.Literal("1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#decimal"))), "new kind of triple"),
+        (ox.Quad(ox.NamedNode(e + "Employee/E5209"), ox.NamedNode(v + "worksIn"), ox.NamedNode(e + "Department/FIN")), "1..2 values each, was 1..1"),
+    ]
+    for quad, says in tweaks:
+        store.add(quad)
+        assert any(says in change for change in oracle.schema_changes(before, oracle.schema_of(store))), says
+        store.remove(quad)
+    email = next(store.quads_for_pattern(ox.NamedNode(e + "Employee/E5209"), ox.NamedNode(v + "email"), None))
+    store.remove(email)
+    assert any("0..1 values each, was 1..1" in change for change in oracle.schema_changes(before, oracle.schema_of(store)))
 
 def _all_edits(store: ox.Store, kg: str) -> tuple[list[ox.Quad], list[ox.Quad]]:
     """Apply every edit of `kg` at once (wrong cases' and probes'): what was removed and added."""

@@ -133,3 +133,56 @@ def undo_edit(store: ox.Store, edit: KgEdit, prefixes: str) -> None:
         store.remove(ox.Quad(triple.subject, triple.predicate, triple.object))
     for triple in edit_triples(edit.remove, prefixes):
         store.add(ox.Quad(triple.subject, triple.predicate, triple.object))
+
+
+# ---- schema: what a neighbour KG keeps ------------------------------------------------------
+
+RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What issue 40's neighbour KGs keep: the kinds of triples (subject classes, predicate,
+    object classes or datatype and language) and, per subject class and predicate, the range of
+    values a subject has (a predicate every employee has once stays so)."""
+
+    kinds: frozenset[tuple]
+    counts: dict[tuple, tuple[int, int]]
+
+
+def _object_kind(obj: ox.NamedNode | ox.BlankNode | ox.Literal, types: dict) -> tuple:
+    if isinstance(obj, ox.Literal):
+        return ("literal", obj.datatype.value, obj.language or "")
+    return ("node", types.get(obj, ()))
+
+
+def schema_of(store: ox.Store) -> Schema:
+    """The schema of the default graph of `store`."""
+    types: dict = {}
+    for quad in store.quads_for_pattern(None, RDF_TYPE, None, ox.DefaultGraph()):
+        types[quad.subject] = tuple(sorted({*types.get(quad.subject, ()), quad.object.value}))
+    kinds: set[tuple] = set()
+    per_subject: dict[tuple, Counter] = {}
+    for quad in store.quads_for_pattern(None, None, None, ox.DefaultGraph()):
+        if quad.predicate == RDF_TYPE:
+            continue
+        classes = types.get(quad.subject, ())
+        kinds.add((classes, quad.predicate.value, _object_kind(quad.object, types)))
+        per_subject.setdefault((classes, quad.predicate.value), Counter())[quad.subject] += 1
+    members = Counter(types.values())
+    counts = {}
+    for key, by_subject in per_subject.items():
+        lacking = members[key[0]] - len(by_subject) if key[0] else 0
+        counts[key] = (0 if lacking > 0 else min(by_subject.values()), max(by_subject.values()))
+    return Schema(frozenset(kinds), counts)
+
+
+def schema_changes(before: Schema, after: Schema) -> list[str]:
+    """How `after` leaves `before`'s schema: new kinds of triples, and per-subject counts outside
+    the range `before` has (empty when `after` could be one of its neighbours)."""
+    changes = [f"new kind of triple {kind}" for kind in sorted(after.kinds - before.kinds, key=str)]
+    for key, (low, high) in sorted(after.counts.items(), key=str):
+        was = before.counts.get(key)
+        if was is not None and (low < was[0] or high > was[1]):
+            changes.append(f"{key[1]} on {key[0] or 'untyped'} subjects: {low}..{high} values each, was {was[0]}..{was[1]}")
+    return changes
