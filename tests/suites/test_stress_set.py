@@ -37,6 +37,7 @@ from kgeval.runs import ResultsDB, judge_candidate
 from kgeval.stores import EmbeddedStore, guard_query
 from tests.conftest import CK25_MISSING, REPO
 from tests.suites.stress import oracle
+from tests.suites.stress.oracle import RDF_TYPE
 from tests.suites.stress.cases import CASES_FILE, StressCase, load_cases, load_stress_set, replay_records, write_replay
 
 STRESS = load_stress_set()
@@ -193,9 +194,10 @@ def test_breaks_on_keeps_the_schema_exactly_when_the_case_says_so(case, edited_k
     store = _shipped(edited_kgs, case.kg)
     if case.kg not in schemas:
         schemas[case.kg] = oracle.schema_of(store)
+    touched = {t.subject for text in (case.breaks_on.remove, case.breaks_on.add) for t in oracle.edit_triples(text, PREFIXES)}
     oracle.apply_edit(store, case.breaks_on, PREFIXES)
     try:
-        changes = oracle.schema_changes(schemas[case.kg], oracle.schema_of(store))
+        changes = oracle.schema_changes(schemas[case.kg], store, touched)
     finally:
         oracle.undo_edit(store, case.breaks_on, PREFIXES)
     assert (not changes) == case.schema_kept, f"{case.id}: schema_kept is {case.schema_kept}, the edit changes {changes or 'nothing'}"
@@ -204,20 +206,28 @@ def test_breaks_on_keeps_the_schema_exactly_when_the_case_says_so(case, edited_k
 def test_the_schema_check_sees_what_a_neighbour_cannot_hold():
     store = oracle.load_store("hr")
     before = oracle.schema_of(store)
-    assert oracle.schema_changes(before, before) == []
-    e = "http://example.org/hr/entities/"
-    v = "http://example.org/hr/vocab/"
-    tweaks = [  # a new kind of triple, a one-valued predicate given twice, a predicate every employee has taken away
-        (ox.Quad(ox.NamedNode(e + "Project/Apollo"), ox.NamedNode(v + "budget"), ox.Literal("1", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#decimal"))), "new kind of triple"),
-        (ox.Quad(ox.NamedNode(e + "Employee/E5209"), ox.NamedNode(v + "worksIn"), ox.NamedNode(e + "Department/FIN")), "1..2 values each, was 1..1"),
-    ]
-    for quad, says in tweaks:
-        store.add(quad)
-        assert any(says in change for change in oracle.schema_changes(before, oracle.schema_of(store))), says
-        store.remove(quad)
-    email = next(store.quads_for_pattern(ox.NamedNode(e + "Employee/E5209"), ox.NamedNode(v + "email"), None))
+    e, v = "http://example.org/hr/entities/", "http://example.org/hr/vocab/"
+    novak, apollo = ox.NamedNode(e + "Employee/E5209"), ox.NamedNode(e + "Project/Apollo")
+    assert oracle.schema_changes(before, store, [novak, apollo]) == []
+    decimal = ox.NamedNode("http://www.w3.org/2001/XMLSchema#decimal")
+    tweaks = [  # a new kind of triple, a one-valued predicate given twice, a new employee with nothing but a salary
+        ([ox.Quad(apollo, ox.NamedNode(v + "budget"), ox.Literal("1", datatype=decimal))], [apollo], "new kind of triple"),
+        ([ox.Quad(novak, ox.NamedNode(v + "worksIn"), ox.NamedNode(e + "Department/FIN"))], [novak], "has 2 values each, the KG 1..1"),
+        ([ox.Quad(ox.NamedNode(e + "Employee/E0"), RDF_TYPE, ox.NamedNode(v + "Employee")), ox.Quad(ox.NamedNode(e + "Employee/E0"), ox.NamedNode(v + "salary"), ox.Literal("1", datatype=decimal))],
+         [ox.NamedNode(e + "Employee/E0")], "email on"),
+    ]  # fmt: skip
+    for quads, touched, says in tweaks:
+        store.extend(quads)
+        assert any(says in change for change in oracle.schema_changes(before, store, touched)), says
+        for quad in quads:
+            store.remove(quad)
+    email = next(store.quads_for_pattern(novak, ox.NamedNode(v + "email"), None))
     store.remove(email)
-    assert any("0..1 values each, was 1..1" in change for change in oracle.schema_changes(before, oracle.schema_of(store)))
+    assert any("has 0 values each, the KG 1..1" in change for change in oracle.schema_changes(before, store, [novak]))
+    store.add(email)
+    # a change of type shows on the triples that point at the node too
+    store.add(ox.Quad(apollo, RDF_TYPE, ox.NamedNode(v + "Department")))
+    assert any("memberOf" in change for change in oracle.schema_changes(before, store, [apollo]))
 
 def _all_edits(store: ox.Store, kg: str) -> tuple[list[ox.Quad], list[ox.Quad]]:
     """Apply every edit of `kg` at once (wrong cases' and probes'): what was removed and added."""

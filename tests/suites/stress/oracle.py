@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from itertools import permutations
 from pathlib import Path
@@ -150,26 +151,26 @@ class Schema:
     counts: dict[tuple, tuple[int, int]]
 
 
-def _object_kind(obj: ox.NamedNode | ox.BlankNode | ox.Literal, types: dict) -> tuple:
+def _object_kind(obj: ox.NamedNode | ox.BlankNode | ox.Literal, types: Callable[[object], tuple]) -> tuple:
     if isinstance(obj, ox.Literal):
         return ("literal", obj.datatype.value, obj.language or "")
-    return ("node", types.get(obj, ()))
+    return ("node", types(obj))
 
 
 def schema_of(store: ox.Store) -> Schema:
     """The schema of the default graph of `store`."""
-    types: dict = {}
+    typed: dict = {}
     for quad in store.quads_for_pattern(None, RDF_TYPE, None, ox.DefaultGraph()):
-        types[quad.subject] = tuple(sorted({*types.get(quad.subject, ()), quad.object.value}))
+        typed[quad.subject] = tuple(sorted({*typed.get(quad.subject, ()), quad.object.value}))
     kinds: set[tuple] = set()
     per_subject: dict[tuple, Counter] = {}
     for quad in store.quads_for_pattern(None, None, None, ox.DefaultGraph()):
         if quad.predicate == RDF_TYPE:
             continue
-        classes = types.get(quad.subject, ())
-        kinds.add((classes, quad.predicate.value, _object_kind(quad.object, types)))
+        classes = typed.get(quad.subject, ())
+        kinds.add((classes, quad.predicate.value, _object_kind(quad.object, lambda node: typed.get(node, ()))))
         per_subject.setdefault((classes, quad.predicate.value), Counter())[quad.subject] += 1
-    members = Counter(types.values())
+    members = Counter(typed.values())
     counts = {}
     for key, by_subject in per_subject.items():
         lacking = members[key[0]] - len(by_subject) if key[0] else 0
@@ -177,12 +178,31 @@ def schema_of(store: ox.Store) -> Schema:
     return Schema(frozenset(kinds), counts)
 
 
-def schema_changes(before: Schema, after: Schema) -> list[str]:
-    """How `after` leaves `before`'s schema: new kinds of triples, and per-subject counts outside
-    the range `before` has (empty when `after` could be one of its neighbours)."""
-    changes = [f"new kind of triple {kind}" for kind in sorted(after.kinds - before.kinds, key=str)]
-    for key, (low, high) in sorted(after.counts.items(), key=str):
-        was = before.counts.get(key)
-        if was is not None and (low < was[0] or high > was[1]):
-            changes.append(f"{key[1]} on {key[0] or 'untyped'} subjects: {low}..{high} values each, was {was[0]}..{was[1]}")
-    return changes
+def schema_changes(before: Schema, store: ox.Store, subjects: Iterable[ox.NamedNode | ox.BlankNode]) -> list[str]:
+    """How the nodes an edit touched (`subjects`: the subjects of its triples) leave `before`'s
+    schema in `store`: a triple of theirs (as subject or object) of a kind `before` lacks, or a
+    predicate of their classes with a number of values outside `before`'s range. Empty when the
+    edited KG could be one of `before`'s neighbours. Only touched nodes can change either."""
+    graph = ox.DefaultGraph()
+
+    def types(node: object) -> tuple:
+        return tuple(sorted({q.object.value for q in store.quads_for_pattern(node, RDF_TYPE, None, graph)}))
+
+    changes: set[str] = set()
+    for subject in subjects:
+        classes, counts = types(subject), Counter()
+        for quad in store.quads_for_pattern(subject, None, None, graph):
+            if quad.predicate != RDF_TYPE:
+                counts[quad.predicate.value] += 1
+                kind = (classes, quad.predicate.value, _object_kind(quad.object, types))
+                if kind not in before.kinds:
+                    changes.add(f"new kind of triple {kind}")
+        for quad in store.quads_for_pattern(None, None, subject, graph):
+            kind = (types(quad.subject), quad.predicate.value, ("node", classes))
+            if quad.predicate != RDF_TYPE and kind not in before.kinds:
+                changes.add(f"new kind of triple {kind}")
+        for (key_classes, predicate), (low, high) in before.counts.items():
+            n = counts[predicate]
+            if key_classes == classes and (n or classes) and not low <= n <= high:
+                changes.add(f"{predicate} on {classes or 'untyped'} subjects: {subject} has {n} values each, the KG {low}..{high}")
+    return sorted(changes)
