@@ -70,6 +70,20 @@ def test_the_set_has_what_issue_40_asks_for():
     assert all("schema" in c.why for c in WRONG if not c.schema_kept)  # says why no neighbour can break it
 
 
+
+def test_the_readme_figures_are_the_sets():
+    readme = (CASES_FILE.parent / "README.md").read_text(encoding="utf-8")
+    for kind in ("wrong", "rewrite"):
+        per_kg = Counter(c.kg for c in CASES if c.kind == kind)
+        row = " | ".join(str(per_kg[kg]) for kg in (*oracle.SAMPLE_KGS, "ck25"))
+        assert f"| `{kind}` | {row} | {sum(per_kg.values())} |" in readme, kind
+    categories = Counter(c.category for c in WRONG)
+    assert ", ".join(f"{name} {n}" for name, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))) in " ".join(readme.split())
+    breakable = sum(c.schema_kept for c in WRONG)
+    assert f"true for {breakable} of the {len(WRONG)}" in " ".join(readme.split())
+    assert f"{100 * breakable / len(WRONG):.1f}%" in readme
+    assert f"{len({c.question_id for c in CASES})} questions" in readme
+
 def test_every_case_names_a_question_of_its_holdout():
     known = oracle.references()
     for case in CASES:
