@@ -32,7 +32,7 @@ import yaml
 from kgeval.config import ExecutionJudgeConfig, GoldConfig, JudgesConfig
 from kgeval.gold import load_gold, rebuild_gold
 from kgeval.holdout import load_holdout
-from kgeval.judges import Candidate, ExecutionJudge, kg_lookup, lenient_config
+from kgeval.judges import Candidate, ExecutionJudge, KgLookup, kg_lookup, lenient_config
 from kgeval.runs import ResultsDB, judge_candidate
 from kgeval.stores import EmbeddedStore, guard_query
 from tests.conftest import CK25_MISSING, REPO
@@ -288,13 +288,18 @@ class _Holdout:
         self.gold = load_gold(gold_dir)
         self.kgs = {kg.id: kg for kg in holdout.kgs}
         self._stores: dict[str, EmbeddedStore] = {}
-        self._lookups: dict = {}
+        self._lookups: dict[str, KgLookup] = {}
 
     def store(self, kg: str) -> EmbeddedStore:
         if kg not in self._stores:
             self._stores[kg] = EmbeddedStore(self.kgs[kg].files, graphs=self.kgs[kg].graphs)
             self._lookups[kg] = kg_lookup(self._stores[kg], kg, JudgesConfig(), timeout_s=TIMEOUT_S)
         return self._stores[kg]
+
+    def lookup(self, kg: str) -> KgLookup:
+        """The judges' lookup of `kg` (labels, vocabulary), as a run builds it."""
+        self.store(kg)
+        return self._lookups[kg]
 
     def close(self) -> None:
         for store in self._stores.values():
@@ -336,7 +341,7 @@ def test_execution_judge_accepts_the_case_on_the_shipped_kg(case, holdouts):
     side = holdouts[case.holdout]
     store, entry = side.store(case.kg), side.gold[case.question_id]
     result, _ = store.execute_candidate(case.sparql, timeout_s=TIMEOUT_S, row_cap=entry.row_cap)  # sandboxed, as a run executes it
-    candidate = Candidate(result=result, sparql=case.sparql, lookup=side._lookups[case.kg])
+    candidate = Candidate(result=result, sparql=case.sparql, lookup=side.lookup(case.kg))
     judge = LENIENT_JUDGE if case.needs else DEFAULT_JUDGE
     [verdict], _ = judge_candidate(side.questions[case.question_id], {"execution": judge}, entry.result, candidate, entry.ties)
     assert verdict.correct, f"{case.id}: {verdict.path}: {verdict.reason}"
