@@ -335,3 +335,34 @@ def test_one_caller_cannot_starve_another_of_heavy_workers(served, tmp_path):
         assert answered.status_code == 200, answered.text
         assert first.is_alive() and events == ["honest answered"]  # the hostile query still runs
     first.join(timeout=60)
+
+
+def test_a_token_given_to_two_entries_is_refused_at_start(served, tmp_path):
+    """A builder entry followed by an admin entry with the same token gave that token admin
+    (the last entry won, silently): `kgeval serve` now refuses to start, naming the file and
+    both entries, and never prints the token. The environment's admin token is one more entry."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import REPO
+    from tests.service.conftest import free_port
+
+    access = tmp_path / "dup.yaml"
+    shared = {"name": "bob", "roles": ["builder"], "token": "shared-token-1"}
+    entries = [{"name": "ann", "roles": ["auditor"], "token": "auditor-token"}, shared, {**shared, "name": "mallory", "roles": ["admin"]}]
+    access.write_text(yaml.safe_dump({"tokens": entries}), encoding="utf-8")
+    for path, admin_token in ((access, ""), (served.access, TOKENS["ann"]["token"])):
+        args = ["serve", "--port", str(free_port()), "--db", str(served.db), "--holdout", str(served.holdout), "--gold", str(served.gold), "--access", str(path)]
+        try:
+            done = subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "KGEVAL_ADMIN_TOKEN": admin_token})
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"serve started with one token given to two entries ({path.name})")
+        said = " ".join(done.stderr.split())
+        assert done.returncode == 2 and "Traceback" not in said, done.stderr
+        assert f"{path}: one token is given to more than one entry" in said and "give each entry its own token" in said, said
+        assert "shared-token-1" not in said and TOKENS["ann"]["token"] not in said
+        assert "entry 2 ('bob', roles builder) and entry 3 ('mallory', roles admin)" in said or path != access, said
+        assert "entry 2 ('ann', roles auditor) and KGEVAL_ADMIN_TOKEN (admin)" in said or path == access, said
