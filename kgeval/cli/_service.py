@@ -251,7 +251,7 @@ def serve(
     refuse_port_in_use(host, port)
     announce_db(db)
     err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, Swagger UI /docs, OpenAPI /openapi.json)", markup=False)
-    log_config = service_log_config(log_level.value)
+    log_config = service_log_config(log_level.value, app)
     uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config)
 
 

@@ -261,8 +261,31 @@ def test_credentials_in_query_strings_and_headers_never_reach_the_log(served, tm
         assert httpx.get(f"{base}/runs?token=SECRET-q5", headers=auth("admin"), timeout=60).status_code == 200
         assert httpx.get(f"{base}/runs", headers={"Authorization": "Bearer SECRET-h1"}, timeout=60).status_code == 401
     logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
-    assert "/runs?token=REDACTED&page=2" in logged  # the access log still names the request
+    assert "/runs?token=REDACTED&page=REDACTED" in logged  # the access log still names the request
     assert "SECRET" not in logged and TOKENS["admin"]["token"] not in logged
+
+
+def test_a_token_in_any_parameter_of_any_shape_never_reaches_the_log(served, tmp_path):
+    """Tokens that passed the redaction by name on main: `?bearer=`, `?jwt=`, `?t=`, a
+    percent-encoded `token`, a `Bearer ...` value under any name, and a path parameter
+    (`/runs;token=T`, whose token stayed in the JSON record's `path`). None is written to any
+    log line; the API's own parameters keep their plain values (`format=md`)."""
+    sent = [
+        "/runs?bearer=SECRET-1", "/runs?jwt=SECRET-2", "/runs?t=SECRET-3", "/runs?%74oken=SECRET-4", "/runs?%2574oken=SECRET-5",
+        "/runs?q=Bearer%20SECRET-6", "/runs?q=Bearer+SECRET-7", "/runs?format=Bearer%20SECRET-8", "/runs;token=SECRET-9",
+        "/runs/x;jwt=SECRET-10/report", "/runs%3Btoken%3DSECRET-11",
+    ]
+    with running_server(served, tmp_path) as base, httpx.Client(timeout=60) as http:
+        for path in sent:
+            assert http.get(base + path).status_code in (401, 404), path
+            assert http.get(base + path, headers=auth("admin")).status_code < 500, path
+        assert http.get(f"{base}/runs/{served.run_id}/report?format=md", headers=auth("admin")).status_code == 200
+    logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    assert "SECRET" not in logged, [line for line in logged.splitlines() if "SECRET" in line]
+    records = [json.loads(line) for line in logged.splitlines() if line.startswith("{")]
+    paths = {r["path"] for r in records if "path" in r}
+    assert "/runs;token=REDACTED" in paths and f"/runs/{served.run_id}/report" in paths, paths
+    assert f"/runs/{served.run_id}/report?format=md" in logged  # the access log keeps the API's own parameters
 
 
 def _descendants(pid: int) -> list[int]:
