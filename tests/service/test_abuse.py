@@ -389,3 +389,71 @@ def test_a_token_given_to_two_entries_is_refused_at_start(served, tmp_path):
         assert "shared-token-1" not in said and TOKENS["ann"]["token"] not in said
         assert "entry 2 ('bob', roles builder) and entry 3 ('mallory', roles admin)" in said or path != access, said
         assert "entry 2 ('ann', roles auditor) and KGEVAL_ADMIN_TOKEN (admin)" in said or path == access, said
+
+
+class _HeldStore:
+    """A real store whose candidate queries, but for `passes`, wait until `release` is set
+    (each entry put on `entered`): a stored CPU bomb, held as long as the test needs."""
+
+    def __init__(self, store, passes: str, release: threading.Event, entered) -> None:  # noqa: ANN001
+        self._store, self._passes, self._release, self._entered = store, passes, release, entered
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._store, name)
+
+    def execute_candidate(self, query: str, **kwargs):  # noqa: ANN003, ANN201
+        if query != self._passes:
+            self._entered.put("a held query started")
+            self._release.wait(120)
+        return self._store.execute_candidate(query, **kwargs)
+
+
+def test_the_sample_view_counts_against_the_callers_heavy_share(served):
+    """The sample view runs a stored candidate again: on main it ran outside the heavy-request
+    share, so a reviewer opening stored CPU-bomb samples held the KG's sandbox workers while an
+    honest auditor's /judge waited. Now a reviewer with one sample view in flight gets 429 for
+    a second one (and for a report), and another caller's /judge is answered meanwhile."""
+    import queue
+
+    from fastapi.testclient import TestClient
+
+    from kgeval.config import KgevalConfig, ServiceConfig
+
+    honest = {"question_id": "mini-02", "sparql": "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"}
+    release, entered, answers = threading.Event(), queue.Queue(), queue.Queue()
+    config = KgevalConfig(service=ServiceConfig(heavy_workers=2, heavy_per_caller=1))
+    with TestClient(_service_app(served, config)) as client:
+        state = client.app.state.kgeval
+        opened = state.store
+        state.store = lambda kg: _HeldStore(opened(kg), honest["sparql"], release, entered)
+
+        def open_sample(question_id: str) -> None:
+            answers.put(client.get(f"/runs/{served.run_id}/samples/{question_id}", headers=auth("hana")).status_code)
+
+        try:
+            threading.Thread(target=open_sample, args=("mini-02",), daemon=True).start()
+            assert entered.get(timeout=60) == "a held query started"
+            threading.Thread(target=open_sample, args=("mini-03",), daemon=True).start()
+            second = _first_of(answers, entered)
+            report = client.get(f"/runs/{served.run_id}/report", headers=auth("hana"))
+            judged = client.post("/judge", json=honest, headers=auth("ann"))
+        finally:
+            release.set()
+        assert second == 429, "a second sample view of the same caller ran its stored query (outside the heavy share)"
+        assert report.status_code == 429 and "service.heavy_per_caller" in report.json()["detail"]
+        assert judged.status_code == 200, judged.text
+        assert answers.get(timeout=60) == 200  # the held view is answered once released
+        assert client.get(f"/runs/{served.run_id}/samples/mini-03", headers=auth("hana")).status_code == 200
+
+
+def _first_of(answers, entered):  # noqa: ANN001, ANN202
+    """The next status on `answers`, or the entry a held query put on `entered` first (60 s:
+    a stall, one of them comes at once)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for source in (answers, entered):
+            try:
+                return source.get(timeout=0.05)
+            except Exception:  # noqa: BLE001 - queue.Empty: look at the other one
+                continue
+    raise AssertionError("neither an answer nor a held query in 60 s")
