@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from kgeval import __version__
-from kgeval.audit import AuditSample, accepted_items, audit_states, draw_sample, record_decision
+from kgeval.audit import AuditSample, accepted_items, audit_decisions, audit_states, draw_sample, record_decision
 from kgeval.errors import CheckFailed, DatabaseBusy, KgevalError
 from kgeval.gold import display_text
 from kgeval.reports import build_report, render_html, render_json, render_markdown
@@ -314,13 +314,15 @@ def _audit_routes(app: FastAPI) -> None:
 
     def shown(state: ServiceState, db: Database, sample: AuditSample) -> dict[str, Any]:
         current = items(state, db, sample.run_id)
-        states = audit_states(current, db.audits.records(sample.run_id))
+        records = db.audits.records(sample.run_id)
+        states, decisions = audit_states(current, records), audit_decisions(current, records)
         out = sample.model_dump()
         for item, data in zip(sample.items, out["items"]):
             now = current.get(item.key)
             data["item_sha256"] = item.sha256()
             data["current"] = now is not None and now.sha256() == item.sha256()
             data["state"] = states.get(item.key, "unaudited") if data["current"] else "stale"
+            data["decisions"] = decisions.get(item.key, {}) if data["current"] else {}
         return out
 
     @app.post("/runs/{run_id}/audit/samples", tags=["audit"])
