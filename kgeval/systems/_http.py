@@ -10,18 +10,31 @@ other); nothing raises, so a broken endpoint can never look like a wrong answer.
 The client is urllib3 (a pooled connection per worker thread, no retries of its own: the run
 retries and records every try). It costs a third of httpx's CPU per call, and a run with 32
 calls in flight spends its CPU on its own work, not on the client (bench/dispatch.py).
+
+`timeout_s` is a deadline for the whole call: connecting, sending, the headers and the whole
+body. urllib3's timeouts (as every client's read timeout) bound each socket read, so a reply
+trickled a byte at a time, or an endless body, would run for ever; a watchdog thread shuts the
+call's socket down at its deadline instead (`_CallDeadline`), and the try ends as the
+endpoint's timeout, whatever it had read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import json
 import os
+import socket
+import threading
+import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, get_args
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import NewConnectionError, ProtocolError, ProxyError, SSLError, TimeoutError as Urllib3Timeout
 
@@ -87,6 +100,7 @@ class HttpSystem:
         self._headers = headers
         self._max_output_bytes = max_output_bytes
         self._pool = urllib3.PoolManager(maxsize=concurrency, retries=False, timeout=urllib3.Timeout(total=config.timeout_s))
+        self._pool.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}  # type: ignore[assignment]
 
     def close(self) -> None:
         self._pool.clear()
@@ -97,14 +111,24 @@ class HttpSystem:
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         body = json.dumps({"question": question.question, "kg": question.kg, "seed": seed}).encode()
+        call = _CallDeadline(self.config.timeout_s)
         try:
-            response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False, preload_content=False)  # type: ignore[arg-type]
-            try:
-                data, cut = read_bounded(response, self._max_output_bytes + _ENVELOPE_BYTES, self._max_output_bytes)
-            finally:
-                response.release_conn()
-        except Urllib3Error as exc:
+            with call:
+                response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False, preload_content=False)  # type: ignore[arg-type]
+                try:
+                    data, cut = read_bounded(response, self._max_output_bytes + _ENVELOPE_BYTES, self._max_output_bytes)
+                finally:
+                    if call.expired:
+                        response.close()  # its socket is shut: never back into the pool as it is
+                    response.release_conn()
+        except (Urllib3Error, OSError) as exc:
+            if call.expired:
+                return self._past_deadline()
+            if not isinstance(exc, Urllib3Error):
+                raise
             return _failure_from_urllib3(exc)
+        if call.expired:  # whatever was read by then is a cut reply, never an answer
+            return self._past_deadline()
         served = response.headers.get(self.config.version_header)
         text = data.decode("utf-8", "replace")
         if cut is not None and response.status < 300:  # over run.max_output_bytes: judged wrong, never parsed
@@ -113,6 +137,122 @@ class HttpSystem:
             return failure_from_status(response.status, text, served, response.headers.get("Retry-After"))
         output = _parse_body(text, f"POST {self.config.url} (HTTP {response.status}, Content-Type {response.headers.get('Content-Type') or 'not given'})")
         return output.model_copy(update={"served_version": served, "http_status": response.status})
+
+
+    def _past_deadline(self) -> SystemOutput:
+        return SystemOutput(
+            stop_reason="other", error_kind="timeout",
+            error=f"timed out: no whole reply within {self.config.timeout_s:g} s (systems.http.timeout_s, a deadline for the call: headers and body)",
+        )  # fmt: skip
+
+
+class _CallDeadline:
+    """One call's deadline: at `timeout_s` from its start the watchdog marks it expired and
+    shuts down the socket it uses, which ends a read blocked on it at once. The connection
+    that sends the call's request names its socket (`_Watched.request`), through the thread."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.deadline = time.monotonic() + timeout_s
+        self.expired = False
+        self.ended = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _CallDeadline:
+        _current.call = self
+        _WATCHDOG.watch(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _current.call = None
+        with self._lock:
+            self.ended = True
+
+    def uses(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.expired:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            if self.ended:
+                return
+            self.expired = True
+            _shut(self._sock)
+
+
+def _shut(sock: socket.socket | None) -> None:
+    try:
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed: nothing to interrupt
+
+
+_current = threading.local()
+"""The call the current thread is making (`_CallDeadline`), for its connection to name its socket."""
+
+
+class _Watchdog:
+    """One daemon thread that expires calls at their deadlines (a timer thread per call would
+    start a thread on every call of a run)."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, _CallDeadline]] = []
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, call: _CallDeadline) -> None:
+        with self._wake:
+            heapq.heappush(self._due, (call.deadline, next(self._order), call))
+            if self._thread is None or not self._thread.is_alive():  # none yet, or not in this forked child
+                self._thread = threading.Thread(target=self._expire_due, name="kgeval-http-deadlines", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def _expire_due(self) -> None:
+        with self._wake:
+            while True:
+                while self._due and self._due[0][2].ended:
+                    heapq.heappop(self._due)
+                wait = self._due[0][0] - time.monotonic() if self._due else None
+                if wait is None or wait > 0:
+                    self._wake.wait(wait)
+                    continue
+                heapq.heappop(self._due)[2].expire()
+
+
+_WATCHDOG = _Watchdog()
+
+
+class _Watched:
+    """A connection that names its socket to the call in flight on its thread, once connected."""
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        call = getattr(_current, "call", None)
+        if call is not None:
+            if self.sock is None:  # type: ignore[attr-defined]
+                self.connect()  # type: ignore[attr-defined]
+            call.uses(self.sock)  # type: ignore[attr-defined]
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _WatchedConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _WatchedPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
 
 
 _ENVELOPE_BYTES = 64 * 1024
