@@ -248,7 +248,7 @@ def serve(
     """Serve the API and the auditor/reviewer page (/ui); Swagger UI at /docs, OpenAPI at /openapi.json."""
     import uvicorn
 
-    from kgeval.service import ServiceSettings, create_app, load_access, service_log_config
+    from kgeval.service import ServiceSettings, create_app, load_access, raise_open_files, server_options, service_log_config
 
     tokens = load_access(access)
     if not len(tokens):
@@ -259,7 +259,10 @@ def serve(
     announce_db(db)
     err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, Swagger UI /docs, OpenAPI /openapi.json)", markup=False)
     log_config = service_log_config(log_level.value, app)
-    uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config)
+    options = server_options(settings.service)  # idle, header and body timeouts; the connection bound
+    if (few_files := raise_open_files(settings.service)) is not None:
+        err.print(f"warning: {few_files}", markup=False)
+    uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config, **options)
 
 
 def refuse_port_in_use(host: str, port: int) -> None:

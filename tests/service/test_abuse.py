@@ -457,3 +457,87 @@ def _first_of(answers, entered):  # noqa: ANN001, ANN202
             except Exception:  # noqa: BLE001 - queue.Empty: look at the other one
                 continue
     raise AssertionError("neither an answer nor a held query in 60 s")
+
+
+SLOW_CLIENTS = 300
+"""Slow unauthenticated connections of the attack, against a server with 256 open files."""
+
+
+def test_slow_connections_are_closed_and_health_answers_meanwhile(served, tmp_path):
+    """300 unauthenticated connections that send nothing, or half a request's headers, and then
+    wait: on main uvicorn held each for ever, and under a 256 file-descriptor limit /health (and
+    every route) timed out. Now the server closes each at its idle or header timeout (here 1 s,
+    to keep the test short: what it proves does not turn on the time), /health answers while
+    the clients still hold their sockets, and each slow one sees its connection closed (after a
+    408 for a started request). 60 s is a stall's bound, not a margin."""
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("service:\n  idle_timeout_s: 1\n  header_timeout_s: 1\n", encoding="utf-8")
+    with running_server(served, tmp_path, "--config", str(config), fd_limit=256) as base:
+        url = urlsplit(base)
+        slow = []
+        try:
+            for i in range(SLOW_CLIENTS):
+                sock = socket.create_connection((url.hostname, url.port), timeout=60)
+                slow.append(sock)
+                if i % 2:  # half a request: its headers never end
+                    sock.sendall(f"GET /runs HTTP/1.1\r\nHost: {url.netloc}\r\nX-Slow: ".encode())
+            assert _health_answers(base), "/health did not answer in 60 s while slow connections were held"
+            said = [_until_closed(sock) for sock in slow]
+        finally:
+            for sock in slow:
+                sock.close()
+        assert len(said) == SLOW_CLIENTS and all(closed for closed, _ in said), "a slow connection was not closed by the server"
+        started = [answer for i, (_, answer) in enumerate(said) if i % 2]
+        assert all(a.startswith(b"HTTP/1.1 408") and b"service.header_timeout_s" in a for a in started), started[:3]
+        assert httpx.get(f"{base}/health", timeout=60).status_code == 200
+    logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    assert "closed (the request's headers took longer than 1 s (service.header_timeout_s)" in logged
+    assert "warning: open-file limit 256 is below service.max_connections (200)" in " ".join(logged.split())
+
+
+def _health_answers(base: str) -> bool:
+    """Whether /health answers 200 within 60 s (a stall's bound): while the connections are
+    over `service.max_connections` it answers 503 at once, and is asked again."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/health", timeout=max(deadline - time.monotonic(), 0.1)).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def _until_closed(sock: socket.socket) -> tuple[bool, bytes]:
+    """(whether the server closed the connection, what it sent first), reading until it does;
+    a read that waits 60 s is a stall: the server kept it open."""
+    received = b""
+    try:
+        for _ in range(1000):  # bounded: a 408 is a few hundred bytes
+            chunk = sock.recv(4096)
+            if not chunk:
+                return True, received
+            received += chunk
+    except ConnectionResetError:
+        return True, received
+    except TimeoutError:
+        return False, received
+    return False, received
+
+
+def test_a_body_sent_too_slowly_gets_408_and_the_connection_is_closed(served, tmp_path):
+    """An authenticated request whose body stops half-way held its connection (and a route
+    waiting for the body) for ever on main; now it gets 408 naming `service.body_timeout_s`
+    and the connection is closed, while a whole request on another connection is answered."""
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("service:\n  body_timeout_s: 1\n", encoding="utf-8")
+    with running_server(served, tmp_path, "--config", str(config)) as base:
+        url = urlsplit(base)
+        with socket.create_connection((url.hostname, url.port), timeout=60) as sock:
+            head = f"POST /contamination/check HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: Bearer {TOKENS['bob']['token']}\r\n"
+            sock.sendall((head + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + '{"texts": ["which').encode())
+            whole = httpx.post(f"{base}/contamination/check", json={"texts": ["which employees"]}, headers=auth("bob"), timeout=60)
+            closed, answer = _until_closed(sock)
+        assert whole.status_code == 200
+        assert closed and answer.startswith(b"HTTP/1.1 408") and b"service.body_timeout_s" in answer, answer
