@@ -544,6 +544,7 @@ class GeminiSystemConfig(PromptConfig):
     include_thoughts: bool = False
     """Ask for thought summaries (they are recorded apart, never read as the answer)."""
     timeout_s: float = Field(120.0, gt=0)
+    """Deadline for one call, headers and whole body (a trickled or endless reply times out)."""
 
 
 class OpenAISystemConfig(PromptConfig):
@@ -563,7 +564,7 @@ class OpenAISystemConfig(PromptConfig):
     reasoning_effort: str | None = None
     """Sent as `reasoning_effort` when set (reasoning models: low, medium, high)."""
     timeout_s: float = Field(120.0, gt=0)
-    """Timeout for one call."""
+    """Deadline for one call, headers and whole body (a trickled or endless reply times out)."""
 
 
 class SystemsConfig(_Strict):

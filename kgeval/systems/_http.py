@@ -14,20 +14,15 @@ calls in flight spends its CPU on its own work, not on the client (bench/dispatc
 `timeout_s` is a deadline for the whole call: connecting, sending, the headers and the whole
 body. urllib3's timeouts (as every client's read timeout) bound each socket read, so a reply
 trickled a byte at a time, or an endless body, would run for ever; a watchdog thread shuts the
-call's socket down at its deadline instead (`_CallDeadline`), and the try ends as the
+call's socket down at its deadline instead (`CallDeadline`), and the try ends as the
 endpoint's timeout, whatever it had read.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
-import itertools
 import json
 import os
-import socket
-import threading
-import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, get_args
@@ -41,6 +36,7 @@ from urllib3.exceptions import NewConnectionError, ProtocolError, ProxyError, SS
 from kgeval.config import HttpSystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
+from kgeval.systems._deadline import CallDeadline, current_call
 from kgeval.systems._model import OutputCut, StopReason, SystemOutput, head_of, malformed_reply
 
 _STOP_REASONS = set(get_args(StopReason))
@@ -111,7 +107,7 @@ class HttpSystem:
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         body = json.dumps({"question": question.question, "kg": question.kg, "seed": seed}).encode()
-        call = _CallDeadline(self.config.timeout_s)
+        call = CallDeadline(self.config.timeout_s)
         try:
             with call:
                 response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False, preload_content=False)  # type: ignore[arg-type]
@@ -146,92 +142,11 @@ class HttpSystem:
         )  # fmt: skip
 
 
-class _CallDeadline:
-    """One call's deadline: at `timeout_s` from its start the watchdog marks it expired and
-    shuts down the socket it uses, which ends a read blocked on it at once. The connection
-    that sends the call's request names its socket (`_Watched.request`), through the thread."""
-
-    def __init__(self, timeout_s: float) -> None:
-        self.deadline = time.monotonic() + timeout_s
-        self.expired = False
-        self.ended = False
-        self._sock: socket.socket | None = None
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> _CallDeadline:
-        _current.call = self
-        _WATCHDOG.watch(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _current.call = None
-        with self._lock:
-            self.ended = True
-
-    def uses(self, sock: socket.socket | None) -> None:
-        with self._lock:
-            self._sock = sock
-            if self.expired:
-                _shut(sock)
-
-    def expire(self) -> None:
-        with self._lock:
-            if self.ended:
-                return
-            self.expired = True
-            _shut(self._sock)
-
-
-def _shut(sock: socket.socket | None) -> None:
-    try:
-        if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed: nothing to interrupt
-
-
-_current = threading.local()
-"""The call the current thread is making (`_CallDeadline`), for its connection to name its socket."""
-
-
-class _Watchdog:
-    """One daemon thread that expires calls at their deadlines (a timer thread per call would
-    start a thread on every call of a run)."""
-
-    def __init__(self) -> None:
-        self._due: list[tuple[float, int, _CallDeadline]] = []
-        self._order = itertools.count()
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, call: _CallDeadline) -> None:
-        with self._wake:
-            heapq.heappush(self._due, (call.deadline, next(self._order), call))
-            if self._thread is None or not self._thread.is_alive():  # none yet, or not in this forked child
-                self._thread = threading.Thread(target=self._expire_due, name="kgeval-http-deadlines", daemon=True)
-                self._thread.start()
-            self._wake.notify()
-
-    def _expire_due(self) -> None:
-        with self._wake:
-            while True:
-                while self._due and self._due[0][2].ended:
-                    heapq.heappop(self._due)
-                wait = self._due[0][0] - time.monotonic() if self._due else None
-                if wait is None or wait > 0:
-                    self._wake.wait(wait)
-                    continue
-                heapq.heappop(self._due)[2].expire()
-
-
-_WATCHDOG = _Watchdog()
-
-
 class _Watched:
     """A connection that names its socket to the call in flight on its thread, once connected."""
 
     def request(self, *args: Any, **kwargs: Any) -> None:
-        call = getattr(_current, "call", None)
+        call = current_call()
         if call is not None:
             if self.sock is None:  # type: ignore[attr-defined]
                 self.connect()  # type: ignore[attr-defined]
