@@ -87,11 +87,13 @@ class _Watchdog:
 
     def watch(self, call: CallDeadline) -> None:
         with self._wake:
+            sooner = not self._due or call.deadline < self._due[0][0]
             heapq.heappush(self._due, (call.deadline, next(self._order), call))
             if self._thread is None or not self._thread.is_alive():  # none yet, or not in this forked child
                 self._thread = threading.Thread(target=self._expire_due, name="kgeval-call-deadlines", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            if sooner:  # else the thread already wakes in time: no wake-up (and no GIL hand-off) per call
+                self._wake.notify()
 
     def _expire_due(self) -> None:
         with self._wake:
