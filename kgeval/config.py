@@ -498,7 +498,8 @@ class HttpSystemConfig(_Strict):
     version_header: str = "X-System-Version"
     """Response header carrying the version actually served, recorded per attempt."""
     timeout_s: float = Field(60.0, gt=0)
-    """Timeout for one call (connect + response)."""
+    """Deadline for one call: connecting, sending, the headers and the whole body (a reply
+    trickled a byte at a time, or one that never ends, times out at it)."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra request headers (no secrets in files: use `token_env`)."""
     token_env: str | None = None
@@ -543,6 +544,7 @@ class GeminiSystemConfig(PromptConfig):
     include_thoughts: bool = False
     """Ask for thought summaries (they are recorded apart, never read as the answer)."""
     timeout_s: float = Field(120.0, gt=0)
+    """Deadline for one call, headers and whole body (a trickled or endless reply times out)."""
 
 
 class OpenAISystemConfig(PromptConfig):
@@ -562,7 +564,7 @@ class OpenAISystemConfig(PromptConfig):
     reasoning_effort: str | None = None
     """Sent as `reasoning_effort` when set (reasoning models: low, medium, high)."""
     timeout_s: float = Field(120.0, gt=0)
-    """Timeout for one call."""
+    """Deadline for one call, headers and whole body (a trickled or endless reply times out)."""
 
 
 class SystemsConfig(_Strict):
@@ -704,6 +706,22 @@ class ServiceConfig(_Strict):
     results database; then 503 with Retry-After."""
     session_hours: float = Field(8.0, gt=0)
     """Lifetime of a page sign-in session."""
+    idle_timeout_s: float = Field(5.0, gt=0)
+    """A connection with no request in progress is closed after this long without a byte: one
+    just opened that sends nothing, or one kept alive between requests (uvicorn's
+    `timeout_keep_alive`, here from the connection's start too)."""
+    header_timeout_s: float = Field(10.0, gt=0)
+    """From a request's first byte, its request line and headers must all be in within this;
+    else 408 and the connection is closed (a client sending a byte at a time holds nothing)."""
+    body_timeout_s: float = Field(60.0, gt=0)
+    """From the end of a request's headers, its whole body must be in within this; else 408
+    and the connection is closed."""
+    max_connections: int = Field(200, ge=1)
+    """Connections open at once (uvicorn's `limit_concurrency`): a request beyond gets 503 at
+    once. Slow connections hold a place only until the timeouts above close them."""
+    max_header_bytes: int = Field(16 * 1024, ge=1024)
+    """Largest request line and headers (h11's `max_incomplete_event_size`): beyond, 400 and
+    the connection closed."""
 
 
 class KgevalConfig(_Strict):

@@ -4,13 +4,14 @@ answers through a reply function so a test can inject any fault."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass
@@ -27,6 +28,13 @@ class Reply:
     """Sent only once the server is closed (or after HOLD_LIMIT_S): a client's timeout, however
     short, runs out first whatever the machine's load. A client whose timeout does not apply
     waits until HOLD_LIMIT_S, then gets this reply, and its test fails on it."""
+    trickle: Literal["headers", "body", "endless"] | None = None
+    """Sent a byte (or, "endless", a one-byte chunk) at a time, `trickle_gap_s` apart, until the
+    server closes (or HOLD_LIMIT_S): "headers" trickles the headers (with a header of
+    `trickle_pad` spaces), "body" the body (after `trickle_pad` bytes of JSON whitespace),
+    "endless" a chunked body that never ends."""
+    trickle_gap_s: float = 0.1
+    trickle_pad: int = 0
 
 
 HOLD_LIMIT_S = 120.0
@@ -76,6 +84,9 @@ class LoopbackServer:
                     outer._closed.wait(HOLD_LIMIT_S)
                 body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
                 data = body.encode("utf-8")
+                if answer.trickle:
+                    self._trickle(answer, data)
+                    return
                 try:
                     self.send_response(answer.status)
                     if not any(k.lower() == "content-type" for k in answer.headers):
@@ -87,6 +98,28 @@ class LoopbackServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (its timeout): nothing to answer
+
+            def _trickle(self, answer: Reply, data: bytes) -> None:
+                status = f"HTTP/1.1 {answer.status} OK\r\n".encode()
+                if answer.trickle == "endless":
+                    head, pieces = status + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", itertools.repeat(b"1\r\n \r\n")
+                else:
+                    pad = b" " * answer.trickle_pad
+                    body = data if answer.trickle == "headers" else pad + data
+                    headers = b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+                    headers += b"X-Pad: a%s\r\n\r\n" % pad if answer.trickle == "headers" else b"\r\n"
+                    head, rest = (status, headers + body) if answer.trickle == "headers" else (status + headers, body)
+                    pieces = (rest[i : i + 1] for i in range(len(rest)))
+                started = time.monotonic()
+                try:
+                    self.wfile.write(head)
+                    for piece in pieces:
+                        self.wfile.write(piece)
+                        if outer._closed.wait(answer.trickle_gap_s) or time.monotonic() - started > HOLD_LIMIT_S:
+                            break
+                except OSError:
+                    pass  # the client gave up (its deadline): nothing more to send
+                self.close_connection = True
 
             def log_message(self, *args: object) -> None:
                 pass

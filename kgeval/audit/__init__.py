@@ -3,7 +3,7 @@ bound to the hash of what they saw (DESIGN invariants 4 and 9)."""
 
 from kgeval.audit._model import AuditCounts, AuditItem, AuditRecord, AuditSample, AuditState, Decision
 from kgeval.audit._sample import GOLD_UNAVAILABLE, accepted_items, draw_sample
-from kgeval.audit._status import audit_counts, audit_states, record_decision
+from kgeval.audit._status import audit_counts, audit_decisions, audit_states, conflict_text, found_false, record_decision
 from kgeval.audit._store import AuditLog
 
 __all__ = [
@@ -17,7 +17,10 @@ __all__ = [
     "Decision",
     "accepted_items",
     "audit_counts",
+    "audit_decisions",
     "audit_states",
+    "conflict_text",
     "draw_sample",
+    "found_false",
     "record_decision",
 ]

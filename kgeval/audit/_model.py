@@ -11,9 +11,10 @@ from kgeval._files import sha256_json
 Decision = Literal["agree", "disagree"]
 """The auditor agrees the answer is right (the accept stands) or disagrees (a false accept)."""
 
-AuditState = Literal["agree", "disagree", "stale", "unaudited"]
-"""An item's audit state: the latest decision at its current hash, stale when every decision
-was made at another hash, unaudited when there is none."""
+AuditState = Literal["agree", "disagree", "conflict", "stale", "unaudited"]
+"""An item's audit state: the decision its auditors' latest decisions at its current hash
+share, conflict when they differ, stale when every decision was made at another hash,
+unaudited when there is none."""
 
 Key = tuple[str, int]
 """(question id, seed): one attempt of a run."""
@@ -116,9 +117,13 @@ class AuditCounts(BaseModel):
     accepted: int
     """Accepted attempts in the run (primary judge said correct)."""
     audited: int
-    """Accepts with a current decision (agree or disagree)."""
+    """Accepts with a current decision (agree, disagree or conflict)."""
     disagree: int
-    """Current decisions that the accept was wrong: the false accepts found."""
+    """Accepts audits found wrong: the false accepts found. Every auditor disagrees, or the
+    auditors conflict (`conflicted`): a conflict counts as a false accept until resolved."""
+    conflicted: int = 0
+    """Of `disagree`, the accepts whose auditors' latest decisions differ (some agree, some
+    disagree)."""
     stale: int
     """Accepts audited only at another hash: not counted."""
     accepted_disagreements: int = 0
@@ -126,11 +131,11 @@ class AuditCounts(BaseModel):
     audited_disagreements: int = 0
     """Audited accepts on which the judges disagreed (over-represented by the sample)."""
     disagree_in_disagreements: int = 0
-    """Of those, audits that disagree (false accepts among judge disagreements)."""
+    """Of those, the false accepts found (disagree or conflict) among judge disagreements."""
     accepted_flagged: int = 0
     """Accepts the judges agreed on that are flagged (`answer_in_query`, or made by a rule): the
     stratum a sample draws next."""
     audited_flagged: int = 0
     """Audited accepts of that stratum."""
     disagree_in_flagged: int = 0
-    """Of those, audits that disagree."""
+    """Of those, the false accepts found (disagree or conflict)."""

@@ -91,8 +91,9 @@ def audit_show(
     gold: GoldOpt = Path("gold"),
     config: ConfigOpt = None,
 ) -> None:
-    """Print a sample's items as JSON lines, each with its hash and its current audit state."""
-    from kgeval.audit import AuditLog, accepted_items, audit_states
+    """Print a sample's items as JSON lines, each with its hash, its current audit state and
+    each auditor's decision at that hash; a conflict is named on stderr."""
+    from kgeval.audit import AuditLog, accepted_items, audit_decisions, audit_states, conflict_text
     from kgeval.runs import ResultsDB
 
     cfg = load_config(config)
@@ -101,14 +102,20 @@ def audit_show(
         if sample is None or sample.run_id != run_id:
             raise InputError(f"{db}: run {run_id} has no audit sample {sample_id!r}")
         current = accepted_items(results, run_id, load_gold(gold), cfg.gold.display_items)
-        states = audit_states(current, log.records(run_id))
+        records = log.records(run_id)
+        states, decisions = audit_states(current, records), audit_decisions(current, records)
     for position, item in enumerate(sample.items):
         now = current.get(item.key)
-        state = states.get(item.key, "unaudited") if now and now.sha256() == item.sha256() else "stale"
-        print(json.dumps({**item.model_dump(), "item_sha256": item.sha256(), "state": state}, ensure_ascii=False))
+        is_current = now is not None and now.sha256() == item.sha256()
+        state = states.get(item.key, "unaudited") if is_current else "stale"
+        decided = decisions.get(item.key, {}) if is_current else {}
+        print(json.dumps({**item.model_dump(), "item_sha256": item.sha256(), "state": state, "decisions": decided}, ensure_ascii=False))
+        where = f"{db}: audit sample {sample_id} item {position} (question {item.question_id} seed {item.seed})"
+        if state == "conflict":
+            err.print(f"{where}: conflict: {conflict_text(decided)}; counted as a false accept until resolved (each auditor's new decision replaces their own)", markup=False)
         if state == "stale":  # what changed, not only that a hash did
             why = f"{', '.join(item.changed_fields(now))} differ from the run's attempt now" if now else "no longer an accepted answer of the run"
-            err.print(f"{db}: audit sample {sample_id} item {position} (question {item.question_id} seed {item.seed}): stale: {why}", markup=False)
+            err.print(f"{where}: stale: {why}", markup=False)
 
 
 class DecisionChoice(StrEnum):
@@ -241,7 +248,7 @@ def serve(
     """Serve the API and the auditor/reviewer page (/ui); Swagger UI at /docs, OpenAPI at /openapi.json."""
     import uvicorn
 
-    from kgeval.service import ServiceSettings, create_app, load_access, service_log_config
+    from kgeval.service import ServiceSettings, create_app, load_access, raise_open_files, server_options, service_log_config
 
     tokens = load_access(access)
     if not len(tokens):
@@ -251,8 +258,11 @@ def serve(
     refuse_port_in_use(host, port)
     announce_db(db)
     err.print(f"kgeval serving {db} on http://{host}:{port} (page /ui, Swagger UI /docs, OpenAPI /openapi.json)", markup=False)
-    log_config = service_log_config(log_level.value)
-    uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config)
+    log_config = service_log_config(log_level.value, app)
+    options = server_options(settings.service)  # idle, header and body timeouts; the connection bound
+    if (few_files := raise_open_files(settings.service)) is not None:
+        err.print(f"warning: {few_files}", markup=False)
+    uvicorn.run(app, host=host, port=port, log_level=log_level.value, access_log=access_log, log_config=log_config, **options)
 
 
 def refuse_port_in_use(host: str, port: int) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kgeval._chain import BrokenLog
-from kgeval.audit import AuditCounts, AuditItem, AuditLog, AuditState, accepted_items, audit_counts, audit_states
+from kgeval.audit import AuditCounts, AuditItem, AuditLog, AuditState, accepted_items, audit_counts, audit_states, found_false
 from kgeval.config import KgevalConfig
 from kgeval.errors import KgevalError
 from kgeval.gold import GoldEntry, load_gold
@@ -86,7 +86,7 @@ class RuleAudit(BaseModel):
     audited: int
     """Of those, audited at the current hash."""
     false_accept_rate: Rate | None
-    """Audits that disagree / audited (Wilson 95%); None when none is audited."""
+    """False accepts found (disagree or conflict) / audited (Wilson 95%); None when none is audited."""
     warning: str | None = None
     """Set when the interval's lower bound is above 5%: the rule over-accepts."""
 
@@ -99,8 +99,8 @@ def rule_audits(items: dict, states: dict[tuple[str, int], AuditState]) -> list[
             by_rule.setdefault(item.rule, []).append(item)
     out = []
     for rule, members in sorted(by_rule.items()):
-        decided = [states[m.key] for m in members if states[m.key] in ("agree", "disagree")]
-        rate = Rate.of(sum(1 for s in decided if s == "disagree"), len(decided))
+        decided = [states[m.key] for m in members if states[m.key] in ("agree", "disagree", "conflict")]
+        rate = Rate.of(sum(1 for s in decided if found_false(s)), len(decided))
         warning = None
         if rate is not None and rate.ci_low > OVER_ACCEPTS:
             warning = f"this rule over-accepts: switch it off or tighten it ({rate.events} of {rate.n} audited accepts wrong, at least {rate.ci_low:.1%})"
@@ -116,8 +116,10 @@ class AuditSummary(BaseModel):
     """Over all the run's accepts, each stratum of the sample weighted by its share (the
     estimate to quote)."""
     false_accept_rate: Rate | None
-    """Audits that disagree / current audits (Wilson 95%): the audited sample's rate. Judge
-    disagreements are drawn first, so this over-represents hard cases; not the run's rate."""
+    """False accepts found / current audits (Wilson 95%): the audited sample's rate. Judge
+    disagreements are drawn first, so this over-represents hard cases; not the run's rate.
+    Every rate here counts a conflict (auditors' decisions differ) as a false accept until the
+    auditors resolve it (`counts.conflicted` says how many), never as agree."""
     false_accept_rate_agreed: Rate | None
     """The same over accepts all judges agreed on: the estimate free of that over-representation."""
     by_rule: list[RuleAudit] = []

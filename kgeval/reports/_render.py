@@ -241,6 +241,11 @@ def oversight_markdown(report: RunReport) -> list[str]:
         lines.append(f"- in the audited sample (judge disagreements drawn first, over-represented; Wilson 95%): {format_rate(a.false_accept_rate)}")
         lines.append(f"- on accepts all judges agreed on: {format_rate(a.false_accept_rate_agreed)}")
         lines.append(f"- accepts: {c.accepted}, audited at the current hash: {c.audited}, stale audits (not counted): {c.stale}")
+        if c.conflicted:
+            lines.append(
+                f"- **conflicting audits: {c.conflicted}** (auditors' latest decisions differ): each counted as a false accept in the rates "
+                "above until resolved; `kgeval audit show` names who decided what, and each auditor's new decision replaces their own"
+            )
         for r in a.by_rule:
             warning = f" — **{r.warning}**" if r.warning else ""
             lines.append(f"- rule {r.rule}: {r.accepts} accepts, {r.audited} audited, false-accept rate {format_rate(r.false_accept_rate)}{warning}")

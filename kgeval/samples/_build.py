@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kgeval.audit import AuditLog, accepted_items, audit_states
+from kgeval.audit import AuditLog, accepted_items, audit_decisions, audit_states
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldEntry
@@ -194,8 +194,9 @@ def _audit_view(source: SampleSource, run_id: str, attempt: Attempt, verdicts: l
     key = (attempt.question_id, attempt.seed)
     if key not in items:
         return None
-    state = audit_states({key: items[key]}, source.audits.records(run_id))[key]
-    return AuditView(item_sha256=items[key].sha256(), state=state)
+    records = source.audits.records(run_id)
+    state = audit_states({key: items[key]}, records)[key]
+    return AuditView(item_sha256=items[key].sha256(), state=state, decisions=audit_decisions({key: items[key]}, records).get(key, {}))
 
 
 def sample_index(source: SampleSource, run_id: str) -> list[SampleSummary]:

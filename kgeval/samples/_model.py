@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kgeval.audit import AuditState
+from kgeval.audit import AuditState, Decision
 from kgeval.judges import Verdict
 from kgeval.review import ReviewState
 from kgeval.runs import Attempt, AttemptState, RunQuestion
@@ -89,6 +89,8 @@ class AuditView(BaseModel):
     item_sha256: str
     """Hash of the audit item: a decision is recorded against it."""
     state: AuditState
+    decisions: dict[str, Decision] = {}
+    """Each auditor's latest decision at that hash (a conflict shows who decided what)."""
 
 
 class Sample(RunQuestion):

@@ -17,6 +17,8 @@ __all__ = [
     "create_app",
     "load_access",
     "matcher_for",
+    "raise_open_files",
+    "server_options",
     "service_log_config",
 ]
 
@@ -26,6 +28,10 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy: the web stack is an optional
         from kgeval.service._app import create_app
 
         return create_app
+    if name in ("server_options", "raise_open_files"):
+        from kgeval.service import _connections
+
+        return getattr(_connections, name)
     if name == "service_log_config":
         from kgeval.service._middleware import service_log_config
 

@@ -18,6 +18,9 @@ tokens:
     token_env: KGEVAL_TOKEN_ALICE      # or token_sha256: <hex>, or token: <literal, for tests>
 ```
 `KGEVAL_ADMIN_TOKEN` in the environment adds an admin named "admin".
+
+A token is one caller: a token given to two entries (or to an entry and KGEVAL_ADMIN_TOKEN)
+is refused when the file is loaded, naming the entries, never resolved by their order.
 """
 
 from __future__ import annotations
@@ -113,13 +116,21 @@ def load_access(path: Path | None, env: Mapping[str, str] | None = None) -> Acce
             entries = AccessFile.model_validate(data).tokens
         except ValidationError as exc:
             raise InputError(f"{path}: invalid access file: {exc}") from None
-    principals: dict[str, Principal] = {}
-    for e in entries:
-        digest = e.token_sha256 or _digest(e.token or _env_token(env, e, path))
-        principals[digest.lower()] = Principal(name=e.name, roles=e.roles, domains=e.domains)
+    holders: dict[str, list[tuple[str, Principal]]] = {}
+    for i, e in enumerate(entries, start=1):
+        digest = (e.token_sha256 or _digest(e.token or _env_token(env, e, path))).lower()
+        holders.setdefault(digest, []).append((f"entry {i} ({e.name!r}, roles {', '.join(e.roles)})", Principal(name=e.name, roles=e.roles, domains=e.domains)))
     if env.get("KGEVAL_ADMIN_TOKEN"):
-        principals[_digest(env["KGEVAL_ADMIN_TOKEN"])] = Principal(name="admin", roles=("admin",))
-    return Access(principals)
+        admin = Principal(name="admin", roles=("admin",))
+        holders.setdefault(_digest(env["KGEVAL_ADMIN_TOKEN"]), []).append(("KGEVAL_ADMIN_TOKEN (admin)", admin))
+    shared = [[what for what, _ in named] for named in holders.values() if len(named) > 1]
+    if shared:
+        clashes = "; ".join(" and ".join(group) for group in shared)
+        raise InputError(
+            f"{path or 'access'}: one token is given to more than one entry ({clashes}): which roles it carries would depend "
+            "on the order; give each entry its own token, or merge the entries into one with every role it needs"
+        )
+    return Access({digest: named[0][1] for digest, named in holders.items()})
 
 
 def _env_token(env: Mapping[str, str], entry: TokenEntry, path: Path | None) -> str:

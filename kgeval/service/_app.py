@@ -7,24 +7,22 @@ A cookie-authenticated request that changes anything must also carry the `X-Kgev
 header, which a cross-site form cannot send. Swagger UI at /docs (after signing in).
 
 Under abuse: the token is checked before the body is read; a body over `service.max_body_bytes`
-is refused (413); heavy requests work in a small thread pool under `service.request_timeout_s`
-(503 after it), so /health keeps answering, and at most `service.heavy_per_caller` of them
-per caller (429 with Retry-After beyond), so one caller cannot starve another; the results database is opened per request, never
+is refused (413); heavy requests (every route that executes queries: `kgeval.service._heavy`)
+work in a small thread pool under `service.request_timeout_s` (503 after it), so /health keeps
+answering, and at most `service.heavy_per_caller` of them per caller (429 with Retry-After
+beyond), so one caller cannot starve another; the results database is opened per request, never
 held between them (503 with Retry-After while another process holds it).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from functools import lru_cache
 from importlib import resources
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs
 
-import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -33,19 +31,18 @@ from pydantic import BaseModel, Field
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from kgeval import __version__
-from kgeval.audit import AuditSample, accepted_items, audit_states, draw_sample, record_decision
+from kgeval.audit import AuditSample, accepted_items, audit_decisions, audit_states, draw_sample, record_decision
 from kgeval.errors import CheckFailed, DatabaseBusy, KgevalError
 from kgeval.gold import display_text
 from kgeval.reports import build_report, render_html, render_json, render_markdown
-from kgeval.review import NotPermitted, current_hashes, record_review, review_states
-from kgeval.runs import DamagedDatabase, DiskFull, judge_output
+from kgeval.review import current_hashes, record_review, review_states
+from kgeval.runs import judge_output
 from kgeval.service._access import Principal, Role
 from kgeval.service._middleware import DOCS_ASSET_TYPES, DOCS_ASSETS, SESSION_COOKIE, AuthError, AuthFirst, RequestLog, principal_from_headers
+from kgeval.service._heavy import bounded, http_error, query_time_s
 from kgeval.service._state import Database, ServiceSettings, ServiceState
 from kgeval.service._ui import router as ui_router
 from kgeval.systems import SystemOutput
-
-T = TypeVar("T")
 
 
 # ---- request and response bodies -------------------------------------------------------
@@ -136,102 +133,9 @@ Reader = Annotated[Principal, Depends(role("admin", "auditor", "reviewer"))]
 State = Annotated[ServiceState, Depends(_state)]
 
 
-def _http(exc: KgevalError) -> HTTPException:
-    if isinstance(exc, NotPermitted):
-        return HTTPException(403, str(exc))
-    if isinstance(exc, CheckFailed):
-        return HTTPException(409, str(exc))
-    if isinstance(exc, DatabaseBusy):
-        return HTTPException(503, str(exc), headers={"Retry-After": "1"})
-    if isinstance(exc, DiskFull):
-        return HTTPException(507, str(exc))
-    if isinstance(exc, DamagedDatabase):  # the service's own store, not the request, is at fault
-        return HTTPException(500, str(exc))
-    return HTTPException(400, str(exc))
-
-
 def _known_run(state: ServiceState, db: Database, run_id: str) -> None:
     if run_id not in db.results.run_ids():
         raise HTTPException(404, f"no run {run_id!r} in {state.settings.db}")
-
-
-class WorkTimeout(Exception):
-    """A heavy request passed `service.request_timeout_s` (checked between units of work)."""
-
-
-def deadline_check(deadline: float) -> Callable[[], None]:
-    """A callable the work calls between units; raises WorkTimeout once past `deadline`."""
-
-    def check() -> None:
-        if time.monotonic() > deadline:
-            raise WorkTimeout
-
-    return check
-
-
-class _HeavyTurn:
-    """One caller's turn of heavy work (`service.heavy_per_caller`), given back when the work
-    ends: by the worker thread when it ran (a timed-out request's work runs on until its next
-    deadline check, or its candidate query's end, and holds the turn until then), else by the
-    request (cancelled before a thread took the work)."""
-
-    def __init__(self, state: ServiceState, caller: Principal) -> None:
-        self._state, self._caller = state, caller.name
-        if not state.take_heavy_turn(self._caller):
-            limit = state.settings.service.heavy_per_caller
-            raise HTTPException(
-                429, f"{caller.name} has {limit} heavy request(s) in flight already (service.heavy_per_caller); retry when one has ended",
-                headers={"Retry-After": _HEAVY_RETRY_AFTER},
-            )
-        self._lock, self._started, self._ended = threading.Lock(), False, False
-
-    def run(self, work: Callable[[Callable[[], None]], T], check: Callable[[], None]) -> T:
-        with self._lock:
-            if self._ended:  # the request gave up before this thread started
-                raise WorkTimeout
-            self._started = True
-        try:
-            return work(check)
-        finally:
-            self._end()
-
-    def abandon(self) -> None:
-        """The request is over: give the turn back unless a thread has taken the work."""
-        with self._lock:
-            if self._started or self._ended:
-                return
-            self._ended = True
-        self._state.end_heavy_turn(self._caller)
-
-    def _end(self) -> None:
-        with self._lock:
-            self._ended = True
-        self._state.end_heavy_turn(self._caller)
-
-
-_HEAVY_RETRY_AFTER = "1"
-"""Seconds a caller over `service.heavy_per_caller` is asked to wait (its own requests end it)."""
-
-
-async def bounded(state: ServiceState, caller: Principal, work: Callable[[Callable[[], None]], T], at_least_s: float = 0.0) -> T:
-    """Run `work` (given a deadline check) on the heavy-request pool under the request time
-    limit (or `at_least_s`, when longer), off the event loop, so /health and light routes keep
-    answering. On timeout the caller gets 503 at once; the work stops at its next deadline check.
-    A caller with `service.heavy_per_caller` heavy requests in flight gets 429 with Retry-After,
-    so that one caller's slow requests cannot hold every worker."""
-    limit = max(state.settings.service.request_timeout_s, at_least_s)
-    deadline = time.monotonic() + limit
-    timed_out = HTTPException(503, f"the request took longer than {limit:g} s (service.request_timeout_s); send less per request")
-    turn = _HeavyTurn(state, caller)
-    try:
-        with anyio.fail_after(limit):
-            return await anyio.to_thread.run_sync(turn.run, work, deadline_check(deadline), limiter=state.heavy, abandon_on_cancel=True)
-    except (TimeoutError, WorkTimeout):
-        raise timed_out from None
-    except KgevalError as exc:
-        raise _http(exc) from None
-    finally:
-        turn.abandon()
 
 
 # ---- the app -----------------------------------------------------------------------------
@@ -269,7 +173,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def named_error(request: Request, exc: KgevalError) -> JSONResponse:  # noqa: ARG001
         """A store problem met outside a route's own handling (e.g. a broken audit log while
         showing a sample) is its named status and message, never a 500."""
-        http = _http(exc)
+        http = http_error(exc)
         return JSONResponse({"detail": http.detail}, status_code=http.status_code)
 
     _routes(app)
@@ -335,9 +239,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
             raise HTTPException(404, f"no gold for holdout question {body.question_id!r}: run `kgeval gold rebuild`")
         if body.answer is None and not body.sparql:
             raise HTTPException(400, "give an answer list, SPARQL, or both")
-        # the candidate's query may run its whole timeout, then is judged: its verdict, never a 503
-        run = state.settings.config.run
-        return await bounded(state, caller, lambda _: _judge_one(state, question, body), at_least_s=2 * run.candidate_timeout_s + 10)
+        return await bounded(state, caller, lambda _: _judge_one(state, question, body), at_least_s=query_time_s(state))
 
     @app.get("/runs", tags=["runs"])
     def runs(state: State, _: Reader) -> list[dict[str, Any]]:
@@ -361,7 +263,7 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
                 attempts = db.results.attempts(run_id)
                 expected = len(db.results.questions(run_id)) * len(metadata.seeds)
             except KgevalError as exc:
-                raise _http(exc) from None
+                raise http_error(exc) from None
         errors = sum(1 for a in attempts if a.state == "error")
         return {"run_id": run_id, "status": status, "attempts": len(attempts), "expected_attempts": expected, "errors": errors, "metadata": metadata.model_dump()}
 
@@ -412,13 +314,15 @@ def _audit_routes(app: FastAPI) -> None:
 
     def shown(state: ServiceState, db: Database, sample: AuditSample) -> dict[str, Any]:
         current = items(state, db, sample.run_id)
-        states = audit_states(current, db.audits.records(sample.run_id))
+        records = db.audits.records(sample.run_id)
+        states, decisions = audit_states(current, records), audit_decisions(current, records)
         out = sample.model_dump()
         for item, data in zip(sample.items, out["items"]):
             now = current.get(item.key)
             data["item_sha256"] = item.sha256()
             data["current"] = now is not None and now.sha256() == item.sha256()
             data["state"] = states.get(item.key, "unaudited") if data["current"] else "stale"
+            data["decisions"] = decisions.get(item.key, {}) if data["current"] else {}
         return out
 
     @app.post("/runs/{run_id}/audit/samples", tags=["audit"])
@@ -456,7 +360,7 @@ def _audit_routes(app: FastAPI) -> None:
             try:
                 rec = record_decision(db.audits, items(state, db, run_id), (body.question_id, body.seed), body.item_sha256, principal.name, body.decision, body.note)
             except KgevalError as exc:
-                raise _http(exc) from None
+                raise http_error(exc) from None
             return rec.model_dump()
 
 
@@ -508,7 +412,7 @@ def _review_routes(app: FastAPI) -> None:
             try:
                 rec = record_review(db.reviews, q, state.gold.get(q.id), principal.reviewer(), body.decision, body.content_sha256, body.note)
             except KgevalError as exc:
-                raise _http(exc) from None
+                raise http_error(exc) from None
         return rec.model_dump()
 
 

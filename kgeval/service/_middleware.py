@@ -14,6 +14,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from urllib.parse import unquote_plus
 
 from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
@@ -140,46 +141,97 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False)
 
 
-_CREDENTIAL_PARAM = re.compile(
-    r"(?P<name>(?:^|(?<=[?&;\s\"']))[\w.%-]*(?:token|secret|passw|pwd|key|auth|sig|credential|session|cookie|code)[\w.%-]*=)[^&;#\s\"']*",
-    re.IGNORECASE,
+_URL_PARAM = re.compile(
+    r"(?P<head>(?:[?&;]|%3[bBfF]|%26)(?P<name>(?:[\w.~+-]|%[0-9A-Fa-f]{2})*?)(?:=|%3[dD]))(?P<value>[^&;#\s\"']*)"
 )
-"""A query-string parameter whose name is credential-like (token, access_token, api_key,
-apikey, key, password, secret, auth, sig, signature, X-Amz-Signature, X-Amz-Credential,
-session, code ...), its value up to the next separator."""
+"""A parameter of a URL (a query-string one, or a path one, `/runs;token=T`): after `?`, `&` or
+`;`, raw or percent-encoded (uvicorn's access log quotes the path), its value up to the next
+raw separator (an encoded one stays inside the value: none of it is shown)."""
+_CREDENTIAL_NAME = re.compile(r"token|secret|passw|pwd|key|auth|sig|credential|session|cookie|code|bearer|jwt", re.IGNORECASE)
+_FREE_PARAM = re.compile(r"(?P<head>(?:^|(?<=[\s\"']))(?P<name>[\w.%-]+)=)(?P<value>[^&;#\s\"']*)")
+"""`name=value` in free text (an error message): redacted when the name is credential-like."""
+_BEARER = re.compile(r"(?P<head>bearer(?:\s|\+|%20|%2[bB]|:)+)(?P<value>[^\s&;#\"',]+)", re.IGNORECASE)
+"""A Bearer credential anywhere: in a parameter's value (`?x=Bearer%20T`) or in free text."""
+_PLAIN_VALUE = re.compile(r"[\w.-]*")
 REDACTED = "REDACTED"
 
 
-def redact_credentials(text: str) -> str:
-    """`text` with the value of every credential-like query-string parameter replaced."""
-    return _CREDENTIAL_PARAM.sub(lambda m: m["name"] + REDACTED, text) if "=" in text else text
+def _name(raw: str) -> str:
+    """A parameter's name as the server reads it (percent-escapes decoded, however deep)."""
+    for _ in range(4):
+        decoded = unquote_plus(raw)
+        if decoded == raw:
+            break
+        raw = decoded
+    return raw.lower()
+
+
+def redact_credentials(text: str, kept: frozenset[str] = frozenset()) -> str:
+    """`text` with every URL parameter's value replaced, except a parameter the API declares
+    (`kept`, the routes' query parameters) holding a plain value (word characters, dots,
+    dashes); with every credential-like `name=value` and every Bearer value replaced. The rule
+    goes by shape, not by a list of names: a token sent as `?t=`, `?jwt=`, `?%74oken=`,
+    `;token=` or `?x=Bearer T` is never written."""
+    if "=" not in text and "%3" not in text.upper() and "bearer" not in text.lower():
+        return text
+
+    def url_param(m: re.Match) -> str:
+        keep = _name(m["name"]) in kept and _PLAIN_VALUE.fullmatch(m["value"])
+        return m[0] if keep else m["head"] + REDACTED
+
+    def free_param(m: re.Match) -> str:
+        return m["head"] + REDACTED if _CREDENTIAL_NAME.search(_name(m["name"])) else m[0]
+
+    text = _URL_PARAM.sub(url_param, text)
+    text = _FREE_PARAM.sub(free_param, text)
+    return _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+
+
+def _redacted(value: object, kept: frozenset[str]) -> object:
+    return redact_credentials(value, kept) if isinstance(value, str) else value
 
 
 class RedactCredentials(logging.Filter):
-    """Redacts credential-like query-string values in every record a handler writes (uvicorn's
-    access log formats the request line with the query string: a token sent as `?token=` would
-    otherwise be written verbatim). Headers are never logged, Authorization included."""
+    """Redacts credentials (`redact_credentials`) in every record a handler writes: its
+    message, its arguments (uvicorn's access log formats the request line with its query
+    string) and the request fields of kgeval's JSON record (its path may carry `;token=`).
+    Headers are never logged, Authorization included."""
+
+    def __init__(self, kept: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.kept = frozenset(name.lower() for name in kept)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):
-            record.msg = redact_credentials(record.msg)
+            record.msg = redact_credentials(record.msg, self.kept)
         if isinstance(record.args, tuple):
-            record.args = tuple(redact_credentials(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(_redacted(a, self.kept) for a in record.args)
         elif isinstance(record.args, dict):
-            record.args = {k: redact_credentials(v) if isinstance(v, str) else v for k, v in record.args.items()}
+            record.args = {k: _redacted(v, self.kept) for k, v in record.args.items()}
+        request = getattr(record, "request", None)
+        if isinstance(request, dict):
+            record.request = {k: _redacted(v, self.kept) for k, v in request.items()}
         return True
 
 
-def service_log_config(level: str) -> dict:
+def service_log_config(level: str, app: ASGIApp | None = None) -> dict:
     """uvicorn's logging configuration plus the `kgeval.service` logger: one JSON object per
     request on stderr (uvicorn's access log stays on stdout, as uvicorn writes it). Every
-    handler redacts credential-like query-string values (`RedactCredentials`)."""
+    handler redacts credentials (`RedactCredentials`), keeping the plain values of the query
+    parameters `app`'s routes declare (`query_parameters`)."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = {key: dict(value) if isinstance(value, dict) else value for key, value in LOGGING_CONFIG.items()}
     config["formatters"] = {**LOGGING_CONFIG["formatters"], "json": {"()": JsonLogFormatter}}
-    config["filters"] = {"redact": {"()": RedactCredentials}}
+    config["filters"] = {"redact": {"()": RedactCredentials, "kept": sorted(query_parameters(app))}}
     handlers = {**LOGGING_CONFIG["handlers"], "json": {"formatter": "json", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}}
     config["handlers"] = {name: {**handler, "filters": ["redact"]} for name, handler in handlers.items()}
     config["loggers"] = {**LOGGING_CONFIG["loggers"], "kgeval": {"handlers": ["json"], "level": level.upper(), "propagate": False}}
     return config
+
+
+def query_parameters(app: ASGIApp | None) -> set[str]:
+    """The query parameters the app's routes declare (their values are kept in the log)."""
+    from fastapi.routing import APIRoute
+
+    return {p.alias for route in getattr(app, "routes", ()) if isinstance(route, APIRoute) for p in route.dependant.query_params}

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.reports import Flip, comparability_of, compare_runs, withheld_accuracy
-from kgeval.samples import SampleSource, build_sample, gold_for_review, highlight_sparql, sample_index
+from kgeval.samples import Sample, SampleSource, build_sample, gold_for_review, highlight_sparql, sample_index
+from kgeval.service._heavy import bounded, query_time_s
 from kgeval.service._state import ServiceState
 
 router = APIRouter(tags=["samples"])
@@ -63,17 +64,23 @@ def samples(run_id: str, state: State) -> list[dict[str, Any]]:
 
 
 @router.get("/runs/{run_id}/samples/{question_id:path}")
-def sample(run_id: str, question_id: str, state: State, seed: int | None = None) -> dict[str, Any]:
-    """One attempt whole: the sample model, and its SPARQL highlighted as HTML."""
-    _known(state, run_id)
-    try:
-        built = build_sample(_source(state), run_id, question_id, seed)
-    except InputError as exc:
-        raise HTTPException(404, str(exc)) from None
-    except CheckFailed as exc:  # a broken audit log or a gold that does not verify, as every route says it
-        raise HTTPException(409, str(exc)) from None
-    except KgevalError as exc:
-        raise HTTPException(400, str(exc)) from None
+async def sample(run_id: str, question_id: str, request: Request, state: State, seed: int | None = None) -> dict[str, Any]:
+    """One attempt whole: the sample model, and its SPARQL highlighted as HTML. The view runs
+    the stored candidate again, so it is heavy work: it counts against the caller's share
+    (`service.heavy_per_caller`, 429 beyond) and runs on the heavy pool, as /judge does."""
+
+    def build(_: object) -> Sample:
+        _known(state, run_id)
+        try:
+            return build_sample(_source(state), run_id, question_id, seed)
+        except InputError as exc:
+            raise HTTPException(404, str(exc)) from None
+        except CheckFailed as exc:  # a broken audit log or a gold that does not verify, as every route says it
+            raise HTTPException(409, str(exc)) from None
+        except KgevalError as exc:
+            raise HTTPException(400, str(exc)) from None
+
+    built = await bounded(state, request.state.principal, build, at_least_s=query_time_s(state))
     return {
         "sample": built.model_dump(mode="json"),
         "sparql_html": highlight_sparql(built.attempt.sparql) if built.attempt.sparql else None,

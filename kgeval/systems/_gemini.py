@@ -114,7 +114,11 @@ def _make_client(config: GeminiSystemConfig) -> Any:
     api_key = os.environ.get(config.api_key_env)
     if not api_key:
         raise InputError(f"system 'gemini': environment variable {config.api_key_env} (systems.gemini.api_key_env) is not set")
-    options = types.HttpOptions(base_url=config.base_url, timeout=int(config.timeout_s * 1000))
+    from kgeval.systems._deadline_httpx import deadline_transport
+
+    # timeout_s is a deadline for the whole call (a trickled or endless reply times out at it)
+    transport = deadline_transport(config.timeout_s)
+    options = types.HttpOptions(base_url=config.base_url, timeout=int(config.timeout_s * 1000), client_args={"transport": transport})
     return genai.Client(api_key=api_key, http_options=options)
 
 

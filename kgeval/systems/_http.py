@@ -10,6 +10,12 @@ other); nothing raises, so a broken endpoint can never look like a wrong answer.
 The client is urllib3 (a pooled connection per worker thread, no retries of its own: the run
 retries and records every try). It costs a third of httpx's CPU per call, and a run with 32
 calls in flight spends its CPU on its own work, not on the client (bench/dispatch.py).
+
+`timeout_s` is a deadline for the whole call: connecting, sending, the headers and the whole
+body. urllib3's timeouts (as every client's read timeout) bound each socket read, so a reply
+trickled a byte at a time, or an endless body, would run for ever; a watchdog thread shuts the
+call's socket down at its deadline instead (`CallDeadline`), and the try ends as the
+endpoint's timeout, whatever it had read.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ from email.utils import parsedate_to_datetime
 from typing import Any, get_args
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import NewConnectionError, ProtocolError, ProxyError, SSLError, TimeoutError as Urllib3Timeout
 
 from kgeval.config import HttpSystemConfig
 from kgeval.errors import InputError
 from kgeval.holdout import Question
+from kgeval.systems._deadline import CallDeadline, current_call
 from kgeval.systems._model import OutputCut, StopReason, SystemOutput, head_of, malformed_reply
 
 _STOP_REASONS = set(get_args(StopReason))
@@ -87,6 +96,7 @@ class HttpSystem:
         self._headers = headers
         self._max_output_bytes = max_output_bytes
         self._pool = urllib3.PoolManager(maxsize=concurrency, retries=False, timeout=urllib3.Timeout(total=config.timeout_s))
+        self._pool.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}  # type: ignore[assignment]
 
     def close(self) -> None:
         self._pool.clear()
@@ -97,14 +107,24 @@ class HttpSystem:
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
         body = json.dumps({"question": question.question, "kg": question.kg, "seed": seed}).encode()
+        call = CallDeadline(self.config.timeout_s)
         try:
-            response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False, preload_content=False)  # type: ignore[arg-type]
-            try:
-                data, cut = read_bounded(response, self._max_output_bytes + _ENVELOPE_BYTES, self._max_output_bytes)
-            finally:
-                response.release_conn()
-        except Urllib3Error as exc:
+            with call:
+                response = self._pool.request("POST", self.config.url, body=body, headers=self._headers, redirect=False, preload_content=False)  # type: ignore[arg-type]
+                try:
+                    data, cut = read_bounded(response, self._max_output_bytes + _ENVELOPE_BYTES, self._max_output_bytes)
+                finally:
+                    if call.expired:
+                        response.close()  # its socket is shut: never back into the pool as it is
+                    response.release_conn()
+        except (Urllib3Error, OSError) as exc:
+            if call.expired:
+                return self._past_deadline()
+            if not isinstance(exc, Urllib3Error):
+                raise
             return _failure_from_urllib3(exc)
+        if call.expired:  # whatever was read by then is a cut reply, never an answer
+            return self._past_deadline()
         served = response.headers.get(self.config.version_header)
         text = data.decode("utf-8", "replace")
         if cut is not None and response.status < 300:  # over run.max_output_bytes: judged wrong, never parsed
@@ -113,6 +133,41 @@ class HttpSystem:
             return failure_from_status(response.status, text, served, response.headers.get("Retry-After"))
         output = _parse_body(text, f"POST {self.config.url} (HTTP {response.status}, Content-Type {response.headers.get('Content-Type') or 'not given'})")
         return output.model_copy(update={"served_version": served, "http_status": response.status})
+
+
+    def _past_deadline(self) -> SystemOutput:
+        return SystemOutput(
+            stop_reason="other", error_kind="timeout",
+            error=f"timed out: no whole reply within {self.config.timeout_s:g} s (systems.http.timeout_s, a deadline for the call: headers and body)",
+        )  # fmt: skip
+
+
+class _Watched:
+    """A connection that names its socket to the call in flight on its thread, once connected."""
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        call = current_call()
+        if call is not None:
+            if self.sock is None:  # type: ignore[attr-defined]
+                self.connect()  # type: ignore[attr-defined]
+            call.uses(self.sock)  # type: ignore[attr-defined]
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _WatchedConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _WatchedPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
 
 
 _ENVELOPE_BYTES = 64 * 1024

@@ -85,7 +85,14 @@ def _make_client(config: OpenAISystemConfig) -> Any:
             f"system 'openai': environment variable {config.api_key_env} (systems.openai.api_key_env) is not set; "
             "set api_key_env: null for an endpoint without keys"
         )
-    return OpenAI(api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0)
+    from openai import DefaultHttpxClient
+
+    from kgeval.systems._deadline_httpx import deadline_transport, http_module_of
+
+    # timeout_s is a deadline for the whole call (a trickled or endless reply times out at it)
+    transport = deadline_transport(config.timeout_s, http_module_of(DefaultHttpxClient))
+    http = DefaultHttpxClient(transport=transport, timeout=config.timeout_s)
+    return OpenAI(api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0, http_client=http)
 
 
 def output_from_completion(response: Any, where: str = "chat completion") -> SystemOutput:

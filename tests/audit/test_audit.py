@@ -188,3 +188,60 @@ def test_accepts_made_by_a_rule_or_naming_the_answer_are_drawn_first_and_each_ru
     assert (counts.accepted_flagged, counts.audited_flagged, counts.disagree_in_flagged) == (4, 1, 1)
     md = render_markdown(report)
     assert "rule label_for_entity: 2 accepts, 1 audited, false-accept rate 100.0%" in md and "this rule over-accepts" in md
+
+
+def test_conflicting_decisions_are_a_conflict_in_the_report_audit_show_and_the_page(tmp_path, mini_holdout, mini_gold):
+    """Ten auditors' "disagree" on one accept were hidden by one later "agree" (the last writer
+    won: "1 audited, 0 false"). Each auditor's latest decision counts now: the item is a
+    conflict in `kgeval report`, `kgeval audit show` and the page's routes, and the false-accept
+    rate counts it as a false accept until resolved; an auditor's own change of mind still
+    replaces their decision, and the log keeps every record (append-only)."""
+    import json
+
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from kgeval.cli import app
+    from kgeval.config import KgevalConfig
+    from kgeval.service import ServiceSettings, create_app, load_access
+    from tests.oversight import write_access
+
+    db = tmp_path / "r.duckdb"
+    run_id = run_system(mini_holdout, mini_gold, db, "oracle", seeds=1)
+    common = ["--db", str(db), "--gold", str(mini_gold)]
+
+    def cli(*args: str):  # noqa: ANN202
+        return CliRunner().invoke(app, [*args, *common])
+
+    drawn = cli("audit", "sample", run_id, "--accepts", "1")
+    assert drawn.exit_code == 0, drawn.output
+    qid, seed, _, sha = drawn.output.splitlines()[0].split("\t")
+    sample_id = drawn.output.split("sample ")[-1].split(":")[0]
+    record = ["audit", "record", run_id, qid, "--seed", seed.split()[1], "--sha256", sha]
+    for i in range(10):
+        assert cli(*record, "--decision", "disagree", "--auditor", f"auditor{i}").exit_code == 0
+    assert cli(*record, "--decision", "agree", "--auditor", "zed").exit_code == 0
+
+    report = cli("report", run_id, "--holdout", str(mini_holdout))
+    said = " ".join(report.output.split())
+    assert "audited at the current hash: 1" in said and "conflicting audits: 1" in said, said
+    assert "in the audited sample (judge disagreements drawn first, over-represented; Wilson 95%): 100.0%" in said and "(1/1)" in said, said
+    shown = cli("audit", "show", run_id, sample_id)
+    line = json.loads(shown.stdout.splitlines()[0])
+    assert line["state"] == "conflict" and line["decisions"] == {**{f"auditor{i}": "disagree" for i in range(10)}, "zed": "agree"}
+    assert "conflict: auditor0, auditor1" in " ".join(shown.stderr.split()) and "zed agrees" in shown.stderr
+
+    settings = ServiceSettings(db=db, holdout=mini_holdout, gold=mini_gold, config=KgevalConfig(), access=load_access(write_access(tmp_path / "a.yaml"), env={}))
+    with TestClient(create_app(settings)) as client:
+        headers = {"Authorization": "Bearer auditor-token"}
+        view = client.get(f"/runs/{run_id}/samples/{qid}", params={"seed": seed.split()[1]}, headers=headers).json()["sample"]["audit"]
+        item = client.get(f"/runs/{run_id}/audit/samples/{sample_id}", headers=headers).json()["items"][0]
+        counts = client.get(f"/runs/{run_id}/report", headers=headers).json()["audit"]["counts"]
+    assert view["state"] == item["state"] == "conflict" and view["decisions"]["zed"] == "agree"
+    assert (counts["audited"], counts["disagree"], counts["conflicted"]) == (1, 1, 1)
+
+    for i in range(10):  # each auditor changes their own mind: resolved, and every record kept
+        assert cli(*record, "--decision", "agree", "--auditor", f"auditor{i}").exit_code == 0
+    assert json.loads(cli("audit", "show", run_id, sample_id).stdout.splitlines()[0])["state"] == "agree"
+    with AuditLog(db, read_only=True) as log:
+        assert len(log.records(run_id)) == 21

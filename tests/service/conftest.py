@@ -4,6 +4,7 @@ uvicorn server on 127.0.0.1 (`kgeval serve` in a subprocess)."""
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -59,9 +60,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(served: Served, workdir: Path, *extra: str) -> Iterator[str]:
-    """`kgeval serve` (a real uvicorn process) on a free loopback port with `extra` arguments;
-    yields its base URL; stopped afterwards. Its log is `workdir/serve.log`."""
+def running_server(served: Served, workdir: Path, *extra: str, fd_limit: int | None = None) -> Iterator[str]:
+    """`kgeval serve` (a real uvicorn process) on a free loopback port with `extra` arguments
+    (and at most `fd_limit` open files, when given); yields its base URL; stopped afterwards.
+    Its log is `workdir/serve.log`."""
     port = free_port()
     log_path = workdir / "serve.log"
     log = open(log_path, "w")
@@ -69,6 +71,7 @@ def running_server(served: Served, workdir: Path, *extra: str) -> Iterator[str]:
         [sys.executable, "-m", "kgeval", "serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(served.db),
          "--holdout", str(served.holdout), "--gold", str(served.gold), "--access", str(served.access), *extra],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KGEVAL_ADMIN_TOKEN": ""},
+        preexec_fn=None if fd_limit is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit)),
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -261,8 +261,31 @@ def test_credentials_in_query_strings_and_headers_never_reach_the_log(served, tm
         assert httpx.get(f"{base}/runs?token=SECRET-q5", headers=auth("admin"), timeout=60).status_code == 200
         assert httpx.get(f"{base}/runs", headers={"Authorization": "Bearer SECRET-h1"}, timeout=60).status_code == 401
     logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
-    assert "/runs?token=REDACTED&page=2" in logged  # the access log still names the request
+    assert "/runs?token=REDACTED&page=REDACTED" in logged  # the access log still names the request
     assert "SECRET" not in logged and TOKENS["admin"]["token"] not in logged
+
+
+def test_a_token_in_any_parameter_of_any_shape_never_reaches_the_log(served, tmp_path):
+    """Tokens that passed the redaction by name on main: `?bearer=`, `?jwt=`, `?t=`, a
+    percent-encoded `token`, a `Bearer ...` value under any name, and a path parameter
+    (`/runs;token=T`, whose token stayed in the JSON record's `path`). None is written to any
+    log line; the API's own parameters keep their plain values (`format=md`)."""
+    sent = [
+        "/runs?bearer=SECRET-1", "/runs?jwt=SECRET-2", "/runs?t=SECRET-3", "/runs?%74oken=SECRET-4", "/runs?%2574oken=SECRET-5",
+        "/runs?q=Bearer%20SECRET-6", "/runs?q=Bearer+SECRET-7", "/runs?format=Bearer%20SECRET-8", "/runs;token=SECRET-9",
+        "/runs/x;jwt=SECRET-10/report", "/runs%3Btoken%3DSECRET-11",
+    ]
+    with running_server(served, tmp_path) as base, httpx.Client(timeout=60) as http:
+        for path in sent:
+            assert http.get(base + path).status_code in (401, 404), path
+            assert http.get(base + path, headers=auth("admin")).status_code < 500, path
+        assert http.get(f"{base}/runs/{served.run_id}/report?format=md", headers=auth("admin")).status_code == 200
+    logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    assert "SECRET" not in logged, [line for line in logged.splitlines() if "SECRET" in line]
+    records = [json.loads(line) for line in logged.splitlines() if line.startswith("{")]
+    paths = {r["path"] for r in records if "path" in r}
+    assert "/runs;token=REDACTED" in paths and f"/runs/{served.run_id}/report" in paths, paths
+    assert f"/runs/{served.run_id}/report?format=md" in logged  # the access log keeps the API's own parameters
 
 
 def _descendants(pid: int) -> list[int]:
@@ -335,3 +358,186 @@ def test_one_caller_cannot_starve_another_of_heavy_workers(served, tmp_path):
         assert answered.status_code == 200, answered.text
         assert first.is_alive() and events == ["honest answered"]  # the hostile query still runs
     first.join(timeout=60)
+
+
+def test_a_token_given_to_two_entries_is_refused_at_start(served, tmp_path):
+    """A builder entry followed by an admin entry with the same token gave that token admin
+    (the last entry won, silently): `kgeval serve` now refuses to start, naming the file and
+    both entries, and never prints the token. The environment's admin token is one more entry."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import REPO
+    from tests.service.conftest import free_port
+
+    access = tmp_path / "dup.yaml"
+    shared = {"name": "bob", "roles": ["builder"], "token": "shared-token-1"}
+    entries = [{"name": "ann", "roles": ["auditor"], "token": "auditor-token"}, shared, {**shared, "name": "mallory", "roles": ["admin"]}]
+    access.write_text(yaml.safe_dump({"tokens": entries}), encoding="utf-8")
+    for path, admin_token in ((access, ""), (served.access, TOKENS["ann"]["token"])):
+        args = ["serve", "--port", str(free_port()), "--db", str(served.db), "--holdout", str(served.holdout), "--gold", str(served.gold), "--access", str(path)]
+        try:
+            done = subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "KGEVAL_ADMIN_TOKEN": admin_token})
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"serve started with one token given to two entries ({path.name})")
+        said = " ".join(done.stderr.split())
+        assert done.returncode == 2 and "Traceback" not in said, done.stderr
+        assert f"{path}: one token is given to more than one entry" in said and "give each entry its own token" in said, said
+        assert "shared-token-1" not in said and TOKENS["ann"]["token"] not in said
+        assert "entry 2 ('bob', roles builder) and entry 3 ('mallory', roles admin)" in said or path != access, said
+        assert "entry 2 ('ann', roles auditor) and KGEVAL_ADMIN_TOKEN (admin)" in said or path == access, said
+
+
+class _HeldStore:
+    """A real store whose candidate queries, but for `passes`, wait until `release` is set
+    (each entry put on `entered`): a stored CPU bomb, held as long as the test needs."""
+
+    def __init__(self, store, passes: str, release: threading.Event, entered) -> None:  # noqa: ANN001
+        self._store, self._passes, self._release, self._entered = store, passes, release, entered
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._store, name)
+
+    def execute_candidate(self, query: str, **kwargs):  # noqa: ANN003, ANN201
+        if query != self._passes:
+            self._entered.put("a held query started")
+            self._release.wait(120)
+        return self._store.execute_candidate(query, **kwargs)
+
+
+def test_the_sample_view_counts_against_the_callers_heavy_share(served):
+    """The sample view runs a stored candidate again: on main it ran outside the heavy-request
+    share, so a reviewer opening stored CPU-bomb samples held the KG's sandbox workers while an
+    honest auditor's /judge waited. Now a reviewer with one sample view in flight gets 429 for
+    a second one (and for a report), and another caller's /judge is answered meanwhile."""
+    import queue
+
+    from fastapi.testclient import TestClient
+
+    from kgeval.config import KgevalConfig, ServiceConfig
+
+    honest = {"question_id": "mini-02", "sparql": "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"}
+    release, entered, answers = threading.Event(), queue.Queue(), queue.Queue()
+    config = KgevalConfig(service=ServiceConfig(heavy_workers=2, heavy_per_caller=1))
+    with TestClient(_service_app(served, config)) as client:
+        state = client.app.state.kgeval
+        opened = state.store
+        state.store = lambda kg: _HeldStore(opened(kg), honest["sparql"], release, entered)
+
+        def open_sample(question_id: str) -> None:
+            answers.put(client.get(f"/runs/{served.run_id}/samples/{question_id}", headers=auth("hana")).status_code)
+
+        try:
+            threading.Thread(target=open_sample, args=("mini-02",), daemon=True).start()
+            assert entered.get(timeout=60) == "a held query started"
+            threading.Thread(target=open_sample, args=("mini-03",), daemon=True).start()
+            second = _first_of(answers, entered)
+            report = client.get(f"/runs/{served.run_id}/report", headers=auth("hana"))
+            judged = client.post("/judge", json=honest, headers=auth("ann"))
+        finally:
+            release.set()
+        assert second == 429, "a second sample view of the same caller ran its stored query (outside the heavy share)"
+        assert report.status_code == 429 and "service.heavy_per_caller" in report.json()["detail"]
+        assert judged.status_code == 200, judged.text
+        assert answers.get(timeout=60) == 200  # the held view is answered once released
+        assert client.get(f"/runs/{served.run_id}/samples/mini-03", headers=auth("hana")).status_code == 200
+
+
+def _first_of(answers, entered):  # noqa: ANN001, ANN202
+    """The next status on `answers`, or the entry a held query put on `entered` first (60 s:
+    a stall, one of them comes at once)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for source in (answers, entered):
+            try:
+                return source.get(timeout=0.05)
+            except Exception:  # noqa: BLE001 - queue.Empty: look at the other one
+                continue
+    raise AssertionError("neither an answer nor a held query in 60 s")
+
+
+SLOW_CLIENTS = 300
+"""Slow unauthenticated connections of the attack, against a server with 256 open files."""
+
+
+def test_slow_connections_are_closed_and_health_answers_meanwhile(served, tmp_path):
+    """300 unauthenticated connections that send nothing, or half a request's headers, and then
+    wait: on main uvicorn held each for ever, and under a 256 file-descriptor limit /health (and
+    every route) timed out. Now the server closes each at its idle or header timeout (here 1 s,
+    to keep the test short: what it proves does not turn on the time), /health answers while
+    the clients still hold their sockets, and each slow one sees its connection closed (after a
+    408 for a started request). 60 s is a stall's bound, not a margin."""
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("service:\n  idle_timeout_s: 1\n  header_timeout_s: 1\n", encoding="utf-8")
+    with running_server(served, tmp_path, "--config", str(config), fd_limit=256) as base:
+        url = urlsplit(base)
+        slow = []
+        try:
+            for i in range(SLOW_CLIENTS):
+                sock = socket.create_connection((url.hostname, url.port), timeout=60)
+                slow.append(sock)
+                if i % 2:  # half a request: its headers never end
+                    sock.sendall(f"GET /runs HTTP/1.1\r\nHost: {url.netloc}\r\nX-Slow: ".encode())
+            assert _health_answers(base), "/health did not answer in 60 s while slow connections were held"
+            said = [_until_closed(sock) for sock in slow]
+        finally:
+            for sock in slow:
+                sock.close()
+        assert len(said) == SLOW_CLIENTS and all(closed for closed, _ in said), "a slow connection was not closed by the server"
+        started = [answer for i, (_, answer) in enumerate(said) if i % 2]
+        assert all(a.startswith(b"HTTP/1.1 408") and b"service.header_timeout_s" in a for a in started), started[:3]
+        assert httpx.get(f"{base}/health", timeout=60).status_code == 200
+    logged = (tmp_path / "serve.log").read_text(encoding="utf-8")
+    assert "closed (the request's headers took longer than 1 s (service.header_timeout_s)" in logged
+    assert "warning: open-file limit 256 is below service.max_connections (200)" in " ".join(logged.split())
+
+
+def _health_answers(base: str) -> bool:
+    """Whether /health answers 200 within 60 s (a stall's bound): while the connections are
+    over `service.max_connections` it answers 503 at once, and is asked again."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/health", timeout=max(deadline - time.monotonic(), 0.1)).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def _until_closed(sock: socket.socket) -> tuple[bool, bytes]:
+    """(whether the server closed the connection, what it sent first), reading until it does;
+    a read that waits 60 s is a stall: the server kept it open."""
+    received = b""
+    try:
+        for _ in range(1000):  # bounded: a 408 is a few hundred bytes
+            chunk = sock.recv(4096)
+            if not chunk:
+                return True, received
+            received += chunk
+    except ConnectionResetError:
+        return True, received
+    except TimeoutError:
+        return False, received
+    return False, received
+
+
+def test_a_body_sent_too_slowly_gets_408_and_the_connection_is_closed(served, tmp_path):
+    """An authenticated request whose body stops half-way held its connection (and a route
+    waiting for the body) for ever on main; now it gets 408 naming `service.body_timeout_s`
+    and the connection is closed, while a whole request on another connection is answered."""
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("service:\n  body_timeout_s: 1\n", encoding="utf-8")
+    with running_server(served, tmp_path, "--config", str(config)) as base:
+        url = urlsplit(base)
+        with socket.create_connection((url.hostname, url.port), timeout=60) as sock:
+            head = f"POST /contamination/check HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: Bearer {TOKENS['bob']['token']}\r\n"
+            sock.sendall((head + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + '{"texts": ["which').encode())
+            whole = httpx.post(f"{base}/contamination/check", json={"texts": ["which employees"]}, headers=auth("bob"), timeout=60)
+            closed, answer = _until_closed(sock)
+        assert whole.status_code == 200
+        assert closed and answer.startswith(b"HTTP/1.1 408") and b"service.body_timeout_s" in answer, answer

@@ -180,3 +180,47 @@ def test_a_model_text_over_the_output_budget_is_judged_wrong(mini):
     attempt, verdicts = judge_output(question, 0, output, store, judges_from_config(config.judges), gold[question.id].result, config)
     assert attempt.extra["output_cut"]["part"] == "text" and attempt.extra["output_cut"]["bytes"] > 1000
     assert verdicts and all(not v.correct and v.path == "over_budget" for v in verdicts), verdicts
+
+
+DEADLINE_S = 2.0
+"""`timeout_s` of the deadline tests, as in the attack (a trickled reply took 46.5 s per try)."""
+SLOW = {
+    "trickled body": Reply(body={"sparql": REFERENCE}, trickle="body", trickle_pad=100_000),
+    "trickled headers": Reply(body={"sparql": REFERENCE}, trickle="headers", trickle_pad=10_000),
+    "endless body": Reply(trickle="endless", trickle_gap_s=0.01),
+}
+
+
+@pytest.mark.parametrize("case", list(SLOW))
+def test_timeout_s_is_a_deadline_for_the_whole_call(mini, case):
+    """A reply that keeps coming, a byte at a time (each read well within any read timeout) or
+    without end, ends as the endpoint's timeout at `timeout_s`: on main a trickled reply ran
+    until the server stopped (here 120 s; 46.5 s per try in the attack), an endless one too.
+    The bound asserted is 15 times the deadline: a stall's, not a margin."""
+    import time
+
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    once = KgevalConfig(run=RunConfig(seeds=1, retry_backoff_s=0.0, max_tries=1))
+    with LoopbackServer(lambda path, body, n: SLOW[case]) as server:
+        system = HttpSystem(HttpSystemConfig(url=server.url + "/answer", timeout_s=DEADLINE_S))
+        started = time.monotonic()
+        attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(once.judges), gold[question.id].result, once)
+        took = time.monotonic() - started
+        system.close()
+    assert (attempt.state, attempt.error_kind, verdicts) == ("error", "timeout", []), attempt.error
+    assert "systems.http.timeout_s" in attempt.error and took < 15 * DEADLINE_S, (took, attempt.error)
+
+
+def test_a_reply_in_many_pieces_within_the_deadline_is_read_whole(mini):
+    """The deadline ends only a call past it: a reply sent a byte at a time that ends in time is
+    read and judged, as any reply is (the connection is used again after it, too)."""
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    pieces = Reply(body={"sparql": REFERENCE}, trickle="body", trickle_gap_s=0.0, trickle_pad=200)
+    with LoopbackServer(lambda path, body, n: pieces if n == 1 else Reply(body={"sparql": REFERENCE})) as server:
+        system = HttpSystem(HttpSystemConfig(url=server.url + "/answer", timeout_s=ANSWER_WITHIN_S))
+        for _ in range(2):
+            attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(FAST_RETRY.judges), gold[question.id].result, FAST_RETRY)
+            assert attempt.state == "answered" and verdicts[0].correct, attempt.error
+        system.close()

@@ -182,3 +182,54 @@ def test_configuration_errors_are_clear(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(InputError, match="OPENAI_API_KEY.*api_key_env: null"):
         OpenAISystem(OpenAISystemConfig(model="m"))
+
+
+DEADLINE_S = 2.0
+TRICKLES = {
+    "trickled body": Reply(body={"x": 1}, trickle="body", trickle_pad=100_000),
+    "trickled headers": Reply(body={"x": 1}, trickle="headers", trickle_pad=10_000),
+    "endless body": Reply(trickle="endless", trickle_gap_s=0.01),
+}
+
+
+@pytest.mark.parametrize("case", list(TRICKLES))
+@pytest.mark.parametrize("name", ["openai", "gemini"])
+def test_timeout_s_is_a_deadline_for_the_whole_call_of_the_sdk_systems(mini, monkeypatch, name, case):
+    """The SDKs read through httpx, whose timeout bounds each read: a reply trickled a byte at
+    a time, or an endless body, held a call with `timeout_s: 2` past 25 s. With the deadline
+    transport the attempt ends as the endpoint's timeout; 15 times the deadline is a stall's
+    bound, not a margin (on main each ran until the server stopped, 120 s)."""
+    monkeypatch.setenv("GEMINI_API_KEY", "test")
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    once = KgevalConfig(run=RunConfig(seeds=1, retry_backoff_s=0.0, max_tries=1))
+    with LoopbackServer(lambda path, body, n: TRICKLES[case]) as server:
+        if name == "openai":
+            system = OpenAISystem(OpenAISystemConfig(model="m", base_url=f"{server.url}/v1", api_key_env=None, timeout_s=DEADLINE_S))
+        else:
+            system = GeminiSystem(GeminiSystemConfig(base_url=server.url, timeout_s=DEADLINE_S))
+        system.prepare("mini", store)
+        started = time.monotonic()
+        attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(once.judges), gold[question.id].result, once)
+        took = time.monotonic() - started
+    assert (attempt.state, attempt.error_kind, verdicts) == ("error", "timeout", []), attempt.error
+    assert took < 15 * DEADLINE_S, took
+
+
+@pytest.mark.parametrize("name", ["openai", "gemini"])
+def test_a_reply_in_many_pieces_within_the_deadline_is_read_by_the_sdk_systems(mini, monkeypatch, name):
+    monkeypatch.setenv("GEMINI_API_KEY", "test")
+    from tests.servers import generate_content
+
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    body = chat_completion(f"```sparql\n{question.reference_query}\n```") if name == "openai" else generate_content(f"```sparql\n{question.reference_query}\n```")
+    with LoopbackServer(lambda path, _, n: Reply(body=body, trickle="body", trickle_gap_s=0.0, trickle_pad=200)) as server:
+        if name == "openai":
+            system = OpenAISystem(OpenAISystemConfig(model="m", base_url=f"{server.url}/v1", api_key_env=None, timeout_s=60))
+        else:
+            system = GeminiSystem(GeminiSystemConfig(base_url=server.url, timeout_s=60))
+        system.prepare("mini", store)
+        for _ in range(2):
+            attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(CFG.judges), gold[question.id].result, CFG)
+            assert attempt.state == "answered" and verdicts[0].correct, attempt.error
