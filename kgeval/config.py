@@ -404,6 +404,22 @@ class ExecutionJudgeConfig(_Strict):
     vacuous: bool = True
     """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or class
     the KG lacks."""
+    label_columns: bool = True
+    """An extra answer column beside the gold's columns is accepted when every value in it is a
+    KG label (`labels.predicates`, `labels.kg_predicates`, a KG predicate named `name`/`label`,
+    an IRI's tail) of the IRI in the same row of an aligned answer column: the `?xLabel` a KGQA
+    answer adds beside `?x`. On: the same entities, named; nothing guessed (the KG says each
+    value is that entity's name). Without a KG lookup at hand it never applies."""
+    extra_columns: bool = False
+    """Any other extra answer column is ignored (the answer is compared on its columns aligned
+    with the gold's). Off: an extra column states values the gold does not (a grouped count's
+    key, a template beside its type code), and which column answers is a guess."""
+    duplicates: bool = True
+    """Rows compared as sets: an answer's repeated rows, or repeats the gold has and the answer
+    lacks, are accepted (the field's comparator compares bags). On: repeated rows state no entity
+    or value the gold lacks and omit none; how often an engine finds a row is a trait of the
+    query's joins (a second label, a missing DISTINCT), and QALD and TEXT2SPARQL compare answer
+    sets. A number of things asked for is a COUNT, compared as a value."""
     approximate_numbers: bool = True
     """A single value that is an approximate number (xsd:float, xsd:double, a decimal with more
     digits than the other side writes) compares at the precision it has (`_same_number`): the

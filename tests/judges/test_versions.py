@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "13", ("_seed.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py"), "594459aece6355aa23612714b4012b3415f458053c71d4ce7a054e34c45e988d"),
-    "execution": (EXECUTION_LOGIC, "12", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "1fd6d35ecdb371ed7542e7ffab2b6390910fdb114a0409b458619f0fee2abdee"),
+    "execution": (EXECUTION_LOGIC, "13", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "77d6d6983486be0b5abb1f71c8cbb4cc1e2674aab737c314551d9c79e4d4840f"),
 }
 
 
