@@ -138,7 +138,8 @@ the readings it applied (`details["readings"]`); a split listing's accept names 
 are all unbound (`SELECT (MIN(?x) AS ?m)` over no solutions) says nothing, as a count of 0 does:
 vacuous when vocabulary the KG lacks makes it (`_rules.is_uninformative`). 13 (issue 40): the
 field's comparator, named: an answer with a column the gold lacks is wrong (path `extra_columns`)
-unless the column holds the KG's labels of an aligned entity column (`label_columns`, on) or
+unless the column holds the KG's labels or descriptions of an aligned entity column, or the
+entities an aligned column of names names (`label_columns`, on), or
 `extra_columns` is on (off by default); rows compare as multisets unless `duplicates` (on) reads
 them as sets, a difference in repeats alone being path `duplicates` when it is off; the accept
 names the comparator rules it needed (`details["comparator_rules"]`), so the standard figure is
@@ -405,6 +406,16 @@ def _repeats(gold_rows: tuple[RowKeys, ...], answer_rows: list[RowKeys]) -> str:
     fewer = sum(1 for row, n in gold.items() if n > answer[row])
     parts = [f"{more} row(s) repeated more often than in the gold"] * bool(more) + [f"{fewer} row(s) repeated less often"] * bool(fewer)
     return f"{len(answer_rows)} answer rows, {len(gold_rows)} gold rows: " + ", ".join(parts)
+
+
+def _names_of(pairs: list[tuple[Term | None, Term | None]], lookup: KgLookup) -> bool:
+    """Whether in every (entity, text) pair the entity is an IRI and the text a literal that the
+    KG gives as one of its names or descriptions (descriptions asked only when a text is no name)."""
+    if any(entity is None or entity.type != "uri" or text is None or text.type != "literal" for entity, text in pairs):
+        return False
+    unnamed = [(entity.value, fold(text.value)) for entity, text in pairs if fold(text.value) not in lookup.names(entity.value)]  # type: ignore[union-attr]
+    described = lookup.descriptions(iri for iri, _ in unnamed) if unnamed else {}
+    return all(text in described[iri] for iri, text in unnamed)
 
 
 def _partners(vars_: tuple[str, ...], k: int) -> list[int]:
@@ -779,16 +790,18 @@ class _Comparison:
         return labels, others
 
     def _label_column(self, k: int, mapped: set[int]) -> bool:
-        """Whether every bound value of answer column `k` is a literal the KG gives as a name of
-        the IRI in the same row of one aligned answer column (`KgLookup.names`: labels, tail)."""
+        """Whether answer column `k` and one aligned answer column are an entity column and its
+        names, row by row: every bound value of `k` a literal the KG gives as a name
+        (`KgLookup.names`: labels, tail) or a description (`KgLookup.descriptions`) of the IRI in
+        the same row of the aligned column (`?x ?xLabel` for a gold of `?x`), or every bound
+        value of `k` an IRI bearing the aligned column's value so (`?x ?xLabel` for a gold of names)."""
         answer, lookup = self.answer, self.lookup
         if answer is None or lookup is None or answer.form != "select" or not answer.rows:
             return False
         for m in sorted(mapped):
-            if all(
-                row[k] is None or (row[k].type == "literal" and row[m] is not None and row[m].type == "uri" and fold(row[k].value) in lookup.names(row[m].value))
-                for row in answer.rows
-            ):
+            names = [(row[m], row[k]) for row in answer.rows if row[k] is not None]
+            entities = [(row[k], row[m]) for row in answer.rows if row[k] is not None]
+            if _names_of(names, lookup) or _names_of(entities, lookup):
                 return True
         return False
 

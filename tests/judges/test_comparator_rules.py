@@ -17,11 +17,13 @@ CODES = ("AA", "BB", "CC", "DD", "EE")
 TTL = (
     "@prefix ex: <http://example.org/> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
     + "".join(f'ex:t{i} a ex:Template ; rdfs:label "Template {i}"@en ; ex:typeCode "{CODES[i % 5]}" .\n' for i in range(20))
-    + 'ex:c1 a ex:City ; rdfs:label "Tromsø"@en, "Tromso"@de .\nex:c2 a ex:City ; rdfs:label "Oslo"@en .\n'
+    + 'ex:c1 a ex:City ; rdfs:label "Tromsø"@en, "Tromso"@de ; <http://schema.org/description> "city in northern Norway"@en .\n'
+    + 'ex:c2 a ex:City ; rdfs:label "Oslo"@en ; <http://schema.org/description> "capital of Norway"@en ; ex:motto "Unanimiter et constanter" .\n'
 )
 DISTINCT_CODES = PREFIXES + "SELECT DISTINCT ?code WHERE { ?t a ex:Template ; ex:typeCode ?code }"
 TEMPLATE_COUNT = PREFIXES + "SELECT (COUNT(?t) AS ?n) WHERE { ?t a ex:Template }"
 CITIES = PREFIXES + "SELECT ?c WHERE { ?c a ex:City }"
+CITY_NAMES = PREFIXES + "SELECT ?n WHERE { ?c a ex:City ; rdfs:label ?n FILTER(LANG(?n) = 'en') }"
 DEFAULT = ExecutionJudge(ExecutionJudgeConfig())
 
 
@@ -102,3 +104,23 @@ def test_headline_never_exceeds_lenient_on_every_answer_here(kg):
             assert not verdict.correct or figures["lenient"], (reference, answer)
             seen.add((verdict.correct, figures["standard"], figures["lenient"]))
     assert {(True, True, True), (True, False, True), (False, False, True), (False, False, False)} <= seen
+
+
+def test_a_description_column_is_a_label_column_and_a_motto_is_not(kg):
+    """Wikidata's `?xDescription` beside `?x`: the KG's schema:description of each entity."""
+    described = PREFIXES + "SELECT ?c ?d WHERE { ?c a ex:City ; <http://schema.org/description> ?d }"
+    verdict = _judge(kg, CITIES, described)
+    assert verdict.correct and verdict.details["comparator_rules"] == ["label_columns"], verdict.reason
+    other = PREFIXES + "SELECT ?c ?d WHERE { ?c a ex:City OPTIONAL { ?c ex:motto ?d } }"  # a value of the entity, not its name
+    assert _judge(kg, CITIES, other).path == "extra_columns"
+    swapped = PREFIXES + "SELECT ?c ?d WHERE { ?c a ex:City . ?x <http://schema.org/description> ?d FILTER(?x != ?c) }"
+    assert _judge(kg, CITIES, swapped).path == "extra_columns"  # the other city's description beside each
+
+
+def test_the_entities_beside_the_names_asked_for_are_a_label_column(kg):
+    """A gold of names, an answer of `?c ?cLabel`: the extra column holds the entities the names name."""
+    answer = PREFIXES + "SELECT ?c ?n WHERE { ?c a ex:City ; rdfs:label ?n FILTER(LANG(?n) = 'en') }"
+    verdict = _judge(kg, CITY_NAMES, answer)
+    assert verdict.correct and verdict.details["comparator_rules"] == ["label_columns"], verdict.reason
+    wrong = PREFIXES + "SELECT ?t ?n WHERE { ?c a ex:City ; rdfs:label ?n FILTER(LANG(?n) = 'en') BIND(ex:t1 AS ?t) }"
+    assert not _judge(kg, CITY_NAMES, wrong).correct  # an entity that does not bear the name
