@@ -345,6 +345,16 @@ LABEL_PREDICATES: tuple[str, ...] = (
     "http://xmlns.com/foaf/0.1/name",
 )
 """Predicates whose literal names an entity, for the label rules of the execution judge."""
+DESCRIPTION_PREDICATES: tuple[str, ...] = (
+    "http://schema.org/description",
+    "https://schema.org/description",
+    "http://www.w3.org/2000/01/rdf-schema#comment",
+    "http://www.w3.org/2004/02/skos/core#definition",
+    "http://purl.org/dc/terms/description",
+    "http://purl.org/dc/elements/1.1/description",
+)
+"""Predicates whose literal describes an entity (Wikidata's `?xDescription` is schema:description),
+for the `label_columns` rule of the execution judge."""
 
 
 class LabelRulesConfig(_Strict):
@@ -376,6 +386,10 @@ class LabelRulesConfig(_Strict):
     """An IRI's last path segment (percent-decoded) counts as one of its names."""
     max_labels: int = Field(500_000, ge=1)
     """Labels read per KG at most; beyond it ambiguity may be undercounted (and the verdict says so)."""
+    description_predicates: tuple[str, ...] = DESCRIPTION_PREDICATES
+    """Predicates whose literal describes an entity: an extra answer column of an entity's
+    descriptions is a label column too (`label_columns`). Asked of the store for the answer's
+    entities only, when a column holds values that are not their names."""
 
     def predicates_for(self, kg: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*self.predicates, *self.kg_predicates.get(kg, ()))))
@@ -404,6 +418,24 @@ class ExecutionJudgeConfig(_Strict):
     vacuous: bool = True
     """Reject (path `vacuous`) an empty / false / zero result that comes from a predicate or class
     the KG lacks."""
+    label_columns: bool = True
+    """An extra answer column beside the gold's columns is accepted when every value in it is a
+    KG label (`labels.predicates`, `labels.kg_predicates`, a KG predicate named `name`/`label`,
+    an IRI's tail) or description (`labels.description_predicates`) of the IRI in the same row of
+    an aligned answer column: the `?xLabel` / `?xDescription` a KGQA answer adds beside `?x`; or
+    an extra column of the entities an aligned column of names names, row by row. On: the same
+    entities, named; nothing guessed (the KG says each value is that entity's name). Without a
+    KG lookup at hand it never applies."""
+    extra_columns: bool = False
+    """Any other extra answer column is ignored (the answer is compared on its columns aligned
+    with the gold's). Off: an extra column states values the gold does not (a grouped count's
+    key, a template beside its type code), and which column answers is a guess."""
+    duplicates: bool = True
+    """Rows compared as sets: an answer's repeated rows, or repeats the gold has and the answer
+    lacks, are accepted (the field's comparator compares bags). On: repeated rows state no entity
+    or value the gold lacks and omit none; how often an engine finds a row is a trait of the
+    query's joins (a second label, a missing DISTINCT), and QALD and TEXT2SPARQL compare answer
+    sets. A number of things asked for is a COUNT, compared as a value."""
     approximate_numbers: bool = True
     """A single value that is an approximate number (xsd:float, xsd:double, a decimal with more
     digits than the other side writes) compares at the precision it has (`_same_number`): the

@@ -3,14 +3,23 @@
 The run loop executes the candidate's SPARQL read-only on the same store, with the same row
 cap and timeout as the gold, and hands the typed result over as `Candidate.result`. This judge:
 
+- compares as the field does (Spider's execution evaluation, `result_eq` of Zhong et al.'s test
+  suite): the same number of columns in any order, rows as multisets, in order only where the
+  question is order-sensitive. What it accepts beyond that is a named rule (`_leniency`
+  `COMPARATOR_RULES`, DESIGN invariant 13): `label_columns`, `extra_columns`, `duplicates`;
 - aligns columns: the answer may name and order its columns differently. Every injective
-  mapping of gold columns to answer columns is scored by value overlap (ties: same name, then
-  same position) and the best one kept. Extra answer columns (a label beside the IRI) are
-  ignored; a gold column with no overlapping answer column is missing, and the answer is wrong
-  (a label *instead of* the IRI: labels and IRIs never compare equal under the default rules);
-- compares the projected rows as sets (duplicates collapse): precision = answer rows in the
-  gold / answer rows, recall = gold rows in the answer / gold rows, and F1. Correct only when
-  precision >= min_precision and recall >= min_recall (default 1.0 and 1.0: equal sets);
+  mapping of gold columns to answer columns is scored by value overlap (ties: how many gold rows
+  it matches, same name, then same position) and the best one kept. A gold column with no
+  overlapping answer column is missing, and the answer is wrong (a label *instead of* the IRI:
+  labels and IRIs never compare equal under the default rules). An answer column no gold column
+  is aligned with is extra: the answer is wrong (path `extra_columns`) unless the column holds
+  the KG's labels of an aligned entity column (`label_columns`, on: `?xLabel` beside `?x`) or
+  `extra_columns` is on (off: a grouped count's key beside the count states what was not asked);
+- compares the projected rows as sets: precision = answer rows in the gold / answer rows, recall
+  = gold rows in the answer / gold rows, and F1. Correct only when precision >= min_precision
+  and recall >= min_recall (default 1.0 and 1.0: equal sets), and, when the sets are equal, the
+  rows are the same multiset or `duplicates` is on (on: a row repeated, or a repeat missing,
+  states no other value; off, path `duplicates`);
 - checks order only when the question is order-sensitive: the answer must follow the gold's
   order, where rows that tie on the reference query's ORDER BY variables may come in any order
   (when those keys are not plain projected variables, every row is its own tie group);
@@ -52,18 +61,21 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cached_property, lru_cache
-from itertools import permutations
+from itertools import islice, permutations
 
 from kgeval._files import sha256_json
 from kgeval.config import ExecutionJudgeConfig
 from kgeval.errors import QueryError
 from kgeval.holdout import Question
 from kgeval.judges._cache import GoldCache
-from kgeval.judges._execution_rules import gold_iris, try_rules
+from kgeval.judges._execution_rules import DERIVED_SUFFIXES, gold_iris, try_rules
 from kgeval.judges._leniency import READINGS, RESULT_RULES, leniency, rules_on, variant_config
+from kgeval.judges._lookup import KgLookup, fold
 from kgeval.judges._model import Candidate, Verdict, new_verdict
 from kgeval.judges._normalize import Normalizer, item_iri, item_term
 from kgeval.judges._reading import read_items
@@ -72,7 +84,7 @@ from kgeval.stores import QueryResult, Term, order_variables
 from kgeval.stores._lexer import string_value
 from kgeval.stores._query import terminals
 
-LOGIC_VERSION = "12"
+LOGIC_VERSION = "13"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -124,7 +136,15 @@ records, in `details["leniency"]`, whether the field's standard comparison and t
 comparison accept the answer, and which rules alone decide it; an answer list's verdict names
 the readings it applied (`details["readings"]`); a split listing's accept names its rule; one row whose values
 are all unbound (`SELECT (MIN(?x) AS ?m)` over no solutions) says nothing, as a count of 0 does:
-vacuous when vocabulary the KG lacks makes it (`_rules.is_uninformative`)."""
+vacuous when vocabulary the KG lacks makes it (`_rules.is_uninformative`). 13 (issue 40): the
+field's comparator, named: an answer with a column the gold lacks is wrong (path `extra_columns`)
+unless the column holds the KG's labels or descriptions of an aligned entity column, or the
+entities an aligned column of names names (`label_columns`, on), or
+`extra_columns` is on (off by default); rows compare as multisets unless `duplicates` (on) reads
+them as sets, a difference in repeats alone being path `duplicates` when it is off; the accept
+names the comparator rules it needed (`details["comparator_rules"]`), so the standard figure is
+Spider's comparator (same number of columns in any order, bags, order where asked); columns
+sharing the same values are aligned by how their rows pair them (a relation and its inverse)."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -326,10 +346,33 @@ def align_columns(gold: Table, answer: Table, max_mappings: int) -> Alignment:
 
     if _mapping_count(width, g) <= max_mappings:
         best = max(permutations(range(width), g), key=score, default=())
+        top = score(best)[0] if best else 0
+        best = _best_by_rows(gold, answer, best, (m for m in permutations(range(width), g) if score(m)[0] == top), score)
     else:
         best = _greedy(overlap, g, width)
     mapping = tuple(k if k < a else -1 for k in best)
     return Alignment(mapping, tuple(overlap[j][k] if k >= 0 else 0 for j, k in enumerate(mapping)))
+
+
+_TIED_MAPPINGS = 720
+"""Mappings sharing the most values that are compared row by row at most (`_best_by_rows`)."""
+
+
+def _best_by_rows(gold: Table, answer: Table, best: tuple[int, ...], tied: Iterator[tuple[int, ...]], score: Callable) -> tuple[int, ...]:
+    """`best`, unless it leaves gold rows unmatched and another mapping sharing as many values
+    column by column (`tied`) matches more gold rows (then names, then places): columns with the
+    same values (a relation and its inverse) are told apart by how their rows pair them, as
+    Spider's comparator tries every permutation of columns."""
+    if not gold.rows or len(best) < 2:
+        return best
+
+    def rows_matched(mapping: tuple[int, ...]) -> int:
+        kept = tuple(k if k < len(answer.vars) else -1 for k in mapping)
+        return len(gold.row_set & set(project(answer, kept)))
+
+    if rows_matched(best) == len(gold.row_set):
+        return best
+    return max([best, *islice(tied, _TIED_MAPPINGS)], key=lambda m: (rows_matched(m), *score(m)[1:]))
 
 
 def _mapping_count(width: int, g: int) -> int:
@@ -348,6 +391,41 @@ def _greedy(overlap: list[list[int]], g: int, width: int) -> tuple[int, ...]:
             chosen[j] = k
             used.add(k)
     return tuple(chosen[j] for j in range(g))
+
+
+def _repeats(gold_rows: tuple[RowKeys, ...], answer_rows: list[RowKeys]) -> str:
+    """How two results with the same distinct rows differ as multisets, in words; empty when
+    they do not, or when their distinct rows differ (a precision or recall threshold below 1
+    accepted them as sets: repeats are not compared then)."""
+    if len(gold_rows) == len(answer_rows) and len(set(answer_rows)) == len(answer_rows) == len(set(gold_rows)):
+        return ""
+    gold, answer = Counter(gold_rows), Counter(answer_rows)
+    if gold == answer or gold.keys() != answer.keys():
+        return ""
+    more = sum(1 for row, n in answer.items() if n > gold[row])
+    fewer = sum(1 for row, n in gold.items() if n > answer[row])
+    parts = [f"{more} row(s) repeated more often than in the gold"] * bool(more) + [f"{fewer} row(s) repeated less often"] * bool(fewer)
+    return f"{len(answer_rows)} answer rows, {len(gold_rows)} gold rows: " + ", ".join(parts)
+
+
+def _names_of(pairs: list[tuple[Term | None, Term | None]], lookup: KgLookup) -> bool:
+    """Whether in every (entity, text) pair the entity is an IRI and the text a literal that the
+    KG gives as one of its names or descriptions (descriptions asked only when a text is no name)."""
+    if any(entity is None or entity.type != "uri" or text is None or text.type != "literal" for entity, text in pairs):
+        return False
+    unnamed = [(entity.value, fold(text.value)) for entity, text in pairs if fold(text.value) not in lookup.names(entity.value)]  # type: ignore[union-attr]
+    described = lookup.descriptions(iri for iri, _ in unnamed) if unnamed else {}
+    return all(text in described[iri] for iri, text in unnamed)
+
+
+def _partners(vars_: tuple[str, ...], k: int) -> list[int]:
+    """The columns paired with column `k` by the label rules: the column derived from it beside it
+    (`?x__name`, `?x__entity`: `with_named_columns`) or the column it was derived from."""
+    var = vars_[k]
+    base, _, suffix = var.rpartition("__")
+    if base and f"__{suffix}" in DERIVED_SUFFIXES and base in vars_:
+        return [vars_.index(base)]
+    return [i for i, v in enumerate(vars_) if v in {var + s for s in DERIVED_SUFFIXES}]
 
 
 def project(answer: Table, mapping: tuple[int, ...]) -> list[RowKeys]:
@@ -451,9 +529,14 @@ class ExecutionJudge:
 
     def _applicable(self, gold: QueryResult, candidate: Candidate, verdict: Verdict) -> tuple[str, ...]:
         """The rules that may change the verdict on this answer: the result rules (label-for-entity
-        only where the KG's labels are at hand, the gold holds an IRI and the answer a literal),
+        only where the KG's labels are at hand, the gold holds an IRI and the answer a literal; the
+        column rules only where the answer has more columns than the gold),
         and the answer-list readings that found something switched off (`_reading.Used`)."""
-        rules = [r for r in RESULT_RULES if r != "label_for_entity" or _may_name_entities(gold, candidate)]
+        wider = candidate.result is not None and candidate.result.form == "select" and gold.form == "select" and len(candidate.result.vars) > len(gold.vars)
+        rules = [
+            r for r in RESULT_RULES
+            if (r != "label_for_entity" or _may_name_entities(gold, candidate)) and (r not in ("label_columns", "extra_columns") or wider)
+        ]  # fmt: skip
         return (*rules, *verdict.details.get("readings_off", ()))
 
     def _variant(self, name: str) -> ExecutionJudge:
@@ -537,7 +620,7 @@ class ExecutionJudge:
             gold_table, compared = self._untyped_golds.get(gold), "answer list"
         else:
             return self._verdict(False, "no_answer", gold, reason="the system gave no answer and no SPARQL", details=dict(_NO_FIGURES))
-        verdict = _Comparison(self, question, gold, gold_table, answer, compared, _approximate(candidate.result)).verdict()
+        verdict = _Comparison(self, question, gold, gold_table, answer, compared, _approximate(candidate.result), candidate.result, candidate.lookup).verdict()
         if candidate.result is None and readings:
             verdict = _with_readings(verdict, readings)
         if clashes:
@@ -556,7 +639,7 @@ class ExecutionJudge:
 
         def recompare(gold_result: QueryResult, answer: QueryResult) -> Verdict:
             table = golds.get(gold) if gold_result is gold else table_of_result(gold_result, normalizer)
-            return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared).verdict()
+            return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared, answer=answer, lookup=candidate.lookup).verdict()
 
         ruled = try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare, listed=candidate.result is None)
         kept = {k: verdict.details[k] for k in ("readings", "readings_off") if k in verdict.details}
@@ -585,18 +668,22 @@ class _Comparison:
     """One answer against one gold; `verdict()` decides and explains."""
 
     def __init__(
-        self, judge: ExecutionJudge, question: Question, gold: QueryResult, gold_table: Table, answer: Table, compared: str,
-        answer_datatypes: frozenset[str] = frozenset(),
+        self, judge: ExecutionJudge, question: Question, gold: QueryResult, gold_table: Table, answer_table: Table, compared: str,
+        answer_datatypes: frozenset[str] = frozenset(), answer: QueryResult | None = None, lookup: KgLookup | None = None,
     ) -> None:
         self.judge, self.config = judge, judge.config
-        self.question, self.gold, self.g, self.a = question, gold, gold_table, answer
+        self.question, self.gold, self.g, self.a = question, gold, gold_table, answer_table
         self.answer_datatypes = answer_datatypes
         """Approximate datatypes (xsd:float, xsd:double) of the answer's cells, when it was executed."""
+        self.answer, self.lookup = answer, lookup
+        """The answer's typed result (None: an answer list) and the KG's labels: `label_columns` reads them."""
         self.details: dict = {"compared": compared}
+        self.mapping: tuple[int, ...] = ()
 
     def verdict(self) -> Verdict:
         g, a = self.g, self.a
         alignment = align_columns(g, a, self.config.max_column_mappings)
+        self.mapping = alignment.mapping
         rows = project(a, alignment.mapping)
         gold_set, answer_set = g.row_set, set(rows)
         matched = len(gold_set & answer_set)
@@ -634,10 +721,15 @@ class _Comparison:
             f"(precision {precision:.3f} needs >= {cfg.min_precision}, recall {recall:.3f} needs >= {cfg.min_recall})"
         )
         correct = precision >= cfg.min_precision and recall >= cfg.min_recall
-        if missing_cols:
+        if missing_cols and (rows or self.g.rows):  # two empty results are equal whatever their columns (Spider's `result_eq`)
             path, correct = "missing_column", False
             figures = f"the answer has no column for gold column(s) {', '.join('?' + c for c in missing_cols)}; " + figures
-        elif correct and self._order_matters():
+        elif correct:
+            rejected_by, note = self._beyond_standard(rows)
+            figures += note
+            if rejected_by is not None:
+                path, correct = rejected_by, False
+        if correct and self._order_matters():
             problem = self._order_problem(rows)
             self.details["order_checked"] = True
             if problem is not None:
@@ -651,6 +743,67 @@ class _Comparison:
         subset = self.details.get("strict_subset")
         reason = f"{self._describe(path)}: {figures}" + (f"; strict_subset: {subset}" if subset else "")
         return self.judge._verdict(correct, path, self.gold, reason=reason, details=self.details, **counts)
+
+    def _beyond_standard(self, rows: list[RowKeys]) -> tuple[str | None, str]:
+        """Where an answer whose rows pass as sets differs from the gold under the field's
+        comparator (extra columns, rows as bags): the rule that rejects it (its path: the
+        comparator rule switched off), or None, and the words the reason adds. The rules that
+        let it pass are named in `details["comparator_rules"]`."""
+        cfg, used, notes = self.config, [], []
+        if not rows and not self.g.rows:
+            return None, ""  # two empty results are equal whatever their columns (Spider's `result_eq`)
+        labels, others = self._extra_columns()
+        if others or labels:
+            shown = ", ".join("?" + v for v in [*labels, *others])
+            if others and not cfg.extra_columns:
+                why = f" ({', '.join('?' + v for v in labels)} the KG's labels of an aligned entity column)" if labels else ""
+                return "extra_columns", f"; the answer has column(s) the gold lacks: {shown}{why} (rule extra_columns off)"
+            if labels and not others and not (cfg.label_columns or cfg.extra_columns):
+                return "extra_columns", f"; the answer has column(s) the gold lacks: {shown}, the KG's labels of an aligned entity column (rules label_columns and extra_columns off)"
+            rule = "label_columns" if labels and not others and cfg.label_columns else "extra_columns"
+            used.append(rule)
+            notes.append(f"{rule}: extra column(s) {shown} not compared" + (" (the KG's labels of an aligned entity column)" if rule == "label_columns" else ""))
+        repeats = _repeats(self.g.rows, rows)
+        if repeats:
+            if not cfg.duplicates:
+                return "duplicates", f"; {repeats} (rule duplicates off: rows compared as multisets)"
+            used.append("duplicates")
+            notes.append(f"duplicates: {repeats}, rows compared as sets")
+        if used:
+            self.details["comparator_rules"] = used
+        return None, "".join("; " + n for n in notes)
+
+    def _extra_columns(self) -> tuple[list[str], list[str]]:
+        """The answer's columns no gold column is aligned with: those holding the KG's labels of
+        an aligned entity column (`_label_column`), and the others. A column the label rules
+        derived beside one of the answer's (`with_named_columns`) is not extra when either of the
+        two is aligned."""
+        mapped = {k for k in self.mapping if k >= 0}
+        vars_ = self.a.vars
+        labels, others = [], []
+        for k, var in enumerate(vars_):
+            if k in mapped or any(p in mapped for p in _partners(vars_, k)):
+                continue
+            if any(p < k for p in _partners(vars_, k)):
+                continue  # a derived column and its source, both unaligned: one extra column
+            (labels if self._label_column(k, mapped) else others).append(var)
+        return labels, others
+
+    def _label_column(self, k: int, mapped: set[int]) -> bool:
+        """Whether answer column `k` and one aligned answer column are an entity column and its
+        names, row by row: every bound value of `k` a literal the KG gives as a name
+        (`KgLookup.names`: labels, tail) or a description (`KgLookup.descriptions`) of the IRI in
+        the same row of the aligned column (`?x ?xLabel` for a gold of `?x`), or every bound
+        value of `k` an IRI bearing the aligned column's value so (`?x ?xLabel` for a gold of names)."""
+        answer, lookup = self.answer, self.lookup
+        if answer is None or lookup is None or answer.form != "select" or not answer.rows:
+            return False
+        for m in sorted(mapped):
+            names = [(row[m], row[k]) for row in answer.rows if row[k] is not None]
+            entities = [(row[k], row[m]) for row in answer.rows if row[k] is not None]
+            if _names_of(names, lookup) or _names_of(entities, lookup):
+                return True
+        return False
 
     def _same_single_number(self, row: RowKeys, mapping: tuple[int, ...]) -> bool:
         """Whether the answer's one value is the gold's one number at the precision the two

@@ -184,6 +184,11 @@ def oriented(result: QueryResult) -> QueryResult:
     return result.model_copy(update={"rows": rows, "ordered": False})
 
 
+DERIVED_SUFFIXES = ("__name", "__entity")
+"""What `with_named_columns` appends to an answer column's name for the column it derives beside
+it: the comparison counts the two as one column (either may be the one aligned with the gold)."""
+
+
 def with_named_columns(
     config: ExecutionJudgeConfig, gold: QueryResult, answer: QueryResult, lookup: KgLookup, asked_about: frozenset[str] = frozenset(),
     *, listed: bool = False, languages: frozenset[str] = frozenset(),
@@ -205,7 +210,7 @@ def with_named_columns(
         if kinds == {"uri"} and gold_names and config.labels.entity_for_label:
             derived, n = _names_for(cells, gold_names, lookup, asked_about)
             if n:
-                columns.append((f"{var}__name", derived))
+                columns.append((var + DERIVED_SUFFIXES[0], derived))
                 used["entity_for_label"] = f"{n} answer IRI(s) of ?{var} taken as the gold's names by their KG labels"
         elif kinds == {"literal"} and gold_iris and config.labels.label_for_entity:
             shared: dict[str, int] = {}
@@ -214,7 +219,7 @@ def with_named_columns(
                 cells, gold_iris, gold_iris_named(lookup), lookup, ambiguous, shared if config.labels.shared_names else None, listed, repeated
             )
             if n:
-                columns.append((f"{var}__entity", derived))
+                columns.append((var + DERIVED_SUFFIXES[1], derived))
                 used["label_for_entity"] = (
                     f"{n} answer name(s) of ?{var} taken as the gold's entities they label"
                     + "".join(f"; {name!r} names {k} entities of the KG, one of them in the gold" for name, k in sorted(shared.items())[:3])

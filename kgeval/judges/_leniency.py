@@ -1,14 +1,16 @@
 """Leniency, named and counted (DESIGN invariant 13).
 
-Every reading or rule of the execution judge that accepts what plain result-set comparison
-rejects has a name (`RULES`), a switch in `judges.execution` (`RULE_SWITCHES`), and a default set
+Every reading or rule of the execution judge that accepts what the field's comparator rejects
+(the comparison's own leniency too: `COMPARATOR_RULES`) has a name (`RULES`), a switch in `judges.execution` (`RULE_SWITCHES`), and a default set
 by one principle: an answer is accepted only when it states the same entities and values as the
 gold, without guessing. Beside its verdict the judge records, per attempt, in
 `details["leniency"]`:
 
-- `standard`: the verdict with every rule and reading off and no vacuous check (the field's
-  execution accuracy: the result set equal to the gold's after IRI/literal normalization, an
-  empty result equal to an empty gold);
+- `standard`: the verdict with every rule and reading off and no vacuous check: the field's
+  execution accuracy, compared as Spider's evaluation does (Zhong et al.'s `result_eq`): the same
+  number of columns in any order, rows as multisets, in order only where the question is
+  order-sensitive (ties on the reference query's ORDER BY keys in any order), after IRI/literal
+  normalization; an empty result equal to an empty gold;
 - `lenient`: the verdict with every rule and reading on;
 - `alone`: the rules that alone decide this verdict, the others as configured: for an accept,
   the rules it needs (off, the answer is rejected); for a reject, the rules off that would
@@ -28,7 +30,7 @@ from kgeval.config import ExecutionJudgeConfig, ReadingsConfig
 from kgeval.judges._model import Verdict
 
 RuleName = Literal[
-    "entity_for_label", "label_for_entity", "symmetric_pairs", "split_listing", "approximate_numbers",
+    "label_columns", "extra_columns", "duplicates", "entity_for_label", "label_for_entity", "symmetric_pairs", "split_listing", "approximate_numbers",
     "yes_no", "answer_phrases", "sparql_notation", "name_with_id", "written_dates", "year_for_date", "units",
     "number_words", "hedged_numbers", "sentence_values", "other_languages",
 ]  # fmt: skip
@@ -36,7 +38,10 @@ RuleName = Literal[
 
 READINGS: tuple[str, ...] = tuple(ReadingsConfig.model_fields)
 """The answer-list readings (`judges.execution.readings.<name>`): they apply to answer lists only."""
-RESULT_RULES: tuple[str, ...] = ("entity_for_label", "label_for_entity", "symmetric_pairs", "split_listing", "approximate_numbers")
+COMPARATOR_RULES: tuple[str, ...] = ("label_columns", "extra_columns", "duplicates")
+"""What the comparison itself accepts beyond the field's comparator (same number of columns,
+rows as bags): an extra column of labels, any extra column, rows compared as sets."""
+RESULT_RULES: tuple[str, ...] = (*COMPARATOR_RULES, "entity_for_label", "label_for_entity", "symmetric_pairs", "split_listing", "approximate_numbers")
 """Rules that apply to executed results (and to answer lists too)."""
 RULES: tuple[str, ...] = (*RESULT_RULES, *READINGS)
 """Every rule's name, in the order reports list them."""
@@ -52,6 +57,7 @@ def rules_on(config: ExecutionJudgeConfig) -> dict[str, bool]:
         "symmetric_pairs": config.symmetric_pairs != "off",
         "split_listing": config.split_listing,
         "approximate_numbers": config.approximate_numbers,
+        **{rule: getattr(config, rule) for rule in COMPARATOR_RULES},
     }
     return {**on, **config.readings.model_dump()}
 
@@ -64,7 +70,7 @@ def with_rules(config: ExecutionJudgeConfig, on: Mapping[str, bool], *, vacuous:
     update: dict = {"labels": labels, "readings": config.readings.model_copy(update={k: on[k] for k in READINGS if k in on})}
     if "symmetric_pairs" in on:
         update["symmetric_pairs"] = (config.symmetric_pairs if config.symmetric_pairs != "off" else "declared_or_detected") if on["symmetric_pairs"] else "off"
-    update.update({k: on[k] for k in ("split_listing", "approximate_numbers") if k in on})
+    update.update({k: on[k] for k in ("split_listing", "approximate_numbers", *COMPARATOR_RULES) if k in on})
     if vacuous is not None:
         update["vacuous"] = vacuous
     return config.model_copy(update=update)
@@ -86,6 +92,7 @@ def rules_used(verdict: Verdict) -> list[str]:
     details = verdict.details
     used = [details["rule"]] if details.get("rule") in RULES else []
     used += [r for r in details.get("readings", ()) if r in RULES]
+    used += [r for r in details.get("comparator_rules", ()) if r in RULES]
     if "number_digits" in details:
         used.append("approximate_numbers")
     if "split_item" in details or "unnested" in details:

@@ -5,6 +5,9 @@
   predicates named `name` or `label`: CK25's `pv:name`), read once per
   run with one SELECT, folded (case and whitespace) for comparison; an IRI's tail (its last path
   segment, percent-decoded) is one of its names too when `iri_tail` is on.
+- **Descriptions** (`label_columns` rule): the literals of an IRI's description predicates
+  (schema:description, rdfs:comment, ...), asked for a batch of IRIs at once when an answer's
+  extra column holds values that are not their names, folded, cached per IRI.
 - **Vocabulary** (vacuous-answer rule): whether an IRI occurs anywhere in the KG (subject,
   predicate or object), one ASK per IRI, cached.
 
@@ -25,6 +28,8 @@ from kgeval.stores import Store
 
 _NAMES_KEPT = 1 << 18
 """IRIs whose names a lookup keeps (then it starts over): bounded memory."""
+_DESCRIBED_PER_QUERY = 100
+"""IRIs whose descriptions one query asks for (its VALUES block stays a few KB)."""
 
 
 def fold(text: str) -> str:
@@ -42,10 +47,13 @@ class KgLookup:
 
     def __init__(
         self, store: Store, label_predicates: tuple[str, ...], *, iri_tail: bool = True, timeout_s: float = 60.0, row_cap: int = 500_000,
-        local_names: tuple[str, ...] = (),
+        local_names: tuple[str, ...] = (), description_predicates: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.label_predicates = label_predicates
+        self.description_predicates = description_predicates
+        self._described: dict[str, frozenset[str]] = {}
+        """IRI -> its folded descriptions (asked in batches: `descriptions`)."""
         self.local_names = local_names
         """The KG's own predicates ending in one of these local names are label predicates too."""
         self.iri_tail = iri_tail
@@ -71,6 +79,35 @@ class KgLookup:
                 self._named.clear()
             self._named[iri] = found
         return found
+
+    def descriptions(self, iris: Iterable[str]) -> dict[str, frozenset[str]]:
+        """The folded descriptions of each of `iris` (`description_predicates`), those not asked
+        before asked in batches; an IRI whose batch the store failed has none this time."""
+        wanted = list(dict.fromkeys(iris))
+        with self._lock:
+            unknown = [iri for iri in wanted if iri not in self._described]
+        for start in range(0, len(unknown) if self.description_predicates else 0, _DESCRIBED_PER_QUERY):
+            found = self._read_descriptions(unknown[start : start + _DESCRIBED_PER_QUERY])
+            with self._lock:
+                if len(self._described) >= _NAMES_KEPT:
+                    self._described.clear()
+                self._described.update(found)
+        with self._lock:
+            return {iri: self._described.get(iri, frozenset()) for iri in wanted}
+
+    def _read_descriptions(self, iris: list[str]) -> dict[str, frozenset[str]]:
+        subjects = " ".join(f"<{iri}>" for iri in iris)
+        predicates = " ".join(f"<{p}>" for p in self.description_predicates)
+        query = f"SELECT ?s ?d WHERE {{ VALUES ?s {{ {subjects} }} VALUES ?p {{ {predicates} }} ?s ?p ?d . FILTER(isLiteral(?d)) }}"
+        try:
+            result = self.store.execute_values(query, timeout_s=self.timeout_s, row_cap=self.row_cap)
+        except QueryError:
+            return {}
+        found: dict[str, set[str]] = {iri: set() for iri in iris}
+        for subject, text in zip(*result.columns):
+            if subject in found and text is not None:
+                found[subject].add(fold(text))
+        return {iri: frozenset(texts) for iri, texts in found.items()}
 
     def bearers(self, name: str) -> frozenset[str]:
         """IRIs of the KG one of whose labels (or tails, among labelled IRIs) folds to `name`."""
@@ -210,5 +247,6 @@ def kg_lookup(store: Store, kg: str, config: JudgesConfig, timeout_s: float) -> 
     """The lookup the judges use for KG `kg`, as the execution judge's label rules configure it."""
     labels = config.execution.labels
     return KgLookup(
-        store, labels.predicates_for(kg), iri_tail=labels.iri_tail, timeout_s=timeout_s, row_cap=labels.max_labels, local_names=labels.local_names
+        store, labels.predicates_for(kg), iri_tail=labels.iri_tail, timeout_s=timeout_s, row_cap=labels.max_labels, local_names=labels.local_names,
+        description_predicates=labels.description_predicates,
     )

@@ -5,7 +5,7 @@ from kgeval.reports._comparability import basic_comparability, comparability_of
 from kgeval.reports._compare import Comparability, Flip, RunComparison, compare_runs, mcnemar_exact_pvalue, paired_difference_interval, seed_outcomes
 from kgeval.reports._compare_render import render_comparison_html, render_comparison_json, render_comparison_markdown
 from kgeval.reports._export import export_lines
-from kgeval.reports._leniency import AnswerInQuery, RuleAccepts
+from kgeval.reports._leniency import AnswerInQuery, FigureGaps, RuleAccepts
 from kgeval.reports._oversight import HOLDOUT_REFUSED, AuditSummary, Rate, RuleAudit
 from kgeval.reports._render import format_accuracy, format_at_least, render_html, render_json, render_markdown
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
@@ -39,6 +39,7 @@ __all__ = [
     "HarnessIssue",
     "HarnessReport",
     "Rate",
+    "FigureGaps",
     "RuleAccepts",
     "RuleAudit",
     "RunComparison",

@@ -1,6 +1,6 @@
 """Leniency in a report (DESIGN invariant 13): the field's standard figure and the all-rules
-figure beside the headline, what each rule alone accepts, and the attempts whose query names
-the answer.
+figure beside the headline, the questions on which they differ, what each rule alone accepts,
+and the attempts whose query names the answer.
 
 Read from the execution judge's verdicts (`details["leniency"]`, `kgeval.judges._leniency`),
 per question by the majority of its seeds, as the headline is. A rule's count is the questions
@@ -36,6 +36,26 @@ class RuleAccepts(BaseModel):
     """The headline accuracy with this rule switched the other way (None: nothing judged)."""
 
 
+class FigureGaps(BaseModel):
+    """How the three figures differ, question by question (each by the majority of its seeds):
+    `standard` (the field's comparator, no vacuous check), the execution judge as configured (the
+    headline when it is the primary judge) and `lenient` (every rule on)."""
+
+    above_standard: list[str] = []
+    """Questions the judge as configured accepts and the standard comparison rejects: accepted by
+    a rule that is on (`rule_accepts` names which)."""
+    below_standard: list[str] = []
+    """Questions the standard comparison accepts and the judge as configured rejects: the vacuous
+    check (an empty or zero answer from vocabulary the KG lacks), which the standard figure lacks."""
+    below_lenient: list[str] = []
+    """Questions only a rule switched off would accept (`rule_accepts` names which)."""
+    standard_only: list[str] = []
+    """Questions the standard comparison accepts and the lenient one rejects: why `lenient` can be
+    below `standard`."""
+    standard_only_vacuous: int = 0
+    """Of `standard_only`, the questions whose answer the vacuous check rejected (majority of seeds)."""
+
+
 class AnswerInQuery(BaseModel):
     """Attempts whose candidate query names, as constants, IRIs of the gold's answer that the
     reference query does not name (`answer_in_query`): not wrong by this alone, audited first."""
@@ -67,6 +87,24 @@ def leniency_outcomes(verdicts: dict[str, dict[int, Verdict]]) -> tuple[dict[str
     standard = {q: _majority(by_seed, lambda v: bool(_figures(v)["standard"])) for q, by_seed in verdicts.items()}
     lenient = {q: _majority(by_seed, lambda v: bool(_figures(v)["lenient"])) for q, by_seed in verdicts.items()}
     return standard, lenient
+
+
+def figure_gaps(verdicts: dict[str, dict[int, Verdict]], standard: dict[str, bool], lenient: dict[str, bool]) -> FigureGaps:
+    """The questions on which the three figures differ (see `FigureGaps`)."""
+    configured = {q: _majority(by_seed, lambda v: v.correct) for q, by_seed in verdicts.items()}
+
+    def which(test: Callable[[str], bool]) -> list[str]:
+        return sorted((q for q in verdicts if test(q)), key=natural_key)
+
+    standard_only = which(lambda q: standard[q] and not lenient[q])
+    vacuous = sum(1 for q in standard_only if _majority(verdicts[q], lambda v: v.path == "vacuous"))
+    return FigureGaps(
+        above_standard=which(lambda q: configured[q] and not standard[q]),
+        below_standard=which(lambda q: standard[q] and not configured[q]),
+        below_lenient=which(lambda q: lenient[q] and not configured[q]),
+        standard_only=standard_only,
+        standard_only_vacuous=vacuous,
+    )
 
 
 def rule_accepts(verdicts: dict[str, dict[int, Verdict]], metadata: RunMetadata) -> dict[str, RuleAccepts]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from kgeval.config import ExecutionJudgeConfig
 from kgeval.reports._oversight import Rate
 from kgeval.reports._summary import CAUSE_WORDS, Accuracy, HarnessReport, RunReport
 from kgeval.samples import Sample, sample_html
@@ -94,12 +95,7 @@ def _leniency_lines(report: RunReport) -> list[str]:
     """The three figures side by side, the rule table, and the answers named in queries."""
     if report.standard_execution_accuracy is None:
         return []
-    lines = [
-        f"- headline (default rules): {format_accuracy(report.overall)}",
-        f"- **standard execution accuracy** (the field's figure, comparable with Spider / TEXT2SPARQL: result set equal to "
-        f"the gold's, no rules, no answer-list readings): {format_accuracy(report.standard_execution_accuracy)}",
-        f"- lenient (every rule and reading on): {format_accuracy(report.lenient_accuracy)}",
-    ]
+    lines = _three_figures(report)
     aiq = report.answer_in_query
     if aiq.attempts:
         lines.append(
@@ -112,6 +108,42 @@ def _leniency_lines(report: RunReport) -> list[str]:
         which = ", ".join(r.which[:5]) + (" ..." if len(r.which) > 5 else "")
         lines.append(f"| {rule} | {'on' if r.on else 'off'} | {r.questions} | {switched} | {which or '—'} |")
     return lines + [""]
+
+
+def _three_figures(report: RunReport) -> list[str]:
+    """Standard, headline and lenient on one axis (each looser than the one before, the vacuous
+    check aside), and the questions that separate them."""
+    on = [rule for rule, r in report.rule_accepts.items() if r.on]
+    vacuous = "the vacuous check" if ExecutionJudgeConfig.model_validate(report.metadata.config.get("judges", {}).get("execution", {})).vacuous else "no vacuous check"
+    primary = report.judge or report.metadata.primary_judge
+    headline = "the judge as configured" + ("" if primary == "execution" else f" (judge `{primary}`; the gaps below are the execution judge's)")
+    lines = [
+        "| figure | accuracy | what it counts |",
+        "|---|---|---|",
+        f"| **standard execution accuracy** | {format_accuracy(report.standard_execution_accuracy)} | the field's comparator, as Spider's execution "
+        "accuracy: the same number of columns in any order, rows as multisets, in order where the question asks; no rule, no answer-list "
+        "reading, no vacuous check |",
+        f"| headline | {format_accuracy(report.overall)} | {headline}: rules on: {', '.join(on) or 'none'}; {vacuous} |",
+        f"| lenient | {format_accuracy(report.lenient_accuracy)} | every rule and reading on; {vacuous} |",
+        "",
+    ]
+    gaps = report.figure_gaps
+    if gaps is None:
+        return lines
+    by_rule = ", ".join(f"{rule} {r.questions}" for rule, r in report.rule_accepts.items() if r.questions and r.on)
+    off_rules = ", ".join(f"{rule} {r.questions}" for rule, r in report.rule_accepts.items() if r.questions and not r.on)
+    lines += [
+        f"- headline above standard on {len(gaps.above_standard)} question(s): accepted by a rule that is on"
+        + (f" (alone: {by_rule})" if by_rule else "") + f"; below it on {len(gaps.below_standard)}: rejected by the vacuous check, which standard lacks",
+        f"- lenient above headline on {len(gaps.below_lenient)} question(s): only a rule switched off accepts them" + (f" (alone: {off_rules})" if off_rules else ""),
+    ]
+    if gaps.standard_only:
+        lines.append(
+            f"- **lenient below standard**: {len(gaps.standard_only)} question(s) standard accepts and lenient rejects, "
+            f"{gaps.standard_only_vacuous} of them vacuous answers (an empty or zero result from vocabulary the KG lacks, equal to an "
+            f"empty gold): {', '.join(gaps.standard_only[:10])}"
+        )
+    return lines
 
 
 def _judge_shown(report: RunReport) -> list[str]:

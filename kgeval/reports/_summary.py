@@ -27,7 +27,7 @@ from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.holdout import natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
-from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, RuleAccepts, answer_in_query_counts, leniency_outcomes, rule_accepts
+from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, rule_accepts
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage
@@ -249,12 +249,15 @@ class RunReport(BaseModel):
     rules_in_force: list[str] = []
     """The counting rules of this run, stated (candidate timeout, error share)."""
     standard_execution_accuracy: Accuracy | None = None
-    """The field's figure (Spider / TEXT2SPARQL execution accuracy): the candidate's result set
-    equal to the gold's after IRI/literal normalization, no rule and no answer-list reading, an
-    empty result equal to an empty gold. From the execution judge's verdicts; None when the run
-    has none with leniency figures (see notes)."""
+    """The field's figure (Spider's execution accuracy): the candidate's result against the gold's
+    by the field's comparator (the same number of columns in any order, rows as multisets, in order
+    where the question asks) after IRI/literal normalization, no rule and no answer-list reading,
+    an empty result equal to an empty gold (no vacuous check). From the execution judge's
+    verdicts; None when the run has none with leniency figures (see notes)."""
     lenient_accuracy: Accuracy | None = None
     """The figure with every rule and reading on (DESIGN invariant 13)."""
+    figure_gaps: FigureGaps | None = None
+    """The questions on which standard, the execution judge as configured and lenient differ."""
     rule_accepts: dict[str, RuleAccepts] = {}
     """Per rule, on or off: the questions it alone accepts, the others as configured."""
     answer_in_query: AnswerInQuery = AnswerInQuery()
@@ -354,6 +357,7 @@ def _leniency_fields(by_judge: dict[str, VerdictsBySeed], metadata: RunMetadata,
     fields["standard_execution_accuracy"] = Accuracy.of(sum(standard.values()), len(standard), "standard execution accuracy")
     fields["lenient_accuracy"] = Accuracy.of(sum(lenient.values()), len(lenient), "every rule and reading on")
     fields["rule_accepts"] = rule_accepts(verdicts, metadata)
+    fields["figure_gaps"] = figure_gaps(verdicts, standard, lenient)
     return fields
 
 

@@ -23,7 +23,8 @@ What WDQS documents, kept here (https://www.mediawiki.org/wiki/Wikidata_Query_Se
   they are left out (`_without_hints`).
 Beyond WDQS: a label without a language tag is taken after the languages asked (KGs other than
 Wikidata often have no tags). Variables the emulation adds start with `_ls`; a `SELECT *`
-shows them as extra columns, which the judges ignore.
+shows them as extra columns, which the execution judge reads as any extra column (accepted by
+default when they hold the labels of an entity column it compares: rule `label_columns`).
 """
 
 from __future__ import annotations

@@ -240,8 +240,11 @@ def test_truncated_answer_against_a_full_gold_is_wrong():
 def test_wide_answers_fall_back_to_a_greedy_alignment():
     gold = result([[Term.iri(E + "a"), Term.literal("x")]], vars=("p", "l"))
     answer = result([[Term.literal(f"junk{i}") for i in range(6)] + [Term.literal("x"), Term.iri(E + "a")]], vars=[f"v{i}" for i in range(8)])
-    verdict = execution(max_column_mappings=10).judge(Q, gold, Candidate(result=answer))
+    verdict = execution(max_column_mappings=10, extra_columns=True).judge(Q, gold, Candidate(result=answer))
     assert verdict.correct and verdict.details["columns"] == {"p": "v7", "l": "v6"}
+    assert verdict.details["comparator_rules"] == ["extra_columns"]
+    default = execution(max_column_mappings=10).judge(Q, gold, Candidate(result=answer))  # the junk columns are extra
+    assert not default.correct and default.path == "extra_columns" and default.details["columns"] == {"p": "v7", "l": "v6"}
 
 
 DBR = "http://dbpedia.org/resource/"

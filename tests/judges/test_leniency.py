@@ -19,7 +19,7 @@ from tests.judges.test_wikidata_style import PREFIXES, WIKI_TTL
 
 SIBLINGS_TTL = "wd:Q3 wdt:P3373 wd:Q4 . wd:Q4 wdt:P3373 wd:Q3 . wd:Q6 wdt:P3373 wd:Q7186 . wd:Q7186 wdt:P3373 wd:Q6 .\n"
 DEFAULTS = {
-    "entity_for_label": True, "label_for_entity": False, "symmetric_pairs": True, "split_listing": True, "approximate_numbers": True,
+    "label_columns": True, "extra_columns": False, "duplicates": True, "entity_for_label": True, "label_for_entity": False, "symmetric_pairs": True, "split_listing": True, "approximate_numbers": True,
     "yes_no": True, "answer_phrases": True, "sparql_notation": True, "name_with_id": True, "written_dates": True, "year_for_date": False,
     "units": True, "number_words": True, "hedged_numbers": False, "sentence_values": False, "other_languages": True,
 }  # fmt: skip
@@ -34,9 +34,21 @@ SEASONS = PREFIXES + "SELECT ?n WHERE { wd:Q104123 wdt:P1113 ?n }"
 HUMANS = PREFIXES + "SELECT ?n WHERE { ?p wdt:P31 wd:Q5 ; rdfs:label ?n }"
 SIBLINGS = PREFIXES + "SELECT ?a ?b WHERE { ?a wdt:P3373 ?b FILTER(STR(?a) < STR(?b)) }"
 AVERAGE = "SELECT (AVG(?x) AS ?avg) WHERE { VALUES ?x { 1.0 2.0 4.0 } }"
+CITIES = PREFIXES + "SELECT ?c WHERE { ?c wdt:P31 wd:Q515 }"
+HUMAN_COUNT = PREFIXES + "SELECT (COUNT(?p) AS ?n) WHERE { ?p wdt:P31 wd:Q5 }"
 
 CASES = {
     # rule: (question, reference, answer (SPARQL or items), near misses)
+    "label_columns": ("Which cities are there?", CITIES, PREFIXES + "SELECT ?c ?cLabel WHERE { ?c wdt:P31 wd:Q515 ; rdfs:label ?cLabel FILTER(LANG(?cLabel) = 'en') }",
+                      [PREFIXES + "SELECT ?c ?code WHERE { ?c wdt:P31 wd:Q515 OPTIONAL { ?c wdt:P281 ?code } }",  # a value that is no label
+                       PREFIXES + "SELECT ?c ?l WHERE { ?c wdt:P31 wd:Q515 . wd:Q40 rdfs:label ?l FILTER(LANG(?l) = 'en') }",  # another entity's label
+                       PREFIXES + "SELECT ?c ?t WHERE { ?c wdt:P31 ?t FILTER(?t = wd:Q515) }"]),  # an extra IRI column
+    "extra_columns": ("How many humans are there?", HUMAN_COUNT, PREFIXES + "SELECT ?t (COUNT(?p) AS ?n) WHERE { ?p wdt:P31 ?t FILTER(?t = wd:Q5) } GROUP BY ?t",
+                      [PREFIXES + "SELECT ?p (COUNT(?y) AS ?n) WHERE { ?p wdt:P31 wd:Q5 ; ?x ?y } GROUP BY ?p",  # a count per human
+                       PREFIXES + "SELECT ?t (COUNT(?p) AS ?n) WHERE { ?p wdt:P31 ?t FILTER(?t = wd:Q5) . ?p ?x ?y } GROUP BY ?t"]),  # another count
+    "duplicates": ("Which cities are there?", CITIES, PREFIXES + "SELECT ?c WHERE { ?c wdt:P31 wd:Q515 ; rdfs:label ?l }",
+                   [PREFIXES + "SELECT ?c WHERE { { ?c wdt:P31 wd:Q515 ; rdfs:label ?l } UNION { BIND(wd:Q40 AS ?c) } }",  # one entity more
+                    PREFIXES + "SELECT ?c WHERE { wd:Q220 rdfs:label ?l BIND(wd:Q220 AS ?c) }"]),  # Rome twice, Vienna missing
     "entity_for_label": ("Which country is Vienna in?", AUSTRIA_NAME, AUSTRIA, [PREFIXES + "SELECT ?c WHERE { wd:Q220 wdt:P31 ?c }"]),
     "label_for_entity": ("Which country is Vienna in?", AUSTRIA, AUSTRIA_NAME, [PREFIXES + "SELECT ?n WHERE { wd:Q515 rdfs:label ?n }"]),
     "symmetric_pairs": ("Which people are siblings?", SIBLINGS, PREFIXES + "SELECT * WHERE { VALUES (?a ?b) { (wd:Q4 wd:Q3) (wd:Q6 wd:Q7186) } }",

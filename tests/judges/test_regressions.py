@@ -3,10 +3,10 @@ watching it fail (the commit message says which line was reverted)."""
 
 import json
 
-from kgeval.config import JudgesConfig
+from kgeval.config import ExecutionJudgeConfig, JudgesConfig
 from kgeval.gold import load_gold
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, judges_from_config
+from kgeval.judges import Candidate, ExecutionJudge, judges_from_config
 from kgeval.stores import QueryResult, Term
 
 BASE = "http://x/entities/ConsumerComplaint/"
@@ -84,8 +84,13 @@ def test_empty_gold_with_empty_answer():
 
 
 def test_label_column_beside_the_iri_column():
+    """Issue 40: an extra column is a named rule. Without the KG's labels at hand nothing says the
+    column holds labels (`label_columns` needs them: tests/judges/test_leniency.py), so it is an
+    extra column, accepted only with `extra_columns` on."""
     verdict = EXEC.judge(Q, complaints(range(30)), Candidate(result=complaints(range(30), label=True)))
-    assert verdict.correct and verdict.details["extra_columns"] == ["label"]
+    assert not verdict.correct and verdict.path == "extra_columns" and verdict.details["extra_columns"] == ["label"]
+    wide = ExecutionJudge(ExecutionJudgeConfig(extra_columns=True)).judge(Q, complaints(range(30)), Candidate(result=complaints(range(30), label=True)))
+    assert wide.correct and wide.details["comparator_rules"] == ["extra_columns"] and wide.details["leniency"]["alone"] == ["extra_columns"]
     assert SEED.judge(Q, complaints(range(30)), Candidate(result=complaints(range(30), label=True))).correct
 
 

@@ -1,7 +1,8 @@
 """Issue 32: the leniency figures checked by another route on a realistic run: three KGs, 210
 questions of seven kinds, two seeds of answers written as systems write them (messy SPARQL with
 comments and mixed case, names for entities, the gold's IRIs in VALUES, answer lists with units,
-hedges, years and phrases, wrong and broken queries, pairs the other way round), run with
+hedges, years and phrases, wrong and broken queries, pairs the other way round, a label column,
+another extra column, repeated rows), run with
 `kgeval run`, reported with `kgeval report --format json` and exported with `kgeval export`.
 
 Two checks, neither trusting the judge's shortcuts:
@@ -87,6 +88,7 @@ def _answer(q: dict, gold, rng: random.Random) -> dict:  # noqa: ANN001 - a Quer
             {"sparql": _messy(q["sparql"]).replace("select ?d", "select ?name").replace("select ?m", "select ?name").rstrip("}") + f" ?d <{LABEL}> ?name }}"
              if kind == "dept" else q["sparql"].replace("SELECT ?m", "SELECT ?name").rstrip().rstrip("}") + f" ?m <{LABEL}> ?name }}"},
         ]
+
     elif kind == "height":
         choices += [{"answer": [f"about {value}"]}, {"answer": [f"{value} cm"]}, {"answer": [f"The answer is {value}."]},
                     {"answer": [f"It is {value} centimetres tall."]}, {"answer": [str(int(value) + 1)]}]  # fmt: skip
@@ -101,7 +103,17 @@ def _answer(q: dict, gold, rng: random.Random) -> dict:  # noqa: ANN001 - a Quer
         flipped = f"BIND(IF(STR(?a) < {cut}, ?a, ?b) AS ?x) BIND(IF(STR(?a) < {cut}, ?b, ?a) AS ?y)"  # some pairs the other way round
         choices += [{"sparql": q["sparql"].replace("SELECT ?a ?b", "SELECT ?x ?y").replace("STR(?b)) }", f"STR(?b)) {flipped} }}")}] * 2
         choices += [{"sparql": q["sparql"].replace("FILTER(STR(?a) < STR(?b))", "")}]
-    return rng.choice(choices)
+    chosen = rng.choice(choices)
+    if kind in ("dept", "members"):  # issue 40: the comparator's rules, drawn apart (the draws above stay as they were)
+        apart = random.Random(hash(rng.getstate()))
+        v, body = ("?d" if kind == "dept" else "?m"), q["sparql"].rstrip().rstrip("}") + " ."
+        comparator = [
+            {"sparql": body.replace(f"SELECT {v}", f"SELECT {v} ?lbl") + f" {v} <{LABEL}> ?lbl }}"},  # a label column
+            {"sparql": body.replace(f"SELECT {v}", f"SELECT {v} ?kind") + f" {v} a ?kind }}"},  # another extra column
+            {"sparql": body + f" {v} ?anyp ?anyo }}"},  # repeated rows
+        ]
+        chosen = apart.choice(comparator) if apart.random() < 0.3 else chosen
+    return chosen
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +177,8 @@ def test_each_attempts_leniency_facts_match_fresh_judges(crosscheck):
         seen["standard"] += facts["standard"]
         seen["lenient"] += facts["lenient"]
     # the run exercised what it is meant to check: label-for-entity, readings on and off, pairs
-    assert {"label_for_entity", "hedged_numbers", "year_for_date", "sentence_values", "units", "number_words", "symmetric_pairs"} <= {r for r, n in seen.items() if n}
+    assert {"label_for_entity", "hedged_numbers", "year_for_date", "sentence_values", "units", "number_words", "symmetric_pairs",
+            "label_columns", "extra_columns", "duplicates"} <= {r for r, n in seen.items() if n}  # fmt: skip
 
 
 def _candidate(line: dict, store: EmbeddedStore, lookup) -> Candidate:  # noqa: ANN001
@@ -195,6 +208,13 @@ def test_report_figures_recomputed_from_the_export(crosscheck):
     configured = {q: _majority([v["correct"] for v in vs]) for q, vs in by_question.items()}
     assert report["overall"]["correct"] == sum(configured.values())
     assert report["standard_execution_accuracy"]["correct"] < report["overall"]["correct"] < report["lenient_accuracy"]["correct"]
+    standard = {q: _majority([v["details"]["leniency"]["standard"] for v in vs]) for q, vs in by_question.items()}
+    lenient = {q: _majority([v["details"]["leniency"]["lenient"] for v in vs]) for q, vs in by_question.items()}
+    assert not [q for q in by_question if configured[q] and not lenient[q]]  # the headline never exceeds lenient, question by question
+    gaps = report["figure_gaps"]
+    assert sorted(gaps["above_standard"]) == sorted(q for q in by_question if configured[q] and not standard[q])
+    assert sorted(gaps["below_lenient"]) == sorted(q for q in by_question if lenient[q] and not configured[q])
+    assert sorted(gaps["standard_only"]) == sorted(q for q in by_question if standard[q] and not lenient[q])
     for rule, on in rules_on(ExecutionJudgeConfig()).items():
         flipped = {q: _majority([v["correct"] is not (rule in v["details"]["leniency"]["alone"]) for v in vs]) for q, vs in by_question.items()}
         which = sorted(q for q in by_question if flipped[q] != configured[q])
