@@ -79,21 +79,23 @@ def connect_duckdb(path: Path, *, read_only: bool = False, wait_s: float | None 
             marker.unlink(missing_ok=True)
 
 
-_OPEN: Counter[str] = Counter()
-"""Connections of this process alive per file: a process that holds the file already (the service
-opens its tables within one request's connection) does not wait for a writer it keeps out."""
+_OPEN: Counter[tuple[str, int]] = Counter()
+"""Connections alive per (file, thread): a thread that holds the file already (the service opens
+its tables within one request's connection, `report` its audit log within its results) does not
+wait for a writer it keeps out itself. Another thread of the process does: it lets the writer in
+as another process would."""
 _OPEN_LOCK = threading.Lock()
 
 
 def _tracked(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
-    key = os.path.realpath(path)
+    key = (os.path.realpath(path), threading.get_ident())
     with _OPEN_LOCK:
         _OPEN[key] += 1
     weakref.finalize(con, _untrack, key)  # a connection dropped (after its close) is counted out
     return con
 
 
-def _untrack(key: str) -> None:
+def _untrack(key: tuple[str, int]) -> None:
     with _OPEN_LOCK:
         _OPEN[key] -= 1
         if _OPEN[key] <= 0:
@@ -102,7 +104,7 @@ def _untrack(key: str) -> None:
 
 def _open_here(path: Path) -> bool:
     with _OPEN_LOCK:
-        return _OPEN.get(os.path.realpath(path), 0) > 0
+        return _OPEN.get((os.path.realpath(path), threading.get_ident()), 0) > 0
 
 
 WRITER_WAITING = ".writer-waiting"

@@ -238,3 +238,57 @@ def test_readers_and_a_second_run_share_the_file_while_a_run_writes(mini_holdout
     opened_here = [t for name in ("in-process", "service /runs", "service /runs/RUN") for t in reads.times[name]]
     assert max(opened_here) < WAIT_BOUND_S, summary
     assert all(reads.times.get(name) for name in ("cli runs", "cli report", "cli export", "cli show")), summary
+
+
+_OVERLAPPING_READERS = """
+import sys, threading, time
+from pathlib import Path
+from kgeval._duckdb import connect_duckdb
+
+db, opened, cond = Path(sys.argv[1]), [0, 0], threading.Condition()
+stop_at = time.monotonic() + 300
+
+
+def loop(i):
+    while time.monotonic() < stop_at:
+        con = connect_duckdb(db, read_only=True, wait_s=600)
+        with cond:
+            opened[i] += 1
+            cond.notify_all()
+            seen = opened[1 - i]
+            # closed only once the other thread has opened again: the file is never free, unless
+            # the other thread holds back (a writer waits)
+            cond.wait_for(lambda: opened[1 - i] > seen, timeout=0.5)
+        if opened[0] > 5 and opened[1] > 5:
+            print("overlapping", flush=True)
+        con.close()
+        del con
+
+
+threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in (0, 1)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_a_writer_is_let_in_by_readers_that_never_leave_the_file_free(tmp_path):
+    """Two readers (threads of another process) that hand the file to each other, one opening
+    before the other closes, never leave it free: a writer waited for its whole wait (DuckDB
+    has no writer preference). The waiting writer's marker makes the next reader hold back."""
+    from kgeval._duckdb import WRITER_WAITING, connect_duckdb
+
+    db = tmp_path / "r.duckdb"
+    ResultsDB(db).close()
+    readers = subprocess.Popen([sys.executable, "-c", _OVERLAPPING_READERS, str(db)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert readers.stdout.readline().strip() == "overlapping"
+        writer = connect_duckdb(db, wait_s=WAIT_BOUND_S * 2)  # a stall's bound: DatabaseBusy after it
+        writer.execute("CREATE TABLE written (x INTEGER)")
+        writer.close()
+        assert readers.poll() is None  # the readers kept going: they held back, they did not give up
+        assert not (tmp_path / f"r.duckdb{WRITER_WAITING}").exists()  # removed once in
+    finally:
+        readers.kill()
+        readers.wait()
