@@ -60,6 +60,7 @@ import kgeval.stores._rewrite as rewrite_module  # noqa: E402
 import kgeval.stores._results as results_module  # noqa: E402
 from kgeval.stores._sandbox import WorkerPool, stop_zygote  # noqa: E402
 from kgeval.runs import ResultsDB, execute_run  # noqa: E402
+from kgeval.runs._journal import RunJournal  # noqa: E402
 from kgeval.runs._model import Receipt  # noqa: E402
 from kgeval.stores import EmbeddedStore  # noqa: E402
 from kgeval.stores._query import _analyse  # noqa: E402
@@ -303,7 +304,7 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
         return store
 
     original = {"open_store": run_module.open_store, "guard_query": base_module.guard_query, "judge": attempt_module.judge_candidate,
-                "execute": EmbeddedStore.execute_candidate, "write": ResultsDB.record_attempts, "index_gold": run_module.index_gold, "entry": GoldIndex.entry,
+                "execute": EmbeddedStore.execute_candidate, "write": ResultsDB.append_attempt_rows, "journal": RunJournal.append, "index_gold": run_module.index_gold, "entry": GoldIndex.entry,
                 "sandbox": WorkerPool.run, "trusted": EmbeddedStore._trusted}  # fmt: skip
     run_module.open_store = timers.wrap("store loading", open_timed_store)
     run_module.index_gold = timers.wrap("gold loading", original["index_gold"])  # the verifying scan
@@ -328,14 +329,16 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     EmbeddedStore.execute_candidate = timers.wrap("execute", execute_candidate)
     WorkerPool.run = timers.wrap("sandbox", original["sandbox"])
     EmbeddedStore._trusted = timers.wrap("trusted", original["trusted"])  # the judges' lookups, through the same workers
-    ResultsDB.record_attempts = timers.wrap("DuckDB writes", original["write"])
+    ResultsDB.append_attempt_rows = timers.wrap("DuckDB writes", original["write"])
+    RunJournal.append = timers.wrap("journal lines", original["journal"])
     try:
         seconds, _, _, _ = timed_run(holdout_root, gold, replay, db_path, cfg)
     finally:
         run_module.open_store, base_module.guard_query = original["open_store"], original["guard_query"]
         attempt_module.judge_candidate, EmbeddedStore.execute_candidate = original["judge"], original["execute"]
         WorkerPool.run, EmbeddedStore._trusted = original["sandbox"], original["trusted"]
-        ResultsDB.record_attempts, run_module.index_gold, GoldIndex.entry = original["write"], original["index_gold"], original["entry"]
+        ResultsDB.append_attempt_rows, run_module.index_gold, GoldIndex.entry = original["write"], original["index_gold"], original["entry"]
+        RunJournal.append = original["journal"]
     return seconds, timers
 
 
@@ -351,6 +354,7 @@ def print_shares(seconds: float, timers: _Timers) -> None:
         ("trusted queries (labels, vocabulary) in the sandbox workers (within the judges)", t.get("trusted", 0.0)),
         ("in-process engine (none in a run: the run process holds no copy of the KG)", t.get("engine", 0.0)),
         ("judges (kgeval/judges)", t.get("judges", 0.0)),
+        (f"journal lines, fsync'd (kgeval/runs/_journal.py; {timers.calls.get('journal lines', 0)} lines)", t.get("journal lines", 0.0)),
         (f"DuckDB writes (kgeval/runs/_db.py; {timers.calls.get('DuckDB writes', 0)} transactions)", t.get("DuckDB writes", 0.0)),
     ]
     print(f"where a run's time goes (one more run, one worker thread, {seconds:.3f} s; the writer thread overlaps the worker):")

@@ -479,7 +479,13 @@ class RunConfig(_Strict):
     """Calls to the system per second at most, across all threads (None: no limit)."""
     persist_within_s: float = Field(0.05, ge=0)
     """Longest a completed attempt waits to be written; attempts completing together share one
-    transaction (each still atomic with its verdicts). Bounds what a kill can lose."""
+    transaction (each still atomic with its verdicts). Bounds what a kill can lose: each group
+    is fsync'd to the run's journal (`kgeval/runs/_journal.py`) before the next is taken."""
+    db_flush_s: float = Field(1.0, ge=0)
+    """How often a run moves its journaled attempts into the results database, opening the file
+    for that one transaction only: other commands, the service and other runs read and write the
+    file in between, and see a running run's attempts up to this much later (later still while
+    another process holds the file: the run tries again at the next flush, never waiting)."""
     max_output_bytes: int = Field(1 << 20, ge=1)
     """Largest output of a system accepted for one attempt (1 MiB): its SPARQL, its whole text or
     its answer list (as JSON), in bytes. A larger one is the model's failure, judged wrong as over

@@ -6,6 +6,7 @@ from kgeval.runs._compare import BLOCKING_FIELDS, REPORTED_FIELDS, Difference, b
 from kgeval._duckdb import DamagedDatabase, DiskFull
 from kgeval.runs._db import ResultsDB, connect_results, kgeval_tables
 from kgeval.runs._dispatch import RateLimiter, dispatch
+from kgeval.runs._journal import DamagedJournal, RunInProgress
 from kgeval.runs._model import (
     Attempt,
     AttemptState,
@@ -41,6 +42,7 @@ __all__ = [
     "ChecklistFailed",
     "ChecklistItem",
     "DamagedDatabase",
+    "DamagedJournal",
     "Difference",
     "DiskFull",
     "ErrorKind",
@@ -50,6 +52,7 @@ __all__ = [
     "ResultsDB",
     "RunMetadata",
     "RunChanged",
+    "RunInProgress",
     "RunPlan",
     "RunQuestion",
     "RunStatus",

@@ -1,18 +1,28 @@
 """The results store (DuckDB): runs, their questions, checklist receipts, attempts (each with
 every try) and verdicts.
 
-Each attempt, its tries and its verdicts are written in one transaction as the attempt
-completes, so a killed run loses at most the attempts in flight; `kgeval run --resume` sends
-exactly those again. One connection, used by one thread; opened through `connect_duckdb`
-(which waits while another process holds the file), and held only while needed.
+Each attempt, its tries and its verdicts are written in one transaction, so a killed run
+loses at most the attempts in flight; `kgeval run --resume` sends exactly those again. A run
+persists each group of attempts in its journal first (`_journal`) and moves them here every
+`run.db_flush_s`, so that it holds the file only for that transaction.
+
+One connection, used by one thread; opened through `connect_duckdb` (which waits while another
+process holds the file). A `ResultsDB` holds its connection from its opening until `release`
+(or `close`); released, each method opens the file for its own work and closes it again, and
+`session` holds it across several calls: a running run holds the file only while it writes,
+so every other command and a second run can open it meanwhile.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 import duckdb
 from pydantic import ValidationError
@@ -119,6 +129,13 @@ def verdict_row(run_id: str, question_id: str, seed: int, v: Verdict) -> tuple:
         run_id, question_id, seed, v.judge, v.version, v.config_sha256, v.correct, v.path, v.matched, v.unmatched,
         v.missing, v.gold_total, v.reason, json_text(v.details),
     )  # fmt: skip
+
+
+def attempt_rows_of(run_id: str, results: list[tuple[Attempt, list[Verdict]]]) -> tuple[list[tuple], list[tuple]]:
+    """(attempt rows, verdict rows) of completed attempts, as they are appended."""
+    attempt_rows = [attempt_row(run_id, attempt) for attempt, _ in results]
+    verdict_rows = [verdict_row(run_id, a.question_id, a.seed, v) for a, verdicts in results for v in verdicts]
+    return attempt_rows, verdict_rows
 
 
 def _remove_partial(files: list[tuple[Path, Path]], created_dir: Path | None) -> None:
@@ -271,6 +288,21 @@ def _file_state(path: Path) -> tuple:
     return tuple(states)
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _opened(method: Callable[Concatenate[ResultsDB, _P], _T]) -> Callable[Concatenate[ResultsDB, _P], _T]:
+    """The method runs with the file open: a released ResultsDB opens it for the call only."""
+
+    @functools.wraps(method)
+    def call(self: ResultsDB, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with self.session():
+            return method(self, *args, **kwargs)
+
+    return call
+
+
 class ResultsDB:
     """A DuckDB file holding any number of runs."""
 
@@ -280,13 +312,12 @@ class ResultsDB:
         """Other tables in the same file (audits, reviews) must be opened in the same mode."""
         if read_only and not self.path.exists():
             raise InputError(f"{self.path}: results database does not exist")
-        self._con = connect_results(self.path, read_only=read_only)
+        self._held: GuardedConnection | None = connect_results(self.path, read_only=read_only)
+        """The open connection; None once released (`session` opens one for a while)."""
         self._sealed_ok: set[str] = set()
         """Ended runs whose rows this connection found matching their seal (`_checked`)."""
         self._running_ok: set[str] = set()
         """Running runs whose start and attempts this connection found as the run wrote them."""
-        self._progress_seq: dict[str, int] = {}
-        """The next `run_progress` batch number of each run this connection writes."""
         try:
             if "runs" not in kgeval_tables(self._con) and read_only:
                 raise DamagedDatabase(f"{self.path}: not a kgeval results database (it has no runs table)")
@@ -296,11 +327,44 @@ class ResultsDB:
                     con.execute(_MIGRATIONS)
                     _check_column_order(con, self.path)
         except BaseException:
-            self._con.close()
+            self.close()
             raise
 
-    def close(self) -> None:
-        self._con.close()
+    @property
+    def _con(self) -> GuardedConnection:
+        """The connection; one reopened after `release` is held again (methods use `session`)."""
+        if self._held is None:
+            self._open(None)
+        return self._held  # type: ignore[return-value]
+
+    def _open(self, wait_s: float | None) -> None:
+        self._held = connect_results(self.path, read_only=self.read_only, wait_s=wait_s)
+        # what one connection checked stands for that connection only: another process may
+        # have written the file since
+        self._sealed_ok.clear()
+        self._running_ok.clear()
+
+    def release(self) -> None:
+        """Close the connection, letting other processes open the file; the next method call
+        opens it again for its own work only (`session`)."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
+
+    close = release
+
+    @contextmanager
+    def session(self, *, wait_s: float | None = None) -> Iterator[ResultsDB]:
+        """The file open for the calls inside (already open: left so). Released afterwards;
+        `wait_s` bounds the wait for another process's lock (DatabaseBusy after it)."""
+        if self._held is not None:
+            yield self
+            return
+        self._open(wait_s)
+        try:
+            yield self
+        finally:
+            self.release()
 
     def __enter__(self) -> ResultsDB:
         return self
@@ -314,6 +378,7 @@ class ResultsDB:
         except KgevalError:
             pass
 
+    @_opened
     def create_run(
         self, metadata: RunMetadata, questions: list[RunQuestion], receipt: Receipt | None = None, *, status: RunStatus = "running"
     ) -> None:
@@ -329,6 +394,7 @@ class ResultsDB:
             if status != "running":  # ended as it began (refused): sealed now
                 seal_run(con, metadata.run_id)
 
+    @_opened
     def record_receipt(self, run_id: str, phase: str, receipt: Receipt) -> None:
         """A later checklist receipt for the run (e.g. phase "resume-1")."""
         with transaction(self._con) as con:
@@ -343,6 +409,7 @@ class ResultsDB:
             [[run_id, phase, i, it.item, it.observed, it.passed, it.detail, receipt.checklist_sha256] for i, it in enumerate(receipt.items)],
         )
 
+    @_opened
     def receipt(self, run_id: str, phase: str = "start") -> Receipt | None:
         self._checked(run_id)
         rows = self._con.execute(
@@ -354,11 +421,13 @@ class ResultsDB:
         items = [ChecklistItem(item=r[0], observed=r[1], passed=r[2], detail=r[3]) for r in rows]
         return Receipt(checklist_sha256=rows[0][4], items=items)
 
+    @_opened
     def receipt_phases(self, run_id: str) -> list[str]:
         self._checked(run_id)
         rows = self._con.execute("SELECT DISTINCT phase FROM checklist_items WHERE run_id = ? ORDER BY phase", [run_id]).fetchall()
         return [r[0] for r in rows]
 
+    @_opened
     def update_metadata(self, metadata: RunMetadata, status: RunStatus | None = None) -> None:
         """Replace the run's metadata (and status) in one statement: atomic."""
         if status is None:
@@ -368,6 +437,7 @@ class ResultsDB:
                 "UPDATE runs SET status = ?, metadata = ? WHERE run_id = ?", [status, metadata.model_dump_json(), metadata.run_id]
             )
 
+    @_opened
     def finish_run(self, metadata: RunMetadata) -> None:
         """Mark the run finished and seal its rows (`_seal`), in one transaction."""
         with transaction(self._con) as con:
@@ -379,21 +449,32 @@ class ResultsDB:
         """Persist one attempt, its tries and its verdicts atomically."""
         self.record_attempts(run_id, [(attempt, verdicts)])
 
+    @_opened
     def record_attempts(self, run_id: str, results: list[tuple[Attempt, list[Verdict]]]) -> None:
         """Persist attempts (each with its tries and verdicts) in one transaction: all or none."""
-        attempt_rows = [attempt_row(run_id, attempt) for attempt, _ in results]
-        verdict_rows = [verdict_row(run_id, a.question_id, a.seed, v) for a, verdicts in results for v in verdicts]
+        self.append_attempt_rows(run_id, attempt_rows_of(run_id, results))
+
+    @_opened
+    def append_attempt_rows(self, run_id: str, rows: tuple[list[tuple], list[tuple]], *, skip_stored: bool = False) -> int:
+        """Append attempt and verdict rows (`attempt_rows_of`) with their `run_progress` record,
+        in one transaction: all or none. `skip_stored`: leave out the attempts (and their
+        verdicts) the run already holds, as a journal moved in after a kill may repeat them.
+        Returns the attempts appended."""
+        attempt_rows, verdict_rows = rows
+        if skip_stored and attempt_rows:
+            stored = set(self.done_keys(run_id))
+            attempt_rows = [r for r in attempt_rows if (r[2], r[3]) not in stored]
+            verdict_rows = [r for r in verdict_rows if (r[1], r[2]) not in stored]
         if not attempt_rows:
-            return
-        seq = self._progress_seq.get(run_id)
-        if seq is None:
-            seq = next_progress_seq(self._con, run_id)
+            return 0
         with transaction(self._con) as con:
+            seq = next_progress_seq(con, run_id)
             _append_rows(con, "attempts", attempt_rows)
             _append_rows(con, "verdicts", verdict_rows)
             con.execute("INSERT INTO run_progress VALUES (?, ?, ?, ?, ?)", list(progress_row(run_id, seq, attempt_rows, verdict_rows)))
-        self._progress_seq[run_id] = seq + 1
+        return len(attempt_rows)
 
+    @_opened
     def runs(self, *, system: str | None = None, status: RunStatus | None = "finished") -> list[RunMetadata]:
         """Runs in start order, optionally only one system's, only those with this status."""
         rows = self._con.execute("SELECT run_id, status, metadata FROM runs").fetchall()
@@ -401,6 +482,7 @@ class ResultsDB:
         found = [m for m in found if system is None or m.system == system]
         return sorted(found, key=lambda m: (m.started_at, m.run_id))
 
+    @_opened
     def attempt_accuracy(self, run_id: str, judge: str, version: str) -> tuple[int, int]:
         """(attempts the judge found correct, all attempts of the run): errors count as not correct."""
         self._checked(run_id)
@@ -410,6 +492,7 @@ class ResultsDB:
         total = self._con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [run_id]).fetchone()[0]
         return correct, total
 
+    @_opened
     def metadata(self, run_id: str) -> RunMetadata:
         """The run's metadata, once its rows are checked against its seal (RunChanged if not)."""
         row = self._checked(run_id)
@@ -421,6 +504,7 @@ class ResultsDB:
         except ValidationError as exc:
             raise InputError(f"{self.path}: run {run_id}: invalid stored metadata: {first_validation_error(exc)}") from None
 
+    @_opened
     def check_start(self, run_id: str) -> None:
         """RunChanged unless the run's start is on record as it is now, and its attempts as it
         wrote them (`_seal.check_start`, `_seal.check_progress`), checked now."""
@@ -431,6 +515,7 @@ class ResultsDB:
             check_start(self._con, str(self.path), metadata)
             check_progress(self._con, str(self.path), metadata)
 
+    @_opened
     def status(self, run_id: str) -> str:
         return self._checked(run_id)[0]
 
@@ -460,6 +545,7 @@ class ResultsDB:
             self._running_ok.add(run_id)
         return row
 
+    @_opened
     def questions(self, run_id: str) -> list[RunQuestion]:
         self._checked(run_id)
         cur = self._con.execute(
@@ -469,6 +555,7 @@ class ResultsDB:
         names = [d[0] for d in cur.description]
         return [RunQuestion(**dict(zip(names, row))) for row in cur.fetchall()]
 
+    @_opened
     def attempts(self, run_id: str) -> list[Attempt]:
         self._checked(run_id)
         cur = self._con.execute(
@@ -488,6 +575,7 @@ class ResultsDB:
                 raise InputError(f"{self.path}: run {run_id}: attempt {data['question_id']} seed {data['seed']}: invalid stored value: {first_validation_error(exc)}") from None
         return out
 
+    @_opened
     def verdicts(self, run_id: str) -> list[tuple[str, int, Verdict]]:
         """(question id, seed, verdict) for every stored verdict of the run."""
         self._checked(run_id)
@@ -506,11 +594,13 @@ class ResultsDB:
                 raise InputError(f"{self.path}: run {run_id}: verdict on {row[0]} seed {row[1]} ({data.get('judge')}): invalid stored value: {why}") from None
         return out
 
+    @_opened
     def run_ids(self) -> list[str]:
         """Every run in the database, oldest first."""
         rows = self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
         return [r[0] for r in rows]
 
+    @_opened
     def served_versions(self, run_id: str) -> set[str]:
         """Every version the system reported serving in the run's attempts."""
         self._checked(run_id)
@@ -519,12 +609,14 @@ class ResultsDB:
         ).fetchall()
         return {r[0] for r in rows}
 
+    @_opened
     def done_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(question id, seed) of every attempt already persisted."""
         self._checked(run_id)
         rows = self._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run_id]).fetchall()
         return {(q, s) for q, s in rows}
 
+    @_opened
     def export_parquet(self, run_id: str, out_dir: Path) -> dict[str, int]:
         """The run's attempts and verdicts as `attempts.parquet` and `verdicts.parquet` in
         `out_dir` (DuckDB COPY; JSON columns stay JSON text), both written to temporary names and

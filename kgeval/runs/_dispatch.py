@@ -54,6 +54,7 @@ def dispatch(
     concurrency: int,
     batch: int = 1,
     max_wait_s: float = 0.0,
+    on_idle: Callable[[], None] | None = None,
 ) -> int:
     """Run `work` on every job on `concurrency` worker threads; call `on_done` on this thread
     with groups of completed results (see the module docstring). Workers take the next job as
@@ -63,8 +64,10 @@ def dispatch(
     that): a bound of `concurrency` alone made eight workers wait on every commit, so a run
     went at eight attempts per commit, not at the system's pace. A killed process loses the
     results waiting and the attempts in flight; a resume runs them again. Returns the number of
-    jobs done. If `work` or `on_done` raises (or the process is interrupted), no further job
-    starts and the error propagates."""
+    jobs done. `on_idle` is called on this thread whenever no result came for a while (a
+    twentieth of a second): a run moves its journal into the database then, however slow the
+    system. If `work`, `on_done` or `on_idle` raises (or the process is interrupted), no further
+    job starts and the error propagates."""
     source = iter(jobs)
     source_lock, stop, all_done = threading.Lock(), threading.Event(), threading.Event()
     results: queue.Queue[R | _Failed] = queue.Queue(maxsize=max(concurrency, batch))
@@ -92,7 +95,7 @@ def dispatch(
     for thread in threads:
         thread.start()
     try:
-        return _collect(results, all_done, on_done, batch, max_wait_s)
+        return _collect(results, all_done, on_done, batch, max_wait_s, on_idle)
     finally:
         stop.set()
 
@@ -100,7 +103,7 @@ def dispatch(
 _END = object()
 
 
-def _collect(results: queue.Queue, all_done: threading.Event, on_done, batch: int, max_wait_s: float) -> int:  # noqa: ANN001
+def _collect(results: queue.Queue, all_done: threading.Event, on_done, batch: int, max_wait_s: float, on_idle=None) -> int:  # noqa: ANN001
     """Take results as they come; hand back a group when it is big enough, or the last, or
     max_wait_s has passed since the previous group was handed back. A result arriving after a
     quiet spell is written at once; under a stream of results, one transaction per max_wait_s
@@ -120,6 +123,8 @@ def _collect(results: queue.Queue, all_done: threading.Event, on_done, batch: in
                 items = _drain(results, 0.0)
             else:
                 items = _drain(results, 0.05)
+                if not items and on_idle is not None:
+                    on_idle()
             failed = next((item for item in items if isinstance(item, _Failed)), None)
             group += [item for item in items if not isinstance(item, _Failed)]
             if failed is not None:

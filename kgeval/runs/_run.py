@@ -29,8 +29,9 @@ from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
 from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
-from kgeval.runs._db import ResultsDB
+from kgeval.runs._db import ResultsDB, attempt_rows_of
 from kgeval.runs._dispatch import RateLimiter, dispatch
+from kgeval.runs._journal import RunWriter
 from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
 from kgeval.stores import Store, open_store
 from kgeval.systems import System
@@ -222,6 +223,7 @@ def execute_run(
 ) -> RunMetadata:
     """Plan, pass the checklist (or raise ChecklistFailed, sending nothing), run every question x
     seed; return the finished run's metadata."""
+    db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
     # every question is pending: the sandbox workers load their KGs during the checklist
     plan = plan_run(holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency)
     try:
@@ -231,10 +233,11 @@ def execute_run(
             db.create_run(plan.metadata, questions, receipt, status="refused")
             raise ChecklistFailed(receipt, plan.metadata.run_id)
         db.create_run(plan.metadata, questions, receipt)
+        writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
     except BaseException:
         _close_all(plan.stores.values())
         raise
-    return _dispatch_pending(plan, db, progress)
+    return _dispatch_pending(plan, db, progress, writer)
 
 
 def resume_run(
@@ -246,7 +249,10 @@ def resume_run(
     checklist: Checklist,
 ) -> RunMetadata:
     """Continue a stopped run: the checklist again, then only the attempts not yet persisted.
-    Refuses when the holdout, gold, questions, judges, configuration or system changed."""
+    Refuses when the holdout, gold, questions, judges, configuration or system changed, and
+    while another process writes the run. What its journal holds (a killed run's last attempts)
+    is moved into the database first."""
+    db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
     metadata = db.metadata(run_id)
     status = db.status(run_id)
     if status == "refused":
@@ -254,6 +260,21 @@ def resume_run(
     if status == "finished":
         return metadata
     db.check_start(run_id)  # a run made up in the file, or whose start was edited, is not continued and sealed
+    writer = RunWriter(db, run_id, KgevalConfig.model_validate(metadata.config).run.db_flush_s)
+    try:
+        writer.recover()
+        return _resume_taken(run_id, metadata, db, system_for, progress, checklist, writer)
+    finally:
+        writer.close()
+
+
+def _resume_taken(
+    run_id: str, metadata: RunMetadata, db: ResultsDB, system_for: Callable[[RunMetadata, KgevalConfig], System],
+    progress: Progress | None, checklist: Checklist, writer: RunWriter,
+) -> RunMetadata:  # fmt: skip
+    """`resume_run` once the run's journal is held and moved in."""
+    if db.status(run_id) == "finished":  # another process ended it meanwhile
+        return db.metadata(run_id)
     config = KgevalConfig.model_validate(metadata.config)
     holdout = load_holdout(Path(metadata.holdout))
     system = system_for(metadata, config)
@@ -271,7 +292,7 @@ def resume_run(
         raise ChecklistFailed(receipt, run_id)
     plan.metadata = metadata.model_copy(update={"resumed_at": [*metadata.resumed_at, _now()]})
     db.update_metadata(plan.metadata)
-    return _dispatch_pending(plan, db, progress)
+    return _dispatch_pending(plan, db, progress, writer)
 
 
 _RESUME_FIELDS = (
@@ -322,18 +343,21 @@ def _gold_queries(gold_dir: Path) -> dict[str, str]:
 
 
 _MAX_GROUP = 1000
-"""Most attempts written in one transaction."""
+"""Most attempts in one journal line."""
 
 
-def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
-    """Dispatch the attempts not yet persisted; a full disk says how to continue the run."""
+def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: RunWriter) -> RunMetadata:
+    """Dispatch the attempts not yet persisted; a full disk says how to continue the run. The
+    writer is closed (its lock let go) whatever happens."""
     try:
-        return _dispatch(plan, db, progress)
+        return _dispatch(plan, db, progress, writer)
     except DiskFull as exc:  # the attempts committed so far are intact: resuming sends only the rest
         raise exc.for_run(plan.metadata.run_id) from None
+    finally:
+        writer.close()
 
 
-def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMetadata:
+def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: RunWriter) -> RunMetadata:
     run_id = plan.metadata.run_id
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
@@ -360,7 +384,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMet
             )
 
     def record(results: list[tuple[Attempt, list]]) -> None:
-        db.record_attempts(run_id, results)
+        writer.record(attempt_rows_of(run_id, results))
         for attempt, _ in results:
             if attempt.served_version:
                 served.add(attempt.served_version)
@@ -376,17 +400,21 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMet
     try:
         with RARE_COLLECTIONS:
             run = plan.config.run
-            # A commit costs milliseconds whatever it holds, so attempts are written in groups:
+            # An fsync costs milliseconds whatever it holds, so attempts are journaled in groups:
             # every attempt completed within persist_within_s of the group's oldest shares its
-            # transaction (the group is capped so one transaction stays small).
-            dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
+            # line (`_journal`; the group is capped so one line stays small).
+            dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s, on_idle=writer.tick)
     finally:
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
         _close_all((plan.system, *plan.stores.values()))
-    served |= db.served_versions(run_id)  # those of attempts persisted before a resume too
-    metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
-    db.finish_run(metadata)
-    return metadata
+
+    def end(db: ResultsDB) -> RunMetadata:
+        versions = served | db.served_versions(run_id)  # those of attempts persisted before a resume too
+        metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(versions)})
+        db.finish_run(metadata)
+        return metadata
+
+    return writer.finish(end)
 
 
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:

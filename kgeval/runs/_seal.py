@@ -189,7 +189,8 @@ def progress_row(run_id: str, seq: int, attempt_rows: list[tuple], verdict_rows:
 
 
 def next_progress_seq(con: Any, run_id: str) -> int:
-    return con.execute("SELECT coalesce(max(seq), -1) + 1 FROM run_progress WHERE run_id = ?", [run_id]).fetchone()[0]
+    # fetched whole: a result left open on the connection refuses the appender that follows
+    return con.execute("SELECT coalesce(max(seq), -1) + 1 FROM run_progress WHERE run_id = ?", [run_id]).fetchall()[0][0]
 
 
 def check_progress(con: Any, where: str, metadata: Any) -> None:

@@ -1,7 +1,8 @@
 """A full disk is not a damaged database (issue 35 item 5): a run whose results file fills its
 filesystem stops saying "no space left on device: nothing lost; free space and `kgeval run
 --resume RUN`" (it said "database is damaged ... restore it from a backup", advice that throws
-good data away). A real ENOSPC on a small tmpfs: after space is freed the resume finishes the
+good data away). A real ENOSPC on a small tmpfs (4 MB: the database file alone takes 2.3 MB, and the run journals
+its attempts beside it before they reach the file): after space is freed the resume finishes the
 run with every attempt once, and none saved before the failure lost."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import pytest
 
 from kgeval.runs import ResultsDB
+from kgeval.runs._journal import journaled_keys
 from tests.conftest import MINI_QUESTIONS, REPO
 
 SEEDS = 200
@@ -22,7 +24,7 @@ SEEDS = 200
 def _mount_small_tmpfs(path) -> None:
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         pytest.skip("a real full disk needs a small tmpfs, and mounting one needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)], capture_output=True, text=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
 
@@ -32,11 +34,13 @@ def _kgeval(*args: str) -> subprocess.CompletedProcess:
 
 
 def _saved(db) -> tuple[str, list[tuple[str, int]]]:
-    """(status, every stored (question, seed), duplicates included) of the file's one run."""
+    """(status, every persisted (question, seed), duplicates in the database included) of the
+    file's one run: in the database, or in the run's journal (fsync'd, not yet moved in)."""
     with ResultsDB(db) as results:  # read-write: replays the write-ahead log as a resume would
         (run,) = results.runs(status=None)
-        rows = results._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run.run_id]).fetchall()
-        return results.status(run.run_id), [(q, s) for q, s in rows]
+        rows = [(q, s) for q, s in results._con.execute("SELECT question_id, seed FROM attempts WHERE run_id = ?", [run.run_id]).fetchall()]
+        status = results.status(run.run_id)
+    return status, rows + sorted(journaled_keys(db, run.run_id) - set(rows))
 
 
 def test_a_full_disk_says_nothing_is_lost_and_the_run_resumes(mini_holdout, mini_gold, tmp_path):

@@ -421,7 +421,7 @@ def test_a_killed_runs_batch_deleted_whole_is_not_run_again(tmp_path, mini_holdo
 
     path = tmp_path / "killed.duckdb"
     checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
-    config = KgevalConfig(run=RunConfig(seeds=3, concurrency=1, persist_within_s=0))  # a batch per attempt
+    config = KgevalConfig(run=RunConfig(seeds=3, concurrency=1, persist_within_s=0, db_flush_s=0))  # a batch per attempt
     with ResultsDB(path) as db:
         with pytest.raises(KeyboardInterrupt):
             execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(10), config, db, checklist=checklist)

@@ -258,3 +258,51 @@ def test_reviewer_sees_the_gold_and_its_flags_beside_the_list(browser, server, s
     wait.until(ec.text_to_be_present_in_element((By.ID, "message"), "recorded: approve on mini-07"))
     wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#review-detail .gold-flags"), "review: approved"))
     _shot(browser, shots / "5-review.png")
+
+
+def _copy_attempts(db_path: Path, source: str, target: str, keys: slice) -> None:
+    """Append the source run's attempts `keys` (with their verdicts) to the running run, as its
+    writer's flush does: one transaction, while the service reads the file."""
+    from kgeval.runs import ResultsDB
+
+    with ResultsDB(db_path) as db:
+        verdicts: dict[tuple, list] = {}
+        for qid, seed, verdict in db.verdicts(source):
+            verdicts.setdefault((qid, seed), []).append(verdict)
+        db.record_attempts(target, [(a, verdicts.get((a.question_id, a.seed), [])) for a in db.attempts(source)[keys]])
+
+
+def test_the_run_page_follows_a_running_run_without_a_reload(browser, server, served, shots):
+    """Issue 41 item 12: a run in progress is listed as running, its page shows its attempts so
+    far and follows new ones (list, count and figures) without a reload, and says when it ended."""
+    from datetime import UTC, datetime
+
+    from selenium.webdriver.common.by import By
+
+    from kgeval.runs import ResultsDB
+
+    running = "20991231T000000-replay-running"
+    with ResultsDB(served.db) as db:
+        done = db.metadata(served.run_id)
+        questions = db.questions(served.run_id)
+        expected = len(questions) * len(done.seeds)
+        meta = done.model_copy(update={"run_id": running, "started_at": datetime.now(UTC).isoformat(), "finished_at": None})
+        db.create_run(meta, questions)
+    _copy_attempts(served.db, served.run_id, running, slice(0, 2))
+    wait = _sign_in(browser, server, "ann")  # the page opens on the newest run: the running one
+    progress = lambda text: lambda b: text in b.find_element(By.ID, "run-progress").text  # noqa: E731
+    wait.until(progress(f"running: 2 of {expected} attempts so far"))
+    assert "2 of 2 attempts" in browser.find_element(By.ID, "shown-count").text
+    assert f"{running} (replay, running)" in browser.find_element(By.ID, "run-select").text
+    browser.execute_script("window.notReloaded = true")
+    _copy_attempts(served.db, served.run_id, running, slice(2, 7))
+    wait.until(progress(f"running: 7 of {expected} attempts so far"))
+    wait.until(lambda b: "7 of 7 attempts" in b.find_element(By.ID, "shown-count").text)
+    _shot(browser, shots / "9-running-run.png")
+    _copy_attempts(served.db, served.run_id, running, slice(7, None))
+    with ResultsDB(served.db) as db:
+        db.finish_run(meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat()}))
+    wait.until(lambda b: f"{running} (replay, finished)" in b.find_element(By.ID, "run-select").text)
+    assert browser.find_element(By.ID, "run-progress").text == ""
+    assert f"{expected} of {expected} attempts" in browser.find_element(By.ID, "shown-count").text
+    assert browser.execute_script("return window.notReloaded") is True  # followed in place, never reloaded
