@@ -155,6 +155,11 @@ PREDECLARED_PREFIXES: dict[str, dict[str, str]] = {
 """Prefixes known engines declare for every query (`store.predeclared_prefixes: virtuoso`)."""
 
 
+SUGGEST_MIN_RATIO = 0.8
+"""How alike (difflib's ratio, 0-1, case ignored) a question id or KG name that names nothing
+must be to one that exists for a message to ask "did you mean" it (kgeval.holdout.likely_meant):
+a one- or two-letter slip in a name of ten or more. Ids whose numbers differ are never offered."""
+
 PROPERTY_GRAPH_KINDS = frozenset({"neptune-gremlin", "gremlin"})
 """Store kinds that hold property graphs queried in Gremlin (no SPARQL, so no judge lookups)."""
 
