@@ -100,7 +100,8 @@ def run(
     with ResultsDB(db, read_only=True) as results:
         report = build_report(results, metadata.run_id)
     h = report.harness
-    out.print(f"accuracy: {format_accuracy(report.overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}")
+    excluded = f"; excluded on record: {len(metadata.excluded)}" if metadata.excluded else ""
+    out.print(f"accuracy: {format_accuracy(report.overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}{excluded}")
     if h.withheld:
         out.print(f"harness report: {h.withheld}")
     out.print(metadata.run_id)

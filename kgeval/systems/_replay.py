@@ -81,7 +81,8 @@ class ReplaySystem:
         self._records: dict[tuple[str, str, int], _Record] = {}
         self.note: str | None = None
         """One warning line: the records whose KG or question id matched the holdout's only
-        ignoring case or by the benchmark's name for the KG."""
+        ignoring case or by the benchmark's name for the KG, and those for questions excluded
+        on record (not asked)."""
         read = list(_reader(self.path)(self.path, holdout, max_output_bytes))
         if holdout is not None:
             read, self.note = _matched(self.path, read, holdout)
@@ -141,7 +142,18 @@ def _matched(path: Path, read: list[tuple[str, _Record]], holdout: Holdout) -> t
         kept.append((where, record))
     if unmatched:
         raise InputError(_unmatched_message(path, unmatched, sorted(questions), len(read)))
-    return kept, _renamed_note(renamed)
+    excluded = sorted({r.question_id for _, r in kept if r.question_id in holdout.exclusions})
+    notes = [_renamed_note(renamed), _excluded_note(excluded)]
+    return kept, "; ".join(n for n in notes if n) or None
+
+
+def _excluded_note(excluded: list[str]) -> str | None:
+    """One line for the records whose question is excluded on record: not asked, and counted
+    with the run's exclusions (never refused: the benchmark's answers cover every question)."""
+    if not excluded:
+        return None
+    shown = ", ".join(excluded[:5]) + (" ..." if len(excluded) > 5 else "")
+    return f"replay records for {len(excluded)} question(s) excluded on record are not asked (counted as excluded: {shown})"
 
 
 def _unmatched_message(path: Path, unmatched: list[tuple[str, _Record]], questions: list[tuple[str, str]], total: int) -> str:

@@ -99,3 +99,27 @@ def test_a_qald_replay_naming_the_kg_in_another_case_is_matched(spider_like, tmp
     (tmp_path / "q.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(InputError, match="question 999: no question of the holdout was imported from source id '999'"):
         ReplaySystem(tmp_path / "q.json", loaded)
+
+
+def test_a_record_for_a_question_excluded_on_record_is_counted_excluded_not_refused(spider_like, tmp_path):
+    """Issue 44 item 2: the benchmark's answers cover every question, those excluded on record
+    too; their records are not asked and are said to be so, never refused. A record for a
+    question that does not exist still stops the run, naming it."""
+    import shutil
+
+    holdout, _ = spider_like
+    copy, gold = tmp_path / "h", tmp_path / "g"
+    shutil.copytree(holdout, copy)
+    left_out = [q.id for q in load_holdout(copy).kg("Pets_1").questions[:2]]
+    excluded = kgeval("holdout", "exclude", *left_out, "--why", "reference query is ambiguous", "--holdout", str(copy))
+    assert excluded.returncode == 0, excluded.stderr
+    assert kgeval("gold", "rebuild", "--holdout", str(copy), "--gold", str(gold)).returncode == 0
+    replay = _replay(tmp_path / "r.jsonl", copy, {})
+    ran = _run(copy, gold, replay, tmp_path / "r.duckdb")
+    assert ran.returncode == 0, ran.stderr
+    assert f"replay records for 2 question(s) excluded on record are not asked (counted as excluded: {', '.join(sorted(left_out))})" in ran.stderr
+    assert "accuracy: 100.0%" in ran.stdout and "excluded on record: 2" in ran.stdout, ran.stdout
+    ghost = _replay(tmp_path / "g.jsonl", copy, {}, [{"kg": "Pets_1", "question_id": "Pets_1-999", "sparql": "ASK {}"}])
+    stopped = _run(copy, gold, ghost, tmp_path / "g.duckdb")
+    assert stopped.returncode == 2 and "1 of 25 replay records match no question" in stopped.stderr, stopped.stderr
+    assert "question_id 'Pets_1-999': no such question" in stopped.stderr
