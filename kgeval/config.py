@@ -711,6 +711,17 @@ class ServiceConfig(_Strict):
     """Lifetime of a page sign-in session."""
 
 
+class ProgressConfig(_Strict):
+    """How often a long-running step (a gold rebuild's reference query running to its timeout,
+    a run's attempt waiting on its system) says what it is doing, naming what runs and for how
+    long, even when nothing finished in between."""
+
+    terminal_every_s: float = Field(10.0, gt=0)
+    """On a terminal: seconds between two such lines at most."""
+    log_every_s: float = Field(30.0, gt=0)
+    """Elsewhere (output to a file or a pipe, CI logs): seconds between two such lines at most."""
+
+
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
@@ -721,6 +732,7 @@ class KgevalConfig(_Strict):
     audit: AuditConfig = AuditConfig()
     review: ReviewConfig = ReviewConfig()
     service: ServiceConfig = ServiceConfig()
+    progress: ProgressConfig = ProgressConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

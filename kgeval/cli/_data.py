@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
-from kgeval.config import KgevalConfig, load_config
+from kgeval._activity import Activity
+from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, heartbeat, out, progress_bar, user_errors
+from kgeval.config import KgevalConfig, ProgressConfig, load_config
 from kgeval.errors import CheckFailed
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import (
@@ -55,21 +56,27 @@ def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
 
 
 @contextmanager
-def rebuild_progress(total: int) -> Iterator[Callable[[str, Outcome], None]]:
-    """A rich progress bar on stderr counting questions built, reused (unchanged) and failed."""
-    counts = {"built": 0, "reused": 0, "failed": 0}
+def rebuild_progress(total: int, activity: Activity, every: ProgressConfig) -> Iterator[Callable[[str, Outcome], None]]:
+    """A rich progress bar on stderr counting questions built, reused (unchanged), failed and
+    excluded on record; its last field names the queries running now, not the last finished.
+    Every `every` seconds (kgeval.config.ProgressConfig) a line says what runs and for how long."""
+    counts = {"built": 0, "reused": 0, "failed": 0, "excluded": 0}
     columns = [
         TextColumn("[bold]gold rebuild"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("built {task.fields[built]}  unchanged {task.fields[reused]}  [red]failed {task.fields[failed]}[/]  {task.fields[item]}"),
+        TextColumn("built {task.fields[built]}  unchanged {task.fields[reused]}  [red]failed {task.fields[failed]}[/]  excluded {task.fields[excluded]}  {task.fields[item]}"),
     ]
     with Progress(*columns, console=err, transient=not sys.stderr.isatty()) as progress:
         task = progress.add_task("gold rebuild", total=total, item="", **counts)
 
         def advance(question_id: str, outcome: Outcome) -> None:
             counts[outcome] += 1
-            progress.update(task, advance=1, item=question_id, **counts)
+            progress.update(task, advance=1, item=activity.describe() or "", **counts)
 
-        yield advance
+        def status() -> str:
+            return f"gold rebuild: {sum(counts.values())} of {total} questions done"
+
+        with heartbeat(activity, status, every, lambda line: progress.console.print(line, markup=False)):
+            yield advance
 
 
 @gold_app.command("rebuild")
@@ -91,23 +98,25 @@ def gold_rebuild(
     gold_cfg = cfg.gold if timeout is None else cfg.gold.model_copy(update={"timeout_s": timeout})
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
-    with rebuild_progress(len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: reference_store(cfg, kg), gold_cfg, gold, advance, force=force, include_excluded=include_excluded)
+    activity = Activity()
+    with rebuild_progress(len(loaded.questions()), activity, cfg.progress) as advance:
+        report = rebuild_gold(
+            loaded, lambda kg: reference_store(cfg, kg), gold_cfg, gold, advance, force=force, include_excluded=include_excluded, activity=activity,
+        )  # fmt: skip
     if report.reuse_note:
         err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
         f"gold rebuilt in {gold} ({report.version.name if report.version else '-'}): {len(loaded.questions())} questions: {len(report.built)} executed, "
-        f"{len(report.reused)} unchanged, {len(report.failures)} failed; {report.total_seconds:.2f} s "
+        f"{len(report.reused)} unchanged, {len(report.unexcluded_failures)} failed, {len(report.excluded_failures)} excluded on record without gold; "
+        f"{report.total_seconds:.2f} s "
         f"({report.store_seconds:.2f} s building entries{f', summed over {gold_cfg.concurrency} at a time' if gold_cfg.concurrency > 1 else ''})", markup=False,
     )
     print_flagged(report.flagged)
-    if report.not_executed:
-        err.print(f"not executed, excluded on record: {', '.join(report.not_executed)} (--include-excluded executes them)", markup=False)
-    for failure in report.failures:
-        if failure.question_id in report.not_executed:
-            continue
-        excluded = " (excluded on record)" if failure.question_id in report.excluded else ""
-        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}{excluded}: {failure.error}", markup=False)
+    for failure in report.excluded_failures:  # the same line whether it was not executed or its failure kept
+        why = "not executed (--include-excluded executes it)" if failure.question_id in report.not_executed else f"failed: {failure.error}"
+        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: excluded on record, no gold: {why}", markup=False)
+    for failure in report.unexcluded_failures:
+        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: {failure.error}", markup=False)
     if not report.ok:
         ids = ", ".join(f.question_id for f in report.unexcluded_failures)
         err.print(

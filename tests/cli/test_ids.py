@@ -64,7 +64,7 @@ def test_rebuild_leaves_excluded_queries_unexecuted_unless_asked(mini_holdout, t
     for args in ([], ["--force"]):
         rebuilt = kgeval("gold", "rebuild", *args, *at)
         assert rebuilt.returncode == 0, rebuilt.stderr
-        assert "not executed, excluded on record: mini-06 (--include-excluded executes them)" in rebuilt.stderr
+        assert "question mini-06: excluded on record, no gold: not executed (--include-excluded executes it)" in rebuilt.stderr
         assert "7 executed" in rebuilt.stdout if args else True
         index = index_gold(gold)
         assert "mini-06" not in index.entries and "not executed" in index.failures["mini-06"].error
