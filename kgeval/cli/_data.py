@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kgeval._activity import Activity
 from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, heartbeat, out, progress_bar, user_errors
 from kgeval.config import KgevalConfig, ProgressConfig, load_config
-from kgeval.errors import CheckFailed
+from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import (
     KnowledgeGraph, confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
@@ -205,16 +206,49 @@ def gold_verify(
         out.print(f"  re-executed {len(entries)} reference queries: every result matches the stored gold", markup=False)
 
 
+IdsFromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from", help="Also read question ids from this file ('-': stdin): the first word of each line that does not start with a space or '#'"
+        " (so `kgeval gold show --empty` output can be edited and given as is), or a JSON line's question_id.",
+    ),
+]
+
+
+def _ids_given(question_ids: list[str] | None, source: Path | None) -> list[str]:
+    """The ids on the command line, then those read from `--from` (a file, or '-' for stdin)."""
+    ids = list(question_ids or [])
+    if source is not None:
+        try:
+            text = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{source}: cannot read question ids (--from): {exc}") from None
+        ids += [_line_id(source, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line[0].isspace() and not line.startswith("#")]
+    if not ids:
+        raise InputError("no question id given: name them, or give --from FILE ('-' for stdin)")
+    return ids
+
+
+def _line_id(source: Path, n: int, line: str) -> str:
+    if not line.startswith("{"):
+        return line.split()[0]
+    try:
+        return str(json.loads(line)["question_id"])
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{source}:{n}: a JSON line without a question_id") from None
+
+
 @holdout_app.command("exclude")
 @user_errors
 def holdout_exclude(
-    question_ids: Annotated[list[str], typer.Argument(help="Question ids to exclude from evaluation.")],
-    why: Annotated[str, typer.Option("--why", help="Why they are excluded (kept on record, shown in every report).")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Question ids to exclude from evaluation.")] = None,
+    why: Annotated[str, typer.Option("--why", help="Why they are excluded (kept on record, shown in every report).")] = "",
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Exclude questions from evaluation on record (EXCLUDED.yaml: who, when, why) and reseal
     the holdout. Runs then skip them and say so; the gold still covers them."""
-    added, digest = exclude_questions(holdout, question_ids, why)
+    added, digest = exclude_questions(holdout, _ids_given(question_ids, source), why)
     for e in added:
         out.print(f"excluded {e.question_id}: {e.why}", markup=False)
     out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
@@ -223,25 +257,27 @@ def holdout_exclude(
 @holdout_app.command("include")
 @user_errors
 def holdout_include(
-    question_ids: Annotated[list[str], typer.Argument(help="Excluded question ids to evaluate again.")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Excluded question ids to evaluate again.")] = None,
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Take questions off the exclusion record and reseal the holdout."""
-    removed, digest = include_questions(holdout, question_ids)
+    removed, digest = include_questions(holdout, _ids_given(question_ids, source))
     out.print(f"included again: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)
 
 
 @holdout_app.command("confirm-empty")
 @user_errors
 def holdout_confirm_empty(
-    question_ids: Annotated[list[str], typer.Argument(help="Question ids whose empty answer is the expected one.")],
-    why: Annotated[str, typer.Option("--why", help="Why the empty answer is right (kept on record, shown in every report).")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Question ids whose empty answer is the expected one.")] = None,
+    why: Annotated[str, typer.Option("--why", help="Why the empty answer is right (kept on record, shown in every report).")] = "",
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Confirm on record that the questions' empty answers are expected (CONFIRMED_EMPTY.yaml:
     who, when, why, the reference query's hash) and reseal the holdout. The pre-eval checklist
     then accepts their empty golds while their reference queries stay unchanged."""
-    added, digest = confirm_empty(holdout, question_ids, why)
+    added, digest = confirm_empty(holdout, _ids_given(question_ids, source), why)
     for c in added:
         out.print(f"confirmed empty {c.question_id} (reference query {c.sparql_sha256[:12]}): {c.why}", markup=False)
     out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
@@ -250,9 +286,10 @@ def holdout_confirm_empty(
 @holdout_app.command("unconfirm-empty")
 @user_errors
 def holdout_unconfirm_empty(
-    question_ids: Annotated[list[str], typer.Argument(help="Question ids to take off the confirmed-empty record.")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Question ids to take off the confirmed-empty record.")] = None,
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Take confirmed empty answers off the record and reseal the holdout."""
-    removed, digest = unconfirm_empty(holdout, question_ids)
+    removed, digest = unconfirm_empty(holdout, _ids_given(question_ids, source))
     out.print(f"no longer confirmed empty: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)
