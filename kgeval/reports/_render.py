@@ -49,7 +49,7 @@ def render_markdown(report: RunReport) -> str:
         *_judge_shown(report),
         f"- holdout manifest {m.holdout_manifest_sha256[:12]}, gold manifest {m.gold_manifest_sha256[:12]}, "
         f"kgeval {m.kgeval_version} ({(m.git_commit or 'no git')[:10]})",
-        f"- attempts: {report.attempts}, judged: {report.judged_attempts} (incomplete, flagged: {report.incomplete}), errors: "
+        f"- attempts: {report.attempts}, judged: {report.judged_attempts} (of which {report.incomplete} incomplete: cut off, scored and flagged), errors: "
         + (", ".join(f"{k} {v}" for k, v in sorted(report.errors.items())) or "none"),
     ]
     if m.excluded:
