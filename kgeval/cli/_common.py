@@ -15,6 +15,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kgeval._activity import Activity
@@ -107,7 +108,7 @@ def user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except KgevalError as exc:
-            err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)  # the message's own [brackets] kept
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

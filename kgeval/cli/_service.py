@@ -239,9 +239,15 @@ def serve(
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="uvicorn's access log.")] = True,
 ) -> None:
     """Serve the API and the auditor/reviewer page (/ui); Swagger UI at /docs, OpenAPI at /openapi.json."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from kgeval.service import ServiceSettings, create_app, load_access, service_log_config
+        from kgeval.service import ServiceSettings, create_app, load_access, service_log_config
+    except ModuleNotFoundError as exc:  # the service extra is not installed
+        raise InputError(
+            f"kgeval serve needs the service extra ({exc.name} is not installed): pip install -e '.[service]' in a clone, "
+            "or pip install 'kgeval[service]'"
+        ) from None
 
     tokens = load_access(access)
     if not len(tokens):
