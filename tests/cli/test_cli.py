@@ -115,11 +115,11 @@ def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
     runs = [line.split("\t") for line in kgeval("runs", "--db", str(db)).stdout.splitlines()[1:]]
     assert [(r[2], r[3].split(" (")[0]) for r in runs] == [("refused", "none"), ("finished", "100.0% [64.6%, 100.0%]")], runs
     # reviewers are shown the questions runs ask; the excluded one only with --all, marked
-    status = kgeval("review", "status", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
+    status = kgeval("review", "status", "--questions", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
     assert status.returncode == 0, status.stderr
     assert [line.split("\t")[0] for line in status.stdout.splitlines()] == [f"mini-0{i}" for i in (1, 2, 3, 4, 6, 7, 8)]
     assert "1 question(s) excluded from evaluation on record, not listed (mini-05): --all lists them" in status.stderr
-    listed = kgeval("review", "status", "--all", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)).stdout.splitlines()
+    listed = kgeval("review", "status", "--questions", "--all", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)).stdout.splitlines()
     assert len(listed) == 8 and [line.split("\t")[4:] for line in listed if line.startswith("mini-05")] == [["excluded"]]
 
 

@@ -32,7 +32,7 @@ def test_show_review_and_audit_take_kg_slash_id(mini_holdout, mini_gold, tmp_pat
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["question_id"] == "mini-02"
     common = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)]
-    sha = next(line.split("\t")[3] for line in kgeval("review", "status", *common).stdout.splitlines() if line.startswith("mini-06\t"))
+    sha = next(line.split("\t")[3] for line in kgeval("review", "status", "--questions", *common).stdout.splitlines() if line.startswith("mini-06\t"))
     approved = kgeval("review", "approve", "mini/mini-06", "--sha256", sha, "--access", str(access), "--token", TOKENS["rita"]["token"], *common)
     assert approved.returncode == 0 and "approve on mini-06" in approved.stdout, approved.stderr
     sampled = kgeval("audit", "sample", run_id, "--accepts", "1", "--db", str(db), "--gold", str(mini_gold))

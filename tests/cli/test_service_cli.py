@@ -35,14 +35,21 @@ def test_audit_sample_show_record_and_report(mini_holdout, mini_gold, tmp_path):
 def test_review_rights_per_domain_on_the_command_line(mini_holdout, mini_gold, tmp_path):
     db, access = tmp_path / "r.duckdb", write_access(tmp_path / "access.yaml")
     common = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)]
-    status = {line.split("\t")[0]: line.split("\t") for line in kgeval("review", "status", *common).stdout.splitlines()}
+    status = {line.split("\t")[0]: line.split("\t") for line in kgeval("review", "status", "--questions", *common).stdout.splitlines()}
     assert status["mini-06"][1:3] == ["retail", "never_reviewed"]
     denied = kgeval("review", "approve", "mini-06", "--sha256", status["mini-06"][3], "--access", str(access), "--token", TOKENS["hana"]["token"], *common)
     assert denied.returncode == 2 and "not 'retail'" in denied.stderr
     ok = kgeval("review", "approve", "mini-06", "--sha256", status["mini-06"][3], "--access", str(access), "--token", TOKENS["rita"]["token"], *common)
     assert ok.returncode == 0, ok.stderr
-    after = {line.split("\t")[0]: line.split("\t")[2] for line in kgeval("review", "status", *common).stdout.splitlines()}
+    after = {line.split("\t")[0]: line.split("\t")[2] for line in kgeval("review", "status", "--questions", *common).stdout.splitlines()}
     assert after["mini-06"] == "approved" and after["mini-01"] == "never_reviewed"
+    # issue 44 item 10: by default, the coverage per domain the README promises (not one line a question)
+    coverage = kgeval("review", "status", *common)
+    assert coverage.returncode == 0, coverage.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in coverage.stdout.splitlines()[1:]}
+    assert set(rows) == {"hr", "retail", "all"}, coverage.stdout
+    assert rows["retail"][:2] == ["1/1", "100%"] and rows["hr"][0] == "0/7" and rows["hr"][1].endswith("below target"), rows
+    assert rows["all"][:2] == ["1/8", "12%  below target"] and rows["hr"][4] == "7" and "--questions" in coverage.stderr
 
 
 def test_serve_refuses_to_start_without_tokens(tmp_path):
