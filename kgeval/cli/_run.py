@@ -193,11 +193,11 @@ class ExportFormat(StrEnum):
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
-    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts), qald (one seed, QALD JSON) or parquet (attempts.parquet and verdicts.parquet in --output DIR).")] = ExportFormat.jsonl,
+    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts), qald (one seed, QALD JSON) or parquet (-o FILE.parquet: one file, a row per attempt with its verdicts; else attempts.parquet and verdicts.parquet in --output DIR).")] = ExportFormat.jsonl,
     seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
     holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
     config: ConfigOpt = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="jsonl, qald: file to write (default: stdout); parquet: directory (default: ./RUN).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="jsonl, qald: file to write (default: stdout); parquet: a FILE.parquet, else a directory (default: ./RUN).")] = None,
 ) -> None:
     """Write one JSON line per attempt with its verdicts, one seed as QALD JSON (to stdout or the
     file -o names), or the run's attempts and verdicts as two Parquet files (for pandas, Spark,
@@ -207,6 +207,12 @@ def export(
     from kgeval.reports import export_lines
     from kgeval.runs import ResultsDB
 
+    if format is ExportFormat.parquet and output is not None and output.suffix == ".parquet":  # one file, as pandas reads it
+        refuse_overwriting(output, db=db)
+        with ResultsDB(db, read_only=True) as results:
+            rows = results.export_parquet_file(run_id, output)
+        err.print(f"wrote {rows} attempts, each with its verdicts, to {output}", markup=False)
+        return
     if format is ExportFormat.parquet:
         for name in ("attempts.parquet", "verdicts.parquet"):
             refuse_overwriting((output or Path(run_id)) / name, db=db)
