@@ -130,7 +130,10 @@ def _bound_lines(report: RunReport) -> list[str]:
             f"({excluded} attempt{'s' if excluded != 1 else ''} excluded as harness errors)"
         )
     if report.without_empty_gold is not None:
-        lines.append(f"- without the {report.empty_gold_questions} empty-gold question(s): {format_accuracy(report.without_empty_gold)}")
+        lines.append(
+            f"- without the {report.empty_gold_questions} empty-gold question(s) (empty or nothing found, as "
+            f"`gold show --empty` lists them): {format_accuracy(report.without_empty_gold)}"
+        )
     lines += [f"- rule: {rule}" for rule in report.rules_in_force]
     return lines + ([""] if lines else [])
 
