@@ -155,6 +155,11 @@ PREDECLARED_PREFIXES: dict[str, dict[str, str]] = {
 """Prefixes known engines declare for every query (`store.predeclared_prefixes: virtuoso`)."""
 
 
+SUGGEST_MIN_RATIO = 0.8
+"""How alike (difflib's ratio, 0-1, case ignored) a question id or KG name that names nothing
+must be to one that exists for a message to ask "did you mean" it (kgeval.holdout.likely_meant):
+a one- or two-letter slip in a name of ten or more. Ids whose numbers differ are never offered."""
+
 PROPERTY_GRAPH_KINDS = frozenset({"neptune-gremlin", "gremlin"})
 """Store kinds that hold property graphs queried in Gremlin (no SPARQL, so no judge lookups)."""
 
@@ -762,6 +767,17 @@ class ServiceConfig(_Strict):
     the connection closed."""
 
 
+class ProgressConfig(_Strict):
+    """How often a long-running step (a gold rebuild's reference query running to its timeout,
+    a run's attempt waiting on its system) says what it is doing, naming what runs and for how
+    long, even when nothing finished in between."""
+
+    terminal_every_s: float = Field(10.0, gt=0)
+    """On a terminal: seconds between two such lines at most."""
+    log_every_s: float = Field(30.0, gt=0)
+    """Elsewhere (output to a file or a pipe, CI logs): seconds between two such lines at most."""
+
+
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
@@ -772,6 +788,7 @@ class KgevalConfig(_Strict):
     audit: AuditConfig = AuditConfig()
     review: ReviewConfig = ReviewConfig()
     service: ServiceConfig = ServiceConfig()
+    progress: ProgressConfig = ProgressConfig()
 
 
 def load_config(path: Path | None) -> KgevalConfig:

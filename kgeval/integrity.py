@@ -9,6 +9,11 @@ The key comes from the environment, first match wins:
 - `KGEVAL_INTEGRITY_KEY`: the key itself (at least 16 bytes of text);
 - `KGEVAL_INTEGRITY_KEY_FILE`: a file whose content (stripped of surrounding whitespace) is the key.
 No key configured: `integrity_key()` is None and only the plain hashes are written and checked.
+
+Make a key with `umask 077; openssl rand -hex 32 > /etc/kgeval/key` (64 characters). Evidence
+written before the key was set carries no tag and is refused once it is set: sign the holdout
+with `kgeval holdout seal` (its manifest hash is unchanged) and the gold with `kgeval gold
+rebuild` (a new gold version: its queries are executed again with the key set).
 """
 
 from __future__ import annotations
@@ -51,11 +56,12 @@ def sign(payload: str | bytes, key: bytes) -> str:
     return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
-def check_tag(payload: str | bytes, tag: str | None, key: bytes, where: str) -> None:
+def check_tag(payload: str | bytes, tag: str | None, key: bytes, where: str, sign_with: str = "") -> None:
     """CheckFailed naming `where` unless `tag` is the HMAC of `payload` under `key`
     (compared in constant time). A missing tag fails too: with a key configured, unsigned
-    evidence is not trusted."""
+    evidence is not trusted; `sign_with` names the command that signs it, for the message."""
     if not tag:
-        raise CheckFailed(f"{where}: no integrity tag, but an integrity key is configured (written without the key?)")
+        fix = f"; {sign_with}" if sign_with else ""
+        raise CheckFailed(f"{where}: no integrity tag, but an integrity key is configured (written without the key?){fix}")
     if not hmac.compare_digest(sign(payload, key), tag):
         raise CheckFailed(f"{where}: integrity tag does not match: edited without the key, or signed with another key")

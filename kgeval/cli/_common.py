@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -13,8 +15,11 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kgeval._activity import Activity
+from kgeval.config import ProgressConfig
 from kgeval.errors import InputError, KgevalError
 
 err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -103,7 +108,7 @@ def user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except KgevalError as exc:
-            err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)  # the message's own [brackets] kept
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
@@ -137,3 +142,27 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[str], None]
     with Progress(*columns, console=err, transient=not sys.stderr.isatty(), disable=False) as progress:
         task = progress.add_task(description, total=total, item="")
         yield lambda item: progress.update(task, advance=1, item=item)
+
+
+@contextmanager
+def heartbeat(activity: Activity, status: Callable[[], str], every: ProgressConfig, say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """While the block runs, one line on stderr (through `say`) at most every
+    `every.terminal_every_s` seconds on a terminal, `every.log_every_s` elsewhere: `status()`,
+    how long the command has run, and what runs now and for how long (`activity`). A query
+    running to its timeout is named while it runs, with or without a progress bar."""
+    interval = every.terminal_every_s if err.is_terminal else every.log_every_s
+    say = say or (lambda line: err.print(line, markup=False))
+    stop, started = threading.Event(), time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(interval):
+            running = activity.describe() or "between steps"
+            say(f"{status()}, {time.monotonic() - started:.0f} s: {running}")
+
+    thread = threading.Thread(target=beat, daemon=True, name="kgeval-heartbeat")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,9 +12,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, out, progress_bar, user_errors
-from kgeval.config import KgevalConfig, load_config
-from kgeval.errors import CheckFailed
+from kgeval._activity import Activity
+from kgeval.cli._common import ConfigOpt, GoldOpt, HoldoutOpt, TextFormat, err, heartbeat, out, progress_bar, user_errors
+from kgeval.config import KgevalConfig, ProgressConfig, load_config
+from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import (
     KnowledgeGraph, confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
@@ -55,21 +57,27 @@ def holdout_seal(holdout: HoldoutOpt = Path("holdout")) -> None:
 
 
 @contextmanager
-def rebuild_progress(total: int) -> Iterator[Callable[[str, Outcome], None]]:
-    """A rich progress bar on stderr counting questions built, reused (unchanged) and failed."""
-    counts = {"built": 0, "reused": 0, "failed": 0}
+def rebuild_progress(total: int, activity: Activity, every: ProgressConfig) -> Iterator[Callable[[str, Outcome], None]]:
+    """A rich progress bar on stderr counting questions built, reused (unchanged), failed and
+    excluded on record; its last field names the queries running now, not the last finished.
+    Every `every` seconds (kgeval.config.ProgressConfig) a line says what runs and for how long."""
+    counts = {"built": 0, "reused": 0, "failed": 0, "excluded": 0}
     columns = [
         TextColumn("[bold]gold rebuild"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("built {task.fields[built]}  unchanged {task.fields[reused]}  [red]failed {task.fields[failed]}[/]  {task.fields[item]}"),
+        TextColumn("built {task.fields[built]}  unchanged {task.fields[reused]}  [red]failed {task.fields[failed]}[/]  excluded {task.fields[excluded]}  {task.fields[item]}"),
     ]
     with Progress(*columns, console=err, transient=not sys.stderr.isatty()) as progress:
         task = progress.add_task("gold rebuild", total=total, item="", **counts)
 
         def advance(question_id: str, outcome: Outcome) -> None:
             counts[outcome] += 1
-            progress.update(task, advance=1, item=question_id, **counts)
+            progress.update(task, advance=1, item=activity.describe() or "", **counts)
 
-        yield advance
+        def status() -> str:
+            return f"gold rebuild: {sum(counts.values())} of {total} questions done"
+
+        with heartbeat(activity, status, every, lambda line: progress.console.print(line, markup=False)):
+            yield advance
 
 
 @gold_app.command("rebuild")
@@ -91,23 +99,25 @@ def gold_rebuild(
     gold_cfg = cfg.gold if timeout is None else cfg.gold.model_copy(update={"timeout_s": timeout})
     verify_holdout(holdout)
     loaded = load_holdout(holdout)
-    with rebuild_progress(len(loaded.questions())) as advance:
-        report = rebuild_gold(loaded, lambda kg: reference_store(cfg, kg), gold_cfg, gold, advance, force=force, include_excluded=include_excluded)
+    activity = Activity()
+    with rebuild_progress(len(loaded.questions()), activity, cfg.progress) as advance:
+        report = rebuild_gold(
+            loaded, lambda kg: reference_store(cfg, kg), gold_cfg, gold, advance, force=force, include_excluded=include_excluded, activity=activity,
+        )  # fmt: skip
     if report.reuse_note:
         err.print(f"warning: {report.reuse_note}", markup=False)
     out.print(
         f"gold rebuilt in {gold} ({report.version.name if report.version else '-'}): {len(loaded.questions())} questions: {len(report.built)} executed, "
-        f"{len(report.reused)} unchanged, {len(report.failures)} failed; {report.total_seconds:.2f} s "
+        f"{len(report.reused)} unchanged, {len(report.unexcluded_failures)} failed, {len(report.excluded_failures)} excluded on record without gold; "
+        f"{report.total_seconds:.2f} s "
         f"({report.store_seconds:.2f} s building entries{f', summed over {gold_cfg.concurrency} at a time' if gold_cfg.concurrency > 1 else ''})", markup=False,
     )
     print_flagged(report.flagged)
-    if report.not_executed:
-        err.print(f"not executed, excluded on record: {', '.join(report.not_executed)} (--include-excluded executes them)", markup=False)
-    for failure in report.failures:
-        if failure.question_id in report.not_executed:
-            continue
-        excluded = " (excluded on record)" if failure.question_id in report.excluded else ""
-        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}{excluded}: {failure.error}", markup=False)
+    for failure in report.excluded_failures:  # the same line whether it was not executed or its failure kept
+        why = "not executed (--include-excluded executes it)" if failure.question_id in report.not_executed else f"failed: {failure.error}"
+        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: excluded on record, no gold: {why}", markup=False)
+    for failure in report.unexcluded_failures:
+        err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: {failure.error}", markup=False)
     if not report.ok:
         ids = ", ".join(f.question_id for f in report.unexcluded_failures)
         err.print(
@@ -196,16 +206,49 @@ def gold_verify(
         out.print(f"  re-executed {len(entries)} reference queries: every result matches the stored gold", markup=False)
 
 
+IdsFromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from", help="Also read question ids from this file ('-': stdin): the first word of each line that does not start with a space or '#'"
+        " (so `kgeval gold show --empty` output can be edited and given as is), or a JSON line's question_id.",
+    ),
+]
+
+
+def _ids_given(question_ids: list[str] | None, source: Path | None) -> list[str]:
+    """The ids on the command line, then those read from `--from` (a file, or '-' for stdin)."""
+    ids = list(question_ids or [])
+    if source is not None:
+        try:
+            text = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{source}: cannot read question ids (--from): {exc}") from None
+        ids += [_line_id(source, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line[0].isspace() and not line.startswith("#")]
+    if not ids:
+        raise InputError("no question id given: name them, or give --from FILE ('-' for stdin)")
+    return ids
+
+
+def _line_id(source: Path, n: int, line: str) -> str:
+    if not line.startswith("{"):
+        return line.split()[0]
+    try:
+        return str(json.loads(line)["question_id"])
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{source}:{n}: a JSON line without a question_id") from None
+
+
 @holdout_app.command("exclude")
 @user_errors
 def holdout_exclude(
-    question_ids: Annotated[list[str], typer.Argument(help="Question ids to exclude from evaluation.")],
-    why: Annotated[str, typer.Option("--why", help="Why they are excluded (kept on record, shown in every report).")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Question ids to exclude from evaluation.")] = None,
+    why: Annotated[str, typer.Option("--why", help="Why they are excluded (kept on record, shown in every report).")] = "",
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Exclude questions from evaluation on record (EXCLUDED.yaml: who, when, why) and reseal
     the holdout. Runs then skip them and say so; the gold still covers them."""
-    added, digest = exclude_questions(holdout, question_ids, why)
+    added, digest = exclude_questions(holdout, _ids_given(question_ids, source), why)
     for e in added:
         out.print(f"excluded {e.question_id}: {e.why}", markup=False)
     out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
@@ -214,25 +257,27 @@ def holdout_exclude(
 @holdout_app.command("include")
 @user_errors
 def holdout_include(
-    question_ids: Annotated[list[str], typer.Argument(help="Excluded question ids to evaluate again.")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Excluded question ids to evaluate again.")] = None,
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Take questions off the exclusion record and reseal the holdout."""
-    removed, digest = include_questions(holdout, question_ids)
+    removed, digest = include_questions(holdout, _ids_given(question_ids, source))
     out.print(f"included again: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)
 
 
 @holdout_app.command("confirm-empty")
 @user_errors
 def holdout_confirm_empty(
-    question_ids: Annotated[list[str], typer.Argument(help="Question ids whose empty answer is the expected one.")],
-    why: Annotated[str, typer.Option("--why", help="Why the empty answer is right (kept on record, shown in every report).")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Question ids whose empty answer is the expected one.")] = None,
+    why: Annotated[str, typer.Option("--why", help="Why the empty answer is right (kept on record, shown in every report).")] = "",
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Confirm on record that the questions' empty answers are expected (CONFIRMED_EMPTY.yaml:
     who, when, why, the reference query's hash) and reseal the holdout. The pre-eval checklist
     then accepts their empty golds while their reference queries stay unchanged."""
-    added, digest = confirm_empty(holdout, question_ids, why)
+    added, digest = confirm_empty(holdout, _ids_given(question_ids, source), why)
     for c in added:
         out.print(f"confirmed empty {c.question_id} (reference query {c.sparql_sha256[:12]}): {c.why}", markup=False)
     out.print(f"resealed {holdout}: manifest {digest}; now run `kgeval gold rebuild` (it executes nothing that is unchanged)")
@@ -241,9 +286,10 @@ def holdout_confirm_empty(
 @holdout_app.command("unconfirm-empty")
 @user_errors
 def holdout_unconfirm_empty(
-    question_ids: Annotated[list[str], typer.Argument(help="Question ids to take off the confirmed-empty record.")],
+    question_ids: Annotated[list[str] | None, typer.Argument(help="Question ids to take off the confirmed-empty record.")] = None,
     holdout: HoldoutOpt = Path("holdout"),
+    source: IdsFromOpt = None,
 ) -> None:
     """Take confirmed empty answers off the record and reseal the holdout."""
-    removed, digest = unconfirm_empty(holdout, question_ids)
+    removed, digest = unconfirm_empty(holdout, _ids_given(question_ids, source))
     out.print(f"no longer confirmed empty: {', '.join(removed)}; resealed {holdout}: manifest {digest}", markup=False)

@@ -178,7 +178,7 @@ def contamination_check(
             report = check_contamination(files, index, guards, progress=progress)
     for hit in report.hits[:SHOWN_HITS]:
         score = f" score={hit.score:.2f}" if hit.score is not None and hit.kind == "question-near" else ""
-        out.print(f"{hit.file}: record {hit.record}: {hit.field}: {hit.kind}{score}: {hit.matched!r} -> {hit.holdout_item}", markup=False)
+        out.print(f"{hit.file}: record {hit.number}: {hit.field}: {hit.kind}{score}: {hit.matched!r} -> {hit.holdout_item}", markup=False)
     if report.hit_count > SHOWN_HITS:
         out.print(f"... {report.hit_count - SHOWN_HITS} more hits", markup=False)
     out.print(report.summary(), markup=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -100,7 +102,8 @@ def run(
     with ResultsDB(db, read_only=True) as results:
         report = build_report(results, metadata.run_id)
     h = report.harness
-    out.print(f"accuracy: {format_accuracy(report.overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}")
+    excluded = f"; excluded on record: {len(metadata.excluded)}" if metadata.excluded else ""
+    out.print(f"accuracy: {format_accuracy(report.overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}{excluded}")
     if h.withheld:
         out.print(f"harness report: {h.withheld}")
     out.print(metadata.run_id)
@@ -190,11 +193,11 @@ class ExportFormat(StrEnum):
 def export(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgeval run`.")],
     db: DbOpt = Path("kgeval.duckdb"),
-    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts), qald (one seed, QALD JSON) or parquet (attempts.parquet and verdicts.parquet in --output DIR).")] = ExportFormat.jsonl,
+    format: Annotated[ExportFormat, typer.Option("--format", help="jsonl (every attempt, verdicts), qald (one seed, QALD JSON) or parquet (-o FILE.parquet: one file, a row per attempt with its verdicts; else attempts.parquet and verdicts.parquet in --output DIR).")] = ExportFormat.jsonl,
     seed: Annotated[int, typer.Option("--seed", help="qald: the seed to export.")] = 0,
     holdout: Annotated[Path | None, typer.Option("--holdout", help="qald: execute each SPARQL on this holdout's KG for typed answers, and use source ids.")] = None,
     config: ConfigOpt = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="jsonl, qald: file to write (default: stdout); parquet: directory (default: ./RUN).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="jsonl, qald: file to write (default: stdout); parquet: a FILE.parquet, else a directory (default: ./RUN).")] = None,
 ) -> None:
     """Write one JSON line per attempt with its verdicts, one seed as QALD JSON (to stdout or the
     file -o names), or the run's attempts and verdicts as two Parquet files (for pandas, Spark,
@@ -204,6 +207,12 @@ def export(
     from kgeval.reports import export_lines
     from kgeval.runs import ResultsDB
 
+    if format is ExportFormat.parquet and output is not None and output.suffix == ".parquet":  # one file, as pandas reads it
+        refuse_overwriting(output, db=db)
+        with ResultsDB(db, read_only=True) as results:
+            rows = results.export_parquet_file(run_id, output)
+        err.print(f"wrote {rows} attempts, each with its verdicts, to {output}", markup=False)
+        return
     if format is ExportFormat.parquet:
         for name in ("attempts.parquet", "verdicts.parquet"):
             refuse_overwriting((output or Path(run_id)) / name, db=db)
@@ -243,18 +252,31 @@ def quickstart(
     cfg = load_config(None)
     oracle = _run(holdout, gold, "oracle", None, cfg, db)
     weak = _run(holdout, gold, "weak", None, cfg, db, compare_with=[oracle.run_id])
-    with ResultsDB(db, read_only=True) as results:
-        reports = [build_report(results, metadata.run_id) for metadata in (oracle, weak)]
+    with ResultsDB(db, read_only=True) as results:  # the gold just verified: audits and its review are shown
+        reports = [build_report(results, metadata.run_id, gold_dir=gold, holdout_dir=holdout) for metadata in (oracle, weak)]
     for built in reports:
         out.print(render_markdown(built), markup=False)
     out.print(_quickstart_summary(holdout, db, *reports), markup=False)
+
+
+def command_name() -> str:
+    """How the user calls kgeval again, for the commands a message suggests: `kgeval` when that
+    name on PATH is the program running, else the path it was run by (`.venv/bin/kgeval` right
+    after `pip install` in a venv not activated), or `python -m kgeval`."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "__main__.py":
+        return "python -m kgeval"
+    on_path = shutil.which("kgeval")
+    if on_path is not None and Path(on_path).resolve() == argv0.resolve():
+        return "kgeval"
+    return str(sys.argv[0])
 
 
 def _quickstart_summary(holdout: Path, db: Path, oracle: RunReport, weak: RunReport) -> str:
     """Five lines on what the quickstart showed, then the commands to try next."""
     from kgeval.reports import format_accuracy
 
-    o, w, m = oracle.overall, weak.overall, oracle.metadata
+    o, w, m, kgeval = oracle.overall, weak.overall, oracle.metadata, command_name()
     wrong = next((f"{a.kg}/{a.question_id}" for a in weak.wrong), "KG/QID")
     sound = o is not None and o.accuracy is not None and o.accuracy >= 0.99
     strict = w is not None and w.accuracy is not None and w.accuracy <= 0.60
@@ -263,14 +285,14 @@ def _quickstart_summary(holdout: Path, db: Path, oracle: RunReport, weak: RunRep
         f"- the holdout at {holdout}: {len(m.seeds)} seeds per question, manifest {m.holdout_manifest_sha256[:12]} and gold {m.gold_manifest_sha256[:12]} verified",
         f"- oracle {m.run_id}: {format_accuracy(o)}: " + ("the harness is sound (>= 99%)" if sound else "BELOW 99%: the harness (gold, store or judge) is broken"),
         f"- weak {weak.metadata.run_id}: {format_accuracy(w)}: " + ("the judge refuses poor answers (<= 60%)" if strict else "ABOVE 60%: the judge accepts too much"),
-        f"- results: {Path(db).absolute()} (`kgeval runs` lists them)",
-        "- a real system next: `kgeval init --system openai` (or gemini, http) writes a configuration that passes the checklist",
+        f"- results: {Path(db).absolute()} (`{kgeval} runs` lists them)",
+        f"- a real system next: `{kgeval} init --system openai` (or gemini, http) writes a configuration that passes the checklist",
         "",
         "Next:",
-        f"  kgeval report {weak.metadata.run_id} --format html > weak.html  # one page, each wrong answer shown whole",
-        f"  kgeval compare {m.run_id} {weak.metadata.run_id}  # flips, McNemar, the paired difference",
-        f"  kgeval show {weak.metadata.run_id} {wrong}  # one wrong attempt whole, beside the gold",
-        "  kgeval init --system openai && kgeval run --system openai  # your model (docs/systems.md)",
+        f"  {kgeval} report {weak.metadata.run_id} --format html > weak.html  # one page, each wrong answer shown whole",
+        f"  {kgeval} compare {m.run_id} {weak.metadata.run_id}  # flips, McNemar, the paired difference",
+        f"  {kgeval} show {weak.metadata.run_id} {wrong}  # one wrong attempt whole, beside the gold",
+        f"  {kgeval} init --system openai && {kgeval} run --system openai  # your model (docs/systems.md)",
     ]
     return "\n".join(lines)
 

@@ -157,10 +157,14 @@ def audit_record(
 @user_errors
 def review_status(
     holdout: HoldoutOpt = Path("holdout"), gold: GoldOpt = Path("gold"), db: DbOpt = Path("kgeval.duckdb"),
-    domain: Annotated[str | None, typer.Option("--domain", help="Only this domain.")] = None,
+    domain: Annotated[str | None, typer.Option("--domain", help="Only this domain, question by question.")] = None,
     all_questions: Annotated[bool, typer.Option("--all", help="Also the questions excluded from evaluation on record (marked 'excluded').")] = False,
+    per_question: Annotated[bool, typer.Option("--questions", help="Each question: id, domain, state, content hash (tab-separated), not the coverage per domain.")] = False,
+    config: ConfigOpt = None,
 ) -> None:
-    """Each question a run asks: its review state and content hash (tab-separated)."""
+    """Gold review coverage per domain of the questions runs ask (approved, changes requested,
+    stale, never reviewed, against review.coverage_target); with --questions or --domain, each
+    question's review state and the content hash a reviewer approves."""
     from kgeval.review import ReviewLog, current_hashes, review_states
 
     loaded = load_holdout(holdout)
@@ -173,10 +177,30 @@ def review_status(
         states = review_states(hashes, log.records())
         if log.problem:  # a missing store approves nothing
             err.print(f"note: {log.problem}: no question is approved", markup=False)
-    for q in questions:
-        print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}" + ("\texcluded" if q.id in loaded.exclusions else ""))
+    if per_question or domain is not None:
+        for q in questions:
+            print(f"{q.id}\t{q.domain}\t{states[q.id]}\t{hashes[q.id]}" + ("\texcluded" if q.id in loaded.exclusions else ""))
+    else:
+        _print_coverage(questions, states, load_config(config).review.coverage_target)
     if excluded and not all_questions:
         err.print(f"{len(excluded)} question(s) excluded from evaluation on record, not listed ({', '.join(excluded)}): --all lists them", markup=False)
+
+
+def _print_coverage(questions: list, states: dict[str, str], target: float) -> None:
+    """One line per domain (and the whole): approved of questions, its share against the target,
+    and the other states counted; then how to list the questions."""
+    from collections import Counter
+
+    by_domain: dict[str, Counter] = {}
+    for q in questions:
+        by_domain.setdefault(q.domain, Counter())[states[q.id]] += 1
+    print(f"domain\tapproved\tcoverage\tchanges requested\tstale\tnever reviewed\t(target {target:.0%})")
+    for name, counts in [*sorted(by_domain.items()), ("all", sum(by_domain.values(), Counter()))]:
+        n = sum(counts.values())
+        share = counts["approved"] / n if n else 0.0
+        mark = "" if share >= target else "  below target"
+        print(f"{name}\t{counts['approved']}/{n}\t{share:.0%}{mark}\t{counts['changes_requested']}\t{counts['stale']}\t{counts['never_reviewed']}")
+    err.print("each question with its content hash (to approve): --questions, or --domain D", markup=False)
 
 
 def _review(question_id: str, decision: str, content_sha256: str, note: str, token: str, access: Path | None, holdout: Path, gold: Path, db: Path) -> None:
@@ -246,9 +270,15 @@ def serve(
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="uvicorn's access log.")] = True,
 ) -> None:
     """Serve the API and the auditor/reviewer page (/ui); Swagger UI at /docs, OpenAPI at /openapi.json."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from kgeval.service import ServiceSettings, create_app, load_access, raise_open_files, server_options, service_log_config
+        from kgeval.service import ServiceSettings, create_app, load_access, raise_open_files, server_options, service_log_config
+    except ModuleNotFoundError as exc:  # the service extra is not installed
+        raise InputError(
+            f"kgeval serve needs the service extra ({exc.name} is not installed): pip install -e '.[service]' in a clone, "
+            "or pip install 'kgeval[service]'"
+        ) from None
 
     tokens = load_access(access)
     if not len(tokens):

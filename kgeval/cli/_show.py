@@ -101,7 +101,9 @@ def show(
     if format is TextFormat.json:
         print(sample.model_dump_json(indent=2))
         return
-    out.print(sample_renderable(sample, page, page_size))
+    # wrapped, never cropped: `out` soft-wraps plain lines, which crops a panel at the terminal's
+    # width (a one-line query lost the FILTER that made it wrong)
+    out.print(sample_renderable(sample, page, page_size), soft_wrap=False)
     if len(sample.seeds) > 1:
         listed = ", ".join(f"{s} {_outcome(by_seed.get(s))}" + (" (shown)" if s == sample.seed else "") for s in sample.seeds)
         err.print(f"seeds: {listed}; --seed S shows another", markup=False)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from kgeval._activity import Activity
 from kgeval._gc import RARE_COLLECTIONS
 from kgeval.config import GoldConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
@@ -40,9 +41,10 @@ from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
 from kgeval.stores import Store, guard_query, limited_sub_selects, query_determinism
 
 StoreFactory = Callable[[KnowledgeGraph], Store]
-Outcome = Literal["built", "reused", "failed"]
-"""What a rebuild did with one question: executed it, reused its unchanged entry, or recorded
-its failure."""
+Outcome = Literal["built", "reused", "failed", "excluded"]
+"""What a rebuild did with one question: executed it, reused its unchanged entry, recorded its
+failure, or left it without gold because it is excluded on record (not executed, or its failure
+kept): counted apart from failures in every rebuild, whichever it was."""
 Progress = Callable[[str, Outcome], None]
 
 
@@ -77,6 +79,9 @@ class RebuildReport:
     """Whether the reference queries of excluded questions were executed (else left out)."""
     not_executed: list[str] = field(default_factory=list)
     """Excluded question ids whose reference query was not executed (no unchanged record to keep)."""
+    activity: Activity = field(default_factory=Activity)
+    """The reference queries in flight (`kg/id`, with the timeout they run to), for a heartbeat
+    that names them while they run (kgeval._activity)."""
     _kept: list[GoldEntry] | None = None
 
     @property
@@ -87,6 +92,11 @@ class RebuildReport:
     @property
     def unexcluded_failures(self) -> list[GoldFailure]:
         return [f for f in self.failures if f.question_id not in self.excluded]
+
+    @property
+    def excluded_failures(self) -> list[GoldFailure]:
+        """The questions excluded on record left without gold: not executed, or failed."""
+        return [f for f in self.failures if f.question_id in self.excluded]
 
     @property
     def entries(self) -> list[GoldEntry]:
@@ -119,15 +129,17 @@ def rebuild_gold(
     *,
     force: bool = False,
     include_excluded: bool = False,
+    activity: Activity | None = None,
 ) -> RebuildReport:
     """Build the gold of every question, reusing unchanged entries of the gold at `out_dir`
     (unless `force`), and switch the new version in. With `out_dir` None nothing is read or
     written and the entries are kept in the report. The reference query of a question excluded
     on record is not executed unless `include_excluded` (its unchanged previous entry or failure
     is kept; else a failure saying so is recorded): an excluded question is never asked, and
-    excluded queries are often the ones that run to their timeout."""
+    excluded queries are often the ones that run to their timeout. `activity` is told which
+    questions are being built, as they start and end."""
     started = time.perf_counter()
-    report = RebuildReport(excluded=set(holdout.exclusions), include_excluded=include_excluded)
+    report = RebuildReport(excluded=set(holdout.exclusions), include_excluded=include_excluded, activity=activity or Activity())
     with RARE_COLLECTIONS:  # see kgeval/_gc.py: 13% of a rebuild went to the collector
         _rebuild(holdout, store_for, config, out_dir, report, progress, force)
     report.total_seconds = time.perf_counter() - started
@@ -224,7 +236,11 @@ def _rebuild_kg(
                 report.load_seconds += time.perf_counter() - t0
             yield question, reused
 
-    ahead = _ahead(decided(), lambda question: _build(kg.id, question, store, config), config.concurrency)
+    def build(question: Question) -> _Built:
+        with report.activity.step(f"{kg.id}/{question.id} (reference query, timeout {config.timeout_s:g} s)"):
+            return _build(kg.id, question, store, config)
+
+    ahead = _ahead(decided(), build, config.concurrency)
     try:
         yield from _settle_kg(kg.id, ahead, report, progress)
     finally:
@@ -248,7 +264,8 @@ def _settle_kg(
         else:
             report.failures.append(result)
         if progress:
-            outcome: Outcome = "failed" if isinstance(result, GoldFailure) else "reused" if reused is not None else "built"
+            failed: Outcome = "excluded" if question.id in report.excluded else "failed"
+            outcome: Outcome = failed if isinstance(result, GoldFailure) else "reused" if reused is not None else "built"
             progress(question.id, outcome)
         yield result
 

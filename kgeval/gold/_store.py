@@ -31,7 +31,7 @@ from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
 from kgeval.gold._layout import DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
-from kgeval.integrity import check_tag, integrity_key
+from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, check_tag, integrity_key
 from kgeval.stores import QueryResult, Store
 
 
@@ -131,7 +131,11 @@ class GoldReader:
             raise CheckFailed(f"{path}: not a gold manifest ({exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}): {DAMAGED_GOLD}") from None
         key = integrity_key()
         if key is not None:
-            check_tag(self.manifest.signed_payload(), self.manifest.tag, key, str(path))
+            check_tag(
+                self.manifest.signed_payload(), self.manifest.tag, key, str(path),
+                sign_with="sign this gold with the key set: `kgeval gold rebuild` (a new version; runs already made keep the one they were judged on), "
+                f"or unset {KEY_ENV} and {KEY_FILE_ENV} to use it unsigned",
+            )  # fmt: skip
 
     @property
     def kg_files(self) -> list[str]:

@@ -51,7 +51,8 @@ class Hit(BaseModel):
     file: str
     record: int
     """0-based index of the record in its file (blank JSONL lines are not records); in a
-    `PartialReport`, in its shard."""
+    `PartialReport`, in its shard. Messages number records from 1 (`Hit.number`): record 3 is
+    the third record, the third line of a JSONL file without blank lines."""
     field: str
     """The configured field the text came from."""
     kind: MatchKind
@@ -60,6 +61,11 @@ class Hit(BaseModel):
     holdout_item: str
     """Which holdout item: "kg <id>" or "<kg>/<question id>"."""
     score: float | None = None
+
+    @property
+    def number(self) -> int:
+        """The record's number as messages give it: from 1, as an editor numbers lines."""
+        return self.record + 1
 
 
 class FileSummary(BaseModel):
@@ -116,7 +122,7 @@ class ContaminationError(LeakDetected):
     def __init__(self, report: Report) -> None:
         first = report.hits[0]
         super().__init__(
-            f"{report.hit_count} holdout leaks found, first: {first.file}: record {first.record}: "
+            f"{report.hit_count} holdout leaks found, first: {first.file}: record {first.number}: "
             f"{first.kind} {first.matched!r} ({first.holdout_item})"
         )
         self.report = report
@@ -328,7 +334,8 @@ def _file_summary(partial: PartialReport, fields: tuple[FieldPath, ...]) -> File
     if partial.records and not partial.records_with_text:
         raise InputError(
             f"{partial.file}: none of its {partial.records} records has any of the fields "
-            f"{', '.join(f.text for f in fields)}: nothing would be checked (set contamination.fields)"
+            f"{', '.join(f.text for f in fields)}: nothing would be checked; name the field that holds their text with --field NAME "
+            "(repeatable; a nested one as a.b, a list's items as a[].b), or set guards.contamination.fields"
         )
     return FileSummary(
         file=partial.file, format=partial.format, records=partial.records, bytes=partial.file_bytes,

@@ -255,7 +255,7 @@ def _read_json_array(file: str, fields: tuple[FieldPath, ...]) -> pa.Table:
         problem = problem and f"a record must be a JSON object, {problem}"
         problem = problem or _field_type_problem(record, fields)
         if problem:
-            raise InputError(f"{file}: record {i} of the JSON array (counted from 0, as hits are): {problem}")
+            raise InputError(f"{file}: record {i + 1} of the JSON array (counted from 1, as hits are): {problem}")
     return pa.Table.from_pylist(records, schema=json_schema(fields))
 
 

@@ -3,9 +3,40 @@ a question by its KG and id). Every command that takes a question id reads both.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Iterable
 
+from kgeval.config import SUGGEST_MIN_RATIO
 from kgeval.errors import InputError
+
+_NUMBER = re.compile(r"\d+")
+
+
+def likely_meant(given: str, names: Iterable[str]) -> str | None:
+    """The one of `names` that `given` is likely a misspelling of, else None: the same ignoring
+    case, else the closest whose numbers are the same (ids that differ in a number are other
+    questions: `world_1-764` is not `world_1-796`, however alike they look) and whose likeness
+    (difflib's ratio, case ignored) is at least `SUGGEST_MIN_RATIO`. Two names as close: none."""
+    names = list(names)
+    same_case = [n for n in names if n.casefold() == given.casefold()]
+    if same_case:
+        return same_case[0] if len(same_case) == 1 else None
+    numbers = [int(n) for n in _NUMBER.findall(given)]
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, given.casefold(), n.casefold()).ratio(), n) for n in names
+         if [int(d) for d in _NUMBER.findall(n)] == numbers),
+        reverse=True,
+    )  # fmt: skip
+    if not scored or scored[0][0] < SUGGEST_MIN_RATIO or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return scored[0][1]
+
+
+def did_you_mean(given: str, names: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" when `given` is likely a misspelling of x (`likely_meant`), else ""."""
+    meant = likely_meant(given, names)
+    return f" (did you mean {meant!r}?)" if meant is not None else ""
 
 
 def resolve_question_id(ref: str, questions: Iterable[tuple[str, str]], where: str) -> str:
@@ -22,7 +53,13 @@ def resolve_question_id(ref: str, questions: Iterable[tuple[str, str]], where: s
     if candidates:
         raise InputError(f"{where}: {ref!r} names {len(candidates)} questions: {', '.join(sorted(candidates))}; give one as KG/ID")
     elsewhere = [f"{k}/{q}" for k, q in pairs if q == ref.partition("/")[2]] if "/" in ref else []
-    hint = f" (it is {', '.join(elsewhere)})" if elsewhere else " (give ID or KG/ID as `kgeval review status` lists them)"
+    meant = likely_meant(ref, [f"{k}/{q}" for k, q in pairs] if "/" in ref else [q for _, q in pairs])
+    if elsewhere:
+        hint = f" (it is {', '.join(elsewhere)})"
+    elif meant is not None:
+        hint = f" (did you mean {meant!r}?)"
+    else:
+        hint = " (give ID or KG/ID as `kgeval review status` lists them)"
     raise InputError(f"{where}: no question {ref!r}{hint}")
 
 

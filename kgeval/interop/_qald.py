@@ -23,7 +23,9 @@ from kgeval.config import KgevalConfig
 from kgeval.errors import InputError
 from kgeval.gold import GoldEntry
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, Tag
-from kgeval.interop._write import ImportReport, KgImport, QuestionProblems, QuestionRules, check_question, kg_name, read_questions, write_kgs
+from kgeval.interop._write import (
+    ImportReport, KgImport, QuestionProblems, QuestionRules, check_question, kg_name, read_questions, refuse_case_twins, write_kgs,
+)
 from kgeval.judges import item_term
 from kgeval.runs import Attempt, ResultsDB, execute_candidate, run_config
 from kgeval.stores import QueryResult, Store, Term, rdf_format
@@ -64,6 +66,7 @@ def import_qald_benchmark(
             raise InputError(f"{path}: question {where}: no {kg_field!r} field naming its KG (--kg-field)")
         groups.setdefault(str(value).strip(), []).append(raw)
     names = {value: _kg_name(path, value) for value in groups}
+    refuse_case_twins(list(dict.fromkeys(names.values())), str(path))
     if replace is not None and replace not in names.values():
         raise InputError(f"{path}: --replace {replace}: no question is asked over that KG (KGs: {', '.join(sorted(names.values()))})")
     kgs, problems = [], []
@@ -112,7 +115,7 @@ def _kg_import(
 
 
 def _kg_name(path: Path, value: str) -> str:
-    """A KG directory name from the question's KG field: lower case, [a-z0-9_-] only."""
+    """A KG directory name from the question's KG field, as the benchmark writes it (`kg_name`)."""
     name = kg_name(Path(value).stem)
     if not name:
         raise InputError(f"{path}: KG {value!r} gives no usable directory name")

@@ -20,7 +20,7 @@ from kgeval._files import read_yaml
 from kgeval.errors import InputError
 from kgeval.holdout import Question, Tag
 from kgeval.interop._rdf import repaired_triples, strict_triples
-from kgeval.interop._write import ImportReport, KgImport, QuestionRules, check_question, kg_name, read_questions, write_kgs
+from kgeval.interop._write import ImportReport, KgImport, QuestionRules, check_question, kg_name, read_questions, refuse_case_twins, write_kgs
 from kgeval.stores import rdf_format
 
 QUESTIONS = "questions.yml"
@@ -48,6 +48,7 @@ def import_text2sparql_datasets(
     names = {Path(p): kg_name(Path(p).resolve().name) for p in paths}
     if len(set(names.values())) != len(names):
         raise InputError(f"datasets share a directory name: {', '.join(map(str, paths))}; import them one by one with --name")
+    refuse_case_twins(list(names.values()), "datasets")
     if replace is not None and replace not in names.values():
         raise InputError(f"--replace {replace}: none of the datasets is named so ({', '.join(sorted(names.values()))})")
     kgs = [

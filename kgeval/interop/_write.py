@@ -66,8 +66,21 @@ class KgImport:
 
 
 def kg_name(value: str) -> str:
-    """A KG directory name from a source's name for it: lower case, [a-z0-9_-] only ("" if none)."""
-    return re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-")
+    """A KG directory name from a source's name for it, as the source writes it: its case kept
+    (`cre_Doc_Template_Mgt` stays so, and so do the question ids made from it: a benchmark's own
+    ids are accepted by every command and join with its files), any run of characters other
+    than [A-Za-z0-9_-] one `-` ("" if none)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", value).strip("-")
+
+
+def refuse_case_twins(names: list[str], where: str) -> None:
+    """InputError when two KG names differ only in case: on a case-insensitive file system
+    (macOS, Windows) they would be one directory."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            raise InputError(f"{where}: KGs {other!r} and {name!r} differ only in case: one directory on a case-insensitive file system; import one with --replace or rename it")
 
 
 class QuestionProblem(InputError):
@@ -285,6 +298,9 @@ def _check_target(out: Path, kgs: list[KgImport], replace: str | None) -> None:
     for kg in kgs:
         if (out / kg.name).exists() and kg.name != replace:
             raise InputError(f"{out / kg.name}: already exists; remove it, import under another --name, or re-import it with --replace {kg.name}")
+    held = [p.name for p in out.iterdir() if p.is_dir()] if out.is_dir() else []
+    for kg in kgs:
+        refuse_case_twins([name for name in held if name != kg.name] + [kg.name], str(out))
     if (out / MANIFEST).is_file():
         problems = holdout_problems(out)
         if problems:

@@ -50,7 +50,7 @@ def render_markdown(report: RunReport) -> str:
         *_judge_shown(report),
         f"- holdout manifest {m.holdout_manifest_sha256[:12]}, gold manifest {m.gold_manifest_sha256[:12]}, "
         f"kgeval {m.kgeval_version} ({(m.git_commit or 'no git')[:10]})",
-        f"- attempts: {report.attempts}, judged: {report.judged_attempts} (incomplete, flagged: {report.incomplete}), errors: "
+        f"- attempts: {report.attempts}, judged: {report.judged_attempts} (of which {report.incomplete} incomplete: cut off, scored and flagged), errors: "
         + (", ".join(f"{k} {v}" for k, v in sorted(report.errors.items())) or "none"),
     ]
     if m.excluded:
@@ -162,7 +162,10 @@ def _bound_lines(report: RunReport) -> list[str]:
             f"({excluded} attempt{'s' if excluded != 1 else ''} excluded as harness errors)"
         )
     if report.without_empty_gold is not None:
-        lines.append(f"- without the {report.empty_gold_questions} empty-gold question(s): {format_accuracy(report.without_empty_gold)}")
+        lines.append(
+            f"- without the {report.empty_gold_questions} empty-gold question(s) (empty or nothing found, as "
+            f"`gold show --empty` lists them): {format_accuracy(report.without_empty_gold)}"
+        )
     lines += [f"- rule: {rule}" for rule in report.rules_in_force]
     return lines + ([""] if lines else [])
 

@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from kgeval.config import KgevalConfig, RunConfig
-from kgeval.errors import InputError
-from kgeval.holdout import natural_key
+from kgeval.errors import InputError, KgevalError
+from kgeval.holdout import load_holdout, natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
 from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, rule_accepts
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
@@ -241,7 +241,9 @@ class RunReport(BaseModel):
     without_empty_gold: Accuracy | None = None
     """Accuracy over the questions whose gold is not empty."""
     empty_gold_questions: int = 0
-    """Judged questions whose gold is empty."""
+    """Judged questions whose gold says nothing: empty, a false ASK, one row of zeros or unbound
+    cells (`kgeval.review.empty_golds`, what `gold show --empty` lists), read from the run's gold
+    when the report is given it; else those of no rows."""
     macro_prf: list[MacroPRF] = []
     """Macro precision/recall/F1, overall and per KG."""
     rule_changes: list[RuleChange] = []
@@ -276,7 +278,7 @@ def build_report(
     """The run's report, with the figures of `judge` (default: the pre-registered primary). With
     `gold_dir`, it includes audits (current item hashes) and gold review coverage of the holdout
     (`holdout_dir`, by default the run's own)."""
-    report = _core_report(db, run_id, judge)
+    report = _core_report(db, run_id, judge, _empty_golds(db.metadata(run_id), gold_dir, holdout_dir))
     cfg = config or KgevalConfig()
     notes: list[str] = []
     audit = audit_summary(db, run_id, gold_dir, cfg, notes)
@@ -294,7 +296,25 @@ def build_report(
     return report.model_copy(update=update)
 
 
-def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunReport:
+def _empty_golds(metadata: RunMetadata, gold_dir: Path | None, holdout_dir: Path | None) -> set[str] | None:
+    """The questions whose gold says nothing, as `gold show --empty` lists
+    them (`kgeval.review.empty_golds`: empty, a false ASK, one row of zeros or unbound cells),
+    read from `gold_dir` when it is the gold the run was judged on; else None (the report then
+    counts the golds of no rows, all its verdicts can tell)."""
+    from kgeval.gold import gold_manifest_sha256
+    from kgeval.review import empty_golds
+
+    if gold_dir is None:
+        return None
+    try:
+        if gold_manifest_sha256(gold_dir) != metadata.gold_manifest_sha256:
+            return None
+        return {g.question_id for g in empty_golds(gold_dir, load_holdout(Path(holdout_dir or metadata.holdout)))}
+    except (KgevalError, OSError):
+        return None
+
+
+def _core_report(db: ResultsDB, run_id: str, judge: str | None = None, empty_gold_ids: set[str] | None = None) -> RunReport:
     metadata = db.metadata(run_id)
     questions = {q.question_id: q for q in db.questions(run_id)}
     attempts = db.attempts(run_id)
@@ -322,7 +342,10 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None) -> RunRep
         return RunReport(**common, overall=None, **empty, consistency=Consistency(refused="no accuracy published: harness report"))
     verdicts = by_judge[primary]
     wrong = _wrong_answers(outcomes, majority, questions, verdicts)
-    empty_gold = {qid for qid, by_seed in verdicts.items() if any(v.gold_total == 0 for v in by_seed.values())}
+    empty_gold = (
+        {qid for qid in verdicts if qid in empty_gold_ids} if empty_gold_ids is not None
+        else {qid for qid, by_seed in verdicts.items() if any(v.gold_total == 0 for v in by_seed.values())}
+    )  # fmt: skip
     kept = {qid: ok for qid, ok in majority.items() if qid not in empty_gold}
     return RunReport(
         **common,

@@ -189,10 +189,12 @@ def _call(system: System, question: Question, seed: int) -> SystemOutput:
 
 
 def call_with_retries(
-    system: System, question: Question, seed: int, config: KgevalConfig, limiter: Limiter | None = None
+    system: System, question: Question, seed: int, config: KgevalConfig, limiter: Limiter | None = None, outside_calls: list[float] | None = None
 ) -> tuple[SystemOutput, list[Try]]:
     """Call the system; try again after a transient failure, at most `run.max_tries` times,
-    waiting as `retry_wait_s` says (backoff, jitter, Retry-After). Every try is returned."""
+    waiting as `retry_wait_s` says (backoff, jitter, Retry-After). Every try is returned, its
+    latency the call's as the system timed it (`SystemOutput.call_ms`) when it did; the seconds
+    each try spent outside that call (building its prompt) are appended to `outside_calls`."""
     tries: list[Try] = []
     for n in range(1, config.run.max_tries + 1):
         if limiter is not None:
@@ -200,11 +202,14 @@ def call_with_retries(
         started_at, t0 = datetime.now(UTC).isoformat(timespec="milliseconds"), time.perf_counter()
         output = _call(system, question, seed)
         kind = (output.error_kind or "other") if output.error is not None else None
+        whole_ms = (time.perf_counter() - t0) * 1000
+        if outside_calls is not None and output.call_ms is not None:
+            outside_calls.append(max(0.0, whole_ms - output.call_ms) / 1000)
         tries.append(
             Try(
                 n=n,
                 started_at=started_at,
-                latency_ms=(time.perf_counter() - t0) * 1000,
+                latency_ms=output.call_ms if output.call_ms is not None else whole_ms,
                 outcome=kind or "ok",
                 error=output.error,
                 http_status=output.http_status,
@@ -246,11 +251,11 @@ def run_attempt(
     With `ties` (the gold's acceptable answers at an ORDER BY ... LIMIT cut), the judges compare
     against the acceptable answer closest to the candidate's result. `lookup` (the KG's labels
     and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
-    started = time.perf_counter()
-    output, tries = call_with_retries(system, question, seed, config, limiter)
+    started, outside_calls = time.perf_counter(), []
+    output, tries = call_with_retries(system, question, seed, config, limiter, outside_calls)
     return judge_output(
         question, seed, output, store, judges, gold, config,
-        started=started, tries=tries, cache=cache, ties=ties, lookup=lookup, verdicts=verdicts,
+        started=started + sum(outside_calls), tries=tries, cache=cache, ties=ties, lookup=lookup, verdicts=verdicts,
     )  # fmt: skip
 
 

@@ -617,6 +617,29 @@ class ResultsDB:
         return {(q, s) for q, s in rows}
 
     @_opened
+    def export_parquet_file(self, run_id: str, path: Path) -> int:
+        """The run as one Parquet file: a row per attempt (the attempts table's columns) with a
+        `verdicts` column, the list of its verdicts (the verdicts table's columns, a struct each):
+        what `pandas.read_parquet(path)` reads as the run. Written to a temporary name and
+        renamed; returns the rows written."""
+        self.metadata(run_id)
+        what = "the Parquet export"
+        tmp = path.with_name(f".{path.name}.tmp")
+        target = str(tmp).replace("'", "''")
+        query = (
+            "COPY (SELECT a.*, (SELECT list(v ORDER BY v.judge) FROM verdicts v WHERE v.run_id = a.run_id AND v.question_id = a.question_id "
+            f"AND v.seed = a.seed) AS verdicts FROM attempts a WHERE a.run_id = ? ORDER BY a.kg, a.question_id, a.seed) TO '{target}' (FORMAT parquet)"
+        )
+        with writing_to(path, what):
+            try:
+                self._con.copy_to(query, [run_id], path, what)
+                os.replace(tmp, path)
+            except BaseException:
+                _remove_partial([(tmp, path)], None)
+                raise
+        return self._con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [run_id]).fetchone()[0]
+
+    @_opened
     def export_parquet(self, run_id: str, out_dir: Path) -> dict[str, int]:
         """The run's attempts and verdicts as `attempts.parquet` and `verdicts.parquet` in
         `out_dir` (DuckDB COPY; JSON columns stay JSON text), both written to temporary names and

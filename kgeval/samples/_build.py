@@ -23,7 +23,7 @@ from kgeval.audit import AuditLog, accepted_items, audit_decisions, audit_states
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldEntry
-from kgeval.holdout import Holdout, check_kg_files, natural_key
+from kgeval.holdout import Holdout, check_kg_files, likely_meant, natural_key
 from kgeval.judges import ExecutionJudge, Verdict
 from kgeval.review import ReviewLog, ReviewState, question_content_sha256, review_states
 from kgeval.runs import Attempt, ResultsDB, RunQuestion, execute_candidate, run_config
@@ -103,6 +103,9 @@ def _run_question(db: ResultsDB, run_id: str, question_id: str) -> RunQuestion:
         if why is not None:
             raise InputError(f"run {run_id}: question {question_id!r} was excluded from the run on record ({why}): it has no attempt")
         ids = sorted((q.question_id for q in questions), key=natural_key)
+        meant = likely_meant(question_id, [f"{q.kg}/{q.question_id}" for q in questions] if "/" in question_id else ids)
+        if meant is not None:
+            raise InputError(f"run {run_id}: no question {question_id!r} (did you mean {meant!r}?)")
         known = ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else "")
         raise InputError(f"run {run_id}: no question {question_id!r}; questions: {known or 'none'}")
     return found

@@ -54,7 +54,10 @@ def principal_from_headers(headers: Headers, method: str, authenticate: Authenti
     if principal is None:
         raise AuthError(401, "a valid token is required")
     if session_id and method not in ("GET", "HEAD") and headers.get(PAGE_HEADER) != "1":
-        raise AuthError(403, f"cookie-authenticated changes need the {PAGE_HEADER} header")
+        raise AuthError(
+            403, f"cookie-authenticated changes need the {PAGE_HEADER} header (the run page /ui sends it); from /docs or a script, "
+            "send your token instead: press Authorize in /docs and give it, or send Authorization: Bearer TOKEN",
+        )  # fmt: skip
     return principal
 
 

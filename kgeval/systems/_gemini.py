@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import httpx
@@ -67,7 +68,7 @@ class GeminiSystem(PromptedModel):
         self._client = client if client is not None else _make_client(config)
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
-        from google.genai import errors, types
+        from google.genai import types
 
         config = types.GenerateContentConfig(
             system_instruction=INSTRUCTION,
@@ -78,8 +79,15 @@ class GeminiSystem(PromptedModel):
                 thinking_budget=self.config.thinking_budget, include_thoughts=self.config.include_thoughts
             ),
         )
+        prompt, started = self.prompt(question), time.perf_counter()  # the latency is the call's: the prompt is built before it
+        output = self._generate(prompt, config)
+        return output.model_copy(update={"call_ms": (time.perf_counter() - started) * 1000})
+
+    def _generate(self, prompt: str, config: Any) -> SystemOutput:
+        from google.genai import errors
+
         try:
-            response = self._client.models.generate_content(model=self.config.model, contents=self.prompt(question), config=config)
+            response = self._client.models.generate_content(model=self.config.model, contents=prompt, config=config)
         except errors.APIError as exc:
             headers = getattr(getattr(exc, "response", None), "headers", None) or {}
             return failure_from_status(int(exc.code or 0), str(exc.message or exc), retry_after=headers.get("retry-after"))

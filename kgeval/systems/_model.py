@@ -107,6 +107,10 @@ class SystemOutput(BaseModel):
     on a 429 or 503), in seconds; the runner waits at least this long before retrying."""
     cut: OutputCut | None = None
     """Set when the output was over `run.max_output_bytes`: what it holds is the head of it."""
+    call_ms: float | None = None
+    """Milliseconds the call to the model or endpoint took, measured by the system around the
+    request alone (not the prompt's few-shot retrieval, nor a client's first-use imports); the
+    attempt's latency. None: the runner times the whole `respond()`."""
 
     @field_validator("sparql", "answer", "finish_reason", "error", "served_version", "raw_text", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 from kgeval.config import OpenAISystemConfig
@@ -47,12 +48,18 @@ class OpenAISystem(PromptedModel):
         super().__init__(config, bank, reasoning)
         self.config: OpenAISystemConfig = config
         self._client = client if client is not None else _make_client(config)
+        self._client.chat.completions  # noqa: B018 - the client imports its resources on first use: here, not in the first calls
 
     def respond(self, question: Question, seed: int) -> SystemOutput:
-        import openai
-
         options: dict[str, Any] = {"reasoning_effort": self.config.reasoning_effort} if self.config.reasoning_effort else {}
         messages = [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": self.prompt(question)}]
+        started = time.perf_counter()  # the latency is the call's: the prompt is built before it
+        output = self._complete(messages, seed, options)
+        return output.model_copy(update={"call_ms": (time.perf_counter() - started) * 1000})
+
+    def _complete(self, messages: list[dict[str, str]], seed: int, options: dict[str, Any]) -> SystemOutput:
+        import openai
+
         try:
             response = self._client.chat.completions.create(
                 model=self.config.model, messages=messages, temperature=self.config.temperature, seed=seed,

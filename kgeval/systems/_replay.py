@@ -29,7 +29,6 @@ question's SPARQL is executed as any replayed query; a question without one is j
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -40,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kgeval._files import parse_json, sha256_file
 from kgeval.errors import InputError
-from kgeval.holdout import Holdout, KnowledgeGraph, Question
+from kgeval.holdout import Holdout, KnowledgeGraph, Question, did_you_mean
 from kgeval.systems._model import OutputCut, StopReason, SystemOutput, head_of
 from kgeval.systems._prompt import extract_sparql, output_from_text
 
@@ -82,7 +81,8 @@ class ReplaySystem:
         self._records: dict[tuple[str, str, int], _Record] = {}
         self.note: str | None = None
         """One warning line: the records whose KG or question id matched the holdout's only
-        ignoring case or by the benchmark's name for the KG."""
+        ignoring case or by the benchmark's name for the KG, and those for questions excluded
+        on record (not asked)."""
         read = list(_reader(self.path)(self.path, holdout, max_output_bytes))
         if holdout is not None:
             read, self.note = _matched(self.path, read, holdout)
@@ -142,19 +142,27 @@ def _matched(path: Path, read: list[tuple[str, _Record]], holdout: Holdout) -> t
         kept.append((where, record))
     if unmatched:
         raise InputError(_unmatched_message(path, unmatched, sorted(questions), len(read)))
-    return kept, _renamed_note(renamed)
+    excluded = sorted({r.question_id for _, r in kept if r.question_id in holdout.exclusions})
+    notes = [_renamed_note(renamed), _excluded_note(excluded)]
+    return kept, "; ".join(n for n in notes if n) or None
+
+
+def _excluded_note(excluded: list[str]) -> str | None:
+    """One line for the records whose question is excluded on record: not asked, and counted
+    with the run's exclusions (never refused: the benchmark's answers cover every question)."""
+    if not excluded:
+        return None
+    shown = ", ".join(excluded[:5]) + (" ..." if len(excluded) > 5 else "")
+    return f"replay records for {len(excluded)} question(s) excluded on record are not asked (counted as excluded: {shown})"
 
 
 def _unmatched_message(path: Path, unmatched: list[tuple[str, _Record]], questions: list[tuple[str, str]], total: int) -> str:
     """The error for records matching no question: each (up to `_SHOWN`) with the closest."""
     names = [f"{kg}/{qid}" for kg, qid in questions]
-    by_fold = {name.casefold(): name for name in names}
     lines = []
     for where, record in unmatched[:_SHOWN]:
-        given = f"{record.kg}/{record.question_id}"
-        close = difflib.get_close_matches(given.casefold(), list(by_fold), n=1, cutoff=0.0)
-        lines.append(f"  {where}: kg {record.kg!r}, question_id {record.question_id!r}: no such question; closest in the holdout: "
-                     + (by_fold[close[0]] if close else "none"))
+        meant = did_you_mean(f"{record.kg}/{record.question_id}", names)
+        lines.append(f"  {where}: kg {record.kg!r}, question_id {record.question_id!r}: no such question{meant}")
     more = f"\n  ... and {len(unmatched) - _SHOWN} more" if len(unmatched) > _SHOWN else ""
     return (
         f"{path}: {len(unmatched)} of {total} replay records match no question of the holdout (their answers would be "

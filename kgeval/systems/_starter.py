@@ -50,17 +50,20 @@ def _yaml(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def starter_files(system: StarterSystem, production: PipelineConfig, settings: dict[str, object]) -> dict[str, str]:
+def starter_files(system: StarterSystem, production: PipelineConfig, settings: dict[str, object], *, keyless: bool = False) -> dict[str, str]:
     """File name -> text of the starter for `system`: `kgeval.yaml` (and `examples.jsonl` for a
-    model). `settings` override the system's defaults (model, base_url, api_key_env; url for http)."""
+    model). `settings` override the system's defaults (model, base_url, api_key_env; url for http);
+    `keyless` writes `api_key_env: null` (an endpoint without keys)."""
     if system == "http":
         return {CONFIG_NAME: _http_config(production, settings)}
     bank = "".join(json.dumps(example, ensure_ascii=False) + "\n" for example in STARTER_EXAMPLES)
-    return {CONFIG_NAME: _model_config(system, production, settings), EXAMPLES_NAME: bank}
+    return {CONFIG_NAME: _model_config(system, production, settings, keyless), EXAMPLES_NAME: bank}
 
 
-def _model_config(system: str, production: PipelineConfig, settings: dict[str, object]) -> str:
+def _model_config(system: str, production: PipelineConfig, settings: dict[str, object], keyless: bool = False) -> str:
     values = {**_MODEL_DEFAULTS[system], **{k: v for k, v in settings.items() if v is not None}}
+    if keyless:
+        values["api_key_env"] = None
     k = int(production.default.get("few_shot_k", 5) or 0)
     lines = [
         f"# kgeval configuration for `kgeval run --system {system}`, written by `kgeval init` (docs/systems.md).",

@@ -97,7 +97,7 @@ def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
     assert result.returncode == 1
     assert "mini: question mini-05:" in result.stderr and "does not parse" in result.stderr
     assert "1 reference queries failed: mini-05" in " ".join(result.stderr.split())
-    assert "7 executed, 0 unchanged, 1 failed" in result.stdout
+    assert "7 executed, 0 unchanged, 1 failed, 0 excluded on record without gold" in result.stdout
     refused = kgeval("run", "--holdout", str(holdout), "--gold", str(gold), "--system", "oracle", "--seeds", "1", "--db", str(db))
     assert refused.returncode == 1 and "gold_failures: 1 reference queries failed and are not excluded: mini-05" in refused.stderr
     excluded = kgeval("holdout", "exclude", "mini-05", "--why", "query invalid; ticket 42", "--holdout", str(holdout))
@@ -105,7 +105,7 @@ def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
     assert kgeval("holdout", "verify", "--holdout", str(holdout)).returncode == 0
     again = kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold))
     assert again.returncode == 0, again.stderr  # the failure is kept, on record, not run again
-    assert "0 executed, 7 unchanged, 1 failed" in again.stdout
+    assert "0 executed, 7 unchanged, 0 failed, 1 excluded on record without gold" in again.stdout
     ran = kgeval("run", "--holdout", str(holdout), "--gold", str(gold), "--system", "oracle", "--seeds", "1", "--db", str(db))
     assert ran.returncode == 0, ran.stderr
     md = kgeval("report", ran.stdout.strip().splitlines()[-1], "--db", str(db)).stdout
@@ -115,11 +115,11 @@ def test_failed_reference_query_blocks_runs_until_excluded_on_record(tmp_path):
     runs = [line.split("\t") for line in kgeval("runs", "--db", str(db)).stdout.splitlines()[1:]]
     assert [(r[2], r[3].split(" (")[0]) for r in runs] == [("refused", "none"), ("finished", "100.0% [64.6%, 100.0%]")], runs
     # reviewers are shown the questions runs ask; the excluded one only with --all, marked
-    status = kgeval("review", "status", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
+    status = kgeval("review", "status", "--questions", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
     assert status.returncode == 0, status.stderr
     assert [line.split("\t")[0] for line in status.stdout.splitlines()] == [f"mini-0{i}" for i in (1, 2, 3, 4, 6, 7, 8)]
     assert "1 question(s) excluded from evaluation on record, not listed (mini-05): --all lists them" in status.stderr
-    listed = kgeval("review", "status", "--all", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)).stdout.splitlines()
+    listed = kgeval("review", "status", "--questions", "--all", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)).stdout.splitlines()
     assert len(listed) == 8 and [line.split("\t")[4:] for line in listed if line.startswith("mini-05")] == [["excluded"]]
 
 

@@ -218,7 +218,7 @@ def test_review_status_names_an_emptied_exclusions_file_in_a_real_process(intact
     with the file's bytes) as never reviewed."""
     base = tmp_path / "k"
     shutil.copytree(intact[0], base, symlinks=True)
-    args = ["review", "status", "--all", "--db", str(base / "r.duckdb"), "--holdout", str(base / "holdout"), "--gold", str(base / "gold")]
+    args = ["review", "status", "--questions", "--all", "--db", str(base / "r.duckdb"), "--holdout", str(base / "holdout"), "--gold", str(base / "gold")]
     intact_run = subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert intact_run.returncode == 0 and "mini-08" in intact_run.stdout and "excluded" in intact_run.stdout, intact_run.stderr
     (base / "holdout" / "EXCLUDED.yaml").write_bytes(b"")

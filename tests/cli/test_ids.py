@@ -32,7 +32,7 @@ def test_show_review_and_audit_take_kg_slash_id(mini_holdout, mini_gold, tmp_pat
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["question_id"] == "mini-02"
     common = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)]
-    sha = next(line.split("\t")[3] for line in kgeval("review", "status", *common).stdout.splitlines() if line.startswith("mini-06\t"))
+    sha = next(line.split("\t")[3] for line in kgeval("review", "status", "--questions", *common).stdout.splitlines() if line.startswith("mini-06\t"))
     approved = kgeval("review", "approve", "mini/mini-06", "--sha256", sha, "--access", str(access), "--token", TOKENS["rita"]["token"], *common)
     assert approved.returncode == 0 and "approve on mini-06" in approved.stdout, approved.stderr
     sampled = kgeval("audit", "sample", run_id, "--accepts", "1", "--db", str(db), "--gold", str(mini_gold))
@@ -64,7 +64,7 @@ def test_rebuild_leaves_excluded_queries_unexecuted_unless_asked(mini_holdout, t
     for args in ([], ["--force"]):
         rebuilt = kgeval("gold", "rebuild", *args, *at)
         assert rebuilt.returncode == 0, rebuilt.stderr
-        assert "not executed, excluded on record: mini-06 (--include-excluded executes them)" in rebuilt.stderr
+        assert "question mini-06: excluded on record, no gold: not executed (--include-excluded executes it)" in rebuilt.stderr
         assert "7 executed" in rebuilt.stdout if args else True
         index = index_gold(gold)
         assert "mini-06" not in index.entries and "not executed" in index.failures["mini-06"].error
@@ -72,3 +72,28 @@ def test_rebuild_leaves_excluded_queries_unexecuted_unless_asked(mini_holdout, t
     included = kgeval("gold", "rebuild", "--include-excluded", *at)
     assert included.returncode == 0 and "1 executed" in included.stdout, included.stdout + included.stderr
     assert "mini-06" in index_gold(gold).entries
+
+
+def test_confirm_empty_reads_ids_from_a_file_or_stdin(mini_holdout, mini_gold, tmp_path):
+    """Issue 44 item 5: confirming 66 empty golds meant pasting 66 ids. `gold show --empty`'s
+    own output, edited or not, is read as the list (JSON lines too); stdin with '-'."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    at = ["--holdout", str(mini_holdout)]
+    listed = kgeval("gold", "show", "--empty", *at, "--gold", str(mini_gold)).stdout
+    (tmp_path / "ids.txt").write_text("# reviewed by ann\n" + listed, encoding="utf-8")
+    confirmed = kgeval("holdout", "confirm-empty", "--from", str(tmp_path / "ids.txt"), "--why", "right as it is", *at)
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert "confirmed empty mini-05" in confirmed.stdout and "confirmed empty mini-07" in confirmed.stdout, confirmed.stdout
+    piped = subprocess.run(
+        [sys.executable, "-m", "kgeval", "holdout", "unconfirm-empty", "--from", "-", *at],
+        input='{"question_id": "mini-05"}\n', capture_output=True, text=True, cwd=REPO, timeout=600,
+    )
+    assert piped.returncode == 0 and "no longer confirmed empty: mini-05" in piped.stdout, piped.stderr
+    bad = kgeval("holdout", "exclude", "--from", str(tmp_path / "missing.txt"), "--why", "x", *at)
+    assert bad.returncode == 2 and "missing.txt: cannot read question ids (--from)" in bad.stderr
+    none = kgeval("holdout", "exclude", "--why", "x", *at)
+    assert none.returncode == 2 and "no question id given" in none.stderr

@@ -34,7 +34,8 @@ def _gemini_reply(path: str, body: dict, n: int) -> Reply:
 @pytest.mark.parametrize(
     ("system", "reply", "options", "env"),
     [
-        ("openai", _openai_reply, ["--model", "qwen2.5-coder-7b", "--base-url", "{url}/v1"], {"OPENAI_API_KEY": "loopback"}),
+        # a local endpoint needs no key: init writes api_key_env: null (issue 44 item 8: the run stopped)
+        ("openai", _openai_reply, ["--model", "qwen2.5-coder-7b", "--base-url", "{url}/v1"], {}),
         ("gemini", _gemini_reply, ["--base-url", "{url}"], {"GEMINI_API_KEY": "loopback"}),
     ],
 )
@@ -53,6 +54,29 @@ def test_init_then_run_works_with_no_hand_edits(tmp_path, mini_holdout, mini_gol
     assert len(server.requests) >= len(evaluated)
     prompt = str(server.requests[0][1])
     assert "Example question:" in prompt  # the example bank the starter wrote was retrieved from
+
+
+@pytest.mark.parametrize(
+    ("options", "written"),
+    [
+        (["--base-url", "http://127.0.0.1:8000/v1"], None),
+        (["--base-url", "http://localhost:11434/v1"], None),
+        (["--api-key-env", "null"], None),  # once written as the string "null"
+        (["--api-key-env", "none", "--base-url", "https://proxy.example/v1"], None),
+        (["--base-url", "https://proxy.example/v1"], "OPENAI_API_KEY"),
+        (["--base-url", "http://127.0.0.1:8000/v1", "--api-key-env", "VLLM_KEY"], "VLLM_KEY"),
+    ],
+)
+def test_init_writes_no_key_for_a_local_endpoint_or_null(tmp_path, options, written):
+    init = kgeval_in(tmp_path, "init", "--system", "openai", *options)
+    assert init.returncode == 0, init.stderr
+    assert yaml.safe_load((tmp_path / "kgeval.yaml").read_text())["systems"]["openai"]["api_key_env"] == written
+    assert ("export OPENAI_API_KEY" in init.stdout) == (written is not None)
+
+
+def test_init_refuses_no_key_for_gemini(tmp_path):
+    init = kgeval_in(tmp_path, "init", "--system", "gemini", "--api-key-env", "null")
+    assert init.returncode == 2 and "gemini always needs a key" in init.stderr
 
 
 def test_init_refuses_to_replace_files_without_force(tmp_path):

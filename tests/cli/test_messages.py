@@ -39,10 +39,26 @@ def test_a_json_array_corpus_is_read_as_the_records_it_holds(tmp_path, mini_hold
     corpus.write_text(json.dumps(records, indent=2))
     checked = kgeval_in(tmp_path, "contamination", "check", str(corpus), "--holdout", str(mini_holdout))
     assert checked.returncode == 3, checked.stderr
-    assert f"{corpus}: record 1: prompt: question-exact" in checked.stdout and "2 records" in checked.stdout
+    assert f"{corpus}: record 2: prompt: question-exact" in checked.stdout and "2 records" in checked.stdout
     corpus.write_text(json.dumps([{"prompt": "fine"}, {"prompt": 7}]))
     bad = kgeval_in(tmp_path, "contamination", "check", str(corpus), "--holdout", str(mini_holdout))
-    assert bad.returncode == 2 and "record 1 of the JSON array" in bad.stderr and "not valid JSON" not in bad.stderr, bad.stderr
+    assert bad.returncode == 2 and "record 2 of the JSON array (counted from 1" in bad.stderr and "not valid JSON" not in bad.stderr, bad.stderr
+
+
+def test_contamination_records_are_numbered_as_lines_and_the_field_option_named(tmp_path, mini_holdout):
+    """Issue 44 item 11: "record 2" was the file's third line; a file whose records hold `text`
+    was refused without naming --field."""
+    corpus = tmp_path / "train.jsonl"
+    lines = [{"prompt": "How do I bake bread?"}, {"prompt": "Knead it."}, {"prompt": "Who works in sales?"}]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    checked = kgeval_in(tmp_path, "contamination", "check", str(corpus), "--holdout", str(mini_holdout))
+    assert checked.returncode == 3 and f"{corpus}: record 3: prompt: question-exact" in checked.stdout, checked.stdout
+    corpus.write_text("".join(json.dumps({"text": r["prompt"]}) + "\n" for r in lines))
+    unread = kgeval_in(tmp_path, "contamination", "check", str(corpus), "--holdout", str(mini_holdout))
+    assert unread.returncode == 2 and "none of its 3 records has any of the fields" in unread.stderr
+    assert "name the field that holds their text with --field NAME" in unread.stderr, unread.stderr
+    named = kgeval_in(tmp_path, "contamination", "check", str(corpus), "--field", "text", "--holdout", str(mini_holdout))
+    assert named.returncode == 3 and f"{corpus}: record 3: text: question-exact" in named.stdout, named.stdout
 
 
 def test_a_port_in_use_is_said_before_serving_with_a_port_hint(tmp_path, mini_holdout, mini_gold):

@@ -64,5 +64,27 @@ def test_quickstart_prints_oracle_and_weak_reports(tmp_path):
     assert len(facts) == 5 and all(line.startswith("- ") for line in facts), facts
     assert "the harness is sound" in facts[1] and "the judge refuses poor answers" in facts[2] and str(tmp_path / "q.duckdb") in facts[3]
     oracle_id, weak_id = re.search(r"- oracle (\S+):", facts[1]).group(1), re.search(r"- weak (\S+):", facts[2]).group(1)
-    assert [c.split()[1] for c in commands] == ["report", "compare", "show", "init"]
+    assert [c.split()[3] for c in commands] == ["report", "compare", "show", "init"]  # python -m kgeval CMD
     assert weak_id in commands[0] and f"{oracle_id} {weak_id}" in commands[1] and re.search(rf"show {weak_id} \S+/\S+", commands[2])
+
+
+def test_quickstart_names_kgeval_as_it_was_called(tmp_path):
+    """Issue 44 item 7: right after `pip install` in a venv not activated, `kgeval` is not on
+    PATH, and the "Next:" lines said `kgeval ...` ("command not found"). They now say the program
+    as it was run; the gold just verified is read (no "no gold directory given" note), and the
+    incomplete count says what it is."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "kgeval"
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([str(script), "quickstart", "--db", str(tmp_path / "q.duckdb")], capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    commands = result.stdout.split("\n\nNext:\n")[1].splitlines()
+    assert all(line.startswith(f"  {script} ") for line in commands), commands
+    assert f"&& {script} run --system openai" in commands[-1]
+    assert "no gold directory given" not in result.stdout
+    assert "(of which 0 incomplete: cut off, scored and flagged)" in result.stdout
+    assert "(incomplete, flagged" not in result.stdout

@@ -35,16 +35,63 @@ def test_audit_sample_show_record_and_report(mini_holdout, mini_gold, tmp_path):
 def test_review_rights_per_domain_on_the_command_line(mini_holdout, mini_gold, tmp_path):
     db, access = tmp_path / "r.duckdb", write_access(tmp_path / "access.yaml")
     common = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)]
-    status = {line.split("\t")[0]: line.split("\t") for line in kgeval("review", "status", *common).stdout.splitlines()}
+    status = {line.split("\t")[0]: line.split("\t") for line in kgeval("review", "status", "--questions", *common).stdout.splitlines()}
     assert status["mini-06"][1:3] == ["retail", "never_reviewed"]
     denied = kgeval("review", "approve", "mini-06", "--sha256", status["mini-06"][3], "--access", str(access), "--token", TOKENS["hana"]["token"], *common)
     assert denied.returncode == 2 and "not 'retail'" in denied.stderr
     ok = kgeval("review", "approve", "mini-06", "--sha256", status["mini-06"][3], "--access", str(access), "--token", TOKENS["rita"]["token"], *common)
     assert ok.returncode == 0, ok.stderr
-    after = {line.split("\t")[0]: line.split("\t")[2] for line in kgeval("review", "status", *common).stdout.splitlines()}
+    after = {line.split("\t")[0]: line.split("\t")[2] for line in kgeval("review", "status", "--questions", *common).stdout.splitlines()}
     assert after["mini-06"] == "approved" and after["mini-01"] == "never_reviewed"
+    # issue 44 item 10: by default, the coverage per domain the README promises (not one line a question)
+    coverage = kgeval("review", "status", *common)
+    assert coverage.returncode == 0, coverage.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in coverage.stdout.splitlines()[1:]}
+    assert set(rows) == {"hr", "retail", "all"}, coverage.stdout
+    assert rows["retail"][:2] == ["1/1", "100%"] and rows["hr"][0] == "0/7" and rows["hr"][1].endswith("below target"), rows
+    assert rows["all"][:2] == ["1/8", "12%  below target"] and rows["hr"][4] == "7" and "--questions" in coverage.stderr
 
 
 def test_serve_refuses_to_start_without_tokens(tmp_path):
     result = kgeval("serve", "--db", str(tmp_path / "r.duckdb"), "--port", "1")
     assert result.returncode == 2 and "no tokens" in result.stderr
+
+
+def test_serve_without_the_service_extra_says_what_to_install(tmp_path):
+    """Issue 44 item 9: it ended in a ModuleNotFoundError traceback. The extra's absence is
+    made real in the child: its modules are marked missing before kgeval runs."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = "import sys; sys.modules['uvicorn'] = None; sys.argv = ['kgeval', 'serve']; from kgeval.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**__import__("os").environ, "KGEVAL_ADMIN_TOKEN": "t" * 32, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2, done.stderr
+    assert "kgeval serve needs the service extra (uvicorn is not installed): pip install -e '.[service]'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_unsigned_gold_with_a_key_names_the_command_that_signs_it(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """Issue 44 item 9: with a key made, the shipped gold was refused with "written without the
+    key?" and nothing on what to do. The message names the command; following it works."""
+    import shutil
+
+    holdout, gold = tmp_path / "h", tmp_path / "g"
+    shutil.copytree(mini_holdout, holdout)
+    shutil.copytree(mini_gold, gold, symlinks=True)
+    key = tmp_path / "key"
+    key.write_text("k" * 64, encoding="utf-8")
+    monkeypatch.setenv("KGEVAL_INTEGRITY_KEY_FILE", str(key))
+    at = ["--holdout", str(holdout), "--gold", str(gold)]
+    unsigned = kgeval("holdout", "verify", "--holdout", str(holdout))
+    assert unsigned.returncode == 1 and "`kgeval holdout seal` with the key signs it" in unsigned.stderr, unsigned.stderr
+    sealed = kgeval("holdout", "seal", "--holdout", str(holdout))
+    assert sealed.returncode == 0 and "(signed with the integrity key)" in sealed.stdout, sealed.stderr
+    refused = kgeval("gold", "verify", "--no-store-check", *at)
+    assert refused.returncode == 1
+    assert "no integrity tag, but an integrity key is configured" in refused.stderr
+    assert "sign this gold with the key set: `kgeval gold rebuild`" in refused.stderr, refused.stderr
+    assert kgeval("gold", "rebuild", *at).returncode == 0
+    assert kgeval("gold", "verify", "--no-store-check", *at).returncode == 0

@@ -96,3 +96,21 @@ def test_report_html_shows_each_wrong_answer_whole(cli_run):
 def test_show_has_help():
     result = kgeval("show", "--help")
     assert result.returncode == 0 and "Usage" in result.stdout and "--seed" in result.stdout
+
+
+def test_show_never_cuts_a_query_at_the_terminal_width(cli_run, monkeypatch):
+    """Issue 44 item 6: a one-line SPARQL query was cut at the terminal's width, and the FILTER
+    that made it wrong was invisible. Every character of both queries is shown, wrapped."""
+    from kgeval.holdout import load_holdout
+    from kgeval.runs import ResultsDB
+
+    db, run_id, cwd = cli_run
+    monkeypatch.setenv("COLUMNS", "60")
+    shown = kgeval("show", run_id, "mini-07", "--db", str(db), cwd=cwd)
+    assert shown.returncode == 0, shown.stderr
+    with ResultsDB(db, read_only=True) as results:
+        holdout = load_holdout(results.metadata(run_id).holdout)
+    reference = next(q.sparql for q in holdout.questions() if q.id == "mini-07")
+    assert max(map(len, reference.splitlines())) > 60  # a line wider than the terminal
+    squeezed = re.sub(r"[\s│]", "", shown.stdout)
+    assert re.sub(r"\s", "", reference) in squeezed, shown.stdout

@@ -104,7 +104,7 @@ def test_assert_clean_raises_with_the_report(index, tmp_path):
     with pytest.raises(ContaminationError) as caught:
         assert_clean([path], index, GuardsConfig())
     assert caught.value.exit_code == 3 and caught.value.report.hit_count >= 1
-    assert "record 0" in str(caught.value)
+    assert "record 1:" in str(caught.value)  # the first record, numbered from 1 as an editor numbers lines
 
 
 @pytest.mark.parametrize(
@@ -241,7 +241,7 @@ def test_cli_contamination_check_exit_codes(tmp_path):
 
     hit = kgeval("contamination", "check", str(clean), str(leaky), "--report-json", str(tmp_path / "r.json"))
     assert hit.returncode == 3, hit.stderr
-    assert f"{leaky}: record 52: completion: sparql:" in hit.stdout and "-> hr/hr-02" in hit.stdout
+    assert f"{leaky}: record 53: completion: sparql:" in hit.stdout and "-> hr/hr-02" in hit.stdout
     assert "CONTAMINATED" in hit.stdout
     assert json.loads((tmp_path / "r.json").read_text())["hit_count"] >= 5
 

@@ -43,3 +43,23 @@ def test_export_of_an_unknown_run_is_a_clear_error(mini_holdout, mini_gold, tmp_
     result = CliRunner().invoke(app, ["export", "nope", "--db", str(db), "--format", "parquet", "-o", str(tmp_path / "x")])
     assert result.exit_code == 2 and "no run 'nope'" in result.output
     assert not (tmp_path / "x" / "attempts.parquet").exists()
+
+
+def test_parquet_export_to_a_file_is_one_file_a_row_per_attempt(mini_holdout, mini_gold, tmp_path):
+    """Issue 44 item 12: `-o run.parquet` made a directory that pandas read as attempt and
+    verdict rows mixed. A name ending in .parquet is one file: a row per attempt, its verdicts
+    in a list column."""
+    db = tmp_path / "r.duckdb"
+    run_id = run_system(mini_holdout, mini_gold, db, "weak", seeds=2)
+    out = tmp_path / "run.parquet"
+    result = CliRunner().invoke(app, ["export", run_id, "--db", str(db), "--format", "parquet", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and f"wrote 16 attempts, each with its verdicts, to {out}" in result.output
+    rows = pq.read_table(out).to_pylist()
+    with ResultsDB(db, read_only=True) as results:
+        stored = {(q, s, v.judge): v.correct for q, s, v in results.verdicts(run_id)}
+    assert len(rows) == 16 and {(r["question_id"], r["seed"]) for r in rows} == {(q, s) for q, s, _ in stored}
+    for row in rows:
+        assert [v["judge"] for v in row["verdicts"]] == ["execution", "seed"]
+        assert all(v["correct"] == stored[(row["question_id"], row["seed"], v["judge"])] for v in row["verdicts"])
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -233,3 +233,35 @@ def test_a_reply_in_many_pieces_within_the_deadline_is_read_by_the_sdk_systems(m
         for _ in range(2):
             attempt, verdicts = run_attempt(question, 0, system, store, judges_from_config(CFG.judges), gold[question.id].result, CFG)
             assert attempt.state == "answered" and verdicts[0].correct, attempt.error
+
+
+class _SlowBank:
+    """A bank whose retrieval takes an hour on the clock the runner reads (the clock is moved,
+    nobody waits): the first attempts of a run once reported ~8.7 s where the call took 39 ms."""
+
+    def __init__(self, bank, clock) -> None:
+        self.bank, self.clock = bank, clock
+
+    def retrieve(self, question: str, k: int = 3):
+        self.clock["offset"] += 3600.0
+        return self.bank.retrieve(question, k)
+
+    def __getattr__(self, name: str):
+        return getattr(self.bank, name)
+
+
+def test_latency_is_the_call_alone_not_the_prompts_retrieval(mini, monkeypatch):
+    """Issue 44 item 13: an attempt's latency (and each try's) measures the call to the
+    endpoint, not what the system did before it."""
+    holdout, gold, store = mini
+    question = holdout.kgs[0].questions[1]
+    clock, real = {"offset": 0.0}, time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + clock["offset"])
+    bank = _SlowBank(guarded_bank(BANK, holdout, KgevalConfig()), clock)
+    with LoopbackServer(lambda path, body, n: Reply(body=chat_completion())) as server:
+        system = OpenAISystem(OpenAISystemConfig(model="m", base_url=f"{server.url}/v1", api_key_env=None), bank=bank)
+        system.prepare("mini", store)
+        attempt, _ = run_attempt(question, 0, system, store, judges_from_config(CFG.judges), gold[question.id].result, CFG)
+    assert clock["offset"] == 3600.0  # the retrieval ran, in the attempt
+    assert attempt.state == "answered" and len(attempt.tries) == 1
+    assert attempt.tries[0].latency_ms < 3_600_000 and attempt.latency_ms < 3_600_000, (attempt.tries[0].latency_ms, attempt.latency_ms)
