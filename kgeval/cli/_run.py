@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, out, progress_bar, refuse_overwriting, user_errors
+from kgeval._activity import Activity
+from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, heartbeat, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
     from kgeval.config import KgevalConfig
@@ -38,8 +39,15 @@ def _run(
     sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
     if note := getattr(sut, "note", None):  # a replay matched to the holdout ignoring case
         err.print(f"warning: {note}", markup=False)
-    with ResultsDB(db) as results, progress_bar(f"run {system}", len(loaded.evaluated_questions()) * cfg.run.seeds) as advance:
-        return execute_run(loaded, gold, sut, cfg, results, advance, checklist=checklist, replay=replay, compare_with=compare_with)
+    total, done, activity = len(loaded.evaluated_questions()) * cfg.run.seeds, [0], Activity()
+    with ResultsDB(db) as results, progress_bar(f"run {system}", total) as advance:
+
+        def counted(item: str) -> None:
+            done[0] += 1
+            advance(item)
+
+        with heartbeat(activity, lambda: f"run {system}: {done[0]} of {total} attempts done", cfg.progress):  # a held call is named while it runs
+            return execute_run(loaded, gold, sut, cfg, results, counted, checklist=checklist, replay=replay, compare_with=compare_with, activity=activity)
 
 
 def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:

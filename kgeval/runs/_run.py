@@ -22,6 +22,7 @@ from pydantic import ValidationError
 import kgeval
 from kgeval._duckdb import DiskFull
 from kgeval._files import sha256_json
+from kgeval._activity import Activity
 from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
@@ -220,9 +221,10 @@ def execute_run(
     checklist: Checklist,
     replay: Path | None = None,
     compare_with: list[str] | None = None,
+    activity: Activity | None = None,
 ) -> RunMetadata:
     """Plan, pass the checklist (or raise ChecklistFailed, sending nothing), run every question x
-    seed; return the finished run's metadata."""
+    seed; return the finished run's metadata. `activity` is told which attempts are in flight."""
     db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
     # every question is pending: the sandbox workers load their KGs during the checklist
     plan = plan_run(holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency)
@@ -237,7 +239,7 @@ def execute_run(
     except BaseException:
         _close_all(plan.stores.values())
         raise
-    return _dispatch_pending(plan, db, progress, writer)
+    return _dispatch_pending(plan, db, progress, writer, activity)
 
 
 def resume_run(
@@ -346,18 +348,18 @@ _MAX_GROUP = 1000
 """Most attempts in one journal line."""
 
 
-def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: RunWriter) -> RunMetadata:
+def _dispatch_pending(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: RunWriter, activity: Activity | None = None) -> RunMetadata:
     """Dispatch the attempts not yet persisted; a full disk says how to continue the run. The
-    writer is closed (its lock let go) whatever happens."""
+    writer is closed (its lock let go) whatever happens; `activity` is told which attempts are in flight."""
     try:
-        return _dispatch(plan, db, progress, writer)
+        return _dispatch(plan, db, progress, writer, activity or Activity())
     except DiskFull as exc:  # the attempts committed so far are intact: resuming sends only the rest
         raise exc.for_run(plan.metadata.run_id) from None
     finally:
         writer.close()
 
 
-def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: RunWriter) -> RunMetadata:
+def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: RunWriter, activity: Activity) -> RunMetadata:
     run_id = plan.metadata.run_id
     done = db.done_keys(run_id)
     jobs = [(q, s) for q in plan.holdout.evaluated_questions() for s in plan.metadata.seeds if (q.id, s) not in done]
@@ -377,7 +379,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
         question, seed = job
-        with gold.lend(question.id) as entry:
+        with gold.lend(question.id) as entry, activity.step(f"{question.kg}/{question.id} seed {seed} ({plan.system.name})"):
             return run_attempt(
                 question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
                 limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg), verdicts=verdicts,

@@ -85,3 +85,53 @@ def test_excluded_questions_are_counted_one_way_in_every_rebuild(tmp_path):
         assert ", 0 failed, 1 excluded on record without gold;" in rebuilt.stdout, rebuilt.stdout
         lines = [line for line in rebuilt.stderr.splitlines() if "excluded on record" in line]
         assert len(lines) == 1 and "question mini-05: excluded on record, no gold: " in lines[0], rebuilt.stderr
+
+
+def test_a_held_system_call_is_named_while_it_runs(tmp_path, mini_holdout, mini_gold):
+    """The same for `kgeval run`: an attempt waiting on its system is named while it waits (an
+    endpoint on loopback holds one question's reply until the test has read the line)."""
+    from tests.conftest import MINI_QUESTIONS as QUESTIONS
+
+    slow = QUESTIONS[2]["question"]
+
+    guards = [{"name": f"example-bank.{g}", "active": True, "details": {}} for g in ("ingest", "retrieval-filter", "similarity-cap")]
+
+    def reply(path: str, payload: dict, n: int) -> Reply:
+        if path.endswith("/guards"):
+            return Reply(body=guards)
+        return Reply(body={"sparql": "ASK {}", "stop_reason": "stop"}, hold=payload.get("question") == slow)
+
+    db = tmp_path / "r.duckdb"
+    at = ["--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)]
+    oracle = subprocess.run([sys.executable, "-m", "kgeval", "run", "--system", "oracle", "--seeds", "1", *at], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert oracle.returncode == 0, oracle.stderr
+    with LoopbackServer(reply) as server:
+        init = subprocess.run([sys.executable, "-m", "kgeval", "init", "--system", "http", "--url", server.url + "/answer", str(tmp_path / "cfg")],
+                              capture_output=True, text=True, cwd=REPO, timeout=600)
+        assert init.returncode == 0, init.stderr
+        config = tmp_path / "cfg" / "kgeval.yaml"
+        doc = yaml.safe_load(config.read_text())
+        doc["systems"]["http"]["timeout_s"] = 600
+        doc["systems"]["http"]["guards_url"] = server.url + "/guards"
+        doc["progress"] = {"log_every_s": 0.2}
+        config.write_text(yaml.safe_dump(doc), encoding="utf-8")
+        run = subprocess.Popen([sys.executable, "-m", "kgeval", "run", "--system", "http", "--seeds", "1", "--config", str(config), *at],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen: list[str] = []
+        named = threading.Event()
+
+        def read() -> None:
+            for line in run.stderr:
+                seen.append(line)
+                if f"running mini/{QUESTIONS[2]['id']} seed 0 (http) for" in line:
+                    named.set()
+            named.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        named.wait(60)
+        assert any(f"running mini/{QUESTIONS[2]['id']} seed 0 (http)" in line for line in seen), "".join(seen)
+    run.wait(60)
+    reader.join(60)
+    line = next(line for line in seen if f"running mini/{QUESTIONS[2]['id']}" in line)
+    assert line.startswith("run http: ") and " attempts done, " in line, line
