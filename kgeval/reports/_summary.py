@@ -565,7 +565,8 @@ def _macro_prf(verdicts: VerdictsBySeed, questions: dict[str, RunQuestion]) -> l
 
 
 def _rule_changes(by_judge: dict[str, VerdictsBySeed]) -> list[RuleChange]:
-    """Per judge, the verdicts each named rule decided (accepts) and the vacuous rejects."""
+    """Per judge, the verdicts each named rule decided (accepts, the comparator's rules among
+    them), the rejects for an extra column or repeated rows, and the vacuous rejects."""
     changes = []
     for judge, verdicts in by_judge.items():
         counts: Counter[tuple[str, bool]] = Counter()
@@ -573,6 +574,10 @@ def _rule_changes(by_judge: dict[str, VerdictsBySeed]) -> list[RuleChange]:
             for v in by_seed.values():
                 if v.details.get("rule") in RULES:
                     counts[(v.details["rule"], v.correct)] += 1
+                for rule in v.details.get("comparator_rules", ()):  # the comparison's own rules (issue 40)
+                    counts[(rule, v.correct)] += 1
+                if v.path in ("extra_columns", "duplicates"):  # rejected for what that rule, off, would accept
+                    counts[(v.path, False)] += 1
                 if v.path == "vacuous":
                     counts[("vacuous", False)] += 1
                 if v.details.get("predeclared_prefixes"):

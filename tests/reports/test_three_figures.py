@@ -91,6 +91,8 @@ def test_the_gaps_name_the_questions_and_the_rules(figures):
     rules = report["rule_accepts"]
     assert rules["label_columns"]["which"] == ["cities"] and rules["duplicates"]["which"] == ["repeated"]
     assert rules["extra_columns"]["which"] == ["codes", "count"] and rules["extra_columns"]["on"] is False
+    changes = {c["rule"]: (c["accepts"], c["rejects"]) for c in report["rule_changes"] if c["judge"] == "execution"}
+    assert changes["label_columns"] == (1, 0) and changes["duplicates"] == (1, 0) and changes["extra_columns"] == (0, 2)
 
 
 def test_the_markdown_reads_the_three_figures_on_one_axis_and_explains_the_gaps(figures):
