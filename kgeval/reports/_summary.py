@@ -27,7 +27,7 @@ from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError
 from kgeval.holdout import natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
-from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, rule_accepts
+from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, older_standard_note, rule_accepts
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage
@@ -289,6 +289,9 @@ def build_report(
             "standard and lenient figures not shown: no execution-judge verdict of this run records them "
             "(judged by a kgeval older than execution judge logic 12, or the execution judge was not enabled)"
         )
+    older = older_standard_note(report.metadata.judge_versions)
+    if report.standard_execution_accuracy is not None and older:
+        notes.append(older)
     update = {"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes, "gold_refused": refused, "audit_refused": audit_refused,
               "review_refused": review_refused}
     return report.model_copy(update=update)
