@@ -365,6 +365,9 @@ def _best_by_rows(gold: Table, answer: Table, best: tuple[int, ...], tied: Itera
     Spider's comparator tries every permutation of columns."""
     if not gold.rows or len(best) < 2:
         return best
+    others = list(islice(tied, _TIED_MAPPINGS))
+    if len(others) < 2:  # `best` alone shares that many values: nothing to tell apart
+        return best
 
     def rows_matched(mapping: tuple[int, ...]) -> int:
         kept = tuple(k if k < len(answer.vars) else -1 for k in mapping)
@@ -372,7 +375,7 @@ def _best_by_rows(gold: Table, answer: Table, best: tuple[int, ...], tied: Itera
 
     if rows_matched(best) == len(gold.row_set):
         return best
-    return max([best, *islice(tied, _TIED_MAPPINGS)], key=lambda m: (rows_matched(m), *score(m)[1:]))
+    return max([best, *others], key=lambda m: (rows_matched(m), *score(m)[1:]))
 
 
 def _mapping_count(width: int, g: int) -> int:
@@ -393,17 +396,18 @@ def _greedy(overlap: list[list[int]], g: int, width: int) -> tuple[int, ...]:
     return tuple(chosen[j] for j in range(g))
 
 
-def _repeats(gold_rows: tuple[RowKeys, ...], answer_rows: list[RowKeys]) -> str:
+def _repeats(gold: Table, answer_rows: list[RowKeys], answer_set: set[RowKeys]) -> str:
     """How two results with the same distinct rows differ as multisets, in words; empty when
     they do not, or when their distinct rows differ (a precision or recall threshold below 1
     accepted them as sets: repeats are not compared then)."""
-    if len(gold_rows) == len(answer_rows) and len(set(answer_rows)) == len(answer_rows) == len(set(gold_rows)):
+    gold_rows = gold.rows
+    if len(gold_rows) == len(answer_rows) == len(answer_set) == len(gold.row_set):
+        return ""  # no row repeated on either side
+    in_gold, in_answer = Counter(gold_rows), Counter(answer_rows)
+    if in_gold == in_answer or in_gold.keys() != in_answer.keys():
         return ""
-    gold, answer = Counter(gold_rows), Counter(answer_rows)
-    if gold == answer or gold.keys() != answer.keys():
-        return ""
-    more = sum(1 for row, n in answer.items() if n > gold[row])
-    fewer = sum(1 for row, n in gold.items() if n > answer[row])
+    more = sum(1 for row, n in in_answer.items() if n > in_gold[row])
+    fewer = sum(1 for row, n in in_gold.items() if n > in_answer[row])
     parts = [f"{more} row(s) repeated more often than in the gold"] * bool(more) + [f"{fewer} row(s) repeated less often"] * bool(fewer)
     return f"{len(answer_rows)} answer rows, {len(gold_rows)} gold rows: " + ", ".join(parts)
 
@@ -679,6 +683,7 @@ class _Comparison:
         """The answer's typed result (None: an answer list) and the KG's labels: `label_columns` reads them."""
         self.details: dict = {"compared": compared}
         self.mapping: tuple[int, ...] = ()
+        self.answer_set: set[RowKeys] = set()
 
     def verdict(self) -> Verdict:
         g, a = self.g, self.a
@@ -686,6 +691,7 @@ class _Comparison:
         self.mapping = alignment.mapping
         rows = project(a, alignment.mapping)
         gold_set, answer_set = g.row_set, set(rows)
+        self.answer_set = answer_set
         matched = len(gold_set & answer_set)
         self.details["columns"] = {g.vars[j]: (a.vars[k] if k >= 0 else None) for j, k in enumerate(alignment.mapping)}
         extra = [v for k, v in enumerate(a.vars) if k not in alignment.mapping]
@@ -763,7 +769,7 @@ class _Comparison:
             rule = "label_columns" if labels and not others and cfg.label_columns else "extra_columns"
             used.append(rule)
             notes.append(f"{rule}: extra column(s) {shown} not compared" + (" (the KG's labels of an aligned entity column)" if rule == "label_columns" else ""))
-        repeats = _repeats(self.g.rows, rows)
+        repeats = _repeats(self.g, rows, self.answer_set)
         if repeats:
             if not cfg.duplicates:
                 return "duplicates", f"; {repeats} (rule duplicates off: rows compared as multisets)"

@@ -21,6 +21,9 @@ from kgeval.runs import Attempt, RunMetadata
 
 LENIENCY_JUDGE = "execution"
 """The judge whose verdicts carry the leniency figures."""
+STANDARD_COMPARATOR_LOGIC = 13
+"""The execution judge's logic version from which its standard figure is the field's comparator
+(columns counted, rows as multisets: issue 40); before it, rows compared as sets, extra columns ignored."""
 
 
 class RuleAccepts(BaseModel):
@@ -87,6 +90,18 @@ def leniency_outcomes(verdicts: dict[str, dict[int, Verdict]]) -> tuple[dict[str
     standard = {q: _majority(by_seed, lambda v: bool(_figures(v)["standard"])) for q, by_seed in verdicts.items()}
     lenient = {q: _majority(by_seed, lambda v: bool(_figures(v)["lenient"])) for q, by_seed in verdicts.items()}
     return standard, lenient
+
+
+def older_standard_note(judge_versions: dict[str, str]) -> str | None:
+    """What the standard figure of a run judged by an execution judge older than the field's
+    comparator counts (`STANDARD_COMPARATOR_LOGIC`), said in a note; None for a newer judge."""
+    logic = judge_versions.get(LENIENCY_JUDGE, "").removeprefix(f"{LENIENCY_JUDGE}-").split("+")[0]
+    if not logic.isdigit() or int(logic) >= STANDARD_COMPARATOR_LOGIC:
+        return None
+    return (
+        f"standard execution accuracy of this run is execution judge logic {logic}'s: rows compared as sets and extra columns "
+        f"ignored, not the field's comparator (logic {STANDARD_COMPARATOR_LOGIC} and later: judge the run again to read it)"
+    )
 
 
 def figure_gaps(verdicts: dict[str, dict[int, Verdict]], standard: dict[str, bool], lenient: dict[str, bool]) -> FigureGaps:

@@ -27,7 +27,7 @@ from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import InputError, KgevalError
 from kgeval.holdout import load_holdout, natural_key
 from kgeval.judges import FAILURE_WORDS, RULES, Verdict
-from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, rule_accepts
+from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, older_standard_note, rule_accepts
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.review import ReviewCoverage
@@ -291,6 +291,9 @@ def build_report(
             "standard and lenient figures not shown: no execution-judge verdict of this run records them "
             "(judged by a kgeval older than execution judge logic 12, or the execution judge was not enabled)"
         )
+    older = older_standard_note(report.metadata.judge_versions)
+    if report.standard_execution_accuracy is not None and older:
+        notes.append(older)
     update = {"receipt": checklist_receipt(db, run_id), "audit": audit, "review": review, "notes": notes, "gold_refused": refused, "audit_refused": audit_refused,
               "review_refused": review_refused}
     return report.model_copy(update=update)
@@ -588,7 +591,8 @@ def _macro_prf(verdicts: VerdictsBySeed, questions: dict[str, RunQuestion]) -> l
 
 
 def _rule_changes(by_judge: dict[str, VerdictsBySeed]) -> list[RuleChange]:
-    """Per judge, the verdicts each named rule decided (accepts) and the vacuous rejects."""
+    """Per judge, the verdicts each named rule decided (accepts, the comparator's rules among
+    them), the rejects for an extra column or repeated rows, and the vacuous rejects."""
     changes = []
     for judge, verdicts in by_judge.items():
         counts: Counter[tuple[str, bool]] = Counter()
@@ -596,6 +600,10 @@ def _rule_changes(by_judge: dict[str, VerdictsBySeed]) -> list[RuleChange]:
             for v in by_seed.values():
                 if v.details.get("rule") in RULES:
                     counts[(v.details["rule"], v.correct)] += 1
+                for rule in v.details.get("comparator_rules", ()):  # the comparison's own rules (issue 40)
+                    counts[(rule, v.correct)] += 1
+                if v.path in ("extra_columns", "duplicates"):  # rejected for what that rule, off, would accept
+                    counts[(v.path, False)] += 1
                 if v.path == "vacuous":
                     counts[("vacuous", False)] += 1
                 if v.details.get("predeclared_prefixes"):

@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "13", ("_seed.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py"), "dd0c52eca1c005483bde34fbf7aa512bd55a84865c42779a4411ec19651cf3fd"),
-    "execution": (EXECUTION_LOGIC, "13", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "97976dc50fd0918c68e1ba1f1a3bce63b10e0c85dea7b1b478b4365bed7208d5"),
+    "execution": (EXECUTION_LOGIC, "13", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "2a7795ec6d0da376bc368f27a3561e8fcdb3a7e07cc8adb70e556d8ea1cf2505"),
 }
 
 

@@ -15,6 +15,8 @@ import yaml
 from kgeval.config import GoldConfig
 from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout, seal_holdout
+from kgeval.judges._execution import LOGIC_VERSION
+from kgeval.reports._leniency import older_standard_note
 from kgeval.stores import EmbeddedStore
 from tests.cli.test_cli import kgeval
 
@@ -91,6 +93,8 @@ def test_the_gaps_name_the_questions_and_the_rules(figures):
     rules = report["rule_accepts"]
     assert rules["label_columns"]["which"] == ["cities"] and rules["duplicates"]["which"] == ["repeated"]
     assert rules["extra_columns"]["which"] == ["codes", "count"] and rules["extra_columns"]["on"] is False
+    changes = {c["rule"]: (c["accepts"], c["rejects"]) for c in report["rule_changes"] if c["judge"] == "execution"}
+    assert changes["label_columns"] == (1, 0) and changes["duplicates"] == (1, 0) and changes["extra_columns"] == (0, 2)
 
 
 def test_the_markdown_reads_the_three_figures_on_one_axis_and_explains_the_gaps(figures):
@@ -102,3 +106,10 @@ def test_the_markdown_reads_the_three_figures_on_one_axis_and_explains_the_gaps(
     assert "below it on 5: rejected by the vacuous check" in markdown
     assert "lenient above headline on 2 question(s): only a rule switched off accepts them (alone: extra_columns 2)" in markdown
     assert "**lenient below standard**: 5 question(s) standard accepts and lenient rejects, 5 of them vacuous answers" in markdown
+
+
+def test_a_run_judged_before_the_fields_comparator_says_what_its_standard_figure_counts():
+    assert older_standard_note({"execution": f"execution-{LOGIC_VERSION}+abcdef12"}) is None
+    note = older_standard_note({"execution": "execution-12+abcdef12", "seed": "seed-13+0"})
+    assert note is not None and "logic 12's: rows compared as sets and extra columns ignored" in note
+    assert older_standard_note({"seed": "seed-13+0"}) is None
