@@ -110,7 +110,7 @@ def _cli_reads(db: Path, gold: Path, run_id: Callable[[], str | None]) -> list[t
         if done.returncode != 0:
             return False, done.stderr[-500:], None
         data = json.loads(done.stdout)
-        running = data["metadata"].get("finished_at") is None
+        running = data["status"] == "running"  # marked as running: its attempts so far
         return True, "", data["harness"]["attempts"] if running else None
 
     def export() -> tuple[bool, str, int | None]:
