@@ -38,12 +38,51 @@ def sha256_json(obj: Any) -> str:
     return sha256_text(canonical_json(obj))
 
 
-def parse_yaml(text: str) -> Any:
+def parse_yaml(text: str, where: str = "YAML document") -> Any:
     """`yaml.safe_load`, through libyaml when PyYAML was built with it (its wheels are): the
-    same safe constructor and resolver, about twice as fast on a holdout's questions files."""
+    same safe constructor and resolver, about twice as fast on a holdout's questions files.
+
+    Bounded: an alias is the node its anchor names, shared, so a few kilobytes of anchors and
+    aliases (a YAML bomb) stand for billions of nodes, which whatever walks the document
+    (validation, hashing, a run) then expands. A document standing for more nodes than its
+    text has characters plus `yaml_alias_bound()` (every node written takes a character at
+    least: only aliases add more), or that holds itself, is an InputError naming `where` and
+    the bound. libyaml refuses nesting deeper than 1,000 levels itself."""
     import yaml  # local: most commands never read YAML
 
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    _check_expansion(document, len(text), where)
+    return document
+
+
+def _check_expansion(document: Any, written: int, where: str) -> None:
+    """InputError when `document` stands for more than `written + yaml_alias_bound()` nodes
+    (each collection walked once, however many aliases name it: linear in the document as
+    parsed), or when a collection holds itself (an alias inside its own anchor)."""
+    from kgeval.config import YAML_ALIAS_BOUND_VARIABLE, yaml_alias_bound
+    from kgeval.errors import InputError
+
+    limit = written + yaml_alias_bound()
+    nodes: dict[int, int] = {}  # a collection's id -> the nodes it stands for, itself included
+    open_: set[int] = set()  # the collections being walked: the path from the document down
+    stack: list[tuple[Any, bool]] = [(document, False)] if isinstance(document, (list, dict)) else []
+    while stack:
+        node, walked = stack.pop()
+        values = list(node.values()) if isinstance(node, dict) else node
+        if walked:
+            open_.discard(id(node))
+            nodes[id(node)] = 1 + len(node) * isinstance(node, dict) + sum(nodes.get(id(v), 1) for v in values)
+            if nodes[id(node)] > limit:
+                raise InputError(
+                    f"{where}: stands for more than {limit:,} nodes through its aliases, far more than it holds (a YAML bomb?): "
+                    f"refused by the YAML alias bound ({YAML_ALIAS_BOUND_VARIABLE}={limit - written}; docs/security.md)"
+                )
+        elif id(node) in open_:
+            raise InputError(f"{where}: an alias inside its own anchor (a document that holds itself): refused")
+        elif id(node) not in nodes:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((v, False) for v in values if isinstance(v, (list, dict)))
 
 
 def parse_json(text: str | bytes, where: str, what: str = "valid JSON") -> Any:
@@ -94,7 +133,7 @@ def parse_yaml_bytes(data: bytes, path: Path, what: str) -> Any:
     if not data.strip():
         raise InputError(f"{path}: {what} is empty ({len(data)} bytes): damaged or cut short; {RESTORE} (a document meant to be empty holds `{{}}`)")
     try:
-        return parse_yaml(data.decode("utf-8"))
+        return parse_yaml(data.decode("utf-8"), f"{path}: {what}")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: {what} is not UTF-8 text ({exc}): damaged? {RESTORE}") from None
     except yaml.YAMLError as exc:  # its marks name the text parsed, "<unicode string>": the file is named instead

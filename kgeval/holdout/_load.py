@@ -67,7 +67,7 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
     if not data.strip():
         raise InputError(f"{path}: questions file is empty ({len(data)} bytes): damaged; {RESTORE_QUESTIONS}")
     try:
-        raw = parse_yaml(data.decode("utf-8"))
+        raw = parse_yaml(data.decode("utf-8"), f"{path}: questions file")
         parsed = _QuestionsFile.model_validate(raw)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}{_damage_hint(path, data)}") from None
