@@ -1,11 +1,13 @@
-"""Hashing, canonical JSON and atomic writes (files, database transactions): the one place
-for each of these facts."""
+"""Hashing, canonical JSON, reading hostile input (YAML with its alias bound, JSON, paths that
+are not files) and atomic writes (files, database transactions): the one place for each of
+these facts."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -108,10 +110,41 @@ def present(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+_NOT_FILES = (
+    (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
+)
+
+
+def not_a_file(path: Path | str) -> str | None:
+    """What is at `path` (links followed) when it is there but not a regular file: "a FIFO",
+    "a character device", ...; None for a regular file, or when nothing is there. Opening a
+    FIFO waits for a writer and a device never ends: an input is checked before it is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _NOT_FILES if test(mode)), "not a regular file")
+
+
+def check_input_file(path: Path | str, what: str) -> None:
+    """InputError `PATH: WHAT is a FIFO, not a file` (or a device, a socket, a directory) when
+    `path` is there but not a regular file; nothing when it is one, or is absent (the reader
+    names that)."""
+    from kgeval.errors import InputError
+
+    kind = not_a_file(path)
+    if kind is not None:
+        raise InputError(f"{path}: {what} is {kind}, not a file")
+
+
 def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
     from kgeval.errors import InputError
 
+    check_input_file(path, what)
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:

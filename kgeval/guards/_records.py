@@ -23,7 +23,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from kgeval._files import parse_json
+from kgeval._files import check_input_file, parse_json
 from kgeval.errors import InputError
 
 Format = Literal["jsonl", "json_array", "parquet", "dataframe"]
@@ -107,6 +107,7 @@ def open_binary(file: str | Path) -> Iterator[IO[bytes]]:
 def _size_of(file: str | Path) -> int:
     """Bytes of a file; InputError when it is not there."""
     if not is_url(file):
+        check_input_file(file, "training file")
         if not Path(file).is_file():
             raise InputError(f"{file}: no such file")
         return Path(file).stat().st_size
@@ -130,8 +131,8 @@ def file_format(path: Path | str) -> Format:
 
 def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
     """Split a file into shards of about `chunk_bytes`: JSONL at line ends, Parquet by row group."""
+    size = _size_of(file)  # first: a FIFO or a device is named as such, whatever its name
     fmt = file_format(file)
-    size = _size_of(file)
     if fmt == "parquet":
         return _parquet_shards(str(file), chunk_bytes, size)
     if starts_with(file, b"["):  # a JSON array of records (a common export), not JSON Lines

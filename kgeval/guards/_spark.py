@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kgeval.config import GuardsConfig
+from kgeval._files import check_input_file
 from kgeval.errors import InputError
 from kgeval.guards._contamination import PartialReport, Report, ShardScanner, _sample_lines, merge_reports
 from kgeval.guards._index import HoldoutIndex
@@ -121,6 +122,7 @@ def _format_of(file: str) -> Format:
         return found[0]
     if re.match(r"^\w+://", file):
         return file_format(file)
+    check_input_file(file, "training file")
     if not Path(file).is_file():
         raise InputError(f"{file}: no such file")
     return _local_format(Path(file))

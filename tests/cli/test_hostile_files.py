@@ -260,3 +260,57 @@ def test_a_parquet_column_over_the_bound_is_refused_before_it_is_read(mini_holdo
     config.write_text("guards:\n  contamination:\n    max_decompressed_mb: 4\n", encoding="utf-8")
     code, shown, _ = _peak_rss_of("contamination", "check", "--holdout", str(mini_holdout), "--workers", "1", "--config", str(config), str(big))
     assert code == 3 and "mini/mini-01" in shown, shown
+
+
+def _kgeval(*args: str, timeout: float = 120) -> tuple[int, str]:
+    """`python -m kgeval ARGS` in a process of its own: a command that waited on a FIFO would
+    time out here (a failed test), not hang the suite."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "-m", "kgeval", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("kind", "role"), [
+    *(("fifo", role) for role in ("db-runs", "db-report", "db-run", "training", "replay", "config", "qald")),
+    *(("device", role) for role in ("db-runs", "training", "replay")),
+])
+def test_a_fifo_or_a_device_given_as_an_input_is_named_as_such(mini_holdout, mini_gold, tmp_path, kind, role):
+    """A FIFO (reading it waits for a writer: `--db` hung) or a character device (never ends)
+    given where a file is read: exit 2 naming it as what it is, never "no such file"."""
+    import os
+
+    suffix = {"training": ".jsonl", "config": ".yaml", "replay": ".jsonl", "qald": ".json"}.get(role, ".duckdb")
+    path = tmp_path / f"input{suffix}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    common = ["--holdout", str(mini_holdout), "--gold", str(mini_gold)]
+    args = {
+        "db-runs": ["runs", "--db", str(path)],
+        "db-report": ["report", "some-run", "--db", str(path)],
+        "db-run": ["run", "--system", "oracle", "--seeds", "1", *common, "--db", str(path)],
+        "training": ["contamination", "check", "--holdout", str(mini_holdout), str(path)],
+        "replay": ["run", "--system", "replay", "--replay", str(path), "--seeds", "1", *common, "--db", str(tmp_path / "r.duckdb")],
+        "config": ["run", "--system", "oracle", "--config", str(path), "--seeds", "1", *common, "--db", str(tmp_path / "r.duckdb")],
+        "qald": ["holdout", "import", "qald", str(path), "--name", "x", "--kg", str(mini_holdout / "mini" / "kg.ttl"), "--out", str(tmp_path / "h")],
+    }[role]
+    code, shown = _kgeval(*args)
+    named = "a FIFO" if kind == "fifo" else "a character device"
+    assert code == 2 and "Traceback" not in shown and f"{path}: " in shown and f"is {named}, not a file" in shown, shown
+    assert "no such file" not in shown and "does not exist" not in shown, shown
+
+
+def test_a_broken_first_line_of_a_replay_jsonl_is_named_as_a_broken_line(mini_holdout, mini_gold, tmp_path):
+    """Not "not a QALD JSON file": a first line that closes its object is a JSONL record."""
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text('{"kg": "mini", "question_id": "mini-01", "seed": 0, "answer": [}\n'
+                      '{"kg": "mini", "question_id": "mini-02", "seed": 0, "answer": []}\n', encoding="utf-8")
+    code, shown = _invoke("run", "--system", "replay", "--replay", str(replay), "--seeds", "1", "--holdout", str(mini_holdout),
+                          "--gold", str(mini_gold), "--db", str(tmp_path / "r.duckdb"))
+    _one_named_line(code, shown, replay)
+    assert f"{replay}:1: not valid JSON" in shown and "QALD" not in shown, shown
