@@ -110,29 +110,24 @@ def present(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
-_NOT_FILES = (
-    (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
-)
+_NOT_FILES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def not_a_file(path: Path | str) -> str | None:
-    """What is at `path` (links followed) when it is there but not a regular file: "a FIFO",
-    "a character device", ...; None for a regular file, or when nothing is there. Opening a
-    FIFO waits for a writer and a device never ends: an input is checked before it is opened."""
+    """What is at `path` (links followed) when it is a FIFO, a device or a socket: "a FIFO",
+    "a character device", ...; None otherwise (a regular file, nothing, or a directory, which
+    every reader's open fails on and names as damaged). Opening a FIFO waits for a writer and
+    a device never ends: an input is checked before it is opened."""
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _NOT_FILES if test(mode)), "not a regular file")
+    return next((name for test, name in _NOT_FILES if test(mode)), None)
 
 
 def check_input_file(path: Path | str, what: str) -> None:
-    """InputError `PATH: WHAT is a FIFO, not a file` (or a device, a socket, a directory) when
-    `path` is there but not a regular file; nothing when it is one, or is absent (the reader
-    names that)."""
+    """InputError `PATH: WHAT is a FIFO, not a file` (or a device, or a socket); nothing for
+    anything else (the reader names what is wrong with it)."""
     from kgeval.errors import InputError
 
     kind = not_a_file(path)
