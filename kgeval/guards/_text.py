@@ -38,6 +38,7 @@ from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QuerySyntaxError
+from kgeval.guards._needles import rows_with_bytes
 from kgeval.guards._vocab import namespace
 from kgeval.stores import query_algebra
 
@@ -101,7 +102,9 @@ _DROPPED_RANGES = HIDDEN + CONTROLS
 _UNMASK = str.maketrans({**{chr(c): None for lo, hi in _DROPPED_RANGES for c in range(lo, hi + 1)}, **LOOKALIKES})
 _MASKED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _DROPPED_RANGES) + "".join(LOOKALIKES) + "]")
 _MASKED_RE2 = "[" + "".join(f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in _DROPPED_RANGES) + "".join(f"\\x{{{ord(c):x}}}" for c in LOOKALIKES) + "]"
-_ASCII_CONTROL = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CONTROLS if hi < 0x80) + "\x7f]")
+_ASCII_CONTROLS = (*((lo, hi) for lo, hi in CONTROLS if hi < 0x80), (0x7F, 0x7F))
+"""The ASCII bytes of `CONTROLS` (C0 but layout, and DEL)."""
+_ASCII_CONTROL = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _ASCII_CONTROLS) + "]")
 """The characters `_UNMASK` changes: a Python expression, and the same in RE2 (for Arrow)."""
 _FOLDABLE: dict = {}
 """This process's `foldable_characters` and `_unmask_table`, made on first use."""
@@ -121,14 +124,16 @@ def folded(text: str) -> str:
 
 def folded_rows(texts: pa.Array) -> tuple[np.ndarray, list[str]]:
     """The rows of a string column that `folded` changes (their indexes, ascending) and what
-    it makes of them. Only rows with a character outside printable ASCII are looked at (a line
-    break, a control character, anything not ASCII), and of those only the ones holding a
-    character `folded` may change (`foldable_characters`, RE2 in Arrow) meet Python."""
-    other = np.flatnonzero(~pc.fill_null(pc.ascii_is_printable(texts), True).to_numpy(zero_copy_only=False))
-    if not len(other):
+    it makes of them. Only the rows holding an ASCII control character (`rows_with_bytes`: one
+    Hyperscan pass over the column's bytes) and the rows with a character outside ASCII are
+    looked at, and of the latter only the ones holding a character `folded` may change
+    (`foldable_characters`, RE2 in Arrow) meet Python."""
+    other = np.flatnonzero(~pc.fill_null(pc.string_is_ascii(texts), True).to_numpy(zero_copy_only=False))
+    controlled = rows_with_bytes(texts, _ASCII_CONTROLS)
+    if not len(other) and not len(controlled):
         return other, []
     maybe = pc.fill_null(pc.match_substring_regex(texts.take(pa.array(other, pa.int64())), pattern=foldable_characters()), False)
-    rows = other[maybe.to_numpy(zero_copy_only=False)]
+    rows = np.union1d(other[maybe.to_numpy(zero_copy_only=False)], controlled)
     before = texts.take(pa.array(rows, pa.int64())).to_pylist()
     after = [unicodedata.normalize("NFKC", t) for t in before]
     masked = np.flatnonzero(pc.match_substring_regex(pa.array(after, pa.large_string()), pattern=_MASKED_RE2)).tolist()
