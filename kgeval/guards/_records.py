@@ -374,7 +374,7 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str, max_b
         if pa.types.is_null(arr.type):
             return np.empty(0, dtype=np.int64), pa.array([], pa.string())
         raise InputError(f"{path}: field {f.text!r} is {arr.type}, not a string")
-    _check_utf8(arr, rows, f)
+    _check_utf8(arr, rows, f, path)
     if not arr.null_count:
         return rows, arr
     valid = pc.is_valid(arr)
@@ -393,7 +393,7 @@ class UndecodableRecord(InputError):
 _INVALID_AT = re.compile(r"at string index (\d+)")
 
 
-def _check_utf8(texts: pa.Array, rows: np.ndarray, f: FieldPath) -> None:
+def _check_utf8(texts: pa.Array, rows: np.ndarray, f: FieldPath, path: str) -> None:
     """UndecodableRecord naming the first record whose text in `f` is not valid UTF-8. Arrow's
     JSON and Parquet readers take a string's bytes as they are; one full validation (SIMD,
     GB/s) per field and batch."""
@@ -402,7 +402,7 @@ def _check_utf8(texts: pa.Array, rows: np.ndarray, f: FieldPath) -> None:
     except pa.ArrowInvalid as exc:
         at = _INVALID_AT.search(str(exc))
         if at is None:
-            raise InputError(f"field {f.text!r}: cannot be read: {exc}") from None
+            raise InputError(f"{path}: field {f.text!r}: cannot be read: {exc}") from None
         raise UndecodableRecord(int(rows[int(at.group(1))]), f"field {f.text!r}: not UTF-8 text, so it cannot be checked") from None
 
 
