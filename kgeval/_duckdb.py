@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from kgeval._files import check_input_file
 from kgeval.errors import DatabaseBusy, InputError, KgevalError
 
 DEFAULT_WAIT_S = 10.0
@@ -50,6 +51,7 @@ def lock_wait_s() -> float:
 def connect_duckdb(path: Path, *, read_only: bool = False, wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """A connection to the DuckDB file at `path`; waits (up to `wait_s`, default `lock_wait_s()`)
     while another process holds the file's lock. DatabaseBusy when it is still held."""
+    check_input_file(path, "results database")  # DuckDB would wait forever on a FIFO
     waited = lock_wait_s() if wait_s is None else wait_s
     start = time.monotonic()
     deadline, pause = start + waited, _FIRST_PAUSE_S

@@ -1,11 +1,13 @@
-"""Hashing, canonical JSON and atomic writes (files, database transactions): the one place
-for each of these facts."""
+"""Hashing, canonical JSON, reading hostile input (YAML with its alias bound, JSON, paths that
+are not files) and atomic writes (files, database transactions): the one place for each of
+these facts."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,12 +40,51 @@ def sha256_json(obj: Any) -> str:
     return sha256_text(canonical_json(obj))
 
 
-def parse_yaml(text: str) -> Any:
+def parse_yaml(text: str, where: str = "YAML document") -> Any:
     """`yaml.safe_load`, through libyaml when PyYAML was built with it (its wheels are): the
-    same safe constructor and resolver, about twice as fast on a holdout's questions files."""
+    same safe constructor and resolver, about twice as fast on a holdout's questions files.
+
+    Bounded: an alias is the node its anchor names, shared, so a few kilobytes of anchors and
+    aliases (a YAML bomb) stand for billions of nodes, which whatever walks the document
+    (validation, hashing, a run) then expands. A document standing for more nodes than its
+    text has characters plus `yaml_alias_bound()` (every node written takes a character at
+    least: only aliases add more), or that holds itself, is an InputError naming `where` and
+    the bound. libyaml refuses nesting deeper than 1,000 levels itself."""
     import yaml  # local: most commands never read YAML
 
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    _check_expansion(document, len(text), where)
+    return document
+
+
+def _check_expansion(document: Any, written: int, where: str) -> None:
+    """InputError when `document` stands for more than `written + yaml_alias_bound()` nodes
+    (each collection walked once, however many aliases name it: linear in the document as
+    parsed), or when a collection holds itself (an alias inside its own anchor)."""
+    from kgeval.config import YAML_ALIAS_BOUND_VARIABLE, yaml_alias_bound
+    from kgeval.errors import InputError
+
+    limit = written + yaml_alias_bound()
+    nodes: dict[int, int] = {}  # a collection's id -> the nodes it stands for, itself included
+    open_: set[int] = set()  # the collections being walked: the path from the document down
+    stack: list[tuple[Any, bool]] = [(document, False)] if isinstance(document, (list, dict)) else []
+    while stack:
+        node, walked = stack.pop()
+        values = list(node.values()) if isinstance(node, dict) else node
+        if walked:
+            open_.discard(id(node))
+            nodes[id(node)] = 1 + len(node) * isinstance(node, dict) + sum(nodes.get(id(v), 1) for v in values)
+            if nodes[id(node)] > limit:
+                raise InputError(
+                    f"{where}: stands for more than {limit:,} nodes through its aliases, far more than it holds (a YAML bomb?): "
+                    f"refused by the YAML alias bound ({YAML_ALIAS_BOUND_VARIABLE}={limit - written}; docs/security.md)"
+                )
+        elif id(node) in open_:
+            raise InputError(f"{where}: an alias inside its own anchor (a document that holds itself): refused")
+        elif id(node) not in nodes:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((v, False) for v in values if isinstance(v, (list, dict)))
 
 
 def parse_json(text: str | bytes, where: str, what: str = "valid JSON") -> Any:
@@ -69,10 +110,36 @@ def present(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+_NOT_FILES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_a_file(path: Path | str) -> str | None:
+    """What is at `path` (links followed) when it is a FIFO, a device or a socket: "a FIFO",
+    "a character device", ...; None otherwise (a regular file, nothing, or a directory, which
+    every reader's open fails on and names as damaged). Opening a FIFO waits for a writer and
+    a device never ends: an input is checked before it is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((name for test, name in _NOT_FILES if test(mode)), None)
+
+
+def check_input_file(path: Path | str, what: str) -> None:
+    """InputError `PATH: WHAT is a FIFO, not a file` (or a device, or a socket); nothing for
+    anything else (the reader names what is wrong with it)."""
+    from kgeval.errors import InputError
+
+    kind = not_a_file(path)
+    if kind is not None:
+        raise InputError(f"{path}: {what} is {kind}, not a file")
+
+
 def read_yaml(path: Path, what: str, missing_hint: str = "") -> Any:
     """Parse a YAML file; InputError naming the file (and `missing_hint` when it is absent)."""
     from kgeval.errors import InputError
 
+    check_input_file(path, what)
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -94,7 +161,7 @@ def parse_yaml_bytes(data: bytes, path: Path, what: str) -> Any:
     if not data.strip():
         raise InputError(f"{path}: {what} is empty ({len(data)} bytes): damaged or cut short; {RESTORE} (a document meant to be empty holds `{{}}`)")
     try:
-        return parse_yaml(data.decode("utf-8"))
+        return parse_yaml(data.decode("utf-8"), f"{path}: {what}")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: {what} is not UTF-8 text ({exc}): damaged? {RESTORE}") from None
     except yaml.YAMLError as exc:  # its marks name the text parsed, "<unicode string>": the file is named instead

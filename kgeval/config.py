@@ -7,6 +7,7 @@ defaults. Unknown keys are an error, so a misspelt threshold cannot silently fal
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -674,6 +675,13 @@ class ContaminationConfig(_Strict):
     anchor words rarest in this data (the prefilter stays exact: any choice is sound); 0: off."""
     chunk_mb: int = Field(32, ge=1)
     """Size of the unit of work (a byte range of a JSONL file); bounds memory per worker."""
+    max_decompressed_mb: int = Field(512, ge=1)
+    """The Parquet decompressed-size bound: the most one column chunk of a row group that the
+    check reads may decompress to (from the file's metadata, before it is read), and the most
+    text one batch of a dictionary-encoded field may decode to. A 33 KB file can hold a 1 GiB
+    string (a decompression bomb); over the bound the file is refused (exit 2) naming the row
+    group and column, so a worker's memory stays a few times this. Raise it for data written
+    with larger row groups."""
     allow_empty: bool = False
     """Accept a training file with no records (0 bytes, blank lines only, a Parquet file of 0
     rows) as clean. Off: such a file is an error, since an empty file is almost always a failed
@@ -776,6 +784,31 @@ class ProgressConfig(_Strict):
     """On a terminal: seconds between two such lines at most."""
     log_every_s: float = Field(30.0, gt=0)
     """Elsewhere (output to a file or a pipe, CI logs): seconds between two such lines at most."""
+
+
+YAML_ALIAS_BOUND = 1_000_000
+"""Default of the YAML alias bound: a YAML document (a holdout's questions file, a
+configuration, a checklist, an access file, an imported benchmark) may stand for at most this
+many nodes more than its text has characters. Only aliases make a document stand for more
+nodes than it writes: this many is far beyond any honest use of anchors and far below what a
+YAML bomb expands to (a 7.5 KB file: hundreds of millions). Read before any configuration file
+is (a configuration is YAML too), so it is set in the environment: `YAML_ALIAS_BOUND_VARIABLE`."""
+YAML_ALIAS_BOUND_VARIABLE = "KGEVAL_YAML_ALIAS_BOUND"
+
+
+def yaml_alias_bound() -> int:
+    """The YAML alias bound in force: `KGEVAL_YAML_ALIAS_BOUND` when set (a whole number of
+    nodes), else `YAML_ALIAS_BOUND`."""
+    raw = os.environ.get(YAML_ALIAS_BOUND_VARIABLE, "").strip()
+    if not raw:
+        return YAML_ALIAS_BOUND
+    try:
+        bound = int(raw)
+    except ValueError:
+        bound = -1
+    if bound < 0:
+        raise InputError(f"{YAML_ALIAS_BOUND_VARIABLE}={raw!r}: not a whole number of nodes (default {YAML_ALIAS_BOUND:,})")
+    return bound
 
 
 class KgevalConfig(_Strict):

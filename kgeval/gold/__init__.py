@@ -9,6 +9,7 @@ for (a run: `GoldLoans` holds the entries of the questions in flight, not the ho
 from kgeval.gold._build import Outcome, RebuildReport, build_entry, rebuild_gold
 from kgeval.gold._reexecute import reexecution_differences
 from kgeval.gold._index import EntrySummary
+from kgeval.gold._layout import VersionHold, hold_version, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure, GoldFlag, display_text
 from kgeval.gold._store import (
     Gold,
@@ -45,11 +46,13 @@ __all__ = [
     "StoreIdentity",
     "TieGroup",
     "TieInfo",
+    "VersionHold",
     "build_entry",
     "display_text",
     "gold_manifest_sha256",
     "gold_problems",
     "gold_status",
+    "hold_version",
     "index_gold",
     "load_gold",
     "read_gold",
@@ -57,4 +60,5 @@ __all__ = [
     "rebuild_gold",
     "store_identity",
     "verify_gold",
+    "version_dir",
 ]

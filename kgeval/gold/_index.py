@@ -34,6 +34,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from pydantic import ValidationError
 
+from kgeval._files import not_a_file
 from kgeval.errors import CheckFailed
 from kgeval.gold._layout import DAMAGED_GOLD, MANIFEST
 from kgeval.gold._model import GoldEntry, GoldFailure
@@ -161,6 +162,8 @@ def scan_kg_file(path: Path, name: str, expected_sha256: str | None) -> KgIndex:
     """Stream one KG file: CheckFailed when its sha256 is not `expected_sha256` (missing,
     half-written, edited), when it is not a gold file, or when an entry's result does not match
     its result_sha256 (the same checks and messages as `GoldReader.read_kg`)."""
+    if (kind := not_a_file(path)) is not None:  # a FIFO would be waited on for ever
+        raise CheckFailed(f"{path}: {kind}, not a file: {DAMAGED_GOLD}")
     try:
         handle = open(path, "rb")
     except FileNotFoundError:

@@ -12,6 +12,9 @@ Layout (DESIGN invariant 11: a kill leaves the old gold intact or the new one co
 A new version is written in full in a staging directory beside the old one, renamed to its
 `v-<hash>` name, and switched in by renaming a fresh symlink over `current`. Readers resolve
 `current` once and read that version only, so a switch during a read cannot mix two golds.
+A run holds the version it resolved (`hold_version`: a shared lock on its directory) until it
+ends, and garbage collection passes over a held version: a rebuild during the run neither
+changes nor removes the gold the run is judged against.
 A directory whose MANIFEST.json is a plain file (the layout before versions, or a version
 directory named directly) is read as it is.
 """
@@ -158,12 +161,60 @@ def collect_garbage(gold_dir: Path, keep: int) -> list[str]:
             removed.append(path.name)
     older = [p for p in version_dirs(gold_dir) if p.name != in_force]
     for path in older[: max(len(older) - max(keep - 1, 0), 0)]:
+        if _held(path):  # a run is judged against it: removed by a later rebuild
+            continue
         # renamed first, so a kill during the removal leaves staging junk, never a half version
         aside = gold_dir / f"{STAGING_PREFIX}gc-{path.name}-{time.time_ns()}"
         os.rename(path, aside)
         shutil.rmtree(aside, ignore_errors=True)
         removed.append(path.name)
     return removed
+
+
+class VersionHold:
+    """A version directory kept from garbage collection until `close` (or the end of a `with`
+    block, or of the process): a shared lock on the directory, which `collect_garbage` tests.
+    A directory that cannot be opened is not held (reading it will say why)."""
+
+    def __init__(self, version: Path) -> None:
+        self.version = Path(version)
+        try:
+            self._fd: int | None = os.open(self.version, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            self._fd = None
+            return
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
+
+    def __enter__(self) -> VersionHold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def hold_version(version: Path) -> VersionHold:
+    """Hold `version` from garbage collection (`VersionHold`) until the hold is closed."""
+    return VersionHold(version)
+
+
+def _held(version: Path) -> bool:
+    """Whether a run holds `version` (`hold_version`)."""
+    try:
+        fd = os.open(version, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kgeval._files import canonical_json, sha256_bytes, sha256_file
+from kgeval._files import canonical_json, not_a_file, sha256_bytes, sha256_file
 from kgeval.errors import CheckFailed, StaleGold
 from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
 from kgeval.gold._layout import DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, version_dir
@@ -182,6 +182,8 @@ class GoldReader:
 
 
 def _read_bytes(path: Path) -> bytes:
+    if (kind := not_a_file(path)) is not None:  # a FIFO would be waited on for ever
+        raise CheckFailed(f"{path}: {kind}, not a file: {DAMAGED_GOLD}")
     try:
         return path.read_bytes()
     except FileNotFoundError:

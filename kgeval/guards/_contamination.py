@@ -34,11 +34,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, Field
 
-from kgeval.config import GuardsConfig
+from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
-from kgeval.guards._records import FieldPath, Format, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
+from kgeval.guards._records import FieldPath, Format, Shard, UndecodableRecord, field_texts, file_format, open_binary, plan_shards, read_shard
 from kgeval.guards._text import folded_rows
 from kgeval.holdout import Holdout
 
@@ -145,11 +145,17 @@ class PartialReport(BaseModel):
     """All hits by kind, including any not listed."""
     error: str | None = None
     """Why the shard could not be read: the whole check fails (InputError), never passes."""
+    error_record: int | None = None
+    """The record `error` is about, when it is one (counted from the shard's first): the
+    merged report names it counted from the file's first."""
 
     def followed_by(self, later: PartialReport) -> PartialReport:
         """This partial and the next one of the same file, as one."""
-        if later.error or self.error:
-            return self.model_copy(update={"error": self.error or later.error})
+        if self.error:
+            return self
+        if later.error:
+            moved = None if later.error_record is None else self.records + later.error_record
+            return self.model_copy(update={"error": later.error, "error_record": moved})
         moved = [h.model_copy(update={"record": h.record + self.records}) for h in later.hits]
         kinds = Counter(self.hits_by_kind) + Counter(later.hits_by_kind)
         return self.model_copy(update={
@@ -166,13 +172,15 @@ class ShardScanner:
     Picklable: send it once to each worker (a process pool's initializer, a Spark broadcast).
     It holds the holdout index, which is holdout material: keep it off shared storage."""
 
-    def __init__(self, index: HoldoutIndex, fields: Sequence[str]) -> None:
+    def __init__(self, index: HoldoutIndex, fields: Sequence[str], max_decompressed_mb: int = ContaminationConfig().max_decompressed_mb) -> None:
         self.index = index
         self.fields = tuple(FieldPath.parse(f) for f in fields)
+        self.max_bytes = max_decompressed_mb << 20
+        """The Parquet decompressed-size bound (`contamination.max_decompressed_mb`), in bytes."""
         self._caches()
 
     def __getstate__(self) -> dict:
-        return {"index": self.index, "fields": self.fields}
+        return {"index": self.index, "fields": self.fields, "max_bytes": self.max_bytes}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -188,8 +196,10 @@ class ShardScanner:
         """Every record of one shard; a shard that cannot be read gives a partial with `error`."""
         partial = PartialReport(file=shard.file, format=shard.format, file_bytes=shard.file_bytes)
         try:
-            for batch in read_shard(shard, self.fields):
+            for batch in read_shard(shard, self.fields, self.max_bytes):
                 partial = partial.followed_by(self.scan_batch(batch, shard.file, shard.format, shard.file_bytes))
+        except UndecodableRecord as exc:
+            partial.error, partial.error_record = exc.problem, partial.records + exc.record
         except InputError as exc:
             partial.error = str(exc)
         self._collect_garbage()
@@ -200,7 +210,7 @@ class ShardScanner:
         hits: list[Hit] = []
         seen = np.zeros(batch.num_rows, dtype=bool)
         for f in self.fields:
-            rows, texts = field_texts(batch, f, file)
+            rows, texts = field_texts(batch, f, file, self.max_bytes)
             seen[rows] = True
             if len(texts):
                 for t, found in self._field_matches(texts):
@@ -297,9 +307,9 @@ def merge_reports(
     `allow_empty`) a file held no records."""
     per_file: dict[str, PartialReport] = {}
     for partial in partials:
-        if partial.error:
-            raise InputError(partial.error)
         before = per_file.get(partial.file)
+        if partial.error:
+            raise InputError(_error_of(partial, before.records if before else 0))
         per_file[partial.file] = before.followed_by(partial) if before else partial.model_copy(update={"hits": list(partial.hits)})
     if not allow_empty:
         _refuse_empty(list(per_file.values()))
@@ -312,6 +322,13 @@ def merge_reports(
         seconds=seconds, workers=workers, holdout_kgs=list(scanner.index.kgs),
         fields=[f.text for f in scanner.fields],
     )
+
+
+def _error_of(partial: PartialReport, records_before: int) -> str:
+    """A shard's error, naming its file and the record it is about (counted as hits are)."""
+    if partial.error_record is None:
+        return partial.error or ""
+    return f"{partial.file}: record {records_before + partial.error_record} (counted from 0, as hits are): {partial.error}"
 
 
 def _refuse_empty(per_file: list[PartialReport]) -> None:
@@ -386,7 +403,7 @@ def check_contamination(
     shards = [s for f in dict.fromkeys(files) for s in plan_shards(f, cc.chunk_mb << 20)]
     if cc.sample_mb and files:
         index = index.with_anchors_from(_sample_lines(files[0], cc.sample_mb << 20))
-    scanner = ShardScanner(index, cc.fields)
+    scanner = ShardScanner(index, cc.fields, cc.max_decompressed_mb)
     workers = min(cc.workers or os.cpu_count() or 1, len(shards)) or 1
     partials = _reported(shards, scan_shards(shards, scanner, workers), progress)
     return merge_reports(partials, scanner, workers=workers, seconds=0.0, allow_empty=cc.allow_empty).model_copy(

@@ -9,7 +9,7 @@ fsspec, whose protocol packages (s3fs, gcsfs, huggingface_hub) the user installs
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from kgeval._files import check_input_file, parse_json
 from kgeval.errors import InputError
 
 Format = Literal["jsonl", "json_array", "parquet", "dataframe"]
@@ -106,6 +107,7 @@ def open_binary(file: str | Path) -> Iterator[IO[bytes]]:
 def _size_of(file: str | Path) -> int:
     """Bytes of a file; InputError when it is not there."""
     if not is_url(file):
+        check_input_file(file, "training file")
         if not Path(file).is_file():
             raise InputError(f"{file}: no such file")
         return Path(file).stat().st_size
@@ -129,8 +131,8 @@ def file_format(path: Path | str) -> Format:
 
 def plan_shards(file: str | Path, chunk_bytes: int) -> list[Shard]:
     """Split a file into shards of about `chunk_bytes`: JSONL at line ends, Parquet by row group."""
+    size = _size_of(file)  # first: a FIFO or a device is named as such, whatever its name
     fmt = file_format(file)
-    size = _size_of(file)
     if fmt == "parquet":
         return _parquet_shards(str(file), chunk_bytes, size)
     if starts_with(file, b"["):  # a JSON array of records (a common export), not JSON Lines
@@ -176,13 +178,45 @@ def _parquet_shards(file: str, chunk_bytes: int, file_bytes: int) -> list[Shard]
 
 
 @contextmanager
-def _parquet_file(file: str) -> Iterator[pq.ParquetFile]:
+def _parquet_file(file: str, fields: tuple[FieldPath, ...] = ()) -> Iterator[pq.ParquetFile]:
+    """The Parquet file, its string columns under the configured `fields` read as dictionaries
+    when they are stored as such: a dictionary page repeated by a million indices is kept as
+    it is stored, not decoded into a million copies before its size is known (`_decoded`)."""
     with open_binary(file) as fh:
         try:
             pf = pq.ParquetFile(fh)
+            if fields:
+                pf = pq.ParquetFile(fh, metadata=pf.metadata, read_dictionary=_text_columns(pf, fields))
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{file}: not a readable Parquet file (truncated or corrupt?): {exc}") from None
         yield pf
+
+
+def _text_columns(pf: pq.ParquetFile, fields: tuple[FieldPath, ...]) -> list[str]:
+    """The paths of the byte-array leaf columns under the fields' first segments."""
+    tops = {f.steps[0][0] for f in fields}
+    columns = (pf.schema.column(i) for i in range(len(pf.schema)))
+    return [c.path for c in columns if c.physical_type == "BYTE_ARRAY" and c.path.split(".")[0] in tops]
+
+
+def _check_decompressed(pf: pq.ParquetFile, group: int, columns: list[str], max_bytes: int, file: str) -> None:
+    """InputError when a column chunk of the row group that the check reads decompresses (by
+    the file's metadata) to more than `max_bytes`: refused before a byte of it is read."""
+    row_group = pf.metadata.row_group(group)
+    for i in range(row_group.num_columns):
+        chunk = row_group.column(i)
+        if chunk.path_in_schema.split(".")[0] in columns and chunk.total_uncompressed_size > max_bytes:
+            raise InputError(
+                f"{file}: row group {group}: column {chunk.path_in_schema} decompresses to {chunk.total_uncompressed_size:,} bytes "
+                f"({chunk.total_compressed_size:,} stored): {_over_bound(max_bytes)}"
+            )
+
+
+def _over_bound(max_bytes: int) -> str:
+    return (
+        f"over the Parquet decompressed-size bound (contamination.max_decompressed_mb: {max_bytes >> 20}): refused, "
+        "a decompression bomb? If the data is meant, raise the bound in the configuration or write smaller row groups"
+    )
 
 
 def json_schema(fields: tuple[FieldPath, ...]) -> pa.Schema:
@@ -203,10 +237,11 @@ def _arrow_type(sub: dict | None, is_list: bool) -> pa.DataType:
     return pa.list_(struct) if is_list else struct
 
 
-def read_shard(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBatch | pa.Table]:
-    """The records of `shard`, in order, as Arrow batches holding the configured fields."""
+def read_shard(shard: Shard, fields: tuple[FieldPath, ...], max_bytes: int = 0) -> Iterator[pa.RecordBatch | pa.Table]:
+    """The records of `shard`, in order, as Arrow batches holding the configured fields.
+    `max_bytes` (Parquet): the most a column chunk may decompress to (0: no bound)."""
     if shard.format == "parquet":
-        yield from _read_parquet(shard, fields)
+        yield from _read_parquet(shard, fields, max_bytes)
         return
     if shard.format == "json_array":
         yield _read_json_array(shard.file, fields)
@@ -227,8 +262,8 @@ def read_shard(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.Recor
         raise InputError(_locate_json_error(shard, data, fields, exc)) from None
 
 
-def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.RecordBatch]:
-    with _parquet_file(shard.file) as pf:
+def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...], max_bytes: int) -> Iterator[pa.RecordBatch]:
+    with _parquet_file(shard.file, fields) as pf:
         present = set(pf.schema_arrow.names)
         columns = sorted({f.steps[0][0] for f in fields} & present)
         if not columns:
@@ -237,6 +272,8 @@ def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.Re
             for group in shard.row_groups:  # one at a time: a dictionary-encoded field inside a list or struct
                 # cannot be read from several row groups at once (pyarrow: "Nested data conversions not
                 # implemented for chunked array outputs"), each row group having its own dictionary
+                if max_bytes:
+                    _check_decompressed(pf, group, columns, max_bytes, shard.file)
                 yield from pf.iter_batches(batch_size=65_536, row_groups=[group], columns=columns)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{shard.file}: row groups {list(shard.row_groups)}: cannot be read (truncated or corrupt?): {exc}") from None
@@ -244,8 +281,6 @@ def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...]) -> Iterator[pa.Re
 
 def _read_json_array(file: str, fields: tuple[FieldPath, ...]) -> pa.Table:
     """The records of a file holding one JSON array of objects, as one Arrow table."""
-    from kgeval._files import parse_json
-
     with open_binary(file) as fh:
         records = parse_json(fh.read(), f"{file} (a JSON array of records)")
     if not isinstance(records, list):
@@ -266,10 +301,10 @@ def _locate_json_error(shard: Shard, data: bytes, fields: tuple[FieldPath, ...],
         if not line.strip():
             continue
         where = f"{shard.file}: line {line_base + offset + 1}"
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            return f"{where}: not valid JSON (truncated or malformed): {err}"
+        try:  # every way json fails on a hostile line (nesting past the recursion limit too) named
+            record = parse_json(line, where, "valid JSON")
+        except InputError as err:
+            return str(err)
         if not isinstance(record, dict):
             return f"{where}: a record must be a JSON object, not {type(record).__name__}"
         problem = _field_type_problem(record, fields)
@@ -308,8 +343,11 @@ def _field_type_problem(record: dict, fields: tuple[FieldPath, ...]) -> str | No
     return None
 
 
-def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tuple[np.ndarray, pa.Array]:
-    """The non-null values of one field, with the index of the record each came from."""
+def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str, max_bytes: int = 0) -> tuple[np.ndarray, pa.Array]:
+    """The non-null values of one field, with the index of the record each came from;
+    InputError when a dictionary-encoded field would decode to more than `max_bytes` of text
+    (0: no bound)."""
+    decoded = lambda arr: _decoded(arr, max_bytes, f, path)  # noqa: E731
     n = batch.num_rows
     name = f.steps[0][0]
     if name not in batch.schema.names:
@@ -324,25 +362,60 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str) -> tu
         if i > 0:
             if not pa.types.is_struct(arr.type) or arr.type.get_field_index(step) < 0:
                 return np.empty(0, dtype=np.int64), pa.array([], pa.string())
-            arr = _decoded(pc.struct_field(arr, [step]))
+            arr = decoded(pc.struct_field(arr, [step]))
         else:
-            arr = _decoded(arr)
+            arr = decoded(arr)
         if is_list:
             if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
                 raise InputError(f"{path}: field {f.text!r}: {step} is {arr.type}, not a list")
             rows = rows[pc.list_parent_indices(arr).to_numpy()]
-            arr = _decoded(pc.list_flatten(arr))
+            arr = decoded(pc.list_flatten(arr))
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         if pa.types.is_null(arr.type):
             return np.empty(0, dtype=np.int64), pa.array([], pa.string())
         raise InputError(f"{path}: field {f.text!r} is {arr.type}, not a string")
+    _check_utf8(arr, rows, f, path)
     if not arr.null_count:
         return rows, arr
     valid = pc.is_valid(arr)
     return rows[valid.to_numpy(zero_copy_only=False)], arr.filter(valid)
 
 
-def _decoded(arr: pa.Array) -> pa.Array:
-    """A dictionary-encoded column (a pandas categorical, a Parquet file written with its Arrow
-    schema) as its values: the same texts, one per record, nulls kept."""
-    return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+class UndecodableRecord(InputError):
+    """A record whose text is not UTF-8: it cannot be read as a person reads it, so it is
+    refused (exit 2), never passed as clean. `record` counts from the batch's first."""
+
+    def __init__(self, record: int, problem: str) -> None:
+        super().__init__(problem)
+        self.record, self.problem = record, problem
+
+
+_INVALID_AT = re.compile(r"at string index (\d+)")
+
+
+def _check_utf8(texts: pa.Array, rows: np.ndarray, f: FieldPath, path: str) -> None:
+    """UndecodableRecord naming the first record whose text in `f` is not valid UTF-8. Arrow's
+    JSON and Parquet readers take a string's bytes as they are; one full validation (SIMD,
+    GB/s) per field and batch."""
+    try:
+        texts.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        at = _INVALID_AT.search(str(exc))
+        if at is None:
+            raise InputError(f"{path}: field {f.text!r}: cannot be read: {exc}") from None
+        raise UndecodableRecord(int(rows[int(at.group(1))]), f"field {f.text!r}: not UTF-8 text, so it cannot be checked") from None
+
+
+def _decoded(arr: pa.Array, max_bytes: int = 0, f: FieldPath | None = None, path: str = "") -> pa.Array:
+    """A dictionary-encoded column (a pandas categorical, a Parquet column stored with a
+    dictionary) as its values: the same texts, one per record, nulls kept. Its decoded size is
+    counted first (the dictionary's value lengths, by index): a small dictionary page named by
+    many indices is a decompression bomb of its own, refused over `max_bytes` (0: no bound)."""
+    if not pa.types.is_dictionary(arr.type):
+        return arr
+    if max_bytes and (pa.types.is_string(arr.type.value_type) or pa.types.is_large_string(arr.type.value_type)):
+        size = pc.sum(pc.binary_length(arr.dictionary).take(arr.indices)).as_py() or 0
+        if size > max_bytes:
+            where = f"field {f.text!r}" if f is not None else "a field"
+            raise InputError(f"{path}: {where}: {len(arr):,} values decode to {size:,} bytes of text in one batch: {_over_bound(max_bytes)}")
+    return arr.dictionary_decode()

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kgeval.config import GuardsConfig
+from kgeval._files import check_input_file
 from kgeval.errors import InputError
 from kgeval.guards._contamination import PartialReport, Report, ShardScanner, _sample_lines, merge_reports
 from kgeval.guards._index import HoldoutIndex
@@ -76,7 +77,7 @@ def check_files_spark(
     by_format: dict[Format, list[str]] = {}
     for f in files:
         by_format.setdefault(_format_of(f), []).append(f)
-    scanner = ShardScanner(_with_sample(index, files, config), config.contamination.fields)
+    scanner = ShardScanner(_with_sample(index, files, config), config.contamination.fields, config.contamination.max_decompressed_mb)
     partials: list[tuple[str, int, int, PartialReport]] = []
     for fmt, group in by_format.items():
         df = _read(spark, group, fmt, scanner)
@@ -93,7 +94,7 @@ def check_dataframe(df: DataFrame, index: HoldoutIndex, config: GuardsConfig | N
     came from `with_file_positions`."""
     config = config or GuardsConfig()
     started = time.perf_counter()
-    scanner = ShardScanner(index, config.contamination.fields)
+    scanner = ShardScanner(index, config.contamination.fields, config.contamination.max_decompressed_mb)
     partials = _scanned(df, scanner, "dataframe", df.sparkSession)
     ordered = [p for *_, p in sorted(partials, key=lambda row: row[:3])]
     report = merge_reports(ordered, scanner, workers=df.sparkSession.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty)
@@ -121,6 +122,7 @@ def _format_of(file: str) -> Format:
         return found[0]
     if re.match(r"^\w+://", file):
         return file_format(file)
+    check_input_file(file, "training file")
     if not Path(file).is_file():
         raise InputError(f"{file}: no such file")
     return _local_format(Path(file))

@@ -4,9 +4,11 @@ Folding (`folded`), on both sides of every comparison (the holdout's questions, 
 queries when indexed; training text before the prefilter): Unicode NFKC (full-width forms,
 ligatures, KELVIN SIGN, composed accents), invisible characters dropped (`HIDDEN`: format
 characters such as zero-width spaces and joiners, soft hyphens, BOMs and bidi marks, and the
-other default-ignorable code points), and Cyrillic and Greek letters drawn like Latin ones read
-as those (`LOOKALIKES`), case kept. So a copy written in full-width forms, with zero-width
-spaces, or with `а` (Cyrillic) for `a` is the text it looks like.
+other default-ignorable code points; `CONTROLS`: the C0 and C1 control characters, NUL, ESC,
+DEL, but for the ones that lay text out), and Cyrillic and Greek letters drawn like Latin ones
+read as those (`LOOKALIKES`), case kept. So a copy written in full-width forms, with zero-width
+spaces or a control character inside a word, or with `а` (Cyrillic) for `a` is the text it
+looks like: what renders as nothing cannot split a match.
 
 Questions: folded, case folded, split into runs of letters and digits (so case, spacing
 and punctuation never matter). The *features* of a text are its tokens minus a short list of
@@ -36,6 +38,7 @@ from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from kgeval.errors import QuerySyntaxError
+from kgeval.guards._needles import rows_with_bytes
 from kgeval.guards._vocab import namespace
 from kgeval.stores import query_algebra
 
@@ -89,9 +92,19 @@ Latin with Latin (`rn` with `m`, `l` with `I`), which would make distinct holdou
 None has a decomposition, so NFKC neither makes one nor changes it (the lunate sigmas,
 which NFKC reads as sigmas, are not here)."""
 
-_UNMASK = str.maketrans({**{chr(c): None for lo, hi in HIDDEN for c in range(lo, hi + 1)}, **LOOKALIKES})
-_MASKED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HIDDEN) + "".join(LOOKALIKES) + "]")
-_MASKED_RE2 = "[" + "".join(f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in HIDDEN) + "".join(f"\\x{{{ord(c):x}}}" for c in LOOKALIKES) + "]"
+CONTROLS = ((0x0000, 0x0008), (0x000E, 0x001F), (0x007F, 0x0084), (0x0086, 0x009F))
+"""Control characters `folded` drops (ranges): every C0 and C1 control (category Cc) but those
+that lay text out, which read as white space and so still part words: tab, line feed, vertical
+tab, form feed, carriage return (U+0009-U+000D) and NEXT LINE (U+0085). A NUL, a backspace or
+an ESC inside a word shows nothing, so it hides nothing either."""
+
+_DROPPED_RANGES = HIDDEN + CONTROLS
+_UNMASK = str.maketrans({**{chr(c): None for lo, hi in _DROPPED_RANGES for c in range(lo, hi + 1)}, **LOOKALIKES})
+_MASKED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _DROPPED_RANGES) + "".join(LOOKALIKES) + "]")
+_MASKED_RE2 = "[" + "".join(f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in _DROPPED_RANGES) + "".join(f"\\x{{{ord(c):x}}}" for c in LOOKALIKES) + "]"
+_ASCII_CONTROLS = (*((lo, hi) for lo, hi in CONTROLS if hi < 0x80), (0x7F, 0x7F))
+"""The ASCII bytes of `CONTROLS` (C0 but layout, and DEL)."""
+_ASCII_CONTROL = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _ASCII_CONTROLS) + "]")
 """The characters `_UNMASK` changes: a Python expression, and the same in RE2 (for Arrow)."""
 _FOLDABLE: dict = {}
 """This process's `foldable_characters` and `_unmask_table`, made on first use."""
@@ -101,8 +114,8 @@ def folded(text: str) -> str:
     """`text` as every matcher reads it (module docstring): NFKC, hidden characters dropped,
     look-alike letters as Latin ones, case kept. NFKC again after that, so a mark that a
     dropped character kept from its letter composes with it (`e`, U+200B, U+0301 is `é`)."""
-    if text.isascii():
-        return text
+    if text.isascii():  # NFKC leaves ASCII alone: only a control character to drop
+        return text if text.isprintable() or _ASCII_CONTROL.search(text) is None else text.translate(_UNMASK)
     text = unicodedata.normalize("NFKC", text)
     if _MASKED.search(text) is None:
         return text
@@ -111,14 +124,16 @@ def folded(text: str) -> str:
 
 def folded_rows(texts: pa.Array) -> tuple[np.ndarray, list[str]]:
     """The rows of a string column that `folded` changes (their indexes, ascending) and what
-    it makes of them. Only rows with a character outside ASCII are looked at, and of those only
-    the ones holding a character `folded` may change (`foldable_characters`, RE2 in Arrow)
-    meet Python."""
+    it makes of them. Only the rows holding an ASCII control character (`rows_with_bytes`: one
+    Hyperscan pass over the column's bytes) and the rows with a character outside ASCII are
+    looked at, and of the latter only the ones holding a character `folded` may change
+    (`foldable_characters`, RE2 in Arrow) meet Python."""
     other = np.flatnonzero(~pc.fill_null(pc.string_is_ascii(texts), True).to_numpy(zero_copy_only=False))
-    if not len(other):
+    controlled = rows_with_bytes(texts, _ASCII_CONTROLS)
+    if not len(other) and not len(controlled):
         return other, []
     maybe = pc.fill_null(pc.match_substring_regex(texts.take(pa.array(other, pa.int64())), pattern=foldable_characters()), False)
-    rows = other[maybe.to_numpy(zero_copy_only=False)]
+    rows = np.union1d(other[maybe.to_numpy(zero_copy_only=False)], controlled)
     before = texts.take(pa.array(rows, pa.int64())).to_pylist()
     after = [unicodedata.normalize("NFKC", t) for t in before]
     masked = np.flatnonzero(pc.match_substring_regex(pa.array(after, pa.large_string()), pattern=_MASKED_RE2)).tolist()
@@ -172,7 +187,7 @@ def write_foldable_file() -> None:
 
 def foldable_characters() -> str:
     """An RE2 class of every character that can make `folded` change a text: those NFKC
-    changes, hidden ones, look-alikes, and those NFKC may compose with or reorder after the
+    changes, hidden ones and control characters, look-alikes, and those NFKC may compose with or reorder after the
     character before them (marks, and the Hangul vowel and final jamo). Once per process:
     from `FOLDABLE_FILE`, or computed."""
     if "class" not in _FOLDABLE:
@@ -187,11 +202,11 @@ def _foldable() -> str:
     with a letter before them; NFD after U+093C and before U+0334, combining classes 7 and 1:
     is it reordered, so a mark, unless it only decomposes). `\\p{M}` would do for the marks but
     makes RE2 twice as slow. ~0.3 s."""
-    points = {ord(c) for c in LOOKALIKES} | {c for lo, hi in HIDDEN for c in range(lo, hi + 1)}
+    points = {ord(c) for c in LOOKALIKES} | {c for lo, hi in _DROPPED_RANGES for c in range(lo, hi + 1)}
     decomposing, tails = _decompositions()
     marks = (_changed("NFD", (0x093C,)) | _changed("NFD", (), (0x0334,))) - decomposing
     points |= _changed("NFKC", ()) | tails | marks
-    ranges, ordered = [], sorted(p for p in points if p >= 0x80)
+    ranges, ordered = [], sorted(points)  # the ASCII ones: control characters only
     start = ordered[0]
     for a, b in zip(ordered, ordered[1:] + [-1]):
         if b != a + 1:

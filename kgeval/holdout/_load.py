@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval._files import parse_yaml, present, sha256_bytes
+from kgeval._files import check_input_file, parse_yaml, present, sha256_bytes
 from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.holdout._confirmed import CONFIRMED_EMPTY_FILE, load_empty_confirmations
 from kgeval.holdout._exclusions import EXCLUSIONS_FILE, load_exclusions
@@ -60,6 +60,7 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
     if kg_dir.is_symlink():
         raise InputError(f"{kg_dir}: a KG directory may not be a symbolic link (the holdout's manifest does not cover what it points to)")
     path = kg_dir / QUESTIONS_FILE
+    check_input_file(path, "questions file")
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -67,7 +68,7 @@ def _load_kg(kg_dir: Path) -> KnowledgeGraph:
     if not data.strip():
         raise InputError(f"{path}: questions file is empty ({len(data)} bytes): damaged; {RESTORE_QUESTIONS}")
     try:
-        raw = parse_yaml(data.decode("utf-8"))
+        raw = parse_yaml(data.decode("utf-8"), f"{path}: questions file")
         parsed = _QuestionsFile.model_validate(raw)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}{_damage_hint(path, data)}") from None

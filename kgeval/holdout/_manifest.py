@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kgeval._files import present, sha256_file, sha256_json, write_json_atomic
+from kgeval._files import not_a_file, present, sha256_file, sha256_json, write_json_atomic
 from kgeval.errors import CheckFailed, InputError
 from kgeval.integrity import check_tag, integrity_key, sign
 
@@ -65,6 +65,8 @@ def sealed_manifest(root: Path) -> dict | None:
     path = Path(root) / MANIFEST
     if not present(path):
         return None
+    if (kind := not_a_file(path)) is not None:  # a FIFO would be waited on for ever
+        raise CheckFailed(f"{path}: {DAMAGED_MANIFEST}: {kind}, not a file; {RESTORE_MANIFEST}")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:  # a dangling symlink

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kgeval._files import parse_json, sha256_file
+from kgeval._files import check_input_file, parse_json, sha256_file
 from kgeval.config import KgevalConfig
 from kgeval.errors import InputError
 from kgeval.gold import GoldEntry
@@ -84,6 +84,7 @@ def import_qald_benchmark(
 
 
 def _read_qald(path: Path) -> dict:
+    check_input_file(path, "QALD file")
     try:
         doc = parse_json(Path(path).read_bytes(), str(path), "QALD JSON")
     except OSError as exc:

@@ -4,6 +4,12 @@ system, N in flight, each attempt persisted and judged as it completes; resume a
 No checklist, no run: `execute_run` takes the checklist as a callable (built by
 `kgeval.checklists`), evaluates it on the plan, stores the receipt with the run, and sends
 nothing to the system unless every item passed.
+
+One gold: `plan_run` resolves `gold/current` once to its version directory (`RunPlan.gold_dir`),
+and the run's recorded manifest hash, the checklist and every verdict read that directory, held
+from a rebuild's garbage collection from the plan to the run's end. A `gold rebuild` that switches `current`
+meanwhile changes nothing the run reads; a version that changed all the same (edited, removed
+before it was held) refuses the dispatch, never judges against another gold.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from kgeval._activity import Activity
 from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
+from kgeval.gold import GoldIndex, GoldLoans, VersionHold, gold_manifest_sha256, hold_version, index_gold, version_dir
 from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
@@ -58,6 +64,7 @@ class RunPlan:
 
     holdout: Holdout
     gold_dir: Path
+    """The gold version directory the run is judged against: `gold/current` resolved once."""
     system: System
     config: KgevalConfig
     metadata: RunMetadata
@@ -65,6 +72,12 @@ class RunPlan:
     stores: dict[str, Store] = field(default_factory=dict)
     compare_with: list[str] = field(default_factory=list)
     """Run ids the checklist must find this run comparable with (besides those it names)."""
+    gold_hold: VersionHold | None = None
+    """Keeps `gold_dir` from a rebuild's garbage collection until the run ends (closed with the stores)."""
+
+    def closeables(self) -> tuple[object, ...]:
+        """What ends with the run: the system, the stores' sandbox workers, the gold hold."""
+        return (self.system, *self.stores.values(), self.gold_hold)
 
 
 Checklist = Callable[[RunPlan, ResultsDB], Receipt]
@@ -124,7 +137,13 @@ def plan_run(
     `start_ahead`: candidate queries each store gets ready for as soon as it is open (the
     embedded store's sandbox workers load their KG while the rest of the run starts)."""
     judges = judges_from_config(config.judges)
-    stores = open_stores(holdout, config, start_ahead)
+    held = _held_version(gold_dir)
+    hold = hold_version(held)
+    try:
+        stores = open_stores(holdout, config, start_ahead)
+    except BaseException:
+        hold.close()
+        raise
     first = next(iter(stores.values()))
     metadata = RunMetadata(
         run_id=run_id or new_run_id(system.name),
@@ -137,7 +156,7 @@ def plan_run(
         gold=str(gold_dir),
         replay=str(replay) if replay is not None else None,
         holdout_manifest_sha256=_manifest_sha(lambda: read_manifest(holdout.root)["sha256"]),
-        gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(gold_dir)),
+        gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(held)),
         question_set_sha256=question_set_sha256(holdout),
         excluded={qid: e.why for qid, e in sorted(holdout.exclusions.items())},
         confirmed_empty={  # those that hold for the current reference query
@@ -154,7 +173,16 @@ def plan_run(
         started_at=_now(),
         sealed_when_ended=True,
     )
-    return RunPlan(holdout, Path(gold_dir), system, config, metadata, judges, stores, list(compare_with or []))
+    return RunPlan(holdout, held, system, config, metadata, judges, stores, list(compare_with or []), hold)
+
+
+def _held_version(gold_dir: Path) -> Path:
+    """The version directory `gold/current` points at now, read once (`gold_dir` itself in
+    the layout before versions, or when it cannot be resolved: the checklist says why)."""
+    try:
+        return version_dir(gold_dir)
+    except KgevalError:
+        return Path(gold_dir)
 
 
 def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) -> dict[str, Store]:
@@ -237,7 +265,7 @@ def execute_run(
         db.create_run(plan.metadata, questions, receipt)
         writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
     except BaseException:
-        _close_all(plan.stores.values())
+        _close_all((*plan.stores.values(), plan.gold_hold))
         raise
     return _dispatch_pending(plan, db, progress, writer, activity)
 
@@ -281,9 +309,23 @@ def _resume_taken(
     holdout = load_holdout(Path(metadata.holdout))
     system = system_for(metadata, config)
     plan = plan_run(holdout, Path(metadata.gold), system, config, replay=Path(metadata.replay) if metadata.replay else None, run_id=run_id)
+    try:
+        _check_resumable(plan, metadata, db, checklist)
+    except BaseException:
+        _close_all((*plan.stores.values(), plan.gold_hold))
+        raise
+    plan.metadata = metadata.model_copy(update={"resumed_at": [*metadata.resumed_at, _now()]})
+    db.update_metadata(plan.metadata)
+    return _dispatch_pending(plan, db, progress, writer)
+
+
+def _check_resumable(plan: RunPlan, metadata: RunMetadata, db: ResultsDB, checklist: Checklist) -> None:
+    """Refuse to resume when what the run started with changed, or the checklist fails now
+    (its receipt is stored either way)."""
+    run_id = metadata.run_id
     changed = _resume_differences(metadata, plan.metadata)
     if metadata.question_set_sha256 != plan.metadata.question_set_sha256:  # which file, which question, which field
-        changed = [*question_set_changes(db.questions(run_id), holdout, Path(metadata.gold)), *changed]
+        changed = [*question_set_changes(db.questions(run_id), plan.holdout, Path(metadata.gold)), *changed]
     if changed:
         raise CheckFailed(f"cannot resume run {run_id}: changed since it started: {'; '.join(changed)}")
     receipt = checklist(plan, db)
@@ -292,9 +334,6 @@ def _resume_taken(
     db.record_receipt(run_id, phase, receipt)
     if not receipt.passed:
         raise ChecklistFailed(receipt, run_id)
-    plan.metadata = metadata.model_copy(update={"resumed_at": [*metadata.resumed_at, _now()]})
-    db.update_metadata(plan.metadata)
-    return _dispatch_pending(plan, db, progress, writer)
 
 
 _RESUME_FIELDS = (
@@ -367,7 +406,11 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
         plan.stores[kg_id].start_ahead(plan.config.run.concurrency)
     # verified up front, each entry read when its question's first attempt starts and dropped
     # when its last is judged: the run's memory follows the questions in flight, not the holdout
-    gold = GoldLoans(without_collections(lambda: index_gold(plan.gold_dir)), Counter(q.id for q, _ in jobs))
+    try:
+        gold = GoldLoans(without_collections(lambda: _verified_gold(plan)), Counter(q.id for q, _ in jobs))
+    except BaseException:
+        _close_all(plan.closeables())
+        raise
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
         for kg_id in sorted({q.kg for q, _ in jobs}):
@@ -408,7 +451,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
             dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s, on_idle=writer.tick)
     finally:
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
-        _close_all((plan.system, *plan.stores.values()))
+        _close_all(plan.closeables())
 
     def end(db: ResultsDB) -> RunMetadata:
         versions = served | db.served_versions(run_id)  # those of attempts persisted before a resume too
@@ -417,6 +460,20 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
         return metadata
 
     return writer.finish(end)
+
+
+def _verified_gold(plan: RunPlan) -> GoldIndex:
+    """The run's gold version indexed, refused (CheckFailed) unless it is still the one whose
+    manifest the run recorded and the checklist verified."""
+    index = index_gold(plan.gold_dir)
+    recorded = plan.metadata.gold_manifest_sha256
+    if index.manifest_sha256 != recorded:
+        raise CheckFailed(
+            f"run {plan.metadata.run_id}: the gold in {plan.gold_dir} is no longer the one the checklist verified "
+            f"(manifest {recorded[:12]} then, {index.manifest_sha256[:12]} now): no attempt is judged against another gold; "
+            "the attempts stored so far are kept: start a new run"
+        )
+    return index
 
 
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:

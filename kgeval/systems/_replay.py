@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kgeval._files import parse_json, sha256_file
+from kgeval._files import check_input_file, parse_json, sha256_file
 from kgeval.errors import InputError
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, did_you_mean
 from kgeval.systems._model import OutputCut, StopReason, SystemOutput, head_of
@@ -75,6 +75,7 @@ class ReplaySystem:
 
     def __init__(self, path: Path, holdout: Holdout | None = None, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> None:
         self.path = Path(path)
+        check_input_file(self.path, "replay file")
         if not self.path.is_file():
             raise InputError(f"{self.path}: replay file does not exist (--replay: a JSONL of attempts, or a TEXT2SPARQL answer list)")
         self.version = sha256_file(self.path)[:12]
@@ -376,8 +377,10 @@ def _reader(path: Path):  # noqa: ANN202 - one of the readers below
     except (RecursionError, ValueError) as exc:
         if not isinstance(exc, json.JSONDecodeError):  # a line too deep, a number too long: the JSONL reader names it
             return _read_jsonl
-        # not one object per line: a whole-file JSON document
-        return _read_qald if first_text.startswith("{") else _read_jsonl
+        # an object that goes on past its first line is a whole-file JSON document (QALD); a line
+        # that closes its object is a broken JSONL record, which the JSONL reader names by line
+        continued = first_text.startswith("{") and not first_text.endswith("}")
+        return _read_qald if _QALD_START.match(first) or continued else _read_jsonl
     return _read_qald if isinstance(record, dict) and "questions" in record else _read_jsonl
 
 

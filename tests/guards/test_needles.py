@@ -159,3 +159,19 @@ def test_a_pickled_index_brings_its_compiled_databases(index, monkeypatch):
     loaded = pickle.loads(blob)
     assert loaded.prefilter.mask(rows).tolist() == expected
     loaded.line_candidates(rows)  # the literal prefilter and the word count's database
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re2"])
+def test_rows_with_bytes_finds_every_row_holding_a_byte_of_the_class(engine, monkeypatch):
+    """Over a sliced column too (its buffer starts before its first row), nulls and empty rows,
+    a byte at a row's first and last position; without Hyperscan the same rows."""
+    import kgeval.guards._needles as needles
+
+    if engine == "re2":
+        monkeypatch.setattr(needles, "hyperscan", None)
+    elif needles.hyperscan is None:
+        pytest.skip("no Hyperscan wheel for this platform")
+    texts = ["\x00lead", "plain", None, "", "tail\x1f", "mid\x07dle", "line\nbreak", "caf\u00e9", "\x7f"]
+    column = pa.array(["\x01before", *texts], pa.large_string()).slice(1)
+    found = needles.rows_with_bytes(column, ((0x00, 0x08), (0x0E, 0x1F), (0x7F, 0x7F)))
+    assert found.tolist() == [0, 4, 5, 8]

@@ -109,3 +109,16 @@ def test_the_shipped_screen_is_the_one_this_python_computes():
     if version != unicodedata.unidata_version:
         pytest.skip(f"foldable.txt is for Unicode {version}, this Python has {unicodedata.unidata_version} (computed instead)")
     assert expression == _foldable()
+
+
+def test_every_control_character_but_layout_is_dropped_and_screened():
+    """Every character of category Cc renders as nothing or as white space: the ones that lay
+    text out (tab, line feed, vertical tab, form feed, carriage return, NEXT LINE) still part
+    words; every other is dropped by `folded` and `folded_rows`, and the Arrow screen passes it."""
+    layout = {"\t", "\n", "\x0b", "\x0c", "\r", "\x85"}
+    controls = [chr(cp) for cp in range(0x110000) if unicodedata.category(chr(cp)) == "Cc"]
+    for c in controls:
+        assert folded(f"Al{c}ice") == ("Alice" if c not in layout else f"Al{c}ice"), f"U+{ord(c):04X}"
+    hiding = [c for c in controls if c not in layout]
+    rows, changed = folded_rows(pa.array([f"Al{c}ice" for c in hiding] + ["Al\nice", "Alice"], pa.large_string()))
+    assert rows.tolist() == list(range(len(hiding))) and set(changed) == {"Alice"}
