@@ -141,7 +141,7 @@ def test_review_status_on_the_first_4_kb_exits_2_in_a_real_process(results_file,
     """issue 35 item 1 as filed: `kgeval review status --db DAMAGED` exited 0, printed "reading as
     empty" and listed the approved question as never reviewed."""
     tmp, good, _, _ = results_file
-    intact = subprocess.run([sys.executable, "-m", "kgeval", "review", "status", "--db", str(good), "--holdout", str(tmp / "holdout"), "--gold", str(tmp / "gold")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    intact = subprocess.run([sys.executable, "-m", "kgeval", "review", "status", "--questions", "--db", str(good), "--holdout", str(tmp / "holdout"), "--gold", str(tmp / "gold")], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert intact.returncode == 0 and "mini-01\thr\tapproved\t" in intact.stdout, intact.stderr
     damaged = tmp_path / "damaged.duckdb"
     damaged.write_bytes(good.read_bytes()[:4096])
