@@ -9,6 +9,7 @@ for (a run: `GoldLoans` holds the entries of the questions in flight, not the ho
 from kgeval.gold._build import Outcome, RebuildReport, build_entry, rebuild_gold
 from kgeval.gold._reexecute import reexecution_differences
 from kgeval.gold._index import EntrySummary
+from kgeval.gold._layout import version_name
 from kgeval.gold._model import GoldEntry, GoldFailure, GoldFlag, display_text
 from kgeval.gold._store import (
     Gold,
@@ -57,4 +58,5 @@ __all__ = [
     "rebuild_gold",
     "store_identity",
     "verify_gold",
+    "version_name",
 ]

@@ -7,6 +7,7 @@ from kgeval.reports._compare_render import render_comparison_html, render_compar
 from kgeval.reports._export import export_lines
 from kgeval.reports._leniency import AnswerInQuery, RuleAccepts
 from kgeval.reports._oversight import HOLDOUT_REFUSED, AuditSummary, Rate, RuleAudit
+from kgeval.reports._rejudge import RejudgeReport, VerdictChange, rejudge_report, render_rejudge_json, render_rejudge_text
 from kgeval.reports._render import format_accuracy, format_at_least, render_html, render_json, render_markdown
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.reports._summary import (
@@ -39,11 +40,13 @@ __all__ = [
     "HarnessIssue",
     "HarnessReport",
     "Rate",
+    "RejudgeReport",
     "RuleAccepts",
     "RuleAudit",
     "RunComparison",
     "RunReport",
     "SeedSpread",
+    "VerdictChange",
     "WrongAnswer",
     "basic_comparability",
     "build_harness_report",
@@ -59,6 +62,9 @@ __all__ = [
     "render_comparison_html",
     "render_comparison_json",
     "render_comparison_markdown",
+    "rejudge_report",
+    "render_rejudge_json",
+    "render_rejudge_text",
     "render_html",
     "render_json",
     "render_markdown",

@@ -90,14 +90,19 @@ def rule_set_differences(a: RunMetadata, b: RunMetadata) -> list[str]:
     """The leniency rules the two runs' judges switched differently (DESIGN invariant 13), one
     line per judge: "rule set of judge execution: label_for_entity on in run A, off in run B"."""
     lines = []
-    for judge, model in (("execution", ExecutionJudgeConfig), ("seed", SeedJudgeConfig)):
-        if judge not in a.judge_versions or judge not in b.judge_versions:
-            continue
-        on_a, on_b = (_rules_of(m, judge, model) for m in (a, b))
-        differing = [f"{rule} {_word(on_a[rule])} in run {a.run_id}, {_word(on_b[rule])} in run {b.run_id}" for rule in on_a if on_a[rule] != on_b.get(rule)]
+    sets_a, sets_b = judge_rule_sets(a), judge_rule_sets(b)
+    for judge in (j for j in sets_a if j in sets_b):
+        on_a, on_b = sets_a[judge], sets_b[judge]
+        differing = [f"{rule} {_word(on_a[rule])} in run {a.run_id}, {_word(on_b.get(rule))} in run {b.run_id}" for rule in on_a if on_a[rule] != on_b.get(rule)]
         if differing:
             lines.append(f"rule set of judge {judge}: " + "; ".join(differing))
     return lines
+
+
+def judge_rule_sets(metadata: RunMetadata) -> dict[str, dict[str, bool]]:
+    """Judge name -> each of its rules' switch, for the run's enabled judges that have rules."""
+    models = (("execution", ExecutionJudgeConfig), ("seed", SeedJudgeConfig))
+    return {judge: _rules_of(metadata, judge, model) for judge, model in models if judge in metadata.judge_versions}
 
 
 def _rules_of(metadata: RunMetadata, judge: str, model: type) -> dict[str, bool]:

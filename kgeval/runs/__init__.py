@@ -10,6 +10,7 @@ from kgeval.runs._model import (
     Attempt,
     AttemptState,
     ChecklistItem,
+    Derivation,
     Receipt,
     RunMetadata,
     RunQuestion,
@@ -29,7 +30,8 @@ from kgeval.runs._run import (
     run_config,
     store_lookup,
 )
-from kgeval.runs._seal import RunChanged
+from kgeval.runs._rejudge import StoredAnswers, gold_changes, refuse_unfinished, rejudge_config, rejudge_run, stored_output
+from kgeval.runs._seal import RunChanged, verdict_digest, verdicts_sha256
 from kgeval.systems import ErrorKind
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "ChecklistFailed",
     "ChecklistItem",
     "DamagedDatabase",
+    "Derivation",
     "Difference",
     "DiskFull",
     "ErrorKind",
@@ -53,6 +56,7 @@ __all__ = [
     "RunPlan",
     "RunQuestion",
     "RunStatus",
+    "StoredAnswers",
     "Try",
     "blocking",
     "call_with_retries",
@@ -62,14 +66,21 @@ __all__ = [
     "execute_candidate",
     "execute_run",
     "git_commit",
+    "gold_changes",
     "judge_candidate",
     "judge_output",
     "kgeval_tables",
     "new_run_id",
     "plan_run",
     "question_set_sha256",
+    "refuse_unfinished",
+    "rejudge_config",
+    "rejudge_run",
     "resume_run",
     "run_attempt",
     "run_config",
     "store_lookup",
+    "stored_output",
+    "verdict_digest",
+    "verdicts_sha256",
 ]

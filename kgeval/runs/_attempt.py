@@ -247,11 +247,16 @@ def run_attempt(
     against the acceptable answer closest to the candidate's result. `lookup` (the KG's labels
     and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
     started = time.perf_counter()
-    output, tries = call_with_retries(system, question, seed, config, limiter)
-    return judge_output(
+    recorded = getattr(system, "recorded", None)
+    if recorded is not None:  # stored answers (a re-judged run): no call, the tries and time the source recorded
+        output, tries, latency_ms = recorded(question, seed)
+    else:
+        output, tries = call_with_retries(system, question, seed, config, limiter)
+    attempt, judged = judge_output(
         question, seed, output, store, judges, gold, config,
         started=started, tries=tries, cache=cache, ties=ties, lookup=lookup, verdicts=verdicts,
     )  # fmt: skip
+    return (attempt.model_copy(update={"latency_ms": latency_ms}) if recorded is not None else attempt), judged
 
 
 def judge_output(
