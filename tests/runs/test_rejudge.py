@@ -7,6 +7,9 @@ written; a tampered or unfinished source is refused."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import duckdb
 import pytest
@@ -150,3 +153,18 @@ def test_an_unfinished_source_is_refused(mini_holdout, mini_gold, tmp_path):
         results._con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [source])
     done = kgeval("rejudge", source, "--db", str(db))
     assert done.returncode == 1 and "has not finished" in done.stderr and f"kgeval run --resume {source}" in done.stderr, done.stderr
+
+
+def test_a_locked_source_is_named_after_the_wait(mini_holdout, mini_gold, tmp_path):
+    from tests.service.test_shared_db import _hold_write_lock
+
+    db = tmp_path / "r.duckdb"
+    source = _ran(kgeval("run", "--system", "weak", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)))
+    holder = _hold_write_lock(db, 600)  # killed below
+    try:
+        done = subprocess.run([sys.executable, "-m", "kgeval", "rejudge", source, "--db", str(db)], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "KGEVAL_DB_WAIT_S": "0.5"}, cwd=REPO)  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 2 and str(db) in done.stderr and f"locked by process {holder.pid}" in done.stderr, done.stderr
