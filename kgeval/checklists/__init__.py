@@ -28,6 +28,7 @@ from kgeval.checklists._items import (
     pipeline_parity,
 )
 from kgeval.checklists._model import CaughtEntry, PreEvalChecklist, load_checklist
+from kgeval.errors import InputError
 from kgeval.runs import Checklist, ChecklistItem, Receipt, ResultsDB, RunPlan
 
 DEFAULT_CHECKLIST = Path(__file__).parent / "defaults" / "pre_eval.yaml"
@@ -92,7 +93,10 @@ def source_checklist(plan: RunPlan, db: ResultsDB) -> ChecklistItem:
     origin = plan.metadata.derived_from
     if origin is None or origin.source != "run":
         return ChecklistItem(item="source_checklist", observed="an export: its receipt is not part of it", passed=True, detail="the export's run passed its checklist where it ran")
-    receipt = db.receipt(origin.source_run_id)
+    try:
+        receipt = db.receipt(origin.source_run_id)
+    except InputError:  # re-judged into another database (`kgeval compare --rejudge`'s scratch one)
+        return ChecklistItem(item="source_checklist", observed=f"run {origin.source_run_id} is in another database", passed=True, detail="its receipt stays with it")
     if receipt is None:
         return ChecklistItem(item="source_checklist", observed=f"run {origin.source_run_id} has no start receipt", passed=True, detail="recorded before receipts, or imported")
     failed = [i.item for i in receipt.failures()]

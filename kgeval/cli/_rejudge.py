@@ -41,7 +41,7 @@ def rejudge(
     with ResultsDB(db) as results:
         source = results.metadata(run_id)
         template = results.metadata(like) if like is not None else source
-        metadata = rejudged(results, source, _config(config, template), holdout or Path(template.holdout), gold or Path(template.gold), checklist)
+        metadata = rejudged(results, results, source, _config(config, template), holdout or Path(template.holdout), gold or Path(template.gold), checklist)
         report = rejudge_report(results, metadata.run_id, source, results.verdicts(run_id), results.attempts(run_id))
     print_report(report, format, shown)
     if format is TextFormat.text:
@@ -55,8 +55,11 @@ def _config(path: Path | None, template: RunMetadata) -> KgevalConfig:
     return load_config(path) if path is not None else run_config(template)
 
 
-def rejudged(results: ResultsDB, source: RunMetadata, cfg: KgevalConfig, holdout: Path, gold: Path, checklist: Path | None) -> RunMetadata:
-    """Re-judge the finished run `source` of `results` into `results` (a progress bar on stderr)."""
+def rejudged(
+    results: ResultsDB, target: ResultsDB, source: RunMetadata, cfg: KgevalConfig, holdout: Path, gold: Path, checklist: Path | None
+) -> RunMetadata:
+    """Re-judge the finished run `source` of `results` as a new run in `target` (the same
+    database, or a scratch one); a progress bar on stderr."""
     from kgeval.checklists import rejudge_checklist
     from kgeval.holdout import load_holdout
     from kgeval.runs import refuse_unfinished, rejudge_config, rejudge_run, run_config
@@ -67,7 +70,7 @@ def rejudged(results: ResultsDB, source: RunMetadata, cfg: KgevalConfig, holdout
     loaded = load_holdout(holdout)
     with progress_bar(f"rejudge {source.run_id}", len(loaded.evaluated_questions()) * cfg.run.seeds) as advance:
         return rejudge_run(
-            source, attempts, verdicts, results, cfg, checklist=rejudge_checklist(checklist or cfg.run.checklist), holdout=loaded, gold_dir=gold,
+            source, attempts, verdicts, target, cfg, checklist=rejudge_checklist(checklist or cfg.run.checklist), holdout=loaded, gold_dir=gold,
             progress=advance, verdicts_sha256=results.sealed_verdicts_sha256(source.run_id),
         )  # fmt: skip
 

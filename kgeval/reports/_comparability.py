@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from kgeval.config import ExecutionJudgeConfig, SeedJudgeConfig
 from kgeval.errors import InputError
-from kgeval.judges import rules_on
+from kgeval.judges import judges_from_config, rules_on
 from kgeval.reports._compare import Comparability
-from kgeval.runs import RunMetadata, comparability
+from kgeval.runs import RunMetadata, comparability, run_config
 
 _BLOCKING = {
     "holdout_manifest_sha256": "holdout manifest",
@@ -83,7 +83,37 @@ def comparability_of(a: RunMetadata, b: RunMetadata, withheld: dict[str, str | N
     blocking += [f"run {run}: its report withholds its accuracy ({why})" for run, why in (withheld or {}).items() if why]
     reported = [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if not d.blocking]
     reported += [f"run {m.run_id} has not finished" for m in (a, b) if m.finished_at is None]
-    return Comparability(comparable=not blocking, blocking=blocking, differences=reported)
+    remedy = rejudge_remedy(a, b, {d.field for d in differences if d.blocking}) if blocking and not any(withheld.values() if withheld else ()) else None
+    return Comparability(comparable=not blocking, blocking=blocking, differences=reported, remedy=remedy)
+
+
+REJUDGED_FIELDS = frozenset({"judge_versions", "primary_judge", "gold_manifest_sha256", "store_engine"})
+"""Blocking differences a re-judged run removes: it is judged with the other run's judges (their
+rules), executed on its store and judged against its gold. Seeds, questions and the holdout are
+what the answers were given to: no re-judging changes them."""
+
+
+def rejudge_remedy(a: RunMetadata, b: RunMetadata, fields: set[str]) -> str | None:
+    """The one command that makes `a` and `b` comparable (`fields`: their blocking differences;
+    a rule set differs with the judge versions), or None when re-judging cannot. The run whose
+    judges are not those this kgeval gives its configuration is the one re-judged; when neither
+    run's are, both are, on the fly."""
+    if not fields <= REJUDGED_FIELDS:
+        return None
+    if _current(b):
+        return f"kgeval rejudge {a.run_id} --like {b.run_id}"
+    if _current(a):
+        return f"kgeval rejudge {b.run_id} --like {a.run_id}"
+    return f"kgeval compare {a.run_id} {b.run_id} --rejudge"
+
+
+def _current(metadata: RunMetadata) -> bool:
+    """Whether this kgeval's judges, built from the run's configuration, are the run's."""
+    try:
+        judges = judges_from_config(run_config(metadata).judges)
+    except (InputError, ValueError):
+        return False
+    return {name: judge.version for name, judge in judges.items()} == metadata.judge_versions
 
 
 def rule_set_differences(a: RunMetadata, b: RunMetadata) -> list[str]:
