@@ -4,7 +4,7 @@ review, run comparisons; Markdown, JSON and self-contained HTML."""
 from kgeval.reports._comparability import basic_comparability, comparability_of
 from kgeval.reports._compare import Comparability, Flip, RunComparison, compare_runs, mcnemar_exact_pvalue, paired_difference_interval, seed_outcomes
 from kgeval.reports._compare_render import render_comparison_html, render_comparison_json, render_comparison_markdown
-from kgeval.reports._export import export_lines
+from kgeval.reports._export import ExportedRun, export_lines, line_sha256, read_export
 from kgeval.reports._leniency import AnswerInQuery, RuleAccepts
 from kgeval.reports._oversight import HOLDOUT_REFUSED, AuditSummary, Rate, RuleAudit
 from kgeval.reports._rejudge import RejudgeReport, VerdictChange, rejudge_report, render_rejudge_json, render_rejudge_text
@@ -55,6 +55,9 @@ __all__ = [
     "comparability_of",
     "compare_runs",
     "export_lines",
+    "ExportedRun",
+    "line_sha256",
+    "read_export",
     "format_accuracy",
     "format_at_least",
     "mcnemar_exact_pvalue",
