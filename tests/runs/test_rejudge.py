@@ -168,3 +168,33 @@ def test_a_locked_source_is_named_after_the_wait(mini_holdout, mini_gold, tmp_pa
         holder.kill()
         holder.wait()
     assert done.returncode == 2 and str(db) in done.stderr and f"locked by process {holder.pid}" in done.stderr, done.stderr
+
+
+def test_a_gold_that_changed_since_the_run_is_named_with_what_it_flipped(tmp_path):
+    """The KG gains a salesperson after the run: the gold is rebuilt (its earlier version kept
+    beside it); a recorded answer list of the two salespeople of then is wrong now, and the
+    re-judged run names the questions whose gold changed and the flip they caused."""
+    from tests.conftest import EX, MINI_QUESTIONS, MINI_TTL, write_holdout
+
+    holdout, gold, db = tmp_path / "holdout", tmp_path / "gold", tmp_path / "r.duckdb"
+    write_holdout(holdout)
+    assert kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)).returncode == 0
+    records = [{"kg": "mini", "question_id": q["id"], "seed": s, "sparql": q["sparql"]} for q in MINI_QUESTIONS for s in range(2) if q["id"] != "mini-02"]
+    records += [{"kg": "mini", "question_id": "mini-02", "seed": s, "answer": [f"{EX}entities/alice", f"{EX}entities/bob"]} for s in range(2)]
+    (tmp_path / "replay.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    common = ("--holdout", str(holdout), "--gold", str(gold), "--db", str(db))
+    source = _ran(kgeval("run", "--system", "replay", "--replay", str(tmp_path / "replay.jsonl"), "--seeds", "2", *common))
+
+    write_holdout(holdout, ttl=MINI_TTL + "e:dan a ex:Person ; ex:worksIn e:sales .\n")  # sealed again
+    assert kgeval("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)).returncode == 0
+    done = kgeval("rejudge", source, "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout)
+    assert data["gold_changed"] == {"mini-02": "gold result changed (2 rows then, 3 now)", "mini-03": "gold result changed (1 rows then, 1 now)"}
+    flips = {(c["question_id"], c["seed"], c["judge"]) for c in data["changes"] if c["was_correct"] != c["now_correct"]}
+    assert {q for q, _, _ in flips} == {"mini-02"} and data["by_gold"] == {"gold result changed (2 rows then, 3 now)": len(flips)}
+    assert all(c["why"] == [f"gold: {data['gold_changed'][c['question_id']]}"] for c in data["changes"]), data["changes"]
+    with ResultsDB(db, read_only=True) as results:
+        origin = results.metadata(data["run_id"]).derived_from
+        assert origin.source_gold_manifest_sha256 != results.metadata(data["run_id"]).gold_manifest_sha256
+        assert origin.source_holdout_manifest_sha256 == results.metadata(source).holdout_manifest_sha256
