@@ -12,7 +12,6 @@ from kgeval.cli._common import DbOpt, TextFormat, announce_db, out, progress_bar
 
 if TYPE_CHECKING:
     from kgeval.config import KgevalConfig
-    from kgeval.judges import Verdict
     from kgeval.reports import RejudgeReport
     from kgeval.runs import Attempt, ResultsDB, RunMetadata, StoredAnswers
 
@@ -49,6 +48,7 @@ def rejudge(
             source = results.metadata(run_id)  # type: ignore[arg-type]
             template = results.metadata(like) if like is not None else source
             metadata = rejudged(results, results, source, _config(config, template), holdout or Path(template.holdout), gold or Path(template.gold), checklist)
+            # the source's verdicts read once its run is done: the run holds its attempts only
             report, new_id = rejudge_report(results, metadata.run_id, source, results.verdicts(source.run_id), results.attempts(source.run_id)), metadata.run_id
     print_report(report, format, shown)
     if format is TextFormat.text:
@@ -60,7 +60,7 @@ def rejudge(
 def _from_export(path: Path, config: Path | None, holdout: Path | None, gold: Path | None, checklist: Path | None, db: Path) -> tuple[RejudgeReport, str]:
     """`--from EXPORT`: its run judged again into `db`, with the holdout and gold it names."""
     from kgeval.reports import read_export, rejudge_report
-    from kgeval.runs import ResultsDB
+    from kgeval.runs import ResultsDB, judge_configs
 
     exported = read_export(path)
     source = exported.metadata
@@ -68,7 +68,7 @@ def _from_export(path: Path, config: Path | None, holdout: Path | None, gold: Pa
     _same_manifests(path, source, holdout, gold)
     with ResultsDB(db) as results:
         metadata = judged_again(
-            source, exported.attempts, exported.verdicts, results, _config(config, source), holdout, gold, checklist,
+            source, exported.attempts, judge_configs(exported.verdicts), results, _config(config, source), holdout, gold, checklist,
             kind="export", source_file=str(path), verdicts_sha256=exported.verdicts_sha256,
         )  # fmt: skip
         return rejudge_report(results, metadata.run_id, source, exported.verdicts, exported.attempts), metadata.run_id
@@ -109,14 +109,14 @@ def rejudged(
 
     refuse_unfinished(source, results.status(source.run_id))
     verdicts_sha256 = results.sealed_verdicts_sha256(source.run_id)
-    attempts, verdicts = results.attempts(source.run_id), results.verdicts(source.run_id)
-    return judged_again(source, attempts, verdicts, target, cfg, holdout, gold, checklist or cfg.run.checklist, verdicts_sha256=verdicts_sha256)
+    attempts, configs = results.attempts(source.run_id), results.judge_configs(source.run_id)
+    return judged_again(source, attempts, configs, target, cfg, holdout, gold, checklist or cfg.run.checklist, verdicts_sha256=verdicts_sha256)
 
 
 def judged_again(
     source: RunMetadata,
     attempts: list[Attempt],
-    verdicts: list[tuple[str, int, Verdict]],
+    judge_config_sha256: dict[str, str],
     target: ResultsDB,
     cfg: KgevalConfig,
     holdout: Path,
@@ -134,7 +134,7 @@ def judged_again(
     loaded = load_holdout(holdout)
     with progress_bar(f"rejudge {source.run_id}", len(loaded.evaluated_questions()) * cfg.run.seeds) as advance:
         return rejudge_run(
-            source, attempts, verdicts, target, cfg, checklist=rejudge_checklist(checklist), holdout=loaded, gold_dir=gold, progress=advance, **origin,  # type: ignore[arg-type]
+            source, attempts, judge_config_sha256, target, cfg, checklist=rejudge_checklist(checklist), holdout=loaded, gold_dir=gold, progress=advance, **origin,  # type: ignore[arg-type]
         )  # fmt: skip
 
 

@@ -30,7 +30,7 @@ from kgeval.runs._run import (
     run_config,
     store_lookup,
 )
-from kgeval.runs._rejudge import StoredAnswers, gold_changes, refuse_unfinished, rejudge_config, rejudge_run, stored_output
+from kgeval.runs._rejudge import StoredAnswers, gold_changes, judge_configs, refuse_unfinished, rejudge_config, rejudge_run, stored_output
 from kgeval.runs._seal import RunChanged, verdict_digest, verdicts_sha256
 from kgeval.systems import ErrorKind
 
@@ -67,6 +67,7 @@ __all__ = [
     "execute_run",
     "git_commit",
     "gold_changes",
+    "judge_configs",
     "judge_candidate",
     "judge_output",
     "kgeval_tables",

@@ -508,6 +508,13 @@ class ResultsDB:
                 raise InputError(f"{self.path}: run {run_id}: verdict on {row[0]} seed {row[1]} ({data.get('judge')}): invalid stored value: {why}") from None
         return out
 
+    def judge_configs(self, run_id: str) -> dict[str, str]:
+        """Each judge of the run's verdicts -> the configuration hash they record (the first
+        by hash, should a run hold several)."""
+        self._checked(run_id)
+        rows = self._con.execute("SELECT judge, min(config_sha256) FROM verdicts WHERE run_id = ? GROUP BY judge ORDER BY judge", [run_id]).fetchall()
+        return {judge: sha for judge, sha in rows}
+
     def sealed_verdicts_sha256(self, run_id: str) -> str | None:
         """The hash over the run's verdicts its seal records (`_seal.verdicts_sha256`), once its
         rows are checked against the seal; None for a run not ended, or sealed before seals

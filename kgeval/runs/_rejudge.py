@@ -22,7 +22,7 @@ from typing import Literal
 
 from kgeval.config import KgevalConfig, PipelineConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import index_gold, version_name
+from kgeval.gold import gold_manifest_sha256, index_gold, version_name
 from kgeval.holdout import Holdout, Question
 from kgeval.judges import Verdict
 from kgeval.runs._db import ResultsDB
@@ -80,10 +80,18 @@ def rejudge_config(source: RunMetadata, config: KgevalConfig | None, read: Calla
     return base.model_copy(update={"run": base.run.model_copy(update={"seeds": len(source.seeds)})})
 
 
+def judge_configs(verdicts: Iterable[tuple[str, int, Verdict]]) -> dict[str, str]:
+    """Each judge of `verdicts` -> the configuration hash its first verdict records."""
+    found: dict[str, str] = {}
+    for _, _, verdict in verdicts:
+        found.setdefault(verdict.judge, verdict.config_sha256)
+    return found
+
+
 def derivation(
     source: RunMetadata,
     attempts: list[Attempt],
-    verdicts: list[tuple[str, int, Verdict]],
+    judge_config_sha256: dict[str, str],
     holdout: Holdout,
     gold_dir: Path,
     *,
@@ -92,15 +100,12 @@ def derivation(
     verdicts_sha256: str | None = None,
 ) -> Derivation:
     """What the re-judged run records of its source (`Derivation`)."""
-    config_hashes: dict[str, str] = {}
-    for _, _, verdict in verdicts:
-        config_hashes.setdefault(verdict.judge, verdict.config_sha256)
     asked = {q.id for q in holdout.evaluated_questions()}
     gone = {a.question_id: f"not evaluated in {holdout.root} now (removed or excluded since)" for a in attempts if a.question_id not in asked}
     changed, note = gold_changes(source.gold_manifest_sha256, gold_dir)
     return Derivation(
         source=kind, source_run_id=source.run_id, source_file=source_file, source_judge_versions=dict(source.judge_versions),
-        source_judge_config_sha256=config_hashes, source_config_sha256=source.config_sha256,
+        source_judge_config_sha256=dict(judge_config_sha256), source_config_sha256=source.config_sha256,
         source_gold_manifest_sha256=source.gold_manifest_sha256, source_holdout_manifest_sha256=source.holdout_manifest_sha256,
         source_question_set_sha256=source.question_set_sha256, source_verdicts_sha256=verdicts_sha256,
         gold_changed=changed, gold_note=note, not_rejudged=dict(sorted(gone.items())),
@@ -110,7 +115,7 @@ def derivation(
 def rejudge_run(
     source: RunMetadata,
     attempts: list[Attempt],
-    verdicts: list[tuple[str, int, Verdict]],
+    judge_config_sha256: dict[str, str],
     db: ResultsDB,
     config: KgevalConfig,
     *,
@@ -124,8 +129,9 @@ def rejudge_run(
 ) -> RunMetadata:
     """Judge `source`'s stored attempts again as a new run in `db` (`execute_run` with
     `StoredAnswers` for its system); return the finished run's metadata. `config`: see
-    `rejudge_config`. The source is only read."""
-    origin = derivation(source, attempts, verdicts, holdout, gold_dir, kind=kind, source_file=source_file, verdicts_sha256=verdicts_sha256)
+    `rejudge_config`; `judge_config_sha256`: the source's judges' configuration hashes, as its
+    verdicts record them. The source is only read."""
+    origin = derivation(source, attempts, judge_config_sha256, holdout, gold_dir, kind=kind, source_file=source_file, verdicts_sha256=verdicts_sha256)
     system = StoredAnswers(source, attempts)
     return execute_run(holdout, gold_dir, system, config, db, progress, checklist=checklist, derived_from=origin)
 
@@ -134,11 +140,11 @@ def gold_changes(source_manifest: str, gold_dir: Path) -> tuple[dict[str, str], 
     """(question id -> what changed, a note when it cannot be said) between the gold version the
     source was judged against (kept beside the current one as `v-<hash>`) and the gold in force."""
     try:
+        if gold_manifest_sha256(gold_dir) == source_manifest:
+            return {}, ""
         now = index_gold(gold_dir)
     except (KgevalError, OSError):
         return {}, ""  # the run's checklist names what is wrong with the gold
-    if now.manifest_sha256 == source_manifest:
-        return {}, ""
     then_dir = Path(gold_dir) / version_name(source_manifest)
     try:
         then = index_gold(then_dir)
