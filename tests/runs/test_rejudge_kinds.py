@@ -15,14 +15,12 @@ import pytest
 import yaml
 
 from kgeval.checklists import pre_eval_checklist
-from kgeval.config import KgevalConfig, RunConfig
-from kgeval.holdout import load_holdout
-from kgeval.runs import ResultsDB, execute_run, resume_run
+from kgeval.runs import ResultsDB, resume_run
 from kgeval.systems import system_from_name
 from tests.checklists.test_checklist import _cli_checklist
 from tests.cli.test_anywhere import _home, kgeval_in
 from tests.conftest import MINI_QUESTIONS, REPO
-from tests.runs.test_resume import _Interrupting
+from tests.runs.test_seal import _killed
 from tests.servers import LoopbackServer, Reply, generate_content
 from tests.systems.test_openai import chat_completion
 
@@ -145,16 +143,12 @@ def _assert_identical(db, source: str, derived: str, kind: str) -> None:  # noqa
 
 
 def test_a_resumed_run_is_reproduced(tmp_path, mini_holdout, mini_gold):
-    db = tmp_path / "r.duckdb"
-    checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+    db, stopped = _killed(tmp_path, mini_holdout, mini_gold)  # three seeds, interrupted after 9 attempts
     with ResultsDB(db) as results:
-        with pytest.raises(KeyboardInterrupt):
-            execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(6), KgevalConfig(run=RunConfig(seeds=2, concurrency=1)), results, checklist=checklist)
-        (stopped,) = results.runs(status="running")
-        resumed = resume_run(stopped.run_id, results, lambda meta, c: system_from_name("oracle"), checklist=checklist)
-        assert resumed.resumed_at and results.status(stopped.run_id) == "finished"
-    done = kgeval_in(tmp_path, "rejudge", stopped.run_id, "--db", str(db), "--format", "json")
+        resumed = resume_run(stopped, results, lambda meta, c: system_from_name("oracle"), checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
+        assert resumed.resumed_at and results.status(stopped) == "finished"
+    done = kgeval_in(tmp_path, "rejudge", stopped, "--db", str(db), "--format", "json")
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     assert data["reproduced"] is True and data["identical"] == data["verdicts"] > 0
-    _assert_identical(db, stopped.run_id, data["run_id"], "oracle")
+    _assert_identical(db, stopped, data["run_id"], "oracle")
