@@ -248,7 +248,8 @@ def run_attempt(
     and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
     started = time.perf_counter()
     recorded = getattr(system, "recorded", None)
-    if recorded is not None:  # stored answers (a re-judged run): no call, the tries and time the source recorded
+    latency_ms: float | None = None
+    if recorded is not None:  # stored answers (a re-judged run, `_rejudge`): no call; the tries and time the source recorded
         output, tries, latency_ms = recorded(question, seed)
     else:
         output, tries = call_with_retries(system, question, seed, config, limiter)
@@ -256,7 +257,7 @@ def run_attempt(
         question, seed, output, store, judges, gold, config,
         started=started, tries=tries, cache=cache, ties=ties, lookup=lookup, verdicts=verdicts,
     )  # fmt: skip
-    return (attempt.model_copy(update={"latency_ms": latency_ms}) if recorded is not None else attempt), judged
+    return (attempt if latency_ms is None else attempt.model_copy(update={"latency_ms": latency_ms})), judged
 
 
 def judge_output(
