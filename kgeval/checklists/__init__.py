@@ -28,6 +28,7 @@ from kgeval.checklists._items import (
     pipeline_parity,
 )
 from kgeval.checklists._model import CaughtEntry, PreEvalChecklist, load_checklist
+from kgeval.errors import InputError
 from kgeval.runs import Checklist, ChecklistItem, Receipt, ResultsDB, RunPlan
 
 DEFAULT_CHECKLIST = Path(__file__).parent / "defaults" / "pre_eval.yaml"
@@ -67,6 +68,42 @@ def pre_eval_checklist(path: Path | None, guards: Sequence[Guard] = ()) -> Check
     return evaluate
 
 
+REJUDGE_ITEMS = ("holdout_manifest", "gold", "gold_failures", "empty_gold")
+"""The items a re-judged run passes again: those about the holdout and the gold it is judged
+against now. The others are about how the answers were produced (pipeline parity, guards, the
+system's controls): the source's receipt holds them, and `source_checklist` says it passed."""
+
+
+def rejudge_checklist(path: Path | None) -> Checklist:
+    """The checklist of a re-judged run (`kgeval rejudge`): `REJUDGE_ITEMS` of the checklist at
+    `path` (None: the shipped one), then `source_checklist`."""
+    full = load_checklist(path or DEFAULT_CHECKLIST)
+    checklist = full.model_copy(update={"items": tuple(i for i in full.items if i in REJUDGE_ITEMS)})
+
+    def evaluate(plan: RunPlan, db: ResultsDB) -> Receipt:
+        receipt = evaluate_checklist(checklist, plan, db)
+        return receipt.model_copy(update={"items": [*receipt.items, source_checklist(plan, db)]})
+
+    return evaluate
+
+
+def source_checklist(plan: RunPlan, db: ResultsDB) -> ChecklistItem:
+    """Whether the source of a re-judged run passed its own start checklist (a run in `db`); an
+    export carries no receipt, which is said."""
+    origin = plan.metadata.derived_from
+    if origin is None or origin.source != "run":
+        return ChecklistItem(item="source_checklist", observed="an export: its receipt is not part of it", passed=True, detail="the export's run passed its checklist where it ran")
+    try:
+        receipt = db.receipt(origin.source_run_id)
+    except InputError:  # re-judged into another database (`kgeval compare --rejudge`'s scratch one)
+        return ChecklistItem(item="source_checklist", observed=f"run {origin.source_run_id} is in another database", passed=True, detail="its receipt stays with it")
+    if receipt is None:
+        return ChecklistItem(item="source_checklist", observed=f"run {origin.source_run_id} has no start receipt", passed=True, detail="recorded before receipts, or imported")
+    failed = [i.item for i in receipt.failures()]
+    observed = f"run {origin.source_run_id}: {len(receipt.items) - len(failed)} of {len(receipt.items)} items passed"
+    return ChecklistItem(item="source_checklist", observed=observed, passed=not failed, detail=f"failed: {', '.join(failed)}" if failed else "")
+
+
 __all__ = [
     "CHECKS",
     "DEFAULT_CHECKLIST",
@@ -77,4 +114,5 @@ __all__ = [
     "guard_states",
     "load_checklist",
     "pre_eval_checklist",
+    "rejudge_checklist",
 ]

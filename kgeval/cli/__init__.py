@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from kgeval import __version__
-from kgeval.cli import _guards, _init, _run, _service, _show
+from kgeval.cli import _guards, _init, _rejudge, _run, _service, _show
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -56,6 +56,7 @@ app.command("report")(_run.report)
 app.command("runs")(_run.runs)
 app.command("export")(_run.export)
 app.command("quickstart")(_run.quickstart)
+app.command("rejudge")(_rejudge.rejudge)
 app.command("compare")(_service.compare)
 app.add_typer(_service.audit_app, name="audit")
 app.add_typer(_service.review_app, name="review")

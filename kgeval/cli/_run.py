@@ -51,20 +51,24 @@ def _run(
 
 
 def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
-    from kgeval.checklists import pre_eval_checklist
+    from kgeval.checklists import pre_eval_checklist, rejudge_checklist
     from kgeval.config import KgevalConfig
     from kgeval.holdout import load_holdout
     from kgeval.runs import ResultsDB, resume_run
     from kgeval.systems import system_from_name
 
     def system_for(meta: RunMetadata, cfg: KgevalConfig) -> System:
+        if meta.derived_from is not None:  # a re-judged run answers from its source's stored attempts, never the system
+            from kgeval.cli._rejudge import stored_answers
+
+            return stored_answers(results, meta)
         holdout = load_holdout(Path(meta.holdout))
         return system_from_name(meta.system, replay=Path(meta.replay) if meta.replay else None, config=cfg, holdout=holdout)
 
     with ResultsDB(db) as results:
         meta = results.metadata(run_id)
         cfg = KgevalConfig.model_validate(meta.config)
-        checklist = pre_eval_checklist(checklist_path or cfg.run.checklist)
+        checklist = (rejudge_checklist if meta.derived_from is not None else pre_eval_checklist)(checklist_path or cfg.run.checklist)
         total = len(results.questions(run_id)) * len(meta.seeds)
         with progress_bar(f"resume {run_id}", total) as advance:
             for _ in results.done_keys(run_id):

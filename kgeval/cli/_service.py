@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +15,9 @@ from kgeval.config import load_config
 from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
+
+if TYPE_CHECKING:
+    from kgeval.reports import RunComparison
 
 audit_app = typer.Typer(help="Audit what the judge accepted: sample accepts, record decisions.", no_args_is_help=True)
 review_app = typer.Typer(help="Review gold: approve or request changes on a question's SPARQL and gold.", no_args_is_help=True)
@@ -35,22 +39,50 @@ def compare(
     run_b: Annotated[str, typer.Argument(help="Candidate run (B).")],
     db: DbOpt = Path("kgeval.duckdb"),
     force: Annotated[bool, typer.Option("--force", help="Compare incomparable runs anyway; every page says so.")] = False,
+    rejudge: Annotated[bool, typer.Option("--rejudge", help="Judge both runs' stored answers again with B's configuration and gold first, on the fly (nothing stored, no system called).")] = False,
     format: Annotated[PageFormat, typer.Option("--format", help="md, json or html.")] = PageFormat.md,
 ) -> None:
-    """Paired per-question comparison: flips, exact McNemar test, difference with its interval."""
-    from kgeval.reports import comparability_of, compare_runs, render_comparison_html, render_comparison_json, render_comparison_markdown, withheld_accuracy
+    """Paired per-question comparison: flips, exact McNemar test, difference with its interval.
+    Runs whose judges, rules or gold differ are not comparable: the refusal names the command
+    that makes them so (`kgeval rejudge`, or `--rejudge` here)."""
+    from kgeval.reports import render_comparison_html, render_comparison_json, render_comparison_markdown
+
+    if rejudge:
+        comparison = _rejudged_comparison(db, run_a, run_b, force)
+    else:
+        comparison = _comparison(db, run_a, run_b, force)
+    renderers = {PageFormat.md: render_comparison_markdown, PageFormat.json: render_comparison_json, PageFormat.html: render_comparison_html}
+    out.print(renderers[format](comparison), markup=False, end="")
+
+
+def _comparison(db: Path, run_a: str, run_b: str, force: bool, *, rejudged: bool = False) -> RunComparison:
+    """The comparison of two runs of `db`; CheckFailed naming what differs (and the command that
+    makes them comparable, when re-judging can) unless they are comparable or `force`."""
+    from kgeval.reports import comparability_of, compare_runs, withheld_accuracy
     from kgeval.runs import ResultsDB
 
     with ResultsDB(db, read_only=True) as results:
         withheld = {run: withheld_accuracy(results, run) for run in (run_a, run_b)}
         check = comparability_of(results.metadata(run_a), results.metadata(run_b), withheld)
         if not check.comparable and not force:
-            raise CheckFailed(
-                f"runs {run_a} and {run_b} are not comparable: " + "; ".join(check.blocking) + " (use --force to compare anyway)"
-            )
-        comparison = compare_runs(results, run_a, run_b, check, forced=force)
-    renderers = {PageFormat.md: render_comparison_markdown, PageFormat.json: render_comparison_json, PageFormat.html: render_comparison_html}
-    out.print(renderers[format](comparison), markup=False, end="")
+            remedy = f"; to make them comparable: `{check.remedy} --db {db}`" if check.remedy and not rejudged else ""
+            raise CheckFailed(f"runs {run_a} and {run_b} are not comparable: " + "; ".join(check.blocking) + remedy + " (use --force to compare anyway)")
+        return compare_runs(results, run_a, run_b, check, forced=force, rejudged=rejudged)
+
+
+def _rejudged_comparison(db: Path, run_a: str, run_b: str, force: bool) -> RunComparison:
+    """Both runs judged again with B's configuration, gold and holdout into a scratch database
+    (removed after), then compared there."""
+    from kgeval.cli._rejudge import rejudged
+    from kgeval.runs import ResultsDB, run_config
+
+    with tempfile.TemporaryDirectory(prefix="kgeval-compare-") as scratch_dir:
+        scratch = Path(scratch_dir) / "rejudged.duckdb"
+        with ResultsDB(db, read_only=True) as results, ResultsDB(scratch) as target:
+            meta_b = results.metadata(run_b)
+            cfg, holdout, gold = run_config(meta_b), Path(meta_b.holdout), Path(meta_b.gold)
+            derived = [rejudged(results, target, results.metadata(run), cfg, holdout, gold, None).run_id for run in (run_a, run_b)]
+        return _comparison(scratch, *derived, force, rejudged=True)
 
 
 # ---- audit -------------------------------------------------------------------------------

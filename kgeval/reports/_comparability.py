@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from kgeval.config import ExecutionJudgeConfig, SeedJudgeConfig
 from kgeval.errors import InputError
-from kgeval.judges import rules_on
+from kgeval.judges import judges_from_config, rules_on
 from kgeval.reports._compare import Comparability
-from kgeval.runs import RunMetadata, comparability
+from kgeval.runs import RunMetadata, comparability, run_config
 
 _BLOCKING = {
     "holdout_manifest_sha256": "holdout manifest",
@@ -83,21 +83,56 @@ def comparability_of(a: RunMetadata, b: RunMetadata, withheld: dict[str, str | N
     blocking += [f"run {run}: its report withholds its accuracy ({why})" for run, why in (withheld or {}).items() if why]
     reported = [_differing(_LABELS.get(d.field, d.field), d.a, d.b) for d in differences if not d.blocking]
     reported += [f"run {m.run_id} has not finished" for m in (a, b) if m.finished_at is None]
-    return Comparability(comparable=not blocking, blocking=blocking, differences=reported)
+    remedy = rejudge_remedy(a, b, {d.field for d in differences if d.blocking}) if blocking and not any(withheld.values() if withheld else ()) else None
+    return Comparability(comparable=not blocking, blocking=blocking, differences=reported, remedy=remedy)
+
+
+REJUDGED_FIELDS = frozenset({"judge_versions", "primary_judge", "gold_manifest_sha256", "store_engine"})
+"""Blocking differences a re-judged run removes: it is judged with the other run's judges (their
+rules), executed on its store and judged against its gold. Seeds, questions and the holdout are
+what the answers were given to: no re-judging changes them."""
+
+
+def rejudge_remedy(a: RunMetadata, b: RunMetadata, fields: set[str]) -> str | None:
+    """The one command that makes `a` and `b` comparable (`fields`: their blocking differences;
+    a rule set differs with the judge versions), or None when re-judging cannot. The run whose
+    judges are not those this kgeval gives its configuration is the one re-judged; when neither
+    run's are, both are, on the fly."""
+    if not fields <= REJUDGED_FIELDS:
+        return None
+    if _current(b):
+        return f"kgeval rejudge {a.run_id} --like {b.run_id}"
+    if _current(a):
+        return f"kgeval rejudge {b.run_id} --like {a.run_id}"
+    return f"kgeval compare {a.run_id} {b.run_id} --rejudge"
+
+
+def _current(metadata: RunMetadata) -> bool:
+    """Whether this kgeval's judges, built from the run's configuration, are the run's."""
+    try:
+        judges = judges_from_config(run_config(metadata).judges)
+    except (InputError, ValueError):
+        return False
+    return {name: judge.version for name, judge in judges.items()} == metadata.judge_versions
 
 
 def rule_set_differences(a: RunMetadata, b: RunMetadata) -> list[str]:
     """The leniency rules the two runs' judges switched differently (DESIGN invariant 13), one
     line per judge: "rule set of judge execution: label_for_entity on in run A, off in run B"."""
     lines = []
-    for judge, model in (("execution", ExecutionJudgeConfig), ("seed", SeedJudgeConfig)):
-        if judge not in a.judge_versions or judge not in b.judge_versions:
-            continue
-        on_a, on_b = (_rules_of(m, judge, model) for m in (a, b))
-        differing = [f"{rule} {_word(on_a[rule])} in run {a.run_id}, {_word(on_b[rule])} in run {b.run_id}" for rule in on_a if on_a[rule] != on_b.get(rule)]
+    sets_a, sets_b = judge_rule_sets(a), judge_rule_sets(b)
+    for judge in (j for j in sets_a if j in sets_b):
+        on_a, on_b = sets_a[judge], sets_b[judge]
+        differing = [f"{rule} {_word(on_a[rule])} in run {a.run_id}, {_word(on_b.get(rule))} in run {b.run_id}" for rule in on_a if on_a[rule] != on_b.get(rule)]
         if differing:
             lines.append(f"rule set of judge {judge}: " + "; ".join(differing))
     return lines
+
+
+def judge_rule_sets(metadata: RunMetadata) -> dict[str, dict[str, bool]]:
+    """Judge name -> each of its rules' switch, for the run's enabled judges that have rules."""
+    models = (("execution", ExecutionJudgeConfig), ("seed", SeedJudgeConfig))
+    return {judge: _rules_of(metadata, judge, model) for judge, model in models if judge in metadata.judge_versions}
 
 
 def _rules_of(metadata: RunMetadata, judge: str, model: type) -> dict[str, bool]:

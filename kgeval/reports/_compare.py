@@ -50,6 +50,10 @@ class Comparability(BaseModel):
     """Differences that make the numbers incomparable (holdout, gold, judge, seeds)."""
     differences: list[str]
     """Differences that are the point of comparing (system, its version) or harmless."""
+    remedy: str | None = None
+    """The one command that makes two incomparable runs comparable, when re-judging can (their
+    judges, rules or gold differ, not their seeds or questions): `kgeval rejudge` or
+    `kgeval compare --rejudge`."""
 
 
 class RunComparison(BaseModel):
@@ -58,6 +62,9 @@ class RunComparison(BaseModel):
     comparability: Comparability
     forced: bool
     """True when incomparable runs were compared on request (`--force`): every page says so."""
+    rejudged: bool = False
+    """True when both runs were re-judged on the fly with B's configuration and gold
+    (`kgeval compare --rejudge`): the runs compared are not stored."""
     paired: int
     """Questions judged in both runs."""
     both_correct: int
@@ -161,7 +168,7 @@ def mcnemar_exact_pvalue(a_only: int, b_only: int) -> float:
     return float(mcnemar([[0, a_only], [b_only, 0]], exact=True).pvalue)
 
 
-def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparability, *, forced: bool = False) -> RunComparison:
+def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparability, *, forced: bool = False, rejudged: bool = False) -> RunComparison:
     """The paired comparison of two runs in one results database."""
     meta_a, meta_b = db.metadata(run_a), db.metadata(run_b)
     seeds_a, seeds_b = seed_outcomes(db, run_a), seed_outcomes(db, run_b)
@@ -189,6 +196,7 @@ def compare_runs(db: ResultsDB, run_a: str, run_b: str, comparability: Comparabi
         run_b=meta_b,
         comparability=comparability,
         forced=forced,
+        rejudged=rejudged,
         paired=n,
         both_correct=both,
         a_only=a_only,

@@ -24,8 +24,11 @@ def render_comparison_markdown(c: RunComparison) -> str:
     lines += [
         f"- A: {a.system} ({a.system_version}); B: {b.system} ({b.system_version})",
         "- differences: " + ("; ".join(c.comparability.differences) or "none"),
-        "",
     ]
+    if c.rejudged:
+        sources = [f"{side} is run {m.derived_from.source_run_id}" for side, m in (("A", a), ("B", b)) if m.derived_from is not None]
+        lines.append(f"- re-judged on the fly with B's configuration and gold, nothing stored ({'; '.join(sources)}; no system called)")
+    lines.append("")
     if not c.paired:
         return "\n".join(lines + ["No question was judged in both runs: nothing to compare.", ""])
     lines += [

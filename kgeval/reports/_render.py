@@ -7,6 +7,7 @@ import html
 from kgeval.config import ExecutionJudgeConfig
 from kgeval.reports._oversight import Rate
 from kgeval.reports._summary import CAUSE_WORDS, Accuracy, HarnessReport, RunReport
+from kgeval.runs import RunMetadata
 from kgeval.samples import Sample, sample_html
 
 
@@ -38,6 +39,18 @@ def _table(title: str, rows: list[Accuracy]) -> list[str]:
     return lines + [""]
 
 
+def derived_line(m: RunMetadata) -> str:
+    """What a re-judged run says of its source (`kgeval rejudge`)."""
+    d = m.derived_from
+    assert d is not None
+    source = f"export {d.source_file} of run {d.source_run_id}" if d.source == "export" else f"run {d.source_run_id}"
+    versions = ", ".join(f"{j} {v}" for j, v in sorted(d.source_judge_versions.items()))
+    return (
+        f"derived: the stored answers of {source} judged again, no system called (its judges {versions}; "
+        f"its gold manifest {d.source_gold_manifest_sha256[:12]}, holdout manifest {d.source_holdout_manifest_sha256[:12]})"
+    )
+
+
 def render_markdown(report: RunReport) -> str:
     m = report.metadata
     lines = [
@@ -53,6 +66,8 @@ def render_markdown(report: RunReport) -> str:
         f"- attempts: {report.attempts}, judged: {report.judged_attempts} (of which {report.incomplete} incomplete: cut off, scored and flagged), errors: "
         + (", ".join(f"{k} {v}" for k, v in sorted(report.errors.items())) or "none"),
     ]
+    if m.derived_from is not None:
+        lines.append(f"- {derived_line(m)}")
     if m.excluded:
         lines.append(f"- excluded on record ({len(m.excluded)}, not asked): " + "; ".join(f"{q}: {why}" for q, why in m.excluded.items()))
     if m.confirmed_empty:

@@ -11,6 +11,7 @@ from kgeval.runs._model import (
     Attempt,
     AttemptState,
     ChecklistItem,
+    Derivation,
     Receipt,
     RunMetadata,
     RunQuestion,
@@ -30,7 +31,8 @@ from kgeval.runs._run import (
     run_config,
     store_lookup,
 )
-from kgeval.runs._seal import RunChanged
+from kgeval.runs._rejudge import StoredAnswers, gold_changes, judge_configs, refuse_unfinished, rejudge_config, rejudge_run, stored_output
+from kgeval.runs._seal import RunChanged, verdict_digest, verdicts_sha256
 from kgeval.systems import ErrorKind
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "ChecklistItem",
     "DamagedDatabase",
     "DamagedJournal",
+    "Derivation",
     "Difference",
     "DiskFull",
     "ErrorKind",
@@ -56,6 +59,7 @@ __all__ = [
     "RunPlan",
     "RunQuestion",
     "RunStatus",
+    "StoredAnswers",
     "Try",
     "blocking",
     "call_with_retries",
@@ -65,14 +69,22 @@ __all__ = [
     "execute_candidate",
     "execute_run",
     "git_commit",
+    "gold_changes",
+    "judge_configs",
     "judge_candidate",
     "judge_output",
     "kgeval_tables",
     "new_run_id",
     "plan_run",
     "question_set_sha256",
+    "refuse_unfinished",
+    "rejudge_config",
+    "rejudge_run",
     "resume_run",
     "run_attempt",
     "run_config",
     "store_lookup",
+    "stored_output",
+    "verdict_digest",
+    "verdicts_sha256",
 ]

@@ -252,11 +252,17 @@ def run_attempt(
     against the acceptable answer closest to the candidate's result. `lookup` (the KG's labels
     and vocabulary on the gold's store) lets the judges apply their label and vacuous rules."""
     started, outside_calls = time.perf_counter(), []
-    output, tries = call_with_retries(system, question, seed, config, limiter, outside_calls)
-    return judge_output(
+    recorded = getattr(system, "recorded", None)
+    latency_ms: float | None = None
+    if recorded is not None:  # stored answers (a re-judged run, `_rejudge`): no call; the tries and time the source recorded
+        output, tries, latency_ms = recorded(question, seed)
+    else:
+        output, tries = call_with_retries(system, question, seed, config, limiter, outside_calls)
+    attempt, judged = judge_output(
         question, seed, output, store, judges, gold, config,
         started=started + sum(outside_calls), tries=tries, cache=cache, ties=ties, lookup=lookup, verdicts=verdicts,
     )  # fmt: skip
+    return (attempt if latency_ms is None else attempt.model_copy(update={"latency_ms": latency_ms})), judged
 
 
 def judge_output(

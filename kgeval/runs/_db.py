@@ -34,7 +34,9 @@ from kgeval.errors import InputError, KgevalError, first_validation_error
 from kgeval.integrity import integrity_key
 from kgeval.judges import Verdict
 from kgeval.runs._model import Attempt, ChecklistItem, Receipt, RunMetadata, RunQuestion, RunStatus
-from kgeval.runs._seal import SEALS_SCHEMA, check_progress, check_seal, check_start, next_progress_seq, progress_row, record_start, seal_run
+from kgeval.runs._seal import (
+    SEALS_SCHEMA, check_progress, check_seal, check_start, next_progress_seq, progress_row, record_start, seal_run, sealed_verdicts_sha256,
+)  # fmt: skip
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -593,6 +595,22 @@ class ResultsDB:
                 why = first_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 raise InputError(f"{self.path}: run {run_id}: verdict on {row[0]} seed {row[1]} ({data.get('judge')}): invalid stored value: {why}") from None
         return out
+
+    @_opened
+    def judge_configs(self, run_id: str) -> dict[str, str]:
+        """Each judge of the run's verdicts -> the configuration hash they record (the first
+        by hash, should a run hold several)."""
+        self._checked(run_id)
+        rows = self._con.execute("SELECT judge, min(config_sha256) FROM verdicts WHERE run_id = ? GROUP BY judge ORDER BY judge", [run_id]).fetchall()
+        return {judge: sha for judge, sha in rows}
+
+    @_opened
+    def sealed_verdicts_sha256(self, run_id: str) -> str | None:
+        """The hash over the run's verdicts its seal records (`_seal.verdicts_sha256`), once its
+        rows are checked against the seal; None for a run not ended, or sealed before seals
+        recorded it."""
+        self._checked(run_id)
+        return sealed_verdicts_sha256(self._con, run_id)
 
     @_opened
     def run_ids(self) -> list[str]:

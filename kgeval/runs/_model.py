@@ -16,6 +16,38 @@ RunStatus = Literal["running", "finished", "refused"]
 """running (or killed: resume it), finished, refused (the pre-eval checklist failed; nothing sent)."""
 
 
+class Derivation(BaseModel):
+    """Where a re-judged run's answers came from (`kgeval rejudge`): the source's conditions of
+    measurement, kept beside the new run's own (its gold, holdout and judges are the current ones)."""
+
+    source: Literal["run", "export"]
+    """A run of the results database, or an export file (`kgeval export`)."""
+    source_run_id: str
+    """The run whose attempts were judged again (an export names it)."""
+    source_file: str | None = None
+    """The export file, for `source: export`."""
+    source_judge_versions: dict[str, str]
+    """The source's judge versions, by judge name."""
+    source_judge_config_sha256: dict[str, str] = Field(default_factory=dict)
+    """The configuration hash of each of the source's judges, as its verdicts record it."""
+    source_config_sha256: str
+    """sha256 of the source's whole configuration."""
+    source_gold_manifest_sha256: str
+    source_holdout_manifest_sha256: str
+    source_question_set_sha256: str = ""
+    source_verdicts_sha256: str | None = None
+    """The hash over the source's verdicts its seal records (`_seal.verdicts_sha256`); None for
+    a source sealed before seals recorded it."""
+    gold_changed: dict[str, str] = Field(default_factory=dict)
+    """Questions whose gold entry differs from the one the source was judged against: question
+    id -> what changed."""
+    gold_note: str = ""
+    """Why `gold_changed` could not be worked out, when it could not (the source's gold version
+    is no longer on disk)."""
+    not_rejudged: dict[str, str] = Field(default_factory=dict)
+    """The source's questions this run does not judge (gone from the holdout): id -> why."""
+
+
 class RunMetadata(BaseModel):
     """Everything needed to know what a run measured and whether two runs compare."""
 
@@ -62,10 +94,13 @@ class RunMetadata(BaseModel):
     started_at: str
     finished_at: str | None = None
     resumed_at: list[str] = Field(default_factory=list)
+    """When the run was resumed after being stopped, if ever."""
     sealed_when_ended: bool = False
     """Written by a kgeval that seals a run when it ends (`_seal`): such a run, ended, without
     its seal had it removed. False for runs written before seals existed."""
-    """When the run was resumed after being stopped, if ever."""
+    derived_from: Derivation | None = None
+    """Set on a re-judged run (`kgeval rejudge`): the run or export whose stored answers it
+    judged again, without calling the system. None for a run that called its system."""
 
 
 class RunQuestion(BaseModel):

@@ -39,7 +39,7 @@ from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB, attempt_rows_of
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._journal import RunWriter
-from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
+from kgeval.runs._model import Attempt, Derivation, Receipt, RunMetadata, RunQuestion
 from kgeval.stores import Store, open_store
 from kgeval.systems import System
 
@@ -132,6 +132,7 @@ def plan_run(
     run_id: str | None = None,
     compare_with: list[str] | None = None,
     start_ahead: int = 0,
+    derived_from: Derivation | None = None,
 ) -> RunPlan:
     """Open the stores and describe the run; verifies nothing (the checklist does, item by item).
     `start_ahead`: candidate queries each store gets ready for as soon as it is open (the
@@ -172,6 +173,7 @@ def plan_run(
         git_commit=git_commit(),
         started_at=_now(),
         sealed_when_ended=True,
+        derived_from=derived_from,
     )
     return RunPlan(holdout, held, system, config, metadata, judges, stores, list(compare_with or []), hold)
 
@@ -250,12 +252,17 @@ def execute_run(
     replay: Path | None = None,
     compare_with: list[str] | None = None,
     activity: Activity | None = None,
+    derived_from: Derivation | None = None,
 ) -> RunMetadata:
     """Plan, pass the checklist (or raise ChecklistFailed, sending nothing), run every question x
-    seed; return the finished run's metadata. `activity` is told which attempts are in flight."""
+    seed; return the finished run's metadata. `activity` is told which attempts are in flight;
+    `derived_from`: the system answers from a source's stored attempts (`kgeval rejudge`),
+    recorded with the run."""
     db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
     # every question is pending: the sandbox workers load their KGs during the checklist
-    plan = plan_run(holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency)
+    plan = plan_run(
+        holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency, derived_from=derived_from
+    )
     try:
         receipt = checklist(plan, db)
         questions = [_run_question(q) for q in holdout.evaluated_questions()]
@@ -308,7 +315,9 @@ def _resume_taken(
     config = KgevalConfig.model_validate(metadata.config)
     holdout = load_holdout(Path(metadata.holdout))
     system = system_for(metadata, config)
-    plan = plan_run(holdout, Path(metadata.gold), system, config, replay=Path(metadata.replay) if metadata.replay else None, run_id=run_id)
+    plan = plan_run(
+        holdout, Path(metadata.gold), system, config, replay=Path(metadata.replay) if metadata.replay else None, run_id=run_id, derived_from=metadata.derived_from
+    )
     try:
         _check_resumable(plan, metadata, db, checklist)
     except BaseException:

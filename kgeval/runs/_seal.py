@@ -55,6 +55,49 @@ _SEALED = {
 _BATCH_ROWS = 5000
 
 
+VERDICTS_HASH = "verdicts_sha256"
+"""The seal's entry holding `verdicts_sha256` over the run's verdicts (covered by the seal's
+hash and tag like the tables' digests): what an export states, and a re-judged run reproduces."""
+_VERDICT_FIELDS = ("judge", "version", "config_sha256", "correct", "path", "matched", "unmatched", "missing", "gold_total", "reason", "details")
+
+
+def verdict_digest(question_id: str, seed: int, verdict: dict) -> str:
+    """sha256 of one verdict (a dict of `Verdict`'s fields, details as data), in a canonical
+    JSON form: the same from the results database, an export line, or a verdict just made."""
+    record = [question_id, seed, {name: verdict.get(name) for name in _VERDICT_FIELDS}]
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def verdicts_sha256(digests: list[tuple[str, int, str, str]]) -> str:
+    """The hash over a run's verdicts: (question id, seed, judge, `verdict_digest`), in that
+    order whatever order they came in. A function of the verdicts alone: a run re-judged with
+    the same configuration and gold gives the same (DESIGN invariant 15)."""
+    digest = hashlib.sha256()
+    for question_id, seed, judge, one in sorted(digests):
+        digest.update(f"{question_id}\t{seed}\t{judge}\t{one}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def stored_verdicts_sha256(con: Any, run_id: str) -> str:
+    """`verdicts_sha256` over the run's verdicts as the results database holds them, streamed."""
+    cursor = con.execute(f"SELECT question_id, seed, {', '.join(_VERDICT_FIELDS)} FROM verdicts WHERE run_id = ?", [run_id])
+    digests = []
+    while batch := cursor.fetchmany(_BATCH_ROWS):
+        for row in batch:
+            verdict = dict(zip(_VERDICT_FIELDS, row[2:]))
+            verdict["details"] = json.loads(verdict["details"]) if verdict["details"] else {}
+            digests.append((row[0], row[1], verdict["judge"], verdict_digest(row[0], row[1], verdict)))
+    return verdicts_sha256(digests)
+
+
+def sealed_verdicts_sha256(con: Any, run_id: str) -> str | None:
+    """The verdict hash the run's seal records; None when it has no seal, or one made before
+    seals recorded it."""
+    row = _stored(con, "run_seals", "tables", run_id)
+    return None if row is None else json.loads(row[0]).get(VERDICTS_HASH)
+
+
 class RunChanged(CheckFailed):
     """An ended run's stored rows no longer match its seal: nothing of them is read."""
 
@@ -95,7 +138,9 @@ def _start_v2(con: Any, metadata: Any) -> str:
     judge, reasoning settings, exclusions ...), its questions and its start checklist, hashed.
     (A first version covered `_START_FIELDS` only: a killed run's primary judge or question
     texts edited before `--resume` were then sealed as the run's own.)"""
-    fixed = metadata.model_dump(mode="json", exclude=set(_CHANGING_FIELDS))
+    # a run that is not re-judged records its start as before the field existed
+    unset = {"derived_from"} if getattr(metadata, "derived_from", None) is None else set()
+    fixed = metadata.model_dump(mode="json", exclude=set(_CHANGING_FIELDS) | unset)
     questions = con.execute(_SEALED["run_questions"], [metadata.run_id]).fetchall()
     start = con.execute("SELECT * EXCLUDE (run_id) FROM checklist_items WHERE run_id = ? AND phase = 'start' ORDER BY position", [metadata.run_id]).fetchall()
     payload = json.dumps([fixed, questions, start], sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
@@ -244,7 +289,7 @@ def seal_run(con: Any, run_id: str) -> None:
     run set back to "running" and resumed would otherwise be sealed again over edited rows)."""
     if con.execute("SELECT count(*) FROM run_seals WHERE run_id = ?", [run_id]).fetchone()[0]:
         raise RunChanged(f"run {run_id} was sealed when it ended; it cannot end again (its status was edited back?)")
-    tables = run_digests(con, run_id)
+    tables = {**run_digests(con, run_id), VERDICTS_HASH: stored_verdicts_sha256(con, run_id)}
     seal = _seal_sha256(run_id, tables)
     key = integrity_key()
     con.execute(

@@ -250,7 +250,8 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - the route table, read top to 
                     status, problem = db.results.status(m.run_id), None
                 except CheckFailed as exc:  # listed, as changed: its own routes refuse it (409)
                     status, problem = "changed", str(exc)
-                out.append({"run_id": m.run_id, "system": m.system, "status": status, "started_at": m.started_at, "problem": problem})
+                out.append({"run_id": m.run_id, "system": m.system, "status": status, "started_at": m.started_at, "problem": problem,
+                            "derived_from": m.derived_from.source_run_id if m.derived_from else None})
             return out
 
     @app.get("/runs/{run_id}", tags=["runs"])

@@ -16,7 +16,7 @@ def kgeval(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=cwd or REPO, timeout=300)
 
 
-@pytest.mark.parametrize("command", [[], ["holdout"], ["gold"], ["run"], ["report"], ["export"], ["quickstart"], ["compare"], ["holdout", "verify"], ["gold", "rebuild"]])
+@pytest.mark.parametrize("command", [[], ["holdout"], ["gold"], ["run"], ["report"], ["export"], ["quickstart"], ["compare"], ["rejudge"], ["holdout", "verify"], ["gold", "rebuild"]])
 def test_every_command_has_help(command):
     result = kgeval(*command, "--help")
     assert result.returncode == 0, result.stderr

@@ -86,6 +86,7 @@ def _commands(tmp, db, run_id, sample_id) -> dict[str, list[str]]:
         "export parquet": ["export", run_id, "--db", str(db), "--format", "parquet", "--output", str(db.parent / "parquet")],
         "export qald": ["export", run_id, "--db", str(db), "--format", "qald"],
         "compare": ["compare", run_id, run_id, "--db", str(db)],
+        "rejudge": ["rejudge", run_id, "--db", str(db)],
         "show": ["show", run_id, "mini-01", "--db", str(db), "--gold", gold, "--holdout", holdout],
         "audit sample": ["audit", "sample", run_id, "--db", str(db), "--gold", gold],
         "audit show": ["audit", "show", run_id, sample_id, "--db", str(db), "--gold", gold],
@@ -97,7 +98,7 @@ def _commands(tmp, db, run_id, sample_id) -> dict[str, list[str]]:
 
 
 READERS = [
-    "report", "runs", "run", "run --resume", "export", "export parquet", "export qald", "compare", "show",
+    "report", "runs", "run", "run --resume", "export", "export parquet", "export qald", "compare", "rejudge", "show",
     "audit sample", "audit show", "audit record", "review status", "review approve", "review request-changes",
 ]  # fmt: skip
 """Every command that reads the results file (`_commands`)."""
