@@ -27,6 +27,17 @@ from kgeval.gold._store import (
     store_identity,
     verify_gold,
 )
+from kgeval.gold._suite import (
+    KgSuites,
+    MutantRecord,
+    QuestionSuite,
+    SuiteReport,
+    Suites,
+    build_suites,
+    has_suites,
+    read_suites,
+    suites_path,
+)
 from kgeval.gold._ties import TieGroup, TieInfo
 
 __all__ = [
@@ -40,12 +51,21 @@ __all__ = [
     "GoldManifest",
     "GoldReader",
     "GoldStatus",
+    "KgSuites",
+    "MutantRecord",
+    "QuestionSuite",
+    "SuiteReport",
+    "Suites",
     "Outcome",
     "RebuildReport",
     "StoreIdentity",
     "TieGroup",
     "TieInfo",
     "build_entry",
+    "build_suites",
+    "has_suites",
+    "read_suites",
+    "suites_path",
     "display_text",
     "gold_manifest_sha256",
     "gold_problems",

@@ -30,6 +30,7 @@ from kgeval.runs._run import (
     store_lookup,
 )
 from kgeval.runs._seal import RunChanged
+from kgeval.runs._suite_check import SUITE_KEY, SuiteChecker, neighbour_store, suite_differs
 from kgeval.systems import ErrorKind
 
 __all__ = [
@@ -53,10 +54,14 @@ __all__ = [
     "RunPlan",
     "RunQuestion",
     "RunStatus",
+    "SUITE_KEY",
+    "SuiteChecker",
     "Try",
     "blocking",
     "call_with_retries",
     "comparability",
+    "neighbour_store",
+    "suite_differs",
     "connect_results",
     "dispatch",
     "execute_candidate",

@@ -25,13 +25,14 @@ from kgeval._files import sha256_json
 from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import GoldLoans, gold_manifest_sha256, index_gold
+from kgeval.gold import GoldLoans, GoldReader, gold_manifest_sha256, has_suites, index_gold, read_suites, suites_path
 from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._model import Attempt, Receipt, RunMetadata, RunQuestion
+from kgeval.runs._suite_check import SuiteChecker
 from kgeval.stores import Store, open_store
 from kgeval.systems import System
 
@@ -136,6 +137,7 @@ def plan_run(
         replay=str(replay) if replay is not None else None,
         holdout_manifest_sha256=_manifest_sha(lambda: read_manifest(holdout.root)["sha256"]),
         gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(gold_dir)),
+        suite_manifest_sha256=_suite_manifest(gold_dir, config),
         question_set_sha256=question_set_sha256(holdout),
         excluded={qid: e.why for qid, e in sorted(holdout.exclusions.items())},
         confirmed_empty={  # those that hold for the current reference query
@@ -153,6 +155,15 @@ def plan_run(
         sealed_when_ended=True,
     )
     return RunPlan(holdout, Path(gold_dir), system, config, metadata, judges, stores, list(compare_with or []))
+
+
+def _suite_manifest(gold_dir: Path, config: KgevalConfig) -> str | None:
+    """The manifest hash of the suites accepts will be checked on; None when the run is judged
+    without them (none built, or `suite.check_accepts` off). Suites that do not verify are
+    recorded as "unverified" for the checklist to refuse, never skipped in silence."""
+    if not config.suite.check_accepts or not has_suites(gold_dir):
+        return None
+    return _manifest_sha(lambda: GoldReader(suites_path(gold_dir)).manifest_sha256)
 
 
 def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) -> dict[str, Store]:
@@ -350,14 +361,19 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMet
     cache, verdicts = ExecutionCache(), VerdictCache()
     lookups = kg_lookups(plan.stores, plan.config)
     served: set[str] = set()
+    checker = _suite_checker(plan)
+    primary = plan.config.judges.primary
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
         question, seed = job
         with gold.lend(question.id) as entry:
-            return run_attempt(
+            attempt, judged = run_attempt(
                 question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
                 limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg), verdicts=verdicts,
             )
+        if checker is not None:  # only accepts run again: the cost follows accuracy, not size
+            judged = [checker.checked(question, attempt.sparql, v) if v.judge == primary else v for v in judged]
+        return attempt, judged
 
     def record(results: list[tuple[Attempt, list]]) -> None:
         db.record_attempts(run_id, results)
@@ -382,11 +398,26 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None) -> RunMet
             dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s)
     finally:
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
-        _close_all((plan.system, *plan.stores.values()))
+        _close_all((plan.system, *plan.stores.values(), *([checker] if checker is not None else [])))
     served |= db.served_versions(run_id)  # those of attempts persisted before a resume too
     metadata = plan.metadata.model_copy(update={"finished_at": _now(), "served_versions": sorted(served)})
     db.finish_run(metadata)
     return metadata
+
+
+def _suite_checker(plan: RunPlan) -> SuiteChecker | None:
+    """The checker of accepts on their suites, when the run is judged with suites: the suites
+    read now must be those its metadata names (a resumed run checks on the same suites)."""
+    expected = plan.metadata.suite_manifest_sha256
+    if expected is None:
+        return None
+    suites = read_suites(plan.gold_dir)
+    if suites.manifest_sha256 != expected:
+        raise CheckFailed(
+            f"{suites_path(plan.gold_dir)}: the suites changed since the run started (manifest {suites.manifest_sha256[:12]}, "
+            f"the run recorded {expected[:12]}); restore them or start a new run"
+        )
+    return SuiteChecker(suites, plan.config, plan.judges[plan.config.judges.primary])
 
 
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:
