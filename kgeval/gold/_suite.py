@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import pyoxigraph as ox
 from pydantic import BaseModel, Field
@@ -52,6 +52,7 @@ from kgeval.gold._model import GoldEntry
 from kgeval.gold._mutants import Mutant, MutantKind, mutants
 from kgeval.gold._reuse import index_kg_file
 from kgeval.gold._store import GoldReader
+from kgeval.gold._ties import TieInfo
 from kgeval.gold._write import GoldWriter, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
 from kgeval.stores import QueryResult, Store
@@ -68,9 +69,10 @@ reference on the original KG and on every neighbour made (a type pattern the sch
 no KG that keeps the schema, as fuzzed, separates them); undecided: it does not parse, run, or
 finish in time."""
 
-Differs = Callable[[Question, GoldEntry, QueryResult, str], bool]
-"""(question, the reference's entry on a KG, a mutant's result there, the mutant's SPARQL) ->
-whether the judge tells them apart (rejects the mutant's result)."""
+Differs = Callable[[Question, "GoldEntry | Reference", QueryResult, str], bool]
+"""(question, the reference's result on a KG (its `result`, `result_sha256` and `ties`), a
+mutant's result there, the mutant's SPARQL) -> whether the judge tells them apart (rejects the
+mutant's result)."""
 NeighbourStore = Callable[[KnowledgeGraph], Store]
 """Opens a sandboxed store on a neighbour (given as a KnowledgeGraph of its files)."""
 
@@ -323,12 +325,23 @@ class _Stores:
                 close()
 
 
+class Reference(NamedTuple):
+    """A reference query's result on one KG, as distillation compares mutants with it: a gold
+    entry, or one plain execution (`ties` None) on a neighbour not yet chosen."""
+
+    result: QueryResult
+    result_sha256: str
+    ties: TieInfo | None = None
+
+
 def _distil(
     question: Question, data: str, settings: str, stores: _Stores, differs: Differs, config: SuiteConfig, gold_config: GoldConfig,
     alternatives: Callable[[str | None, Token], list[Token]], entries: dict[str, dict[str, GoldEntry]],
 ) -> QuestionSuite | None:
     """The suite of one question (None when it has none: not SPARQL, or its reference fails on
-    the original KG)."""
+    the original KG). The reference runs once on each neighbour to compare mutants with; only
+    the neighbours chosen get a gold entry (repeated executions, ties), and one whose entry is
+    not deterministic is left out and the choice made again without it."""
     if question.query_language != "sparql":
         return None
     try:
@@ -339,31 +352,51 @@ def _distil(
     usable, left_out = {}, {}
     for n in stores.stored:
         try:
-            entry = build_entry(n, question, stores.neighbour(n), gold_config)
+            result = stores.neighbour(n).execute(question.sparql, timeout_s=gold_config.timeout_s, row_cap=gold_config.row_cap)
         except QueryError as exc:
             left_out[n] = f"the reference query fails here: {exc}"
             continue
-        if entry.nondeterministic:
-            left_out[n] = "the reference query is not deterministic here: " + "; ".join(entry.nondeterministic)
-            continue
-        usable[n] = entry
+        usable[n] = Reference(result, result.sha256())
     records, kills = _kill_matrix(question, found, original, usable, stores, differs, config, gold_config)
-    chosen = _greedy(kills, usable, original, config.min_neighbours)
+    built: dict[str, GoldEntry] = {}
+    while True:
+        chosen = _greedy(kills, usable, original, config.min_neighbours)
+        unsettled = [n for n in chosen if n not in built and not _settle(question, n, stores, gold_config, built, left_out)]
+        if not unsettled:
+            break
+        for n in unsettled:
+            usable.pop(n)
+            kills.pop(n)
     for m, record in enumerate(records):
         if record.status == "survived":
             killer = next((n for n in chosen if m in kills[n]), None)
             if killer is not None:
                 records[m] = record.model_copy(update={"status": "killed", "by": killer})
     for n in chosen:
-        entries[n][question.id] = usable[n]
+        entries[n][question.id] = built[n]
     return QuestionSuite(
         question_id=question.id, kg=question.kg, query_sha256=question.sparql_sha256, kg_sha256=data, settings_sha256=settings,
         neighbours=chosen, left_out=left_out, mutants=records,
     )  # fmt: skip
 
 
+def _settle(question: Question, n: str, stores: _Stores, gold_config: GoldConfig, built: dict[str, GoldEntry], left_out: dict[str, str]) -> bool:
+    """Build the gold entry of a chosen neighbour; False (and why, in `left_out`) when it
+    cannot be one: the reference fails there, or is not deterministic (never a false reject)."""
+    try:
+        entry = build_entry(n, question, stores.neighbour(n), gold_config)
+    except QueryError as exc:
+        left_out[n] = f"the reference query fails here: {exc}"
+        return False
+    if entry.nondeterministic:
+        left_out[n] = "the reference query is not deterministic here: " + "; ".join(entry.nondeterministic)
+        return False
+    built[n] = entry
+    return True
+
+
 def _kill_matrix(
-    question: Question, found: list[Mutant], original: GoldEntry, usable: dict[str, GoldEntry], stores: _Stores,
+    question: Question, found: list[Mutant], original: GoldEntry, usable: dict[str, Reference], stores: _Stores,
     differs: Differs, config: SuiteConfig, gold_config: GoldConfig,
 ) -> tuple[list[MutantRecord], dict[str, set[int]]]:
     """Each mutant's record (killed on the KG, undecided, equivalent, or survived so far) and,
@@ -398,7 +431,7 @@ def _kill_matrix(
     return records, kills
 
 
-def _greedy(kills: dict[str, set[int]], usable: dict[str, GoldEntry], original: GoldEntry, minimum: int) -> list[str]:
+def _greedy(kills: dict[str, set[int]], usable: dict[str, Reference], original: GoldEntry, minimum: int) -> list[str]:
     """Neighbours picked one at a time, each the one telling apart the most mutants not yet told
     apart (ties: the earlier neighbour), until none adds any; then, up to `minimum`, those whose
     gold differs from the original's, most changed first."""
@@ -418,7 +451,7 @@ def _greedy(kills: dict[str, set[int]], usable: dict[str, GoldEntry], original: 
     return chosen
 
 
-def _change(original: GoldEntry, entry: GoldEntry) -> int:
+def _change(original: GoldEntry, entry: Reference) -> int:
     """How much a neighbour's gold differs from the original's (rows not shared, plus one when
     the results differ at all)."""
     a, b = original.result, entry.result
@@ -426,7 +459,7 @@ def _change(original: GoldEntry, entry: GoldEntry) -> int:
         return int(a.boolean != b.boolean)
     ours = {tuple(str(c) for c in row) for row in a.rows}
     theirs = {tuple(str(c) for c in row) for row in b.rows}
-    return len(ours ^ theirs) + int(a.sha256() != b.sha256())
+    return len(ours ^ theirs) + int(original.result_sha256 != entry.result_sha256)
 
 
 def _constants(kg: KnowledgeGraph) -> list[ox.Literal]:

@@ -1,0 +1,78 @@
+"""Accepts are checked again on their question's suite; the report gives test-suite accuracy,
+the coincidental accepts with the neighbour where each diverges, and the accepts it could not
+check; the audit sampler draws the coincidental ones first; compare refuses a run judged with
+suites beside one judged without."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kgeval.audit._sample import accepted_items, draw_sample
+from kgeval.checklists import pre_eval_checklist
+from kgeval.config import KgevalConfig, RunConfig, SuiteConfig
+from kgeval.gold import load_gold, read_suites
+from kgeval.holdout import load_holdout
+from kgeval.reports import build_report
+from kgeval.runs import ResultsDB, blocking, comparability, execute_run
+from kgeval.systems import OracleSystem, ReplaySystem
+from tests.suites.conftest import REPO
+
+CHECKLIST = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+
+
+def _run(holdout: Path, gold: Path, system, db_path: Path, **config):
+    with ResultsDB(db_path) as db:
+        meta = execute_run(load_holdout(holdout), gold, system, KgevalConfig(run=RunConfig(seeds=1), **config), db, checklist=CHECKLIST)
+    with ResultsDB(db_path, read_only=True) as db:
+        return meta, build_report(db, meta.run_id), {(q, s): v for q, s, v in db.verdicts(meta.run_id) if v.judge == meta.primary_judge}
+
+
+def test_the_oracle_passes_every_suite(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    meta, report, verdicts = _run(holdout, gold, OracleSystem(), tmp_path / "r.duckdb")
+    assert meta.suite_manifest_sha256 == read_suites(gold).manifest_sha256
+    assert report.test_suite_accuracy.correct == report.test_suite_accuracy.n == report.overall.n == 17
+    assert report.suites.coincidental == [] and report.suites.unchecked == 0
+    for verdict in verdicts.values():
+        outcome = verdict.details["suite"]
+        assert outcome["checked"] and outcome["passed"] and all(o["correct"] for o in outcome["neighbours"])
+
+
+def test_hard_coded_answers_are_coincidental_and_lists_unchecked(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    entries = load_gold(gold)
+    employees = " ".join(f"<{row[0].value}>" for row in entries["hr-02"].result.rows)
+    count = entries["hr-03"].result.rows[0][0].value
+    replay = tmp_path / "replay.jsonl"
+    records = [
+        {"kg": "hr", "question_id": "hr-02", "sparql": f"SELECT ?employee WHERE {{ VALUES ?employee {{ {employees} }} }}"},
+        {"kg": "hr", "question_id": "hr-03", "sparql": f"SELECT ({count} AS ?count) WHERE {{}}"},
+        {"kg": "hr", "question_id": "hr-01", "answer": [entries["hr-01"].result.rows[0][0].value]},
+    ]
+    others = [{"kg": "hr", "question_id": q.id, "sparql": q.sparql} for q in load_holdout(holdout).questions() if q.id not in ("hr-01", "hr-02", "hr-03")]
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records + others))
+    meta, report, verdicts = _run(holdout, gold, ReplaySystem(replay, load_holdout(holdout)), tmp_path / "r.duckdb")
+    suites = read_suites(gold)
+    assert report.overall.correct == report.overall.n == 17  # each is accepted on the shipped KG
+    assert report.test_suite_accuracy.correct == 14
+    coincidental = {c.question_id: c for c in report.suites.coincidental}
+    assert set(coincidental) == {"hr-02", "hr-03"}
+    for qid, c in coincidental.items():
+        assert c.neighbour in suites.suite(qid).neighbours
+        assert verdicts[(qid, 0)].details["suite"]["diverges"] == c.neighbour
+    assert report.suites.unchecked == 1 and "answer list only" in next(iter(report.suites.unchecked_why))
+    with ResultsDB(tmp_path / "r.duckdb", read_only=True) as db:
+        sample = draw_sample(meta.run_id, accepted_items(db, meta.run_id, load_gold(gold)), 3, seed=0)
+    assert {i.question_id for i in sample.items[:2]} == {"hr-02", "hr-03"}  # drawn first
+    assert sample.items[0].stratum.startswith("coincidental / diverges on hr~n")
+
+
+def test_compare_refuses_runs_judged_with_and_without_suites(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    with_suites, *_ = _run(holdout, gold, OracleSystem(), tmp_path / "a.duckdb")
+    without, report, verdicts = _run(holdout, gold, OracleSystem(), tmp_path / "b.duckdb", suite=SuiteConfig(check_accepts=False))
+    assert without.suite_manifest_sha256 is None and report.test_suite_accuracy is None
+    assert all("suite" not in v.details for v in verdicts.values())
+    differences = blocking(comparability(with_suites, without))
+    assert [d.field for d in differences] == ["suite_manifest_sha256"]
