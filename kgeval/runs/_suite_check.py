@@ -82,6 +82,8 @@ class SuiteChecker:
         suite = self.suites.suite(question.id)
         if suite is None:
             return {"checked": False, "why": "the question has no suite (`kgeval suite show` says why)"}
+        if suite.query_sha256 != question.sparql_sha256:
+            return {"checked": False, "why": "its suite was built for another reference query: `kgeval suite build`"}
         if not sparql or not sparql.strip():
             return {"checked": False, "why": "answer list only: no SPARQL to execute on a neighbour"}
         outcomes = [self._on(question, sparql, n) for n in suite.neighbours]

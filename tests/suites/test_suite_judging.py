@@ -6,7 +6,10 @@ suites beside one judged without."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from kgeval.audit._sample import accepted_items, draw_sample
 from kgeval.checklists import pre_eval_checklist
@@ -14,7 +17,7 @@ from kgeval.config import KgevalConfig, RunConfig, SuiteConfig
 from kgeval.gold import load_gold, read_suites
 from kgeval.holdout import load_holdout
 from kgeval.reports import build_report
-from kgeval.runs import ResultsDB, blocking, comparability, execute_run
+from kgeval.runs import ChecklistFailed, ResultsDB, blocking, comparability, execute_run
 from kgeval.systems import OracleSystem, ReplaySystem
 from tests.suites.conftest import REPO
 
@@ -76,3 +79,29 @@ def test_compare_refuses_runs_judged_with_and_without_suites(hr_suites, tmp_path
     assert all("suite" not in v.details for v in verdicts.values())
     differences = blocking(comparability(with_suites, without))
     assert [d.field for d in differences] == ["suite_manifest_sha256"]
+
+
+def test_the_checklist_requires_suites_when_configured(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    bare = tmp_path / "gold"
+    shutil.copytree(gold, bare, symlinks=True)
+    shutil.rmtree(bare / "suites")
+    required = {"suite": SuiteConfig(required=True)}
+    with pytest.raises(ChecklistFailed, match="suites: no suites at"):
+        _run(holdout, bare, OracleSystem(), tmp_path / "a.duckdb", **required)
+    _run(holdout, bare, OracleSystem(), tmp_path / "b.duckdb")  # not required: the run goes on, judged without suites
+    meta, report, _ = _run(holdout, gold, OracleSystem(), tmp_path / "c.duckdb", **required)
+    assert report.test_suite_accuracy.correct == 17
+    with ResultsDB(tmp_path / "c.duckdb", read_only=True) as db:
+        receipt = {i.item: i for i in db.receipt(meta.run_id).items}
+    assert receipt["suites"].passed and "current for every question" in receipt["suites"].observed
+
+
+def test_damaged_suites_refuse_the_run(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    damaged = tmp_path / "gold"
+    shutil.copytree(gold, damaged, symlinks=True)
+    record = next((damaged / "suites" / "current" / "suites").iterdir())
+    record.write_text(record.read_text().replace('"hr-01"', '"hr-99"', 1))
+    with pytest.raises(ChecklistFailed, match="suites do not verify"):
+        _run(holdout, damaged, OracleSystem(), tmp_path / "a.duckdb")
