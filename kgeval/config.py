@@ -251,7 +251,7 @@ class SuiteConfig(_Strict):
     greedily). 8: four fuzzing levels twice over; on the sample holdout and CK25 more neighbours
     kill no further mutant (docs/benchmarks.md), and each neighbour costs a sandbox worker and
     a gold entry per question that keeps it."""
-    min_neighbours: int = Field(2, ge=0)
+    min_neighbours: int = Field(4, ge=0)
     """Neighbours every question's suite keeps even when the original KG already tells every
     mutant apart (those where its gold changes most first): an answer that hard-codes the gold's
     rows is caught only where the gold differs."""

@@ -27,6 +27,7 @@ are renamed in the order met, output lines sorted).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 from collections import defaultdict
@@ -49,7 +50,12 @@ _QUAD_FORMATS = {ox.RdfFormat.TRIG, ox.RdfFormat.N_QUADS}
 _CONSTANT_WEIGHT = 4
 """Copies of each query constant in its pools: drawn often enough that a comparison loosened
 at the constant meets a value equal to it in some neighbour."""
-FUZZ_VERSION = 1
+_VALUE_DROP = 0.03
+"""Share of values (at the heaviest level) a neighbour drops."""
+_SPREAD = 2
+"""Values (per literal predicate, at the heaviest level) given to an entity of another class."""
+_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+FUZZ_VERSION = 3
 """Version of this fuzzer: a suite built by another version is built again."""
 
 
@@ -116,17 +122,19 @@ def kg_sha256(files: Sequence[Path]) -> str:
 
 
 def make_neighbours(
-    kg_id: str, files: Sequence[Path], graphs: dict[str, str], count: int, seed: int, constants: Sequence[ox.Literal] = ()
+    kg_id: str, files: Sequence[Path], graphs: dict[str, str], count: int, seed: int, constants: Sequence[tuple[str | None, ox.Literal]] = ()
 ) -> list[Neighbour]:
+    """`constants`: (predicate IRI or None, literal) the KG's reference queries name."""
     """`count` neighbours of the KG made of `files`, deterministic from `seed` and the data."""
     data = kg_sha256(files)
     kg = read_kg(files)
     pools = _pools(kg, constants)
+    queried = {f"<{p}>": [str(c) for q, c in constants if q == p] for p, _ in constants if p}
     out = []
     for index in range(count):
         rng = random.Random(hashlib.sha256(f"{seed}:{data}:{index}:{FUZZ_VERSION}".encode()).digest())
         name = f"{kg_id}~n{index:02d}"
-        kept = _fuzzed(kg, pools, rng, _level(index), name)
+        kept = _fuzzed(kg, pools, rng, _level(index), name, queried)
         out.append(_write(name, kept, files, graphs))
     return out
 
@@ -137,41 +145,47 @@ def _level(index: int) -> float:
     return (0.15, 0.35, 0.6, 0.9)[index % 4]
 
 
-def _pools(kg: _Kg, constants: Sequence[ox.Literal]) -> dict[tuple, list[str]]:
-    """(subject's classes, predicate, datatype, language) -> the values it takes there, and
-    near values of its numbers and dates (and of the reference queries' numeric constants of
-    that datatype)."""
+def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]]) -> dict[tuple, list[str]]:
+    """(subject's classes, predicate, datatype, language) -> the values it takes there, and the
+    values beside them; a constant of the reference queries and the values beside it join the
+    pools of its predicate often (about a fifth of the pool in all), or, when the query does not
+    say which predicate it is compared with, every pool of its datatype a few times."""
     pools: dict[tuple, list] = defaultdict(list)
     for s, p, o, _, _ in kg.statements:
         if o in kg.literals:
             _, datatype, language = kg.literals[o]
             pools[(kg.classes.get(s, ()), p, datatype, language)].append(o)
-    by_datatype = defaultdict(list)
-    for key in pools:
-        by_datatype[key[2]].append(key)
-    for constant in constants:
-        for key in by_datatype.get(constant.datatype.value, ()):
-            pools[key] += [str(constant)] * _CONSTANT_WEIGHT
-    lexical = {text: literal[0] for text, literal in kg.literals.items()} | {str(c): c.value for c in constants}
+    lexical = {text: literal[0] for text, literal in kg.literals.items()}
     for key, values in pools.items():
-        near = [n for v in dict.fromkeys(values) for n in _near(lexical[v], key[2])]
+        near = [n for v in dict.fromkeys(values) for n in _near(lexical[v], key[2], key[3])]
         pools[key] = values + near  # repeats kept: a frequent value stays frequent
+    for predicate, constant in constants:
+        for key in [k for k in pools if k[2] == constant.datatype.value and (predicate is None or k[1] == f"<{predicate}>")]:
+            values = [str(constant), *_near(constant.value, key[2], "")]
+            weight = _CONSTANT_WEIGHT if predicate is None else max(_CONSTANT_WEIGHT, len(pools[key]) // (5 * len(values)))
+            pools[key] += values * weight
     return dict(pools)
 
 
-def _near(value: str, datatype: str) -> list[str]:
-    """Values just beside a number or a date (its lexical `value`), of its datatype, as
-    N-Triples literals (none for other literals)."""
+def _near(value: str, datatype: str, language: str) -> list[str]:
+    """Values beside a number, a date or a short string (its lexical `value`), of its datatype
+    and language, as N-Triples literals: +-1, +-10%, x2 for numbers; +-1 day, +-30 days, +-1
+    year for dates; the string with " 2" appended (another name that contains this one)."""
     try:
         if datatype in _INTEGERS:
             n = int(value)
-            near = [str(v) for v in (n - 1, n + 1, n + max(1, abs(n) // 10))]
+            step = max(1, abs(n) // 10)
+            near = [str(v) for v in (n - 1, n + 1, n - step, n + step, 2 * n)]
         elif datatype in _DECIMALS:
             d = Decimal(value)
-            near = [str(v) for v in (d - 1, d + 1, (d * Decimal("1.1")).quantize(d) if d.as_tuple().exponent < 0 else d * 11 / 10)]
+            tenth = (d / 10).quantize(d) if d.as_tuple().exponent < 0 else d / 10
+            near = [str(v) for v in (d - 1, d + 1, d - tenth, d + tenth, 2 * d)]
         elif datatype == f"{XSD}date":
             day = date.fromisoformat(value)
-            near = [(day + timedelta(days=k)).isoformat() for k in (-1, 1, 365)]
+            near = [(day + timedelta(days=k)).isoformat() for k in (-1, 1, -30, 30, -365, 365)]
+        elif datatype in (f"{XSD}string", _LANG_STRING) and len(value) <= 60:
+            suffix = f"@{language}" if language else ""
+            return [json.dumps(f"{value} 2", ensure_ascii=False) + suffix]
         else:
             return []
     except (ValueError, InvalidOperation, OverflowError, TypeError):
@@ -179,7 +193,7 @@ def _near(value: str, datatype: str) -> list[str]:
     return [f'"{v}"^^<{datatype}>' for v in near]
 
 
-def _fuzzed(kg: _Kg, pools: dict, rng: random.Random, level: float, name: str) -> list[tuple]:
+def _fuzzed(kg: _Kg, pools: dict, rng: random.Random, level: float, name: str, queried: dict[str, list[str]]) -> list[tuple]:
     """The statements of one neighbour (see the module docstring for what changes)."""
     members: dict[tuple, list] = defaultdict(list)
     for entity, cls in kg.classes.items():
@@ -190,7 +204,7 @@ def _fuzzed(kg: _Kg, pools: dict, rng: random.Random, level: float, name: str) -
     duplicates = _duplicates(survivors, rng, level, name)
     for cls, pairs in duplicates.items():
         survivors[cls] = survivors[cls] + [fresh for fresh, _ in pairs]
-    out = _fuzz_groups(statements, kg.classes, kg.literals, survivors, dropped, pools, rng, level)
+    out = _loosened(_fuzz_groups(statements, kg.classes, kg.literals, survivors, dropped, pools, rng, level), kg, dropped, rng, level, queried)
     budget = len(kg.statements) - len(out)
     for entity_statements in _copies(statements, duplicates):  # whole entities, while they fit
         if len(entity_statements) <= budget:
@@ -213,6 +227,37 @@ def _fuzz_groups(statements: list, classes: dict, literals: dict, survivors: dic
             used.add(new)
             out.append((s, p, new, index, graph))
     return out
+
+
+def _loosened(out: list[tuple], kg: _Kg, dropped: set, rng: random.Random, level: float, queried: dict[str, list[str]]) -> list[tuple]:
+    """Some values dropped (a predicate every subject had may then be missing on one: its
+    values per subject never grow), and some literal values given to an entity of another class
+    that lacks the predicate (a predicate only one class had reaches another; the predicates
+    the reference queries name most often, with the values they name): the corners a query
+    leans on when it adds a pattern every subject happens to satisfy, or drops a type only one
+    class happens to need. Never more statements than the original."""
+    kept = [st for st in out if st[1] == RDF_TYPE or rng.random() >= _VALUE_DROP * level]
+    have = {(st[0], st[1]) for st in kept}
+    members: dict[tuple, list] = defaultdict(list)
+    for entity in sorted(set(kg.classes) - dropped):
+        members[kg.classes[entity]].append(entity)
+    classes = sorted(members)
+    by_predicate: dict[str, list[tuple]] = defaultdict(list)
+    for st in kept:
+        if st[2].startswith('"'):
+            by_predicate[st[1]].append(st)
+    predicates = sorted(by_predicate) + [p for p in sorted(queried) if p in by_predicate] * 2
+    spread = []
+    for _ in range(max(1, int(len(by_predicate) * level * _SPREAD)) if predicates and len(classes) > 1 else 0):
+        p = rng.choice(predicates)
+        s, _, o, index, graph = rng.choice(by_predicate[p])
+        if queried.get(p) and rng.random() < 0.5:
+            o = rng.choice(queried[p])
+        e = rng.choice(members[rng.choice([c for c in classes if c != kg.classes.get(s)])])
+        if (e, p) not in have:
+            spread.append((e, p, o, index, graph))
+            have.add((e, p))
+    return kept + spread[: max(len(kg.statements) - len(kept), 0)]
 
 
 def _dropped(members: dict[tuple, list], rng: random.Random, level: float) -> set:

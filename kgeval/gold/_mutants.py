@@ -15,12 +15,13 @@ judged `invalid_sparql` anyway). Mutants whose text equals the reference's are d
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from pydantic import BaseModel
 
-from kgeval.stores._lexer import Token, canonical_text, canonical_tokens, declared_prefixes, iri_of
+from kgeval.stores._lexer import Token, canonical_text, canonical_tokens, declared_prefixes, iri_of, string_value
 
 MutantKind = Literal[
     "drop_filter", "drop_triple", "flip_comparison", "loosen_comparison", "change_constant", "toggle_distinct",
@@ -40,6 +41,7 @@ class Mutant(BaseModel):
     """The mutant's text (canonical terminals)."""
 
 
+_XSD_DATE = "http://www.w3.org/2001/XMLSchema#date"
 _COMPARISONS = {"<": (">", "<="), ">": ("<", ">="), "<=": (">=", "<"), ">=": ("<=", ">"), "=": ("!=", None), "!=": ("=", None)}
 _OPEN, _CLOSE = {"(", "{", "["}, {")", "}", "]"}
 _TRIPLE_STARTS = {"var", "iri", "pname", "bnode", "string", "number", "anon"}
@@ -199,6 +201,9 @@ def _constants(tokens: list[Token], alternatives: Alternatives | None) -> Iterat
         if token.kind == "number":
             for new in _numbers_beside(token.text):
                 yield "change_constant", i, i + 1, [Token("number", new)]
+        elif token.kind == "string" and i + 2 < len(tokens) and tokens[i + 1].text == "^^" and iri_of(tokens[i + 2], prefixes) == _XSD_DATE:
+            for new in _dates_beside(string_value(token.text)):
+                yield "change_constant", i, i + 1, [Token("string", f'"{new}"')]
         elif token.kind in ("string", "iri", "pname") and alternatives is not None and i and tokens[i - 1].kind in ("iri", "pname", "word"):
             if token.kind != "string" and (i + 1 >= len(tokens) or not _boundary_after(tokens[i + 1])):
                 continue  # an IRI in predicate position, or a function name
@@ -216,13 +221,25 @@ def _boundary_after(token: Token) -> bool:
 
 
 def _numbers_beside(text: str) -> list[str]:
+    """+-1 and +-20% (at least 2) of a number."""
     try:
         value = Decimal(text)
     except InvalidOperation:
         return []
     if "." not in text and "e" not in text.lower():
-        return [str(int(value) + 1), str(int(value) - 1)]
-    return [str(value + 1), str(value - 1)]
+        n = int(value)
+        step = max(2, abs(n) // 5)
+        return [str(n + 1), str(n - 1), str(n + step), str(n - step)]
+    return [str(value + 1), str(value - 1), str(value * Decimal("1.2")), str(value * Decimal("0.8"))]
+
+
+def _dates_beside(text: str) -> list[str]:
+    """+-1 day and +-1 year of an xsd:date."""
+    try:
+        day = date.fromisoformat(text)
+        return [(day + timedelta(days=k)).isoformat() for k in (1, -1, 365, -365)]
+    except (ValueError, OverflowError):
+        return []
 
 
 def _select_positions(tokens: list[Token]) -> Iterator[int]:

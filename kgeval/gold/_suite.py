@@ -56,7 +56,7 @@ from kgeval.gold._ties import TieInfo
 from kgeval.gold._write import GoldWriter, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
 from kgeval.stores import QueryResult, Store
-from kgeval.stores._lexer import Token, canonical_tokens, declared_prefixes, iri_of
+from kgeval.stores._lexer import Token, canonical_tokens, declared_prefixes, iri_of, string_value
 
 SUITES_DIR = "suites"
 """Where a gold's suites live: `<gold>/suites`."""
@@ -462,8 +462,10 @@ def _change(original: GoldEntry, entry: Reference) -> int:
     return len(ours ^ theirs) + int(original.result_sha256 != entry.result_sha256)
 
 
-def _constants(kg: KnowledgeGraph) -> list[ox.Literal]:
-    """The numbers and dates the KG's reference queries compare against, as typed literals."""
+def _constants(kg: KnowledgeGraph) -> list[tuple[str | None, ox.Literal]]:
+    """The literals the KG's reference queries name, each with the predicate it is a value of
+    when the query says (`?x p true`, or `?x p ?v ... FILTER(?v > 5000)`): the fuzzer draws
+    them, and the values beside them, often for that predicate."""
     out = []
     for q in kg.questions:
         if q.query_language != "sparql":
@@ -473,15 +475,32 @@ def _constants(kg: KnowledgeGraph) -> list[ox.Literal]:
         except KgevalError:
             continue
         prefixes = declared_prefixes(tokens)
+        bound = {tokens[i + 1].text: iri_of(tokens[i], prefixes) for i in range(len(tokens) - 1) if tokens[i].kind in ("pname", "iri") and tokens[i + 1].kind == "var"}
         for i, t in enumerate(tokens):
-            if t.kind == "number":
-                integer = "." not in t.text and "e" not in t.text.lower()
-                out.append(ox.Literal(t.text, datatype=ox.NamedNode(f"{XSD}{'integer' if integer else 'decimal'}")))
-            elif t.kind == "string" and i + 2 < len(tokens) and tokens[i + 1].text == "^^":
-                datatype = iri_of(tokens[i + 2], prefixes)
-                if datatype:
-                    out.append(ox.Literal(json.loads(t.text), datatype=ox.NamedNode(datatype)))
+            literal = _literal_at(tokens, i, prefixes)
+            if literal is None or i and tokens[i - 1].keyword in ("LIMIT", "OFFSET"):
+                continue
+            before = tokens[i - 1] if i else None
+            if before is not None and before.kind in ("pname", "iri"):
+                out.append((iri_of(before, prefixes), literal))
+                continue
+            var = next((tokens[j].text for j in range(i - 1, max(i - 8, -1), -1) if tokens[j].kind == "var"), None)
+            out.append((bound.get(var) if var else None, literal))
     return out
+
+
+def _literal_at(tokens: list[Token], i: int, prefixes: dict[str, str]) -> ox.Literal | None:
+    """The literal a query names at token `i` (a number, a boolean, a typed or plain string)."""
+    t = tokens[i]
+    if t.kind == "number":
+        integer = "." not in t.text and "e" not in t.text.lower()
+        return ox.Literal(t.text, datatype=ox.NamedNode(f"{XSD}{'integer' if integer else 'decimal'}"))
+    if t.kind == "word" and t.text in ("true", "false"):
+        return ox.Literal(t.text, datatype=ox.NamedNode(f"{XSD}boolean"))
+    if t.kind == "string" and i + 2 < len(tokens) and tokens[i + 1].text == "^^":
+        datatype = iri_of(tokens[i + 2], prefixes)
+        return ox.Literal(string_value(t.text), datatype=ox.NamedNode(datatype)) if datatype else None
+    return None
 
 
 def _alternatives(parsed: _Kg) -> Callable[[str | None, Token], list[Token]]:

@@ -49,3 +49,11 @@ def test_limit_spreads_over_kinds_and_gremlin_has_none() -> None:
     assert len(mutants(Q, limit=4)) == 4
     assert len(_kinds(mutants(Q, limit=4))) == 4
     assert mutants("g.V().hasLabel('person')") == []
+
+
+def test_dates_and_numbers_move_by_small_and_larger_steps() -> None:
+    q = 'PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> ASK { ?e <http://x/hired> ?h ; <http://x/n> ?n FILTER(?h < "2008-01-01"^^xsd:date && ?n > 5000) }'
+    changed = {m.where: [] for m in mutants(q, limit=100) if m.kind == "change_constant"}
+    texts = [m.sparql for m in mutants(q, limit=100) if m.kind == "change_constant"]
+    assert changed and any('"2007-01-01"' in t for t in texts) and any('"2008-01-02"' in t for t in texts)
+    assert any("?n > 6000" in t for t in texts) and any("?n > 5001" in t for t in texts)

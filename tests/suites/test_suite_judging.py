@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,27 @@ def test_damaged_suites_refuse_the_run(hr_suites, tmp_path: Path) -> None:
     record.write_text(record.read_text().replace('"hr-01"', '"hr-99"', 1))
     with pytest.raises(ChecklistFailed, match="suites do not verify"):
         _run(holdout, damaged, OracleSystem(), tmp_path / "a.duckdb")
+
+
+def test_show_puts_the_neighbours_rows_beside_its_gold(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    count = load_gold(gold)["hr-03"].result.rows[0][0].value
+    replay = tmp_path / "replay.jsonl"
+    records = [{"kg": "hr", "question_id": q.id, "sparql": q.sparql} for q in load_holdout(holdout).questions() if q.id != "hr-03"]
+    records.append({"kg": "hr", "question_id": "hr-03", "sparql": f"SELECT ({count} AS ?count) WHERE {{}}"})
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records))
+    meta, _, verdicts = _run(holdout, gold, ReplaySystem(replay, load_holdout(holdout)), tmp_path / "r.duckdb")
+    neighbour = verdicts[("hr-03", 0)].details["suite"]["diverges"]
+    there = read_suites(gold).entry(neighbour, "hr-03").result.rows[0][0].value
+    shown = subprocess.run(
+        [sys.executable, "-m", "kgeval", "show", meta.run_id, "hr-03", "--db", str(tmp_path / "r.duckdb"), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    sample = json.loads(shown.stdout)
+    assert sample["suite_neighbour"] == neighbour
+    assert [r["cells"][0].split("^^")[0] for r in sample["suite_gold_table"]["rows"]] == [there]
+    assert [r["cells"][0].split("^^")[0] for r in sample["suite_answer_table"]["rows"]] == [count]
+    text = subprocess.run([sys.executable, "-m", "kgeval", "show", meta.run_id, "hr-03", "--db", str(tmp_path / "r.duckdb")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert "diverges" in text.stdout and f"gold of {neighbour}" in text.stdout
