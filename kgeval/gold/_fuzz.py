@@ -50,6 +50,8 @@ _QUAD_FORMATS = {ox.RdfFormat.TRIG, ox.RdfFormat.N_QUADS}
 _CONSTANT_WEIGHT = 4
 """Copies of each query constant in its pools: drawn often enough that a comparison loosened
 at the constant meets a value equal to it in some neighbour."""
+_VALUE_RATE = 0.7
+"""Share of literal values (at the heaviest level) a neighbour draws anew."""
 _VALUE_DROP = 0.03
 """Share of values (at the heaviest level) a neighbour drops."""
 _SPREAD = 2
@@ -160,8 +162,10 @@ def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]]) -> dict[
         near = [n for v in dict.fromkeys(values) for n in _near(lexical[v], key[2], key[3])]
         pools[key] = values + near  # repeats kept: a frequent value stays frequent
     for predicate, constant in constants:
+        if constant.datatype.value == f"{XSD}boolean":
+            continue  # a flag the query names is one of two values already: drawing it more only floods the class
         for key in [k for k in pools if k[2] == constant.datatype.value and (predicate is None or k[1] == f"<{predicate}>")]:
-            values = [str(constant), *_near(constant.value, key[2], "")]
+            values = [str(constant), *_near(constant.value, key[2], "")[:2]]  # the constant and the values just beside it
             weight = _CONSTANT_WEIGHT if predicate is None else max(_CONSTANT_WEIGHT, len(pools[key]) // (5 * len(values)))
             pools[key] += values * weight
     return dict(pools)
@@ -169,17 +173,18 @@ def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]]) -> dict[
 
 def _near(value: str, datatype: str, language: str) -> list[str]:
     """Values beside a number, a date or a short string (its lexical `value`), of its datatype
-    and language, as N-Triples literals: +-1, +-10%, x2 for numbers; +-1 day, +-30 days, +-1
+    and language, as N-Triples literals: +-1 and +-10% for numbers (never far beyond the
+    KG's own range: a threshold just above the largest value is then still told apart); +-1 day, +-30 days, +-1
     year for dates; the string with " 2" appended (another name that contains this one)."""
     try:
         if datatype in _INTEGERS:
             n = int(value)
             step = max(1, abs(n) // 10)
-            near = [str(v) for v in (n - 1, n + 1, n - step, n + step, 2 * n)]
+            near = [str(v) for v in (n - 1, n + 1, n - step, n + step)]
         elif datatype in _DECIMALS:
             d = Decimal(value)
             tenth = (d / 10).quantize(d) if d.as_tuple().exponent < 0 else d / 10
-            near = [str(v) for v in (d - 1, d + 1, d - tenth, d + tenth, 2 * d)]
+            near = [str(v) for v in (d - 1, d + 1, d - tenth, d + tenth)]
         elif datatype == f"{XSD}date":
             day = date.fromisoformat(value)
             near = [(day + timedelta(days=k)).isoformat() for k in (-1, 1, -30, 30, -365, 365)]
@@ -302,7 +307,7 @@ def _new_object(s, p, o, classes: dict, literals: dict, survivors: dict, dropped
         return o
     literal = literals.get(o)
     if literal is not None:
-        pool = pools.get((classes.get(s, ()), p, literal[1], literal[2]), ()) if rng.random() < 0.5 * level else ()
+        pool = pools.get((classes.get(s, ()), p, literal[1], literal[2]), ()) if rng.random() < _VALUE_RATE * level else ()
     else:
         cls = classes.get(o)
         pool = survivors.get(cls) or () if cls is not None and (o in dropped or rng.random() < 0.5 * level) else ()
