@@ -103,3 +103,21 @@ def test_cli_builds_then_shows(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "nope-1: no suite" in missing.stderr
     again = run("suite", "build", "--holdout", str(holdout), "--gold", str(gold))
     assert "0 distilled, 16 unchanged" in again.stdout
+
+
+def test_gold_rebuild_builds_the_suites_when_configured(tmp_path: Path) -> None:
+    holdout = copy_kgs(tmp_path / "holdout", "trials")
+    gold = tmp_path / "gold"
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("suite:\n  with_gold: true\n  neighbours: 4\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ran = subprocess.run([sys.executable, "-m", "kgeval", "gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold), "--config", str(config)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "suites built in" in ran.stdout and "16 distilled" in ran.stdout
+    suites = read_suites(gold)
+    assert all(n.rsplit("~n", 1)[1] in ("00", "01", "02", "03") for n in suites.kgs["trials"].neighbours)
+    config.write_text("suite:\n  neighbours: 0\n")
+    bad = subprocess.run([sys.executable, "-m", "kgeval", "suite", "build", "--holdout", str(holdout), "--gold", str(gold), "--config", str(config)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert bad.returncode == 2 and "suite.neighbours" in bad.stderr

@@ -75,12 +75,18 @@ def test_hard_coded_answers_are_coincidental_and_lists_unchecked(hr_suites, tmp_
 
 def test_compare_refuses_runs_judged_with_and_without_suites(hr_suites, tmp_path: Path) -> None:
     holdout, gold, _ = hr_suites
-    with_suites, *_ = _run(holdout, gold, OracleSystem(), tmp_path / "a.duckdb")
-    without, report, verdicts = _run(holdout, gold, OracleSystem(), tmp_path / "b.duckdb", suite=SuiteConfig(check_accepts=False))
+    db = tmp_path / "r.duckdb"
+    with_suites, *_ = _run(holdout, gold, OracleSystem(), db)
+    without, report, verdicts = _run(holdout, gold, OracleSystem(), db, suite=SuiteConfig(check_accepts=False))
     assert without.suite_manifest_sha256 is None and report.test_suite_accuracy is None
     assert all("suite" not in v.details for v in verdicts.values())
     differences = blocking(comparability(with_suites, without))
     assert [d.field for d in differences] == ["suite_manifest_sha256"]
+    compare = [sys.executable, "-m", "kgeval", "compare", with_suites.run_id, without.run_id, "--db", str(db)]
+    refused = subprocess.run(compare, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert refused.returncode == 1 and "test suites (judged with and without them" in refused.stderr
+    forced = subprocess.run([*compare, "--force"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert forced.returncode == 0, forced.stderr
 
 
 def test_the_checklist_requires_suites_when_configured(hr_suites, tmp_path: Path) -> None:
