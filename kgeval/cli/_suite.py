@@ -51,13 +51,19 @@ def suite_build(
     print_suite_report(report, suites_path(gold))
 
 
-def print_suite_report(report: SuiteReport, where: Path) -> None:
+def print_suite_report(report: SuiteReport, where: Path, *, summary: bool = False) -> None:
+    """What a build did (or, with `summary`, what the suites in force hold): the kill rates and
+    the mutant kinds no neighbour separates."""
     rates = [s.kill_rate for s in report.suites if s.kill_rate is not None]
     median = f"{statistics.median(rates):.0%}" if rates else "-"
+    done = "" if summary else f"{len(report.built)} distilled, {len(report.reused)} unchanged, {len(report.skipped)} without a suite; "
     out.print(
-        f"suites built in {where} ({report.version.name if report.version else '-'}): {len(report.built)} distilled, {len(report.reused)} unchanged, "
-        f"{len(report.skipped)} without a suite; median kill rate {median} over {len(rates)} questions; {report.seconds:.2f} s", markup=False,
+        f"suites {'in' if summary else 'built in'} {where} ({report.version.name if report.version else '-'}): {done}"
+        f"median kill rate {median} over {len(rates)} questions" + ("" if summary else f"; {report.seconds:.2f} s"), markup=False,
     )
+    bins = Counter("100%" if r == 1 else f"{int(r * 10) * 10}-{int(r * 10) * 10 + 9}%" for r in rates)
+    if bins:
+        out.print("  kill rates: " + ", ".join(f"{k} {bins[k]}" for k in sorted(bins, key=lambda k: -int(k.split("-")[0].rstrip("%")))), markup=False)
     survivors = Counter(m.kind for s in report.suites for m in s.survivors)
     if survivors:
         out.print("  mutants no neighbour separates: " + ", ".join(f"{k} ({n})" for k, n in survivors.most_common()), markup=False)
@@ -68,11 +74,16 @@ def print_suite_report(report: SuiteReport, where: Path) -> None:
 @suite_app.command("show")
 @user_errors
 def suite_show(
-    question: Annotated[str, typer.Argument(help="Question id.")],
+    question: Annotated[str | None, typer.Argument(help="Question id (default: the summary of every suite).")] = None,
     gold: GoldOpt = Path("gold"),
 ) -> None:
-    """One question's suite: its neighbours, its mutants and what told each apart."""
+    """One question's suite: its neighbours, its mutants and what told each apart; without a
+    question, the kill-rate distribution and the mutant kinds no neighbour separates."""
     suites = read_suites(gold)
+    if question is None:
+        report = SuiteReport(suites=[s for record in suites.kgs.values() for s in record.questions], version=suites.version)
+        print_suite_report(report, suites_path(gold), summary=True)
+        return
     suite = suites.suite(question)
     if suite is None:
         raise typer.BadParameter(f"{question}: no suite in {suites.version} (not SPARQL, its reference fails, or not in this holdout)")

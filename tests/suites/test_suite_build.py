@@ -121,3 +121,11 @@ def test_gold_rebuild_builds_the_suites_when_configured(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "kgeval", "suite", "build", "--holdout", str(holdout), "--gold", str(gold), "--config", str(config)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
     assert bad.returncode == 2 and "suite.neighbours" in bad.stderr
+
+
+def test_cli_summary_names_the_kill_rates(hr_suites) -> None:
+    _, gold, _ = hr_suites
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    shown = subprocess.run([sys.executable, "-m", "kgeval", "suite", "show", "--gold", str(gold)], capture_output=True, text=True, env=env, timeout=600)
+    assert shown.returncode == 0, shown.stderr
+    assert "median kill rate" in shown.stdout and "kill rates: 100%" in shown.stdout
