@@ -61,6 +61,9 @@ class SuiteChecker:
         self._stores: dict[str, Store] = {}
         self._lock = threading.Lock()
         self._open = neighbour_store(config)
+        self._outcomes: dict[tuple[str, str], dict[str, Any]] = {}
+        """(question id, SPARQL) -> its outcome: seeds that give the same query (most do) are
+        checked once. The neighbours are read-only and their engine deterministic."""
 
     def _store(self, neighbour: str) -> Store:
         with self._lock:
@@ -79,6 +82,17 @@ class SuiteChecker:
         return verdict.model_copy(update={"details": {**verdict.details, SUITE_KEY: self.outcome(question, sparql)}})
 
     def outcome(self, question: Question, sparql: str | None) -> dict[str, Any]:
+        key = (question.id, sparql or "")
+        with self._lock:
+            known = self._outcomes.get(key)
+        if known is None:
+            known = self._outcome(question, sparql)
+            if not any(o.get("harness") for o in known.get("neighbours", [])):  # a store failure may not recur: checked again
+                with self._lock:
+                    self._outcomes[key] = known
+        return known
+
+    def _outcome(self, question: Question, sparql: str | None) -> dict[str, Any]:
         suite = self.suites.suite(question.id)
         if suite is None:
             return {"checked": False, "why": "the question has no suite (`kgeval suite show` says why)"}
