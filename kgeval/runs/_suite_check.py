@@ -17,10 +17,11 @@ store itself failed (a harness error) leaves the accept unchecked too, never rej
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kgeval.config import KgevalConfig
-from kgeval.gold import GoldEntry, Suites
+from kgeval.gold import Suites
 from kgeval.holdout import KnowledgeGraph, Question
 from kgeval.judges import Candidate, Judge, Verdict
 from kgeval.runs._attempt import execute_candidate, judge_candidate
@@ -30,7 +31,7 @@ SUITE_KEY = "suite"
 """The key of a primary verdict's details holding its suite outcome."""
 
 
-def neighbour_store(config: KgevalConfig):  # noqa: ANN201 - a NeighbourStore
+def neighbour_store(config: KgevalConfig) -> Callable[[KnowledgeGraph], Store]:
     """Opens a neighbour KG on an embedded store with no copy in this process: its queries
     (reference, mutants, candidates) run in sandbox workers, bounded as candidates are."""
 
@@ -40,11 +41,12 @@ def neighbour_store(config: KgevalConfig):  # noqa: ANN201 - a NeighbourStore
     return open_one
 
 
-def suite_differs(judge: Judge):  # noqa: ANN201 - a gold Differs
+def suite_differs(judge: Judge) -> Callable[[Question, Any, QueryResult, str], bool]:
     """Whether `judge` rejects a mutant's result against the reference's entry on one KG (the
     entry's ties resolved as a run resolves them): what distillation counts as told apart."""
 
-    def differs(question: Question, entry: GoldEntry, result: QueryResult, sparql: str) -> bool:
+    def differs(question: Question, entry: Any, result: QueryResult, sparql: str) -> bool:
+        """`entry`: a GoldEntry, or the gold package's Reference (`result`, `result_sha256`, `ties`)."""
         if result.sha256() == entry.result_sha256:
             return False
         verdicts, _ = judge_candidate(question, {judge.name: judge}, entry.result, Candidate(result=result, sparql=sparql), entry.ties)
