@@ -248,6 +248,35 @@ class GoldConfig(_Strict):
     (on a machine too loaded for a reference query to keep its timeout beside another)."""
 
 
+class SuiteConfig(_Strict):
+    """Test suites: neighbour KGs fuzzed from each holdout KG, with their golds (DESIGN
+    invariant 14; docs/scoring.md "Test-suite accuracy")."""
+
+    neighbours: int = Field(8, ge=1, le=64)
+    """Neighbour KGs made per holdout KG (each question's suite is a subset of them, distilled
+    greedily). 8: four fuzzing levels twice over; on the sample holdout and CK25 more neighbours
+    kill no further mutant (docs/benchmarks.md), and each neighbour costs a sandbox worker and
+    a gold entry per question that keeps it."""
+    min_neighbours: int = Field(4, ge=0)
+    """Neighbours every question's suite keeps even when the original KG already tells every
+    mutant apart (those where its gold changes most first): an answer that hard-codes the gold's
+    rows is caught only where the gold differs."""
+    seed: int = 0
+    """Seed of the fuzzer (with the KG's data hash: the same seed and data give the same bytes)."""
+    mutants: int = Field(40, ge=1)
+    """Most near-miss mutants generated per reference query."""
+    mutant_timeout_s: float = Field(5.0, gt=0)
+    """Timeout of one mutant on one KG (a dropped join pattern can be a cross product); a mutant
+    that runs out is recorded as undecided, never as told apart."""
+    with_gold: bool = False
+    """`kgeval gold rebuild` also builds the suites (into `<gold>/suites`)."""
+    check_accepts: bool = True
+    """A run checks every accepted attempt again on its question's suite, when the suites exist
+    (`<gold>/suites`): the report's test_suite_accuracy."""
+    required: bool = False
+    """The pre-eval checklist refuses a run unless the suites exist and verify for this holdout."""
+
+
 class NormalizationConfig(_Strict):
     """Which normalization rules a judge applies before comparing values (each True = on).
 
@@ -814,6 +843,7 @@ def yaml_alias_bound() -> int:
 class KgevalConfig(_Strict):
     store: StoreConfig = StoreConfig()
     gold: GoldConfig = GoldConfig()
+    suite: SuiteConfig = SuiteConfig()
     judges: JudgesConfig = JudgesConfig()
     run: RunConfig = RunConfig()
     systems: SystemsConfig = SystemsConfig()

@@ -42,7 +42,8 @@ class AuditItem(BaseModel):
     dissenting_judges: list[str] = Field(default_factory=list)
     """Other enabled judges that rejected this accept (a judge disagreement)."""
     stratum: str
-    """Where the sample drew it from: "disagreement"; "flagged / path <judge path> / rule <rule>"
+    """Where the sample drew it from: "coincidental / diverges on <neighbour>" (rejected by its
+    test suite: drawn first); "disagreement"; "flagged / path <judge path> / rule <rule>"
     (an accept flagged `answer_in_query` or made by a rule: drawn next); else "path <judge path>
     / rule <rule> / kg <kg>" (rule "none": plain comparison)."""
     rule: str | None = None

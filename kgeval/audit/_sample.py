@@ -1,4 +1,6 @@
-"""Drawing an audit sample: every accept the judges disagreed on first; then the accepts flagged
+"""Drawing an audit sample: the coincidental accepts first (accepted on the KG, rejected by the
+question's test suite: `details["suite"]` of the primary verdict), then every accept the judges
+disagreed on; then the accepts flagged
 `answer_in_query` or made by a leniency rule, round-robin over their strata (judge path x rule);
 then a seeded round-robin over the other strata (judge path x rule x KG), so each stratum is
 seen before any is seen twice. Accepts are audited as hard as rejects, and each rule's
@@ -14,7 +16,7 @@ from datetime import UTC, datetime
 from kgeval.audit._model import AuditItem, AuditSample, Key, sample_id_of
 from kgeval.gold import GoldEntry, display_text
 from kgeval.judges import RULES, Verdict
-from kgeval.runs import ResultsDB
+from kgeval.runs import SUITE_KEY, ResultsDB
 
 GOLD_UNAVAILABLE = "(gold unavailable)"
 
@@ -37,7 +39,10 @@ def accepted_items(db: ResultsDB, run_id: str, gold: dict[str, GoldEntry] | None
         q = questions[attempt.question_id]
         rule = accepting_rule(primary)
         named = list(attempt.extra.get("answer_in_query") or [])
-        if dissent:
+        suite = primary.details.get(SUITE_KEY) or {}
+        if suite.get("checked") and not suite.get("passed"):
+            stratum = f"coincidental / diverges on {suite.get('diverges')}"
+        elif dissent:
             stratum = "disagreement"
         elif named or rule:
             stratum = f"flagged / path {primary.path} / rule {rule or 'none'}" + (" / answer in query" if named else "")
@@ -84,7 +89,7 @@ def _shown_verdict(v: Verdict) -> dict:
 
 
 def draw_sample(run_id: str, items: dict[Key, AuditItem], accepts: int, seed: int) -> AuditSample:
-    """Up to `accepts` items: disagreements first (shuffled), then a round-robin over the flagged
+    """Up to `accepts` items: coincidental accepts first, then disagreements (each shuffled), then a round-robin over the flagged
     strata, then one over the others."""
     if accepts < 1:
         raise ValueError("an audit sample needs at least one accept")
@@ -94,7 +99,8 @@ def draw_sample(run_id: str, items: dict[Key, AuditItem], accepts: int, seed: in
         strata[items[key].stratum].append(items[key])
     for members in strata.values():
         rng.shuffle(members)
-    chosen = strata.pop("disagreement", [])[:accepts]
+    chosen = [item for name in sorted(strata) if name.startswith("coincidental") for item in strata.pop(name)][:accepts]
+    chosen += strata.pop("disagreement", [])[: accepts - len(chosen)]
     flagged = [strata.pop(name) for name in sorted(strata) if name.startswith("flagged")]
     for queues in (flagged, [strata[name] for name in sorted(strata)]):
         while len(chosen) < accepts and any(queues):

@@ -28,6 +28,7 @@ from kgeval.checklists._items import (
     pipeline_parity,
 )
 from kgeval.checklists._model import CaughtEntry, PreEvalChecklist, load_checklist
+from kgeval.checklists._suites import suites_item
 from kgeval.errors import InputError
 from kgeval.runs import Checklist, ChecklistItem, Receipt, ResultsDB, RunPlan
 
@@ -42,6 +43,7 @@ _ITEMS = {
     "pipeline_parity": pipeline_parity,
     "guards": guards_active,
     "apples_to_apples": apples_to_apples,
+    "suites": suites_item,
 }
 
 

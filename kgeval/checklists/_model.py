@@ -12,7 +12,7 @@ from kgeval._files import read_yaml, sha256_text
 from kgeval.config import PipelineConfig
 from kgeval.errors import InputError, first_validation_error
 
-ItemName = Literal["holdout_manifest", "gold", "gold_failures", "empty_gold", "pipeline_parity", "guards", "apples_to_apples", "caught"]
+ItemName = Literal["holdout_manifest", "gold", "gold_failures", "empty_gold", "pipeline_parity", "guards", "apples_to_apples", "suites", "caught"]
 CheckKind = Literal["oracle_accuracy", "weak_accuracy", "gold_engine_matches_store", "gold_row_cap_covers_run"]
 
 

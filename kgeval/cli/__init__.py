@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from kgeval import __version__
-from kgeval.cli import _guards, _init, _rejudge, _run, _service, _show
+from kgeval.cli import _guards, _init, _rejudge, _run, _service, _show, _suite
 from kgeval.cli._data import gold_app, holdout_app
 from kgeval.cli._interop import gold_export, import_app
 
@@ -47,6 +47,7 @@ holdout_app.add_typer(import_app, name="import")
 gold_app.command("export")(gold_export)
 app.add_typer(holdout_app, name="holdout")
 app.add_typer(gold_app, name="gold")
+app.add_typer(_suite.suite_app, name="suite")
 app.add_typer(_guards.schema_gate_app, name="schema-gate")
 app.add_typer(_guards.contamination_app, name="contamination")
 holdout_app.command("admit")(_guards.holdout_admit)

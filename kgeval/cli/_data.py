@@ -94,7 +94,8 @@ def gold_rebuild(
     in atomically. A question is reused when its query, the KG data, the engine and its version,
     the row cap and the build settings are unchanged. A failing query is recorded with its error
     and the rest is written; exit 1 names the failures not excluded on record. The queries of
-    questions excluded on record are not executed unless --include-excluded."""
+    questions excluded on record are not executed unless --include-excluded. With
+    `suite.with_gold`, the test suites are built too (`kgeval suite build`)."""
     cfg = load_config(config)
     gold_cfg = cfg.gold if timeout is None else cfg.gold.model_copy(update={"timeout_s": timeout})
     verify_holdout(holdout)
@@ -113,6 +114,11 @@ def gold_rebuild(
         f"({report.store_seconds:.2f} s building entries{f', summed over {gold_cfg.concurrency} at a time' if gold_cfg.concurrency > 1 else ''})", markup=False,
     )
     print_flagged(report.flagged)
+    if cfg.suite.with_gold:  # the suites are gold too: rebuilt with it when configured
+        from kgeval.cli._suite import build_holdout_suites, print_suite_report
+        from kgeval.gold import suites_path
+
+        print_suite_report(build_holdout_suites(loaded, cfg, gold, force=force), suites_path(gold))
     for failure in report.excluded_failures:  # the same line whether it was not executed or its failure kept
         why = "not executed (--include-excluded executes it)" if failure.question_id in report.not_executed else f"failed: {failure.error}"
         err.print(f"{holdout}/{failure.kg}: question {failure.question_id}: excluded on record, no gold: {why}", markup=False)

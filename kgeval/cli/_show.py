@@ -11,7 +11,7 @@ import typer
 
 from kgeval.cli._common import DbOpt, TextFormat, err, out, user_errors
 from kgeval.config import load_config
-from kgeval.errors import InputError
+from kgeval.errors import InputError, KgevalError
 from kgeval.gold import load_gold
 from kgeval.holdout import load_holdout
 
@@ -55,8 +55,21 @@ def opened_source(db: Path, run_id: str, gold: Path | None, holdout: Path | None
         yield SampleSource(
             db=results, gold=load_gold(gold_dir) if gold_dir else {}, holdout=loaded,
             store_for=store_opener(cfg, loaded) if loaded else None, audits=audits, reviews=reviews,
-            display_items=cfg.gold.display_items,
+            display_items=cfg.gold.display_items, suites=_suites(gold_dir, notes),
         ), notes
+
+
+def _suites(gold_dir: Path | None, notes: list[str]):  # noqa: ANN202 - Suites | None
+    """The suites beside the gold, verified; None (with a note when they exist) otherwise."""
+    from kgeval.gold import has_suites, read_suites
+
+    if gold_dir is None or not has_suites(gold_dir):
+        return None
+    try:
+        return read_suites(gold_dir)
+    except KgevalError as exc:
+        notes.append(f"the test suites beside the gold do not verify, so no neighbour is shown: {exc}")
+        return None
 
 
 def report_samples(source: SampleSource, report: RunReport) -> list[Sample]:

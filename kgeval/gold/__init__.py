@@ -28,6 +28,17 @@ from kgeval.gold._store import (
     store_identity,
     verify_gold,
 )
+from kgeval.gold._suite import (
+    KgSuites,
+    MutantRecord,
+    QuestionSuite,
+    SuiteReport,
+    Suites,
+    build_suites,
+    has_suites,
+    read_suites,
+    suites_path,
+)
 from kgeval.gold._ties import TieGroup, TieInfo
 
 __all__ = [
@@ -41,6 +52,11 @@ __all__ = [
     "GoldManifest",
     "GoldReader",
     "GoldStatus",
+    "KgSuites",
+    "MutantRecord",
+    "QuestionSuite",
+    "SuiteReport",
+    "Suites",
     "Outcome",
     "RebuildReport",
     "StoreIdentity",
@@ -48,6 +64,10 @@ __all__ = [
     "TieInfo",
     "VersionHold",
     "build_entry",
+    "build_suites",
+    "has_suites",
+    "read_suites",
+    "suites_path",
     "display_text",
     "gold_manifest_sha256",
     "gold_problems",

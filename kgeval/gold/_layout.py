@@ -37,6 +37,9 @@ from kgeval.errors import CheckFailed, InputError
 
 MANIFEST = "MANIFEST.json"
 DISPLAY_DIR = "display"
+ATTACHED_DIRS = (f"{DISPLAY_DIR}/", "neighbours/", "suites/")
+"""Directories of a version whose files are checked against their hash but are not KG gold
+files: displays, and a test suite's neighbour KGs and records (`_suite`)."""
 CURRENT = "current"
 LOCK = ".lock"
 STAGING_PREFIX = ".staging-"

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kgeval._files import canonical_json, not_a_file, sha256_bytes, sha256_file
 from kgeval.errors import CheckFailed, StaleGold
 from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
-from kgeval.gold._layout import DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, version_dir
+from kgeval.gold._layout import ATTACHED_DIRS, DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
 from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, check_tag, integrity_key
@@ -139,7 +139,7 @@ class GoldReader:
 
     @property
     def kg_files(self) -> list[str]:
-        return [name for name in self.manifest.files if not name.startswith(f"{DISPLAY_DIR}/")]
+        return [name for name in self.manifest.files if not name.startswith(ATTACHED_DIRS)]
 
     def read_kg(self, name: str) -> KgGold:
         """One KG file (`<kg>.json`), its hash and every entry's result hash checked."""
@@ -174,11 +174,14 @@ class GoldReader:
         _SCANNED[key] = scanned
         return scanned
 
-    def check_file(self, name: str) -> None:
-        """A file that is not read here (a display file): its hash only."""
+    def check_file(self, name: str) -> bytes:
+        """A file that is not read as a KG gold file (a display file, a suite's neighbour KG or
+        record): its hash checked; its bytes."""
         path = self.version / name
-        if sha256_bytes(_read_bytes(path)) != self.manifest.files[name]:
+        raw = _read_bytes(path)
+        if name not in self.manifest.files or sha256_bytes(raw) != self.manifest.files[name]:
             raise CheckFailed(f"{name}: sha256 differs from {MANIFEST} ({path}): {DAMAGED_GOLD}")
+        return raw
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -242,7 +245,7 @@ def _each_kg_file(reader: GoldReader, read: Callable[[str], T]) -> Iterator[T]:
     """`read(name)` of every KG file of the version in manifest order; display files, which
     no judge reads, are checked against their hash only."""
     for name in reader.manifest.files:
-        if name.startswith(f"{DISPLAY_DIR}/"):
+        if name.startswith(ATTACHED_DIRS):
             reader.check_file(name)
         else:
             yield read(name)

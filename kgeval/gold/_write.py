@@ -73,6 +73,20 @@ class GoldWriter:
             self._manifest.stores[kg] = min(identities, key=StoreIdentity.describe)
         self._write_manifest()
 
+    def add_file(self, name: str, text: str) -> Path:
+        """Write one more file of the version (a suite's neighbour KG or record, under one of
+        `ATTACHED_DIRS`), named in the manifest with its sha256; its path in staging."""
+        path = self.staging / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+        self._manifest.files[name] = sha256_text(text)
+        return path
+
+    def drop_file(self, name: str) -> None:
+        """Take a file written by `add_file` out of the version again."""
+        self._manifest.files.pop(name, None)
+        (self.staging / name).unlink(missing_ok=True)
+
     def _write_manifest(self) -> str:
         manifest = self._manifest
         manifest.engines = [{"name": n, "version": v} for n, v in sorted(self._engines)]

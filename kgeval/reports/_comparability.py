@@ -17,6 +17,7 @@ from kgeval.runs import RunMetadata, comparability, run_config
 _BLOCKING = {
     "holdout_manifest_sha256": "holdout manifest",
     "gold_manifest_sha256": "gold manifest",
+    "suite_manifest_sha256": "test suites (judged with and without them, or on other suites)",
     "seeds": "seeds",
     "primary_judge": "primary judge",
 }
@@ -59,6 +60,7 @@ def _differing(label: str, a: object, b: object) -> str:
 
 _LABELS = {
     "gold_manifest_sha256": "gold manifest",
+    "suite_manifest_sha256": "test suites (judged with and without them, or on other suites)",
     "holdout_manifest_sha256": "holdout manifest",
     "question_set_sha256": "question set",
     "primary_judge": "primary judge",

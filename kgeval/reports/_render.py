@@ -83,6 +83,7 @@ def render_markdown(report: RunReport) -> str:
         "Unit: a question, judged by the majority of its seeds (Wilson 95% interval).",
         "",
         *_leniency_lines(report),
+        *_suite_lines(report),
         *_bound_lines(report),
     ]
     lines += _honeypot_callout(report)
@@ -159,6 +160,22 @@ def _three_figures(report: RunReport) -> list[str]:
             f"empty gold): {', '.join(gaps.standard_only[:10])}"
         )
     return lines
+
+
+def _suite_lines(report: RunReport) -> list[str]:
+    """Test-suite accuracy beside the other figures, and the accepts that held only on the KG."""
+    if report.suites is None or report.test_suite_accuracy is None:
+        return ["- test-suite accuracy: not measured (the run was judged without suites: `kgeval suite build`)", ""]
+    s = report.suites
+    lines = [
+        f"- **test-suite accuracy** (accepted, and right on every neighbour KG of the question's suite): {format_accuracy(report.test_suite_accuracy)}",
+        f"- accepts the suite could not check (counted as not passed): {s.unchecked}"
+        + (" (" + "; ".join(f"{why}: {n}" for why, n in s.unchecked_why.items()) + ")" if s.unchecked else ""),
+        f"- coincidental accepts (accepted on the KG, rejected by its suite; audited first): {len(s.coincidental)}",
+    ]
+    for c in s.coincidental[:20]:
+        lines.append(f"  - {c.kg}/{c.question_id} seed {c.seed}: diverges on {c.neighbour}: {c.reason}")
+    return lines + [""]
 
 
 def _judge_shown(report: RunReport) -> list[str]:

@@ -30,6 +30,7 @@ from kgeval.judges import FAILURE_WORDS, RULES, Verdict
 from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, RuleAccepts, answer_in_query_counts, figure_gaps, leniency_outcomes, older_standard_note, rule_accepts
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
+from kgeval.reports._suites import SuiteFigures, suite_figures
 from kgeval.review import ReviewCoverage
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
 
@@ -264,6 +265,12 @@ class RunReport(BaseModel):
     """Per rule, on or off: the questions it alone accepts, the others as configured."""
     answer_in_query: AnswerInQuery = AnswerInQuery()
     """Attempts whose query names IRIs of the gold's answer the reference query does not."""
+    test_suite_accuracy: Accuracy | None = None
+    """Questions accepted AND passed on every neighbour KG of their test suite (Zhong, Yu &
+    Klein 2020; `_suites`); None when the run was judged without suites."""
+    suites: SuiteFigures | None = None
+    """Accepts the suites could not check, and the coincidental accepts (accepted on the KG,
+    rejected by the suite) with the neighbour where each diverges."""
 
 
 def build_report(
@@ -359,6 +366,7 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None, empty_gol
         empty_gold_questions=len(empty_gold),
         macro_prf=_macro_prf(verdicts, questions),
         rule_changes=_rule_changes(by_judge),
+        **_suite_fields(verdicts, questions, metadata),
         overall=Accuracy.of(sum(majority.values()), len(majority)),
         by_kg=_grouped(majority, questions, lambda q: q.kg),
         by_domain=_grouped(majority, questions, lambda q: q.domain),
@@ -385,6 +393,13 @@ def _leniency_fields(by_judge: dict[str, VerdictsBySeed], metadata: RunMetadata,
     fields["rule_accepts"] = rule_accepts(verdicts, metadata)
     fields["figure_gaps"] = figure_gaps(verdicts, standard, lenient)
     return fields
+
+
+def _suite_fields(verdicts: VerdictsBySeed, questions: dict[str, RunQuestion], metadata: RunMetadata) -> dict:
+    figures = suite_figures(verdicts, {qid: q.kg for qid, q in questions.items()}, metadata)
+    if figures is None:
+        return {}
+    return {"suites": figures, "test_suite_accuracy": Accuracy.of(figures.correct, figures.n, "test-suite accuracy")}
 
 
 def withheld_accuracy(db: ResultsDB, run_id: str) -> str | None:

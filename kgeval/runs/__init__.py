@@ -33,6 +33,7 @@ from kgeval.runs._run import (
 )
 from kgeval.runs._rejudge import StoredAnswers, gold_changes, judge_configs, refuse_unfinished, rejudge_config, rejudge_run, stored_output
 from kgeval.runs._seal import RunChanged, verdict_digest, verdicts_sha256
+from kgeval.runs._suite_check import SUITE_KEY, SuiteChecker, neighbour_store, suite_differs
 from kgeval.systems import ErrorKind
 
 __all__ = [
@@ -59,11 +60,15 @@ __all__ = [
     "RunPlan",
     "RunQuestion",
     "RunStatus",
+    "SUITE_KEY",
+    "SuiteChecker",
     "StoredAnswers",
     "Try",
     "blocking",
     "call_with_retries",
     "comparability",
+    "neighbour_store",
+    "suite_differs",
     "connect_results",
     "dispatch",
     "execute_candidate",

@@ -17,6 +17,7 @@ from kgeval.runs._model import RunMetadata
 
 BLOCKING_FIELDS = (
     "gold_manifest_sha256",
+    "suite_manifest_sha256",
     "holdout_manifest_sha256",
     "question_set_sha256",
     "primary_judge",

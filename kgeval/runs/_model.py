@@ -72,6 +72,9 @@ class RunMetadata(BaseModel):
     """Path of the replay file (system replay)."""
     holdout_manifest_sha256: str
     gold_manifest_sha256: str
+    suite_manifest_sha256: str | None = None
+    """sha256 of the manifest of the test suites its accepts were checked on (`<gold>/suites`);
+    None when the run was judged without suites (none built, or `suite.check_accepts` off)."""
     question_set_sha256: str = ""
     """sha256 over every (KG, question id, question text, reference-query hash) of the run."""
     excluded: dict[str, str] = Field(default_factory=dict)

@@ -32,7 +32,7 @@ from kgeval._activity import Activity
 from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import GoldIndex, GoldLoans, VersionHold, gold_manifest_sha256, hold_version, index_gold, version_dir
+from kgeval.gold import GoldIndex, GoldLoans, GoldReader, VersionHold, gold_manifest_sha256, has_suites, hold_version, index_gold, read_suites, suites_path, version_dir
 from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
@@ -40,6 +40,7 @@ from kgeval.runs._db import ResultsDB, attempt_rows_of
 from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._journal import RunWriter
 from kgeval.runs._model import Attempt, Derivation, Receipt, RunMetadata, RunQuestion
+from kgeval.runs._suite_check import SuiteChecker
 from kgeval.stores import Store, open_store
 from kgeval.systems import System
 
@@ -74,6 +75,12 @@ class RunPlan:
     """Run ids the checklist must find this run comparable with (besides those it names)."""
     gold_hold: VersionHold | None = None
     """Keeps `gold_dir` from a rebuild's garbage collection until the run ends (closed with the stores)."""
+
+    @property
+    def gold_root(self) -> Path:
+        """The gold directory the run was given (`gold/`, holding `current`, the versions and the
+        test suites), as its metadata records it; `gold_dir` is the version within it."""
+        return Path(self.metadata.gold)
 
     def closeables(self) -> tuple[object, ...]:
         """What ends with the run: the system, the stores' sandbox workers, the gold hold."""
@@ -158,6 +165,7 @@ def plan_run(
         replay=str(replay) if replay is not None else None,
         holdout_manifest_sha256=_manifest_sha(lambda: read_manifest(holdout.root)["sha256"]),
         gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(held)),
+        suite_manifest_sha256=_suite_manifest(gold_dir, config),
         question_set_sha256=question_set_sha256(holdout),
         excluded={qid: e.why for qid, e in sorted(holdout.exclusions.items())},
         confirmed_empty={  # those that hold for the current reference query
@@ -185,6 +193,15 @@ def _held_version(gold_dir: Path) -> Path:
         return version_dir(gold_dir)
     except KgevalError:
         return Path(gold_dir)
+
+
+def _suite_manifest(gold_dir: Path, config: KgevalConfig) -> str | None:
+    """The manifest hash of the suites accepts will be checked on; None when the run is judged
+    without them (none built, or `suite.check_accepts` off). Suites that do not verify are
+    recorded as "unverified" for the checklist to refuse, never skipped in silence."""
+    if not config.suite.check_accepts or not has_suites(gold_dir):
+        return None
+    return _manifest_sha(lambda: GoldReader(suites_path(gold_dir)).manifest_sha256)
 
 
 def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) -> dict[str, Store]:
@@ -417,6 +434,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
     # when its last is judged: the run's memory follows the questions in flight, not the holdout
     try:
         gold = GoldLoans(without_collections(lambda: _verified_gold(plan)), Counter(q.id for q, _ in jobs))
+        checker = _suite_checker(plan)
     except BaseException:
         _close_all(plan.closeables())
         raise
@@ -428,14 +446,18 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
     cache, verdicts = ExecutionCache(), VerdictCache()
     lookups = kg_lookups(plan.stores, plan.config)
     served: set[str] = set()
+    primary = plan.config.judges.primary
 
     def work(job: tuple[Question, int]) -> tuple[Attempt, list]:
         question, seed = job
         with gold.lend(question.id) as entry, activity.step(f"{question.kg}/{question.id} seed {seed} ({plan.system.name})"):
-            return run_attempt(
+            attempt, judged = run_attempt(
                 question, seed, plan.system, plan.stores[question.kg], plan.judges, entry.result, plan.config,
                 limiter=limiter, cache=cache, ties=entry.ties, lookup=lookups.get(question.kg), verdicts=verdicts,
             )
+        if checker is not None:  # only accepts run again: the cost follows accuracy, not size
+            judged = [checker.checked(question, attempt.sparql, v) if v.judge == primary else v for v in judged]
+        return attempt, judged
 
     def record(results: list[tuple[Attempt, list]]) -> None:
         writer.record(attempt_rows_of(run_id, results))
@@ -460,7 +482,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
             dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s, on_idle=writer.tick)
     finally:
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
-        _close_all(plan.closeables())
+        _close_all((*plan.closeables(), *([checker] if checker is not None else [])))
 
     def end(db: ResultsDB) -> RunMetadata:
         versions = served | db.served_versions(run_id)  # those of attempts persisted before a resume too
@@ -483,6 +505,21 @@ def _verified_gold(plan: RunPlan) -> GoldIndex:
             "the attempts stored so far are kept: start a new run"
         )
     return index
+
+
+def _suite_checker(plan: RunPlan) -> SuiteChecker | None:
+    """The checker of accepts on their suites, when the run is judged with suites: the suites
+    read now must be those its metadata names (a resumed run checks on the same suites)."""
+    expected = plan.metadata.suite_manifest_sha256
+    if expected is None:
+        return None
+    suites = read_suites(plan.gold_root)
+    if suites.manifest_sha256 != expected:
+        raise CheckFailed(
+            f"{suites_path(plan.gold_root)}: the suites changed since the run started (manifest {suites.manifest_sha256[:12]}, "
+            f"the run recorded {expected[:12]}); restore them or start a new run"
+        )
+    return SuiteChecker(suites, plan.config, plan.judges[plan.config.judges.primary])
 
 
 def kg_lookups(stores: dict[str, Store], config: KgevalConfig) -> dict[str, KgLookup]:

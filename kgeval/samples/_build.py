@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from kgeval.audit import AuditLog, accepted_items, audit_decisions, audit_states
 from kgeval.config import KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
-from kgeval.gold import GoldEntry
+from kgeval.gold import GoldEntry, Suites
 from kgeval.holdout import Holdout, check_kg_files, likely_meant, natural_key
 from kgeval.judges import ExecutionJudge, Verdict
 from kgeval.review import ReviewLog, ReviewState, question_content_sha256, review_states
-from kgeval.runs import Attempt, ResultsDB, RunQuestion, execute_candidate, run_config
+from kgeval.runs import SUITE_KEY, Attempt, ResultsDB, RunQuestion, execute_candidate, neighbour_store, run_config
 from kgeval.samples._model import AuditView, ExecutionView, GoldView, Sample, SampleSummary, SampleTable
 from kgeval.samples._tables import gold_table, marked_tables
 from kgeval.stores import QueryResult, Store, open_store
@@ -46,6 +46,8 @@ class SampleSource:
     reviews: ReviewLog | None = None
     display_items: int = 10
     """Items in the gold's short display (part of the audit item hash)."""
+    suites: Suites | None = None
+    """The test suites beside the gold (`<gold>/suites`), to show where an accept diverges."""
 
 
 def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int | None = None) -> Sample:
@@ -76,7 +78,29 @@ def build_sample(source: SampleSource, run_id: str, question_id: str, seed: int 
     )
     if entry is None:
         return sample
-    return _with_tables(sample, entry, result, verdicts, run_config(metadata))
+    return _with_suite(source, _with_tables(sample, entry, result, verdicts, run_config(metadata)), run_config(metadata))
+
+
+def _with_suite(source: SampleSource, sample: Sample, cfg: KgevalConfig) -> Sample:
+    """A coincidental accept with the rows of the neighbour where it diverges, beside that
+    neighbour's gold, compared as the judge compared them there."""
+    primary = next((v for v in sample.verdicts if v.judge == sample.primary_judge), None)
+    outcome = (primary.details.get(SUITE_KEY) or {}) if primary is not None else {}
+    neighbour = outcome.get("diverges")
+    if not neighbour or source.suites is None or not sample.attempt.sparql:
+        return sample
+    try:
+        entry = source.suites.entry(neighbour, sample.question_id)
+        store = neighbour_store(cfg)(source.suites.neighbour_kg(neighbour))
+    except (KgevalError, KeyError) as exc:
+        return sample.model_copy(update={"notes": [*sample.notes, f"the neighbour {neighbour} cannot be shown: {exc}"]})
+    try:
+        execution = execute_candidate(sample.attempt.sparql, store, cfg)
+    finally:
+        store.close()
+    gold = entry.ties.resolve(entry.result, execution.result.rows) if entry.ties is not None and entry.ties.tied and execution.result is not None else entry.result
+    gold_rows, answer_rows, _ = marked_tables(gold, execution.result, None, ExecutionJudge(cfg.judges.execution), None)
+    return sample.model_copy(update={"suite_neighbour": neighbour, "suite_gold_table": gold_rows, "suite_answer_table": answer_rows})
 
 
 def _with_tables(sample: Sample, entry: GoldEntry, result: QueryResult | None, verdicts: list[Verdict], cfg: KgevalConfig) -> Sample:

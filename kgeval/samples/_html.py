@@ -75,6 +75,10 @@ def sample_html(sample: Sample, page_size: int = 50) -> str:
         answer = table_html("answer", s.answer_table, page_size) if s.answer_table else "<div><h5>answer: no rows</h5></div>"
         gold = table_html("gold", s.gold_table, page_size) if s.gold_table else "<div><h5>gold: not available</h5></div>"
         parts.append(f'<div class="side">{answer}{gold}</div>')
+    if s.suite_neighbour:
+        there = table_html("answer there", s.suite_answer_table, page_size) if s.suite_answer_table else "<div><h5>answer there: no rows</h5></div>"
+        gold_there = table_html(f"gold of {s.suite_neighbour}", s.suite_gold_table, page_size) if s.suite_gold_table else "<div><h5>no gold rows there</h5></div>"
+        parts.append(f'<h5 class="wrong">coincidental accept: diverges on neighbour KG {_e(s.suite_neighbour)} of its test suite</h5><div class="side">{there}{gold_there}</div>')
     parts.append(_verdicts_html(s))
     parts.append('<h5>attempt</h5><dl class="attempt">' + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in attempt_facts(s)) + "</dl>")
     if s.reference_sparql:

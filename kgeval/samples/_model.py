@@ -119,6 +119,13 @@ class Sample(RunQuestion):
     notes: list[str] = Field(default_factory=list)
     """What the view could not show, and why (no gold, no store, a changed store, ties)."""
     answer_in_query: list[str] = Field(default_factory=list)
+    suite_neighbour: str | None = None
+    """The neighbour KG of the question's test suite where the accepted answer diverges (a
+    coincidental accept), when there is one: its tables follow."""
+    suite_gold_table: SampleTable | None = None
+    """That neighbour's gold rows, marked as the answer's rows there were compared with them."""
+    suite_answer_table: SampleTable | None = None
+    """The candidate's rows on that neighbour (executed again, sandboxed)."""
     """IRIs of the gold's answer the candidate query names as constants and the reference query
     does not (the attempt's `answer_in_query` flag): the system knew the answer before it asked."""
 

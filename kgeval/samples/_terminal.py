@@ -22,6 +22,12 @@ def sample_renderable(sample: Sample, page: int = 1, page_size: int = 20) -> Ren
     elif sample.attempt.answer is not None:
         parts.append(Text(f"answer list ({len(sample.attempt.answer)} items), no SPARQL"))
     parts.append(_tables(sample, page, page_size))
+    if sample.suite_neighbour:
+        grid = Table.grid(padding=(0, 3))
+        answer = _rows_table("answer there", sample.suite_answer_table, page, page_size) if sample.suite_answer_table else Text("no answer rows there")
+        gold = _rows_table(f"gold of {sample.suite_neighbour}", sample.suite_gold_table, page, page_size) if sample.suite_gold_table else Text("no gold rows there")
+        grid.add_row(answer, gold)
+        parts.append(Group(Text(f"coincidental accept: on neighbour KG {sample.suite_neighbour} of its test suite the answer diverges", style="bold red"), grid))
     parts.append(_verdicts(sample))
     parts.append(_attempt(sample))
     if sample.reference_sparql:

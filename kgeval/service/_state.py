@@ -25,7 +25,7 @@ from fastapi import HTTPException
 from kgeval.audit import AuditLog
 from kgeval.config import KgevalConfig, ServiceConfig
 from kgeval.errors import InputError
-from kgeval.gold import GoldEntry, load_gold
+from kgeval.gold import GoldEntry, Suites, has_suites, load_gold, read_suites
 from kgeval.holdout import Holdout, Question, check_kg_files, load_holdout, resolve_question_id
 from kgeval.judges import Judge, KgLookup, judges_from_config
 from kgeval.review import ReviewLog
@@ -99,6 +99,9 @@ class ServiceState:
     judges: dict[str, Judge]
     matcher: TextMatcher
     sessions: Sessions
+    suites: Suites | None = None
+    """The test suites beside the gold (`<gold>/suites`), verified, when there are any: the
+    sample view shows the neighbour where a coincidental accept diverges."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     _stores: dict[str, Store] = field(default_factory=dict)
     _lookups: dict[str, KgLookup | None] = field(default_factory=dict)
@@ -145,6 +148,7 @@ class ServiceState:
             judges=judges_from_config(settings.config.judges),
             matcher=matcher_for(holdout, settings.config, settings.gate_dir),
             sessions=Sessions(settings.service.session_hours * 3600),
+            suites=read_suites(settings.gold) if has_suites(settings.gold) else None,
         )
         with state.database(write=True):
             pass  # creates the file and every table, so that later readers can open it read-only

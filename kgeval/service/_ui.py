@@ -45,7 +45,7 @@ def _source(state: ServiceState) -> SampleSource:
     return SampleSource(
         db=_PerCall(state, "results"), gold=state.gold, holdout=state.holdout, store_for=state.store,  # type: ignore[arg-type]
         audits=_PerCall(state, "audits"), reviews=_PerCall(state, "reviews"),  # type: ignore[arg-type]
-        display_items=state.settings.config.gold.display_items,
+        display_items=state.settings.config.gold.display_items, suites=state.suites,
     )
 
 

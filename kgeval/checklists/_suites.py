@@ -1,0 +1,62 @@
+"""Checklist item `suites`: the test suites accepts will be checked on are whole and current.
+
+Whatever `suite.required` says, suites that exist and do not verify refuse the run (a run must
+not start checking accepts on damaged neighbours, nor silently drop the check). With
+`suite.required`, the run is also refused unless the suites exist, were built from this
+holdout's manifest, cover every evaluated SPARQL question with a suite distilled for its
+current reference query, and `suite.check_accepts` is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kgeval.errors import KgevalError
+from kgeval.gold import GoldReader, Suites, has_suites, read_suites, suites_path
+from kgeval.checklists._items import Guard
+from kgeval.checklists._model import PreEvalChecklist
+from kgeval.runs import ChecklistItem, ResultsDB, RunPlan
+
+FIX = "Fix: `kgeval suite build` (it distils only what changed)"
+
+
+def suites_item(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
+    required, where = plan.config.suite.required, suites_path(plan.gold_root)
+    if not has_suites(plan.gold_root):
+        if required:
+            return [_failed(f"no suites at {where}", f"suite.required is on. {FIX}")]
+        return [ChecklistItem(item="suites", observed="no suites: accepts are checked on the holdout KG only (suite.required off)", passed=True)]
+    try:
+        suites = read_suites(plan.gold_root)
+    except KgevalError as exc:
+        return [_failed("suites do not verify", f"{exc}. {FIX}")]
+    if not required:
+        checked = "checked on them" if plan.metadata.suite_manifest_sha256 else "NOT checked on them (suite.check_accepts off)"
+        return [ChecklistItem(item="suites", observed=f"suites {suites.manifest_sha256[:12]} verified; accepts {checked}", passed=True)]
+    problems = _coverage(plan, suites)
+    if not plan.config.suite.check_accepts:
+        problems.insert(0, "suite.check_accepts is off: accepts would not be checked")
+    if problems:
+        return [_failed(f"{len(problems)} problem" + "s" * (len(problems) != 1), "; ".join(problems[:5]) + f". {FIX}")]
+    return [ChecklistItem(item="suites", observed=f"suites {suites.manifest_sha256[:12]} verified and current for every question", passed=True)]
+
+
+def _coverage(plan: RunPlan, suites: Suites) -> list[str]:
+    problems = []
+    holdout_sha = plan.metadata.holdout_manifest_sha256
+    built_from = GoldReader(suites.version).manifest.holdout_manifest_sha256
+    if built_from != holdout_sha:
+        problems.append(f"built from another holdout (manifest {built_from[:12]}, the holdout is {holdout_sha[:12]})")
+    for question in plan.holdout.evaluated_questions():
+        if question.query_language != "sparql":
+            continue
+        suite = suites.suite(question.id)
+        if suite is None:
+            problems.append(f"{question.kg}/{question.id}: no suite")
+        elif suite.query_sha256 != question.sparql_sha256:
+            problems.append(f"{question.kg}/{question.id}: reference query changed since its suite was built")
+    return problems
+
+
+def _failed(observed: str, detail: str) -> ChecklistItem:
+    return ChecklistItem(item="suites", observed=observed, passed=False, detail=detail)

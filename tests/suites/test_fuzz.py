@@ -1,0 +1,70 @@
+"""Neighbour KGs keep the schema and fuzz values and links, deterministically."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from kgeval.gold._fuzz import make_neighbours
+
+HR = Path(__file__).resolve().parents[2] / "holdout" / "hr" / "kg.ttl"
+RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+
+
+def _original() -> list[ox.Quad]:
+    return list(ox.parse(path=str(HR), format=ox.RdfFormat.TURTLE))
+
+
+def _statements(text: str) -> list[ox.Quad]:
+    return list(ox.parse(text.encode(), format=ox.RdfFormat.N_TRIPLES))
+
+
+def _schema(quads) -> tuple[set, set, set]:
+    classes = {q.object.value for q in quads if q.predicate == RDF_TYPE}
+    predicates = {q.predicate.value for q in quads}
+    datatypes = {(q.predicate.value, q.object.datatype.value) for q in quads if isinstance(q.object, ox.Literal)}
+    return classes, predicates, datatypes
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes() -> None:
+    a = make_neighbours("hr", [HR], {}, 3, seed=0)
+    b = make_neighbours("hr", [HR], {}, 3, seed=0)
+    c = make_neighbours("hr", [HR], {}, 3, seed=1)
+    assert [n.files for n in a] == [n.files for n in b]
+    assert [n.files for n in a] != [n.files for n in c]
+    assert len({tuple(n.files.values()) for n in a}) == 3  # each neighbour is its own KG
+
+
+def test_schema_types_and_cardinality_kept_values_fuzzed() -> None:
+    """Classes, predicates, datatypes and every kept entity's types stay; a subject never gains
+    values of a predicate it had, and no predicate gets more values per subject than it had
+    anywhere; some values go missing and some predicates reach an entity of another class."""
+    original = _original()
+    o_classes, o_predicates, o_datatypes = _schema(original)
+    types = {(q.subject, q.object) for q in original if q.predicate == RDF_TYPE}
+    per_subject = Counter((q.subject, q.predicate) for q in original)
+    for neighbour in make_neighbours("hr", [HR], {}, 8, seed=0):
+        quads = _statements(neighbour.files["kg.nt"])
+        assert len(quads) == neighbour.triples <= len(original)
+        classes, predicates, datatypes = _schema(quads)
+        assert classes == o_classes and predicates == o_predicates and datatypes <= o_datatypes
+        kept = {q.subject for q in quads} & {q.subject for q in original}
+        assert {(s, c) for s, c in types if s in kept} <= {(q.subject, q.object) for q in quads if q.predicate == RDF_TYPE}
+        counts = Counter((q.subject, q.predicate) for q in quads)
+        assert all(counts[key] <= n for key, n in per_subject.items() if key[0] in kept), "a subject gained values of a predicate"
+        most = {p: max(n for (_, q), n in per_subject.items() if q == p) for p in {q.predicate for q in original}}
+        assert all(n <= most[p] for (_, p), n in counts.items()), "a predicate with one value per subject got two"
+        assert set(quads) != set(original)
+        assert any(counts[key] < n for key, n in per_subject.items() if key[0] in kept), "no value went missing"
+        assert any(key not in per_subject for key in counts if key[0] in kept), "no predicate reached another class"
+
+
+def test_entities_dropped_and_duplicated_under_fresh_iris() -> None:
+    heavy = make_neighbours("hr", [HR], {}, 4, seed=0)[3]  # the heaviest level
+    subjects = {q.subject.value for q in _statements(heavy.files["kg.nt"])}
+    original = {q.subject.value for q in _original()}
+    assert original - subjects, "no entity was dropped"
+    fresh = subjects - original
+    assert fresh and all("--n03-dup" in iri for iri in fresh)

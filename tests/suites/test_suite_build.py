@@ -1,0 +1,131 @@
+"""Suites are built, stored and switched in like the gold; unchanged questions keep their suite."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgeval.errors import CheckFailed
+from kgeval.gold import read_suites, suites_path
+from kgeval.gold._layout import MANIFEST
+from tests.suites.conftest import REPO, build, copy_kgs
+
+
+def test_every_question_has_a_distilled_suite(hr_suites) -> None:
+    holdout, gold, report = hr_suites
+    assert sorted(report.built) == sorted(s.question_id for s in report.suites) and not report.skipped
+    suites = read_suites(gold)
+    for suite in report.suites:
+        assert suite.neighbours, suite.question_id
+        assert len(suite.neighbours) <= 8
+        for n in suite.neighbours:
+            entry = suites.entry(n, suite.question_id)
+            assert entry.kg == n and entry.query_sha256 == suite.query_sha256 and not entry.nondeterministic
+    assert statistics.median(s.kill_rate for s in report.suites if s.kill_rate is not None) >= 0.95
+    kept = suites.kgs["hr"].neighbours
+    assert set(kept) == {n for s in report.suites for n in s.neighbours}  # neighbours no question keeps are not stored
+    for n, info in kept.items():
+        assert info.triples <= suites.kgs["hr"].triples
+        assert all((suites.version / f).is_file() for f in info.files)
+
+
+def test_killed_mutants_name_their_neighbour(hr_suites) -> None:
+    _, gold, report = hr_suites
+    suites = read_suites(gold)
+    killed = [(s, m) for s in report.suites for m in s.mutants if m.status == "killed"]
+    assert killed, "no mutant needed a neighbour: the suites add nothing"
+    for suite, mutant in killed:
+        assert mutant.by in suite.neighbours
+        assert suites.entry(mutant.by, suite.question_id).result.sha256() != ""
+
+
+def test_unchanged_questions_keep_their_suite_and_a_changed_one_is_distilled(tmp_path: Path) -> None:
+    holdout = copy_kgs(tmp_path / "holdout", "hr")
+    gold = tmp_path / "gold"
+    first = build(holdout, gold)
+    version = read_suites(gold).version
+    again = build(holdout, gold)
+    assert sorted(again.reused) == sorted(first.built) and not again.built
+    assert read_suites(gold).version == version  # the same bytes: the same version
+    questions = holdout / "hr" / "questions.yaml"
+    questions.write_text(questions.read_text().replace('"Karen Novak"', '"Omar Tanaka"', 1))
+    from kgeval.holdout import seal_holdout
+
+    seal_holdout(holdout)
+    third = build(holdout, gold)
+    assert third.built == ["hr-01"] and len(third.reused) == len(first.built) - 1
+
+
+def test_an_edited_neighbour_is_refused(hr_suites, tmp_path: Path) -> None:
+    _, gold, _ = hr_suites
+    suites = read_suites(gold)
+    neighbour = next(iter(suites.kgs["hr"].neighbours.values()))
+    path = suites.version / neighbour.files[0]
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original.replace(b"Engineering", b"Engineerinh", 1))
+        with pytest.raises(CheckFailed, match="sha256 differs"):
+            read_suites(gold)
+    finally:
+        path.write_bytes(original)
+    read_suites(gold)
+
+
+def test_signed_with_the_integrity_key(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KGEVAL_INTEGRITY_KEY", "k" * 40)
+    holdout = copy_kgs(tmp_path / "holdout", "trials")
+    gold = tmp_path / "gold"
+    build(holdout, gold)
+    manifest = suites_path(gold) / "current" / MANIFEST
+    assert '"tag"' in manifest.read_text()
+    monkeypatch.setenv("KGEVAL_INTEGRITY_KEY", "x" * 40)
+    with pytest.raises(CheckFailed):
+        read_suites(gold)
+
+
+def test_cli_builds_then_shows(tmp_path: Path) -> None:
+    holdout = copy_kgs(tmp_path / "holdout", "trials")
+    gold = tmp_path / "gold"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # noqa: E731
+    assert run("gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold)).returncode == 0
+    built = run("suite", "build", "--holdout", str(holdout), "--gold", str(gold))
+    assert built.returncode == 0, built.stderr
+    assert "median kill rate" in built.stdout and "16 distilled" in built.stdout
+    shown = run("suite", "show", "trials-02", "--gold", str(gold))
+    assert shown.returncode == 0 and "trials-02: neighbours trials~n" in shown.stdout and "killed" in shown.stdout
+    missing = run("suite", "show", "nope-1", "--gold", str(gold))
+    assert missing.returncode == 2 and "nope-1: no suite" in missing.stderr
+    again = run("suite", "build", "--holdout", str(holdout), "--gold", str(gold))
+    assert "0 distilled, 16 unchanged" in again.stdout
+
+
+def test_gold_rebuild_builds_the_suites_when_configured(tmp_path: Path) -> None:
+    holdout = copy_kgs(tmp_path / "holdout", "trials")
+    gold = tmp_path / "gold"
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("suite:\n  with_gold: true\n  neighbours: 4\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ran = subprocess.run([sys.executable, "-m", "kgeval", "gold", "rebuild", "--holdout", str(holdout), "--gold", str(gold), "--config", str(config)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "suites built in" in ran.stdout and "16 distilled" in ran.stdout
+    suites = read_suites(gold)
+    assert all(n.rsplit("~n", 1)[1] in ("00", "01", "02", "03") for n in suites.kgs["trials"].neighbours)
+    config.write_text("suite:\n  neighbours: 0\n")
+    bad = subprocess.run([sys.executable, "-m", "kgeval", "suite", "build", "--holdout", str(holdout), "--gold", str(gold), "--config", str(config)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert bad.returncode == 2 and "suite.neighbours" in bad.stderr
+
+
+def test_cli_summary_names_the_kill_rates(hr_suites) -> None:
+    _, gold, _ = hr_suites
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    shown = subprocess.run([sys.executable, "-m", "kgeval", "suite", "show", "--gold", str(gold)], capture_output=True, text=True, env=env, timeout=600)
+    assert shown.returncode == 0, shown.stderr
+    assert "median kill rate" in shown.stdout and "kill rates: 100%" in shown.stdout

@@ -1,0 +1,139 @@
+"""Accepts are checked again on their question's suite; the report gives test-suite accuracy,
+the coincidental accepts with the neighbour where each diverges, and the accepts it could not
+check; the audit sampler draws the coincidental ones first; compare refuses a run judged with
+suites beside one judged without."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgeval.audit._sample import accepted_items, draw_sample
+from kgeval.checklists import pre_eval_checklist
+from kgeval.config import KgevalConfig, RunConfig, SuiteConfig
+from kgeval.gold import load_gold, read_suites
+from kgeval.holdout import load_holdout
+from kgeval.reports import build_report
+from kgeval.runs import ChecklistFailed, ResultsDB, blocking, comparability, execute_run
+from kgeval.systems import OracleSystem, ReplaySystem
+from tests.suites.conftest import REPO
+
+CHECKLIST = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
+
+
+def _run(holdout: Path, gold: Path, system, db_path: Path, **config):
+    with ResultsDB(db_path) as db:
+        meta = execute_run(load_holdout(holdout), gold, system, KgevalConfig(run=RunConfig(seeds=1), **config), db, checklist=CHECKLIST)
+    with ResultsDB(db_path, read_only=True) as db:
+        return meta, build_report(db, meta.run_id), {(q, s): v for q, s, v in db.verdicts(meta.run_id) if v.judge == meta.primary_judge}
+
+
+def test_the_oracle_passes_every_suite(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    meta, report, verdicts = _run(holdout, gold, OracleSystem(), tmp_path / "r.duckdb")
+    assert meta.suite_manifest_sha256 == read_suites(gold).manifest_sha256
+    assert report.test_suite_accuracy.correct == report.test_suite_accuracy.n == report.overall.n == 17
+    assert report.suites.coincidental == [] and report.suites.unchecked == 0
+    for verdict in verdicts.values():
+        outcome = verdict.details["suite"]
+        assert outcome["checked"] and outcome["passed"] and all(o["correct"] for o in outcome["neighbours"])
+
+
+def test_hard_coded_answers_are_coincidental_and_lists_unchecked(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    entries = load_gold(gold)
+    employees = " ".join(f"<{row[0].value}>" for row in entries["hr-02"].result.rows)
+    count = entries["hr-03"].result.rows[0][0].value
+    replay = tmp_path / "replay.jsonl"
+    records = [
+        {"kg": "hr", "question_id": "hr-02", "sparql": f"SELECT ?employee WHERE {{ VALUES ?employee {{ {employees} }} }}"},
+        {"kg": "hr", "question_id": "hr-03", "sparql": f"SELECT ({count} AS ?count) WHERE {{}}"},
+        {"kg": "hr", "question_id": "hr-01", "answer": [entries["hr-01"].result.rows[0][0].value]},
+    ]
+    others = [{"kg": "hr", "question_id": q.id, "sparql": q.sparql} for q in load_holdout(holdout).questions() if q.id not in ("hr-01", "hr-02", "hr-03")]
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records + others))
+    meta, report, verdicts = _run(holdout, gold, ReplaySystem(replay, load_holdout(holdout)), tmp_path / "r.duckdb")
+    suites = read_suites(gold)
+    assert report.overall.correct == report.overall.n == 17  # each is accepted on the shipped KG
+    assert report.test_suite_accuracy.correct == 14
+    coincidental = {c.question_id: c for c in report.suites.coincidental}
+    assert set(coincidental) == {"hr-02", "hr-03"}
+    for qid, c in coincidental.items():
+        assert c.neighbour in suites.suite(qid).neighbours
+        assert verdicts[(qid, 0)].details["suite"]["diverges"] == c.neighbour
+    assert report.suites.unchecked == 1 and "answer list only" in next(iter(report.suites.unchecked_why))
+    with ResultsDB(tmp_path / "r.duckdb", read_only=True) as db:
+        sample = draw_sample(meta.run_id, accepted_items(db, meta.run_id, load_gold(gold)), 3, seed=0)
+    assert {i.question_id for i in sample.items[:2]} == {"hr-02", "hr-03"}  # drawn first
+    assert sample.items[0].stratum.startswith("coincidental / diverges on hr~n")
+
+
+def test_compare_refuses_runs_judged_with_and_without_suites(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    db = tmp_path / "r.duckdb"
+    with_suites, *_ = _run(holdout, gold, OracleSystem(), db)
+    without, report, verdicts = _run(holdout, gold, OracleSystem(), db, suite=SuiteConfig(check_accepts=False))
+    assert without.suite_manifest_sha256 is None and report.test_suite_accuracy is None
+    assert all("suite" not in v.details for v in verdicts.values())
+    differences = blocking(comparability(with_suites, without))
+    assert [d.field for d in differences] == ["suite_manifest_sha256"]
+    compare = [sys.executable, "-m", "kgeval", "compare", with_suites.run_id, without.run_id, "--db", str(db)]
+    refused = subprocess.run(compare, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert refused.returncode == 1 and "test suites (judged with and without them" in refused.stderr
+    forced = subprocess.run([*compare, "--force"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert forced.returncode == 0, forced.stderr
+
+
+def test_the_checklist_requires_suites_when_configured(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    bare = tmp_path / "gold"
+    shutil.copytree(gold, bare, symlinks=True)
+    shutil.rmtree(bare / "suites")
+    required = {"suite": SuiteConfig(required=True)}
+    with pytest.raises(ChecklistFailed, match="suites: no suites at"):
+        _run(holdout, bare, OracleSystem(), tmp_path / "a.duckdb", **required)
+    _run(holdout, bare, OracleSystem(), tmp_path / "b.duckdb")  # not required: the run goes on, judged without suites
+    meta, report, _ = _run(holdout, gold, OracleSystem(), tmp_path / "c.duckdb", **required)
+    assert report.test_suite_accuracy.correct == 17
+    with ResultsDB(tmp_path / "c.duckdb", read_only=True) as db:
+        receipt = {i.item: i for i in db.receipt(meta.run_id).items}
+    assert receipt["suites"].passed and "current for every question" in receipt["suites"].observed
+
+
+def test_damaged_suites_refuse_the_run(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    damaged = tmp_path / "gold"
+    shutil.copytree(gold, damaged, symlinks=True)
+    record = next((damaged / "suites" / "current" / "suites").iterdir())
+    record.write_text(record.read_text().replace('"hr-01"', '"hr-99"', 1))
+    with pytest.raises(ChecklistFailed, match="suites do not verify"):
+        _run(holdout, damaged, OracleSystem(), tmp_path / "a.duckdb")
+
+
+def test_show_puts_the_neighbours_rows_beside_its_gold(hr_suites, tmp_path: Path) -> None:
+    holdout, gold, _ = hr_suites
+    count = load_gold(gold)["hr-03"].result.rows[0][0].value
+    replay = tmp_path / "replay.jsonl"
+    records = [{"kg": "hr", "question_id": q.id, "sparql": q.sparql} for q in load_holdout(holdout).questions() if q.id != "hr-03"]
+    records.append({"kg": "hr", "question_id": "hr-03", "sparql": f"SELECT ({count} AS ?count) WHERE {{}}"})
+    replay.write_text("".join(json.dumps(r) + "\n" for r in records))
+    meta, _, verdicts = _run(holdout, gold, ReplaySystem(replay, load_holdout(holdout)), tmp_path / "r.duckdb")
+    neighbour = verdicts[("hr-03", 0)].details["suite"]["diverges"]
+    there = read_suites(gold).entry(neighbour, "hr-03").result.rows[0][0].value
+    shown = subprocess.run(
+        [sys.executable, "-m", "kgeval", "show", meta.run_id, "hr-03", "--db", str(tmp_path / "r.duckdb"), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    sample = json.loads(shown.stdout)
+    assert sample["suite_neighbour"] == neighbour
+    assert [r["cells"][0].split("^^")[0] for r in sample["suite_gold_table"]["rows"]] == [there]
+    assert [r["cells"][0].split("^^")[0] for r in sample["suite_answer_table"]["rows"]] == [count]
+    text = subprocess.run([sys.executable, "-m", "kgeval", "show", meta.run_id, "hr-03", "--db", str(tmp_path / "r.duckdb")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert "diverges" in text.stdout and f"gold of {neighbour}" in text.stdout
