@@ -89,22 +89,10 @@ print(executed)
 """
 
 
-def candidate_for(reference: str, prefixes: str, roll: float, rng: random.Random) -> dict:
-    """One recorded answer: mostly the reference, a reformatting or a wrong variant; 30%
-    invalid or vacuous (does not parse, runs to no rows, an empty answer)."""
-    if roll < 0.40:
-        return {"sparql": prefixes + reference}
-    if roll < 0.48:
-        return {"sparql": "# reformatted by the model\n" + prefixes + reference.replace("{", "{ ").replace("}", " }\n")}
-    if roll < 0.70:
-        return {"sparql": prefixes + reference.replace("ex:worksIn", "ex:memberOf").replace("LIMIT 5", "LIMIT 7")}
-    if roll < 0.80:
-        return {"sparql": reference + " # prefixes forgotten"}  # undeclared prefix: does not parse
-    if roll < 0.85:
-        return {"sparql": prefixes + reference.replace("}", "", 1)}  # a brace lost: does not parse
-    if roll < 0.95:
-        return {"sparql": prefixes + "SELECT ?x WHERE { ?x ex:noSuchProperty ?y }"}  # vacuous: no rows
-    return {"answer": []}  # vacuous: nothing stated
+SHARES = ((0.40, "reference"), (0.48, "reformatted"), (0.70, "wrong"), (0.80, "prefixes forgotten"), (0.85, "brace lost"),
+          (0.95, "no such property"), (1.0, "empty answer"))  # fmt: skip
+"""Mostly the reference, a reformatting or a wrong variant; 30% invalid or vacuous (does not
+parse, runs to no rows, states nothing): kinds of bench/run.py's generator."""
 
 
 def write_benchmark(root: Path, kgs: int, per_kg: int, seeds: int, people: tuple[int, int]) -> tuple[Path, Path]:
@@ -123,7 +111,7 @@ def write_benchmark(root: Path, kgs: int, per_kg: int, seeds: int, people: tuple
             for text, body, tags in run_bench.question_templates(rng, size)[: per_kg - len(questions)]:
                 qid = f"{kg}-{len(questions) + 1:04d}"
                 questions.append({"id": qid, "question": text, "sparql": prefixes + body, "domain": kg, "tags": tags})
-                records += [{"kg": kg, "question_id": qid, "seed": s, **candidate_for(body, prefixes, rng.random(), rng)} for s in range(seeds)]
+                records += [{"kg": kg, "question_id": qid, "seed": s, **run_bench.candidate_for(body, prefixes, rng.random(), rng, SHARES)} for s in range(seeds)]
         doc = {"kg": kg, "title": f"generated KG {k}", "questions": questions}
         (root / "holdout" / kg / "questions.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     seal_holdout(root / "holdout")
