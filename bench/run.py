@@ -110,20 +110,25 @@ def question_templates(rng: random.Random, people: int) -> list[tuple[str, str, 
     ]
 
 
-def candidate_for(reference: str, prefixes: str, seed_roll: float, rng: random.Random) -> dict:
-    """One prediction: the reference (most seeds), a reformatting, a wrong variant, a text that
-    does not parse, an answer list only."""
-    if seed_roll < 0.55:
-        return {"sparql": prefixes + reference}
-    if seed_roll < 0.65:
-        return {"sparql": "# reformatted by the model\n" + prefixes + reference.replace("{", "{ ").replace("}", " }\n")}
-    if seed_roll < 0.80:
-        return {"sparql": prefixes + reference.replace("ex:worksIn", "ex:memberOf").replace("LIMIT 5", "LIMIT 7")}
-    if seed_roll < 0.90:
-        return {"sparql": reference + " # prefixes forgotten"}  # undeclared prefix: does not parse
-    if seed_roll < 0.95:
-        return {"sparql": prefixes + reference.replace("}", "", 1)}
-    return {"answer": [f"e:p{rng.randrange(100)}"]}
+ANSWER_KINDS = {
+    "reference": lambda ref, prefixes, rng: {"sparql": prefixes + ref},
+    "reformatted": lambda ref, prefixes, rng: {"sparql": "# reformatted by the model\n" + prefixes + ref.replace("{", "{ ").replace("}", " }\n")},
+    "wrong": lambda ref, prefixes, rng: {"sparql": prefixes + ref.replace("ex:worksIn", "ex:memberOf").replace("LIMIT 5", "LIMIT 7")},
+    "prefixes forgotten": lambda ref, prefixes, rng: {"sparql": ref + " # prefixes forgotten"},  # undeclared prefix: does not parse
+    "brace lost": lambda ref, prefixes, rng: {"sparql": prefixes + ref.replace("}", "", 1)},  # does not parse
+    "answer list": lambda ref, prefixes, rng: {"answer": [f"e:p{rng.randrange(100)}"]},
+    "no such property": lambda ref, prefixes, rng: {"sparql": prefixes + "SELECT ?x WHERE { ?x ex:noSuchProperty ?y }"},  # vacuous: no rows
+    "empty answer": lambda ref, prefixes, rng: {"answer": []},  # vacuous: states nothing
+}
+"""How a recorded answer is made from its question's reference SPARQL body."""
+SHARES = ((0.55, "reference"), (0.65, "reformatted"), (0.80, "wrong"), (0.90, "prefixes forgotten"), (0.95, "brace lost"), (1.0, "answer list"))
+"""This bench's answers: (upper bound of the roll, kind), in order."""
+
+
+def candidate_for(reference: str, prefixes: str, seed_roll: float, rng: random.Random, shares: tuple = SHARES) -> dict:
+    """One prediction of the kind `seed_roll` falls in (`shares`): by default the reference (most
+    seeds), a reformatting, a wrong variant, a text that does not parse, an answer list only."""
+    return ANSWER_KINDS[next(kind for bound, kind in shares if seed_roll < bound)](reference, prefixes, rng)
 
 
 def write_bench_holdout(root: Path, predictions: int, kgs: int, people: int, seeds: int) -> tuple[Path, Path]:

@@ -7,8 +7,9 @@ This script runs, with the code of the checkout it is in:
 - the oracle and weak controls on the shipped sample holdout (`holdout/`, `gold/`), 3 seeds,
 
 and writes one JSON file holding every verdict row (question, seed, judge and every Verdict
-field) and every attempt's outcome (state, error kind, result total, and its `extra` without
-the measured `query_resources`). Given two such files, it prints how many rows each holds and
+field) and every attempt's stored fields but its times and ids (its latency, each try's start
+and latency) and the measured `query_resources` of its `extra` (set on whichever seed executed a
+text first, which the threads' timing decides). Given two such files, it prints how many rows each holds and
 every row that differs, and exits 1 when any does.
 
     python bench/verdict_parity.py dump OUT.json
@@ -44,8 +45,9 @@ def rows_of_run(db: ResultsDB, run_id: str, label: str) -> dict[str, dict]:
         rows[f"{label} verdict {qid} {seed} {verdict.judge}"] = verdict.model_dump(mode="json")
     for attempt in db.attempts(run_id):
         extra = {k: v for k, v in attempt.extra.items() if k != "query_resources"}
-        outcome = {"state": attempt.state, "error_kind": attempt.error_kind, "result_total": attempt.result_total, "extra": extra}
-        rows[f"{label} attempt {attempt.question_id} {attempt.seed}"] = outcome
+        tries = [t.model_dump(mode="json", include={"n", "outcome", "error", "http_status"}) for t in attempt.tries]
+        fields = attempt.model_dump(mode="json", exclude={"latency_ms", "tries", "extra"})
+        rows[f"{label} attempt {attempt.question_id} {attempt.seed}"] = {**fields, "extra": extra, "tries": tries}
     return rows
 
 
@@ -78,15 +80,20 @@ def dump(out: Path) -> None:
 
 def compare(before: Path, after: Path) -> int:
     a, b = json.loads(before.read_text()), json.loads(after.read_text())
+    lines = differences(a, b)
+    print("\n".join([f"{before}: {len(a)} rows; {after}: {len(b)} rows", *lines]))
+    return 1 if len(lines) > 1 else 0
+
+
+def differences(a: dict[str, dict], b: dict[str, dict], limit: int = 20) -> list[str]:
+    """A count line, then each row that differs (the fields that do) or is in one only."""
     differ = sorted(k for k in a.keys() & b.keys() if a[k] != b[k])
     only = sorted(a.keys() ^ b.keys())
-    print(f"{before}: {len(a)} rows; {after}: {len(b)} rows; {len(a.keys() & b.keys())} in both, {len(differ)} differ, {len(only)} in one only")
-    for key in differ[:20]:
+    lines = [f"{len(a.keys() & b.keys())} rows in both, {len(differ)} differ, {len(only)} in one only"]
+    for key in differ[:limit]:
         fields = sorted(f for f in a[key].keys() | b[key].keys() if a[key].get(f) != b[key].get(f))
-        print(f"  {key}: " + "; ".join(f"{f}: {a[key].get(f)!r} -> {b[key].get(f)!r}" for f in fields))
-    for key in only[:20]:
-        print(f"  only in {'before' if key in a else 'after'}: {key}")
-    return 1 if differ or only else 0
+        lines.append(f"  {key}: " + "; ".join(f"{f}: {a[key].get(f)!r} -> {b[key].get(f)!r}" for f in fields))
+    return lines + [f"  only in {'before' if key in a else 'after'}: {key}" for key in only[:limit]]
 
 
 def main() -> None:

@@ -93,7 +93,7 @@ def run(
     """Pass the pre-eval checklist (else exit 1, nothing sent), then run a system on every
     question x seed; print a summary and, last, the run id."""
     from kgeval.config import load_config
-    from kgeval.reports import build_report, format_accuracy
+    from kgeval.reports import format_accuracy, run_headline
     from kgeval.runs import ResultsDB
 
     announce_db(db)
@@ -112,10 +112,9 @@ def run(
             cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update=run_update)})
         metadata = _run(holdout, gold, system, replay, cfg, db, compare_with)
     with ResultsDB(db, read_only=True) as results:
-        report = build_report(results, metadata.run_id)
-    h = report.harness
+        h, overall = run_headline(results, metadata.run_id)
     excluded = f"; excluded on record: {len(metadata.excluded)}" if metadata.excluded else ""
-    out.print(f"accuracy: {format_accuracy(report.overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}{excluded}")
+    out.print(f"accuracy: {format_accuracy(overall)}; incomplete: {h.incomplete}; errors: {h.errors}; tries: {h.tries}{excluded}")
     if h.withheld:
         out.print(f"harness report: {h.withheld}")
     out.print(metadata.run_id)

@@ -22,6 +22,7 @@ from kgeval.reports._summary import (
     WrongAnswer,
     build_harness_report,
     build_report,
+    run_headline,
     withheld_accuracy,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "basic_comparability",
     "build_harness_report",
     "build_report",
+    "run_headline",
     "clopper_pearson_lower",
     "comparability_of",
     "compare_runs",

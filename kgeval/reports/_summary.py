@@ -407,6 +407,23 @@ def withheld_accuracy(db: ResultsDB, run_id: str) -> str | None:
     return build_harness_report(db.metadata(run_id), db.attempts(run_id), len(db.questions(run_id))).withheld
 
 
+def run_headline(db: ResultsDB, run_id: str) -> tuple[HarnessReport, Accuracy | None]:
+    """What `kgeval run` prints as it ends: the harness counts and the primary judge's accuracy
+    with its Wilson interval (None when withheld), from the verdicts and majority `build_report`
+    reads, without what only the report shows: the Clopper-Pearson bound (its scipy import and
+    the leniency figures took 0.4-0.6 s of CPU of a run's end), audits, breakdowns."""
+    metadata = db.metadata(run_id)
+    harness = build_harness_report(metadata, db.attempts(run_id), len(db.questions(run_id)))
+    if harness.withheld:
+        return harness, None
+    verdicts = _verdicts_by_judge(db, run_id, metadata)[metadata.primary_judge]
+    majority = [_majority({s: (v.correct, v.reason) for s, v in by_seed.items()}) for by_seed in verdicts.values()]
+    if not majority:
+        return harness, Accuracy.of(0, 0)
+    low, high = wilson_interval(sum(majority), len(majority))
+    return harness, Accuracy(group="overall", correct=sum(majority), n=len(majority), accuracy=sum(majority) / len(majority), ci_low=low, ci_high=high)
+
+
 def build_harness_report(metadata: RunMetadata, attempts: list[Attempt], n_questions: int) -> HarnessReport:
     """Terminal states and their causes; withholds accuracy above the configured problem share."""
     limit = RunConfig.model_validate(metadata.config.get("run", {})).max_error_share

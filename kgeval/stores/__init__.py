@@ -13,7 +13,7 @@ from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spellin
 from kgeval.stores._embedded import EmbeddedStore, rdf_format
 from kgeval.stores._engine import ProbeCut, ProbeRows
 from kgeval.stores._factory import open_store
-from kgeval.stores._query import QueryShape, compares_by_order, guard_query, mentioned_iris, query_algebra
+from kgeval.stores._query import QueryShape, compares_by_order, guard_query, may_name_any, mentioned_iris, query_algebra
 from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms, term_cell
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
 
@@ -41,6 +41,7 @@ __all__ = [
     "compares_by_order",
     "guard_query",
     "limited_sub_selects",
+    "may_name_any",
     "mentioned_iris",
     "open_store",
     "order_key",

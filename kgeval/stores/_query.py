@@ -18,6 +18,7 @@ while they are recent.
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 import warnings
 from collections.abc import Iterator
@@ -432,6 +433,34 @@ def mentioned_iris(text: str) -> frozenset[str] | None:
         elif token.kind == "word" and token.text == "a":
             iris.add(_RDF_TYPE)
     return frozenset(iris - {_label_service.UNBOUND})
+
+
+_RDF_NAMESPACE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+_WRITTEN_IRI = re.compile(r"<([^<>\s]*)>")
+
+
+def may_name_any(text: str, iris: frozenset[str] | set[str]) -> bool:
+    """False only when the algebra `query_algebra(text)` reads (it parsed or not) surely holds
+    none of `iris`, told from the text without parsing it: a text that lexes not (so
+    `mentioned_iris` cannot say) costs rdflib a slow failed parse. Every IRI rdflib reads is
+    written whole (`<iri>`) or as a namespace (declared in the text, or one rdflib binds by
+    default: `schema:` parses undeclared) and a local name written in the text. Unsure (True):
+    a backslash (escapes), a carriage return, BASE (relative IRIs resolved), the label service
+    (its emulation writes IRIs), or an IRI in the RDF namespace (`a`, collections)."""
+    if "\\" in text or "\r" in text or "base" in text.lower() or _label_service.named(text):
+        return True
+    namespaces = (*_WRITTEN_IRI.findall(text), *_rdflib_namespaces())
+    return any(
+        iri.startswith(_RDF_NAMESPACE) or iri in text or any(iri.startswith(ns) and iri[len(ns) :] in text for ns in namespaces) for iri in iris
+    )
+
+
+@lru_cache(maxsize=1)
+def _rdflib_namespaces() -> tuple[str, ...]:
+    """The namespaces rdflib's SPARQL parser binds before reading a query's prologue."""
+    from rdflib.plugins.sparql.sparql import Prologue
+
+    return tuple(str(namespace) for _, namespace in Prologue().namespace_manager.namespaces())
 
 
 def compares_by_order(text: str) -> bool | None:

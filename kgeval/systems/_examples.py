@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from kgeval.errors import InputError
-from kgeval.guards import Example
+
+if TYPE_CHECKING:  # kgeval.guards imports the contamination check (pyarrow, numpy): not for a run
+    from kgeval.guards import Example
 
 
 class FewShotBank(Protocol):
@@ -29,6 +31,7 @@ class FewShotBank(Protocol):
 
 def load_examples(path: Path) -> list[Example]:
     """Examples from a JSONL file, one {"kg", "question", "sparql"} per line."""
+    from kgeval.guards import Example
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

@@ -8,16 +8,18 @@ on a run saw the same input.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgeval.config import PipelineConfig, PromptConfig
 from kgeval.errors import InputError
-from kgeval.guards import Example
 from kgeval.holdout import Question
 from kgeval.stores import Store
 from kgeval.systems._examples import FewShotBank
 from kgeval.systems._model import StopReason, SystemOutput
 from kgeval.systems._schema import schema_summary
+
+if TYPE_CHECKING:  # kgeval.guards imports the contamination check (pyarrow, numpy): not for a replay
+    from kgeval.guards import Example
 
 INSTRUCTION = (
     "You translate questions about a knowledge graph into one SPARQL 1.1 query (SELECT or ASK). "

@@ -4,7 +4,7 @@ from statsmodels.stats.proportion import proportion_confint
 from kgeval.checklists import pre_eval_checklist
 from kgeval.holdout import load_holdout
 from kgeval.config import KgevalConfig
-from kgeval.reports import Accuracy, build_report, export_lines, format_accuracy, render_json, render_markdown, wilson_interval
+from kgeval.reports import Accuracy, build_report, export_lines, format_accuracy, render_json, render_markdown, run_headline, wilson_interval
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.systems import WeakSystem
 import json
@@ -41,6 +41,23 @@ def test_report_and_export_of_a_weak_run(mini_holdout, mini_gold, tmp_path):
     # the report's count of correct attempts for seed 0 matches the export's
     seed0 = sum(1 for r in lines if r["seed"] == 0 and r["verdicts"] and r["verdicts"][0]["correct"])
     assert report.seed_spread.per_seed[0].correct == seed0
+
+
+def test_run_headline_is_the_reports_accuracy_and_harness(mini_holdout, mini_gold, tmp_path):
+    """What `kgeval run` prints as it ends (without building the whole report) is the report's
+    own figure: the same majority, count and Wilson interval, the same harness counts."""
+    from tests.oversight import synthetic_run
+
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(load_holdout(mini_holdout), mini_gold, WeakSystem(), KgevalConfig(), db, checklist=pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml"))
+        synthetic_run(db, "split", {"q1": [True, True, False], "q2": [False, True, False], "q3": [True, False, True]})
+        for run_id in (meta.run_id, "split"):
+            report = build_report(db, run_id)
+            harness, overall = run_headline(db, run_id)
+            assert harness == report.harness
+            assert overall == report.overall.model_copy(update={"at_least": None}), run_id
+            assert format_accuracy(overall) == format_accuracy(report.overall)
+    assert 0 < report.overall.correct < report.overall.n  # majorities of mixed seeds counted
 
 
 def test_groups_and_questions_read_numbers_as_numbers(tmp_path):

@@ -36,6 +36,15 @@ def test_both_intervals_are_statsmodels_bit_for_bit():
             assert clopper_pearson_lower(k, n, alpha) == proportion_confint(k, n, alpha=alpha, method="beta")[0], (k, n, alpha)
 
 
+def test_the_default_critical_value_is_scipys():
+    """The 95% interval uses a constant instead of importing scipy: it is scipy's very float."""
+    from scipy.special import ndtri
+
+    from kgeval.reports._stats import CRITICAL_95
+
+    assert CRITICAL_95 == float(-ndtri(0.025))
+
+
 def test_clopper_pearson_15_of_15_is_0782():
     # the lower end of the two-sided 95% exact interval = one-sided 97.5%: 0.025 ** (1/15)
     assert round(clopper_pearson_lower(15, 15), 3) == 0.782

@@ -205,3 +205,58 @@ def test_a_query_followed_by_prose_is_invalid_sparql_not_a_refused_update(query)
 def test_an_update_or_service_with_errors_around_it_is_still_refused_as_one(query):
     with pytest.raises(QueryRefused, match="updates|SERVICE"):
         guard_query(query)
+
+
+# ---- may_name_any: which texts the judges' answer-in-query flag need not parse ----------------
+
+_BROKEN = [  # do not lex for the guard: before may_name_any, each cost rdflib a failed parse
+    "SELECT ?d WHERE { e:p859 ex:worksIn ?d } # prefixes forgotten",
+    "SELECT ?p ?s WHERE { ?p ex:worksIn e:d2 ; ex:salary ?s } ORDER BY DESC(?s) ?p LIMIT 5 # prefixes forgotten",
+    'SELECT ?l WHERE { e:d2 rdfs:label ?l FILTER(lang(?l) = "de") }',  # rdfs: rdflib's own; e: undeclared
+]
+_READ_BY_RDFLIB = [  # texts rdflib reads with IRIs from every kind of writing
+    "SELECT ?n WHERE { ?x schema:name ?n }",  # a namespace rdflib binds undeclared
+    "SELECT ?x WHERE { ?x a <http://x/C> ; <http://x/p> (1 2) }",  # `a` and a collection: RDF IRIs written nowhere
+    "PREFIX : <http://x/> SELECT ?x WHERE { ?x :p : }",  # an empty local name
+    "PREFIX ex: <rel/> SELECT ?x WHERE { ?x ex:p <other> }",  # relative IRIs, no BASE
+    "BASE <http://b/> SELECT ?x WHERE { ?x <p> ?y }",  # resolved against BASE
+    "PREFIX ex: <http://x/> SELECT ?x WHERE { ?x ex:a\\.b ?y }",  # an escaped local name
+    "PREFIX ex: <http://x/> SELECT ?x WHERE { ?x ex:p%41 ?y }",  # a percent escape, kept
+    "PREFIX ex: <http://x/>\nPREFIX wikibase: <http://wikiba.se/ontology#>\nPREFIX bd: <http://www.bigdata.com/rdf#>\nSELECT ?x WHERE { ?x ex:p ?y . "
+    'SERVICE wikibase:label { bd:serviceParam wikibase:language "en". } }',
+]
+
+
+def _texts() -> list[str]:
+    from tests.stores.sparql_tricks import ACCEPTED, REFUSED
+
+    tricks = [text.replace("{url}", "http://127.0.0.1:9") for text, _ in [*REFUSED.values(), *ACCEPTED.values()]]
+    return [*_BROKEN, *_READ_BY_RDFLIB, *tricks]
+
+
+def test_may_name_any_never_misses_an_iri_the_judges_read():
+    """Every IRI `reference_iris` (the lexer's reading, else rdflib's algebra) finds in a text,
+    may_name_any says the text may name: over the parser-trick corpus (escapes, comments, CR,
+    SERVICE, BASE, glued keywords) and texts rdflib reads with IRIs written in every way."""
+    from kgeval.judges._rules import reference_iris
+    from kgeval.stores import may_name_any
+
+    read = 0
+    for text in _texts():
+        assert reference_iris(text) or text not in _READ_BY_RDFLIB, text  # each kind of writing is read
+        for iri in reference_iris(text):
+            read += 1
+            assert may_name_any(text, {iri}), (text, iri)
+    assert read >= 30  # the corpus is read, not skipped
+
+
+def test_may_name_any_rules_out_texts_that_name_none_of_the_iris():
+    from kgeval.judges._rules import reference_iris
+    from kgeval.stores import may_name_any, mentioned_iris
+
+    answer = {"http://x/e/p17", "http://x/e/d2"}
+    for text in _BROKEN:
+        assert mentioned_iris(text) is None and not reference_iris(text)
+        assert not may_name_any(text, answer), text
+    assert may_name_any("PREFIX e: <http://x/e/> SELECT ?x WHERE { e:p17 ?p ?x", answer)  # written as a prefixed name
+    assert may_name_any("SELECT ?x WHERE { <http://x/e/d2> ?p ?x", answer)  # written whole

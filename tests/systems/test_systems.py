@@ -157,3 +157,22 @@ def test_a_query_opening_the_block_is_not_taken_for_its_language_tag():
 
     assert extract_sparql("```SELECT\n  ?x WHERE { ?x ?p ?o }\n```") == "SELECT\n  ?x WHERE { ?x ?p ?o }"
     assert extract_sparql("```PREFIX a: <http://a/>\nASK { ?s a:p ?o }```") == "PREFIX a: <http://a/>\nASK { ?s a:p ?o }"
+
+
+def test_a_run_imports_no_model_client_and_no_contamination_check(mini_holdout, mini_gold, tmp_path):
+    """`kgeval run` of a control (or recorded) system imports neither the model and endpoint
+    systems and their clients nor kgeval.guards (the contamination check's pyarrow and numpy),
+    nor scipy for its closing summary: they were a third of a run's imports (issue 43)."""
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kgeval", "run", "--system", "oracle", "--seeds", "1",
+         "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(tmp_path / "r.duckdb")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    imported = {line.split("|")[-1].strip() for line in ran.stderr.splitlines() if line.startswith("import time:")}
+    assert {"kgeval.runs", "kgeval.systems._replay", "kgeval.reports"} <= imported  # the log is read
+    unused = {"kgeval.guards", "kgeval.systems._gemini", "kgeval.systems._openai", "kgeval.systems._http", "httpx", "pyarrow", "numpy", "scipy"}
+    assert not imported & unused
