@@ -117,8 +117,8 @@ def test_a_line_break_still_parts_words(mini_holdout, tmp_path):
     training = tmp_path / "train.jsonl"
     training.write_text(json.dumps({"prompt": "Al\nice and\twork", "completion": "Where\rdoes Alice\x85work?"}) + "\n", encoding="utf-8")
     code, shown = _invoke("contamination", "check", "--holdout", str(mini_holdout), "--workers", "1", str(training))
-    assert code == 3 and "question-exact" in shown and "record 0: completion" in shown, shown
-    assert "record 0: prompt" not in shown, shown
+    assert code == 3 and "question-exact" in shown and "record 1: completion" in shown, shown
+    assert "record 1: prompt" not in shown, shown
 
 
 @pytest.mark.parametrize("form", ["jsonl", "parquet"])

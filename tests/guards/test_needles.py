@@ -175,3 +175,28 @@ def test_rows_with_bytes_finds_every_row_holding_a_byte_of_the_class(engine, mon
     column = pa.array(["\x01before", *texts], pa.large_string()).slice(1)
     found = needles.rows_with_bytes(column, ((0x00, 0x08), (0x0E, 0x1F), (0x7F, 0x7F)))
     assert found.tolist() == [0, 4, 5, 8]
+
+
+def test_ascii_needles_over_bytes_match_what_the_unicode_caseless_mode_matches():
+    """The ASCII needles are compiled over bytes (faster to compile), the rows holding KELVIN
+    SIGN or LONG S read again with `k` and `s`: over every code point, those are the only
+    characters outside ASCII that Hyperscan's caseless UTF-8 mode takes for an ASCII letter
+    or digit, and the rows found are those the UTF-8 mode finds (a variant glued to a word
+    is a letter, not a bound)."""
+    import string
+
+    letters = string.ascii_lowercase + string.digits
+    database = _needles._compile([f"^{c}$".encode() for c in letters], ignore_case=True)
+    found: dict[str, list[int]] = {}
+    for point in [p for p in range(0x80, 0x110000) if not 0xD800 <= p <= 0xDFFF]:
+        database.scan(chr(point).encode(), match_event_handler=lambda i, s, e, f, c, p=point: found.setdefault(letters[i], []).append(p))
+
+    assert found == {"k": [0x212A], "s": [0x17F]}
+    needles = Needles.of(["Kasse:Sk"], ["kiosk", "desk"], ignore_case=True)
+    rows = ["\u212aASSE:\u017f\u212a", "a \u212aio\u017fk\u017f.", "x\u212aiosk", "DESKING", "desk_", "de\u017fkx", "kiosks", "\u212adesk"]
+    unicode = _needles._compile([_needles._expression(n, w) for n, w in (("Kasse:Sk", False), ("kiosk", True), ("desk", True))], True)
+    expected = [False] * len(rows)
+    for i, row in enumerate(rows):
+        unicode.scan(row.encode(), match_event_handler=lambda *a, i=i: expected.__setitem__(i, True))
+    assert needles.mask(rows).tolist() == expected == [True, True, False, True, True, False, True, False]
+    assert len(needles._database()) == 1  # every needle ASCII: the bytes database alone
