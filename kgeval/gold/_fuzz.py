@@ -208,7 +208,7 @@ def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]], strings:
     for key, values in pools.items():
         near = [n for v in dict.fromkeys(values) for n in _near(lexical[v], key[2], key[3])]
         pools[key] = values + near  # repeats kept: a frequent value stays frequent
-        for named in set(strings).intersection(values):
+        for named in sorted(set(strings).intersection(values)):  # sorted: the pool order is drawn from, and str hashes vary per process
             pools[key] += _near(*kg.literals[named]) * _CONSTANT_WEIGHT
     for predicate, constant in constants:
         if constant.datatype.value == f"{XSD}boolean":

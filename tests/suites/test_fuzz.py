@@ -97,3 +97,21 @@ def test_a_named_entity_changes_in_half_the_neighbours() -> None:
         others = [p for p in office_facts if office_facts[p] != ox.Literal("Berlin")]
         office_changed += ox.Literal("Berlin") in ber.values() and not any(ber.get(p) == office_facts[p] for p in others)
     assert changed >= 3 and office_changed >= 3  # half of eight, but for a neighbour that drops the entity
+
+
+def test_same_bytes_whatever_the_process_string_hashing() -> None:
+    """Deterministic across processes: the named strings join the pools in a fixed order (a
+    set of strings iterated as it came gave other bytes under another PYTHONHASHSEED)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib; from tests.suites.test_fuzz import HR, NAMED; from kgeval.gold._fuzz import make_neighbours; "
+        "print(hashlib.sha256(''.join(n.files['kg.nt'] for n in make_neighbours('hr', [HR], {}, 4, seed=0, named=NAMED | {'\"London\"', '\"Engineering\"'})).encode()).hexdigest())"
+    )
+    root = Path(__file__).resolve().parents[2]
+    digests = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root, env={**__import__("os").environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}, timeout=120).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(digests) == 1, digests
