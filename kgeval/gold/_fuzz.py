@@ -18,7 +18,19 @@ the number of values (a predicate with one value per subject keeps one). What it
   all than the original holds.
 Numbers the KG's reference queries compare against (`constants`) join their predicates' pools
 with their near values, as the paper's fuzzer seeds a database with the query's own values:
-a comparison flipped or loosened at that constant is then told apart.
+a comparison flipped or loosened at that constant is then told apart (an integer constant
+joins a decimal predicate's pool too: `FILTER(?price < 25)` over decimal prices).
+Entities the reference queries name (`named`: by IRI, or by a string that is one of their
+values, `?o rdfs:label "Berlin"`) have every other value and link changed, and the links to
+them rewired to another entity of their class, in half the neighbours (which half: from the
+entity's IRI, so that two named entities are, but for one pair in 16, changed apart in some
+neighbour: the answer that hard-codes one of them, or drops the pattern that reaches one,
+then differs); a literal of theirs changed so is a near value of its own (the string a query names also joins its pools with its near value, as a number it
+compares against does): an answer that copies a named entity's facts (its status, its
+country, its links) or matches them loosely (`CONTAINS` for `=`) agrees with the gold only
+while those facts stay as they are, and a rate spread over the whole KG rarely touches the
+few facts one question reads. The value that names an entity named only by it keeps the
+ordinary rate (a question whose entity is gone tells no mutant apart).
 
 Deterministic: the same KG bytes, seed and neighbour index give the same bytes (blank nodes
 are renamed in the order met, output lines sorted).
@@ -31,7 +43,7 @@ import json
 import os
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -39,8 +51,9 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kgeval.errors import InputError
+from kgeval.errors import InputError, KgevalError
 from kgeval.stores import rdf_format
+from kgeval.stores._lexer import canonical_tokens, declared_prefixes, iri_of, string_value
 
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -57,7 +70,7 @@ _VALUE_DROP = 0.03
 _SPREAD = 2
 """Values (per literal predicate, at the heaviest level) given to an entity of another class."""
 _LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-FUZZ_VERSION = 3
+FUZZ_VERSION = 4
 """Version of this fuzzer: a suite built by another version is built again."""
 
 
@@ -124,21 +137,54 @@ def kg_sha256(files: Sequence[Path]) -> str:
 
 
 def make_neighbours(
-    kg_id: str, files: Sequence[Path], graphs: dict[str, str], count: int, seed: int, constants: Sequence[tuple[str | None, ox.Literal]] = ()
+    kg_id: str, files: Sequence[Path], graphs: dict[str, str], count: int, seed: int,
+    constants: Sequence[tuple[str | None, ox.Literal]] = (), named: Collection[str] = (),
 ) -> list[Neighbour]:
-    """`constants`: (predicate IRI or None, literal) the KG's reference queries name."""
-    """`count` neighbours of the KG made of `files`, deterministic from `seed` and the data."""
+    """`count` neighbours of the KG made of `files`, deterministic from `seed` and the data.
+    `constants`: (predicate IRI or None, literal) the KG's reference queries name; `named`: the
+    IRIs and strings they name, as N-Triples terms (`named_terms`)."""
     data = kg_sha256(files)
     kg = read_kg(files)
-    pools = _pools(kg, constants)
+    strings = {t for t in named if t.startswith('"')}
+    pools = _pools(kg, constants, strings)
+    by_string = frozenset({s for s, _, o, _, _ in kg.statements if o in strings} - set(named))  # named only by a value
+    entities = frozenset({t for t in named if t.startswith("<")}) | by_string
     queried = {f"<{p}>": [str(c) for q, c in constants if q == p] for p, _ in constants if p}
     out = []
     for index in range(count):
         rng = random.Random(hashlib.sha256(f"{seed}:{data}:{index}:{FUZZ_VERSION}".encode()).digest())
         name = f"{kg_id}~n{index:02d}"
-        kept = _fuzzed(kg, pools, rng, _level(index), name, queried)
+        changed = frozenset(e for e in entities if _changed(e, index))
+        kept = _fuzzed(kg, pools, rng, _level(index), name, queried, (by_string, changed, frozenset(strings)))
         out.append(_write(name, kept, files, graphs))
     return out
+
+
+def named_terms(queries: Iterable[str]) -> set[str]:
+    """The IRIs (full or prefixed; predicates too: only the KG's subjects are fuzzed as named)
+    and the plain or language-tagged strings written in `queries`, as N-Triples terms. A query
+    the lexer refuses names none."""
+    out: set[str] = set()
+    for sparql in queries:
+        try:
+            tokens = canonical_tokens(sparql)
+        except KgevalError:
+            continue
+        prefixes = declared_prefixes(tokens)
+        for t, after in zip(tokens, [*tokens[1:], None]):
+            if t.kind in ("iri", "pname") and (iri := iri_of(t, prefixes)):
+                out.add(f"<{iri}>")
+            elif t.kind == "string" and (after is None or after.text != "^^"):
+                language = after.text[1:] if after is not None and after.kind == "langtag" else None
+                out.add(str(ox.Literal(string_value(t.text), language=language)))
+    return out
+
+
+def _changed(entity: str, index: int) -> bool:
+    """Whether neighbour `index` changes named `entity`: bit `index % 4` of the IRI's hash,
+    inverted for the next four neighbours (each entity in half of every eight)."""
+    bit = int(hashlib.sha256(entity.encode()).hexdigest()[:8], 16) >> (index % 4) & 1
+    return bool(bit ^ (index // 4 % 2))
 
 
 def _level(index: int) -> float:
@@ -147,11 +193,12 @@ def _level(index: int) -> float:
     return (0.15, 0.35, 0.6, 0.9)[index % 4]
 
 
-def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]]) -> dict[tuple, list[str]]:
+def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]], strings: Collection[str] = ()) -> dict[tuple, list[str]]:
     """(subject's classes, predicate, datatype, language) -> the values it takes there, and the
     values beside them; a constant of the reference queries and the values beside it join the
     pools of its predicate often (about a fifth of the pool in all), or, when the query does not
-    say which predicate it is compared with, every pool of its datatype a few times."""
+    say which predicate it is compared with, every pool of its datatype a few times; a string
+    the queries name joins the pools it is in with its near value a few times."""
     pools: dict[tuple, list] = defaultdict(list)
     for s, p, o, _, _ in kg.statements:
         if o in kg.literals:
@@ -161,14 +208,29 @@ def _pools(kg: _Kg, constants: Sequence[tuple[str | None, ox.Literal]]) -> dict[
     for key, values in pools.items():
         near = [n for v in dict.fromkeys(values) for n in _near(lexical[v], key[2], key[3])]
         pools[key] = values + near  # repeats kept: a frequent value stays frequent
+        for named in sorted(set(strings).intersection(values)):  # sorted: the pool order is drawn from, and str hashes vary per process
+            pools[key] += _near(*kg.literals[named]) * _CONSTANT_WEIGHT
     for predicate, constant in constants:
         if constant.datatype.value == f"{XSD}boolean":
             continue  # a flag the query names is one of two values already: drawing it more only floods the class
-        for key in [k for k in pools if k[2] == constant.datatype.value and (predicate is None or k[1] == f"<{predicate}>")]:
-            values = [str(constant), *_near(constant.value, key[2], "")[:2]]  # the constant and the values just beside it
+        for key in [k for k in pools if _joins(constant, k[2]) and (predicate is None or k[1] == f"<{predicate}>")]:
+            same = key[2] == constant.datatype.value
+            values = [str(constant) if same else f'"{constant.value}"^^<{key[2]}>', *_near(constant.value, key[2], "")[:2]]  # the constant and the values just beside it
             weight = _CONSTANT_WEIGHT if predicate is None else max(_CONSTANT_WEIGHT, len(pools[key]) // (5 * len(values)))
             pools[key] += values * weight
     return dict(pools)
+
+
+def _joins(constant: ox.Literal, datatype: str) -> bool:
+    """Whether `constant` joins a pool of `datatype`: its own, or another numeric one its
+    lexical value is valid in (a query writes `25` for a decimal price)."""
+    own = constant.datatype.value
+    if own == datatype:
+        return True
+    numeric = _INTEGERS | _DECIMALS
+    if own not in numeric or datatype not in numeric or datatype.endswith("gYear"):
+        return False
+    return datatype in _DECIMALS or constant.value.lstrip("+-").isdigit()
 
 
 def _near(value: str, datatype: str, language: str) -> list[str]:
@@ -198,7 +260,10 @@ def _near(value: str, datatype: str, language: str) -> list[str]:
     return [f'"{v}"^^<{datatype}>' for v in near]
 
 
-def _fuzzed(kg: _Kg, pools: dict, rng: random.Random, level: float, name: str, queried: dict[str, list[str]]) -> list[tuple]:
+def _fuzzed(
+    kg: _Kg, pools: dict, rng: random.Random, level: float, name: str, queried: dict[str, list[str]],
+    named: tuple[frozenset[str], frozenset[str], frozenset[str]],
+) -> list[tuple]:
     """The statements of one neighbour (see the module docstring for what changes)."""
     members: dict[tuple, list] = defaultdict(list)
     for entity, cls in kg.classes.items():
@@ -209,7 +274,8 @@ def _fuzzed(kg: _Kg, pools: dict, rng: random.Random, level: float, name: str, q
     duplicates = _duplicates(survivors, rng, level, name)
     for cls, pairs in duplicates.items():
         survivors[cls] = survivors[cls] + [fresh for fresh, _ in pairs]
-    out = _loosened(_fuzz_groups(statements, kg.classes, kg.literals, survivors, dropped, pools, rng, level), kg, dropped, rng, level, queried)
+    fuzzed = _fuzz_groups(statements, kg.classes, kg.literals, survivors, dropped, pools, rng, level, named)
+    out = _loosened(fuzzed, kg, dropped, rng, level, queried)
     budget = len(kg.statements) - len(out)
     for entity_statements in _copies(statements, duplicates):  # whole entities, while they fit
         if len(entity_statements) <= budget:
@@ -218,9 +284,14 @@ def _fuzzed(kg: _Kg, pools: dict, rng: random.Random, level: float, name: str, q
     return out
 
 
-def _fuzz_groups(statements: list, classes: dict, literals: dict, survivors: dict, dropped: set, pools: dict, rng: random.Random, level: float) -> list[tuple]:
+def _fuzz_groups(
+    statements: list, classes: dict, literals: dict, survivors: dict, dropped: set, pools: dict, rng: random.Random, level: float,
+    named: tuple[frozenset[str], frozenset[str], frozenset[str]] = (frozenset(), frozenset(), frozenset()),
+) -> list[tuple]:
     """Each statement with its object fuzzed, the values of one subject and predicate kept
-    distinct (so their number is kept)."""
+    distinct (so their number is kept); `named`: the entities named only by a value, those this
+    neighbour changes, and the named strings (see the module docstring)."""
+    by_string, changed, strings = named
     groups: dict[tuple, list] = defaultdict(list)
     for st in statements:
         groups[(st[0], st[1], st[4])].append(st)
@@ -228,7 +299,10 @@ def _fuzz_groups(statements: list, classes: dict, literals: dict, survivors: dic
     for (s, p, graph), group in groups.items():
         used: set = set()
         for _, _, o, index, _ in group:
-            new = _new_object(s, p, o, classes, literals, survivors, dropped, pools, rng, level, used)
+            boost = s in changed and not (s in by_string and o in strings) or o in changed and o not in by_string
+            rate = 2 / _VALUE_RATE if boost else level  # a literal always drawn anew, a link always rewired
+            avoid = used | {o} if boost else used  # drawn anew, a named entity's fact (or link to it) changes
+            new = _new_object(s, p, o, classes, literals, survivors, dropped, pools, rng, rate, avoid, near=boost)
             used.add(new)
             out.append((s, p, new, index, graph))
     return out
@@ -300,14 +374,19 @@ def _copies(statements: list, duplicates: dict[tuple, list]) -> list[list[tuple]
     ]  # fmt: skip
 
 
-def _new_object(s, p, o, classes: dict, literals: dict, survivors: dict, dropped: set, pools: dict, rng: random.Random, level: float, used: set):
+def _new_object(
+    s, p, o, classes: dict, literals: dict, survivors: dict, dropped: set, pools: dict, rng: random.Random, level: float, used: set, near: bool = False
+):
     """The object of one statement in the neighbour: fuzzed, rewired, or kept; never one in
-    `used` (the values this subject already has for the predicate) when another can be found."""
+    `used` (the values this subject already has for the predicate) when another can be found.
+    `near`: a literal drawn anew is a value beside its own when it has one (a named entity's)."""
     if p == RDF_TYPE:
         return o
     literal = literals.get(o)
     if literal is not None:
         pool = pools.get((classes.get(s, ()), p, literal[1], literal[2]), ()) if rng.random() < _VALUE_RATE * level else ()
+        if pool and near:
+            pool = _near(*literal) or pool
     else:
         cls = classes.get(o)
         pool = survivors.get(cls) or () if cls is not None and (o in dropped or rng.random() < 0.5 * level) else ()

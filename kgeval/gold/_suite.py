@@ -45,7 +45,7 @@ from kgeval._files import sha256_json
 from kgeval.config import GoldConfig, SuiteConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
 from kgeval.gold._build import build_entry
-from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, make_neighbours, read_kg
+from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, make_neighbours, named_terms, read_kg
 from kgeval.gold._index import EntrySummary, read_entry
 from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry
@@ -240,7 +240,8 @@ def _build_kg(
     settings = settings_sha256(config, gold_config)
     old_suites, old_entries = _previous_kg(previous, kg.id, report)
     parsed = read_kg(kg.files)
-    made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg))
+    named = named_terms(q.sparql for q in kg.questions if q.query_language == "sparql")
+    made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named)
     stored = {n.id: _store_neighbour(writer, n) for n in made}
     stores = _Stores(kg, stored, neighbour_store, store_for, writer.staging)
     entries: dict[str, dict[str, GoldEntry]] = {n: {} for n in stored}

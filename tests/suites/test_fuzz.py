@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kgeval.gold._fuzz import make_neighbours
+from kgeval.gold._fuzz import make_neighbours, named_terms
 
 HR = Path(__file__).resolve().parents[2] / "holdout" / "hr" / "kg.ttl"
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+NAMED = named_terms([
+    "PREFIX hr: <http://example.org/hr/vocab/> ASK { <http://example.org/hr/entities/Employee/E5989> hr:remote true }",
+    'PREFIX hr: <http://example.org/hr/vocab/> PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> SELECT ?o { ?o rdfs:label "Berlin" }',
+])
 
 
 def _original() -> list[ox.Quad]:
@@ -45,7 +49,7 @@ def test_schema_types_and_cardinality_kept_values_fuzzed() -> None:
     o_classes, o_predicates, o_datatypes = _schema(original)
     types = {(q.subject, q.object) for q in original if q.predicate == RDF_TYPE}
     per_subject = Counter((q.subject, q.predicate) for q in original)
-    for neighbour in make_neighbours("hr", [HR], {}, 8, seed=0):
+    for neighbour in make_neighbours("hr", [HR], {}, 8, seed=0, named=NAMED):  # named entities changed too
         quads = _statements(neighbour.files["kg.nt"])
         assert len(quads) == neighbour.triples <= len(original)
         classes, predicates, datatypes = _schema(quads)
@@ -68,3 +72,46 @@ def test_entities_dropped_and_duplicated_under_fresh_iris() -> None:
     assert original - subjects, "no entity was dropped"
     fresh = subjects - original
     assert fresh and all("--n03-dup" in iri for iri in fresh)
+
+
+def _facts(quads, subject: ox.NamedNode) -> dict:
+    return {q.predicate: q.object for q in quads if q.subject == subject and q.predicate != RDF_TYPE}
+
+
+def test_a_named_entity_changes_in_half_the_neighbours() -> None:
+    """An entity a reference query names by IRI has every fact changed (a literal to a value
+    beside its own) in half the neighbours whatever the draw: hard-coding its remote flag, or
+    matching its values loosely, then differs. One named by a value ("Berlin") keeps that value
+    there and has its other facts changed."""
+    employee, office = ox.NamedNode("http://example.org/hr/entities/Employee/E5989"), ox.NamedNode("http://example.org/hr/entities/Office/BER")
+    original = _original()
+    facts, office_facts = _facts(original, employee), _facts(original, office)
+    assert NAMED >= {f"<{employee.value}>", '"Berlin"'}
+    changed, office_changed = 0, 0
+    for neighbour in make_neighbours("hr", [HR], {}, 8, seed=0, named=NAMED):
+        quads = _statements(neighbour.files["kg.nt"])
+        theirs = _facts(quads, employee)
+        literals = {p for p, o in facts.items() if isinstance(o, ox.Literal) and len([q for q in original if q.subject == employee and q.predicate == p]) == 1}
+        changed += bool(theirs) and not any(theirs.get(p) == facts[p] for p in literals)  # a value may also go missing
+        ber = _facts(quads, office)
+        others = [p for p in office_facts if office_facts[p] != ox.Literal("Berlin")]
+        office_changed += ox.Literal("Berlin") in ber.values() and not any(ber.get(p) == office_facts[p] for p in others)
+    assert changed >= 3 and office_changed >= 3  # half of eight, but for a neighbour that drops the entity
+
+
+def test_same_bytes_whatever_the_process_string_hashing() -> None:
+    """Deterministic across processes: the named strings join the pools in a fixed order (a
+    set of strings iterated as it came gave other bytes under another PYTHONHASHSEED)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib; from tests.suites.test_fuzz import HR, NAMED; from kgeval.gold._fuzz import make_neighbours; "
+        "print(hashlib.sha256(''.join(n.files['kg.nt'] for n in make_neighbours('hr', [HR], {}, 4, seed=0, named=NAMED | {'\"London\"', '\"Engineering\"'})).encode()).hexdigest())"
+    )
+    root = Path(__file__).resolve().parents[2]
+    digests = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root, env={**__import__("os").environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}, timeout=120).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(digests) == 1, digests

@@ -2,7 +2,12 @@
 test-suite accuracy rejects >= 90% of the wrong answers that give the gold's rows on the shipped
 KG, and accepts every equivalent rewrite and every reference query (the replayed references:
 the oracle control scores 100% with suites on), on the sample holdout and on CK25; the median
-kill rate per question is >= 95% on both."""
+kill rate per question is >= 95% on both.
+
+A wrong case whose coincidence `needs` a leniency rule the configuration turns on (the stress
+set's `needs:`; `duplicates` is on by default) is counted apart, not in the 90%: the configured
+judge accepts it on every KG by that rule, so a suite (which judges with the same judge) is not
+meant to catch it; such cases are named in the failure message and in docs/scoring.md."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kgeval.config import ExecutionJudgeConfig
 from kgeval.gold import read_suites
 from kgeval.holdout import load_holdout
 from kgeval.runs import ResultsDB
@@ -71,8 +77,11 @@ def test_test_suite_accuracy_over_the_stress_set(tmp_path: Path) -> None:
         assert statistics.median(rates) >= 0.95, (name, sorted(rates))
         assert found.pop("reference"), f"{name}: a reference query failed its own suite (the oracle control is not 100%)"
         outcome |= found
-    kinds = {c.id: c.kind for c in load_cases() if c.holdout in names}
-    wrong = [case for case, kind in kinds.items() if kind == "wrong"]
+    cases = [c for c in load_cases() if c.holdout in names]
+    kinds = {c.id: c.kind for c in cases}
+    lenient = {rule for rule in ("extra_columns", "duplicates") if getattr(ExecutionJudgeConfig(), rule)}
+    apart = sorted(c.id for c in cases if c.kind == "wrong" and lenient & set(c.needs))  # accepted by the configured rule, everywhere
+    wrong = [c.id for c in cases if c.kind == "wrong" and c.id not in apart]
     let_through = sorted(case for case in wrong if outcome[case])
-    assert len(wrong) - len(let_through) >= 0.9 * len(wrong), f"suites let through {len(let_through)} of {len(wrong)}: {let_through}"
+    assert len(wrong) - len(let_through) >= 0.9 * len(wrong), f"suites let through {len(let_through)} of {len(wrong)}: {let_through} (counted apart, accepted by {sorted(lenient)}: {apart})"
     assert [case for case, kind in kinds.items() if kind == "rewrite" and not outcome[case]] == []
