@@ -435,6 +435,8 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
     try:
         gold = GoldLoans(without_collections(lambda: _verified_gold(plan)), Counter(q.id for q, _ in jobs))
         checker = _suite_checker(plan)
+        if checker is not None:  # the neighbours load in sandbox workers while the first attempts run
+            checker.start_ahead(q for q, _ in jobs)
     except BaseException:
         _close_all(plan.closeables())
         raise
