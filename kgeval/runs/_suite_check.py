@@ -16,6 +16,7 @@ store itself failed (a harness error) leaves the accept unchecked too, never rej
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -38,6 +39,12 @@ NEIGHBOUR_WORKERS = 1
 neighbour of the holdout (32 on the sample holdout, each in 8 or so questions' suites) and the
 seeds of a question share one check, so a second worker of a neighbour is seldom busy and costs
 a fork, a process and its start thread (bench/suites.py). The build keeps `store.candidates.workers`."""
+
+
+ENTRIES_HELD = 64
+"""Neighbour gold entries a run's checker keeps (least recently used out): the suites of the
+questions in flight (a run's concurrency times a suite's few neighbours, twice over), so the
+checker's memory follows the questions in flight, as the run's gold does, not the holdout."""
 
 
 def neighbour_store(config: KgevalConfig, workers: int | None = None) -> Callable[[KnowledgeGraph], Store]:
@@ -75,6 +82,10 @@ class SuiteChecker:
         self._stores: dict[str, Store] = {}
         self._lock = threading.Lock()
         self._open = neighbour_store(config, NEIGHBOUR_WORKERS)
+        self._entry = functools.lru_cache(maxsize=ENTRIES_HELD)(suites.entry)
+        """A question's neighbour entries, read once for its seeds' checks (not once per check)
+        and the same objects each time, so the judges' prepared golds (kept by identity) are
+        found again."""
         self._outcomes: dict[tuple[str, str], Future[dict[str, Any]]] = {}
         """(question id, SPARQL) -> its outcome, or the check under way: seeds that give the
         same query (most do) are checked once, even while they run at once (a run dispatches a
@@ -151,7 +162,7 @@ class SuiteChecker:
         return {"checked": True, "passed": failed is None, "diverges": failed, "neighbours": outcomes}
 
     def _on(self, question: Question, sparql: str, neighbour: str) -> dict[str, Any]:
-        entry = self.suites.entry(neighbour, question.id)
+        entry = self._entry(neighbour, question.id)
         execution = execute_candidate(sparql, self._store(neighbour), self.config)
         if execution.harness is not None:
             return {"neighbour": neighbour, "harness": execution.harness, "reason": execution.error or ""}
