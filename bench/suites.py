@@ -11,12 +11,16 @@ In this one process, for the sample holdout (and CK25 with $KGEVAL_CK25):
   needs) judged with the suites and the same run without them, alternated `--repeat` times:
   the ratio of their median wall times (target: within 1.5x).
 
-    python bench/suites.py [--repeat 3] [--skip-ck25]
+    python bench/suites.py [--repeat 3] [--skip-ck25] [--verdicts FILE]
+
+`--verdicts FILE`: every verdict of the first replay run judged with suites, field for field
+(sorted JSON), to compare a change's verdicts with the code before it (`cmp` the two files).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -104,7 +108,7 @@ def _passing(plan, db) -> Receipt:  # noqa: ANN001
     return Receipt(checklist_sha256="bench", items=[])
 
 
-def replay_ratio(holdout_dir: Path, gold: Path, repeat: int) -> None:
+def replay_ratio(holdout_dir: Path, gold: Path, repeat: int, verdicts: Path | None = None) -> None:
     sys.path.insert(0, str(REPO))
     from tests.suites.stress.cases import load_cases, write_replay
 
@@ -123,16 +127,26 @@ def replay_ratio(holdout_dir: Path, gold: Path, repeat: int) -> None:
                 meta = execute_run(holdout, gold, ReplaySystem(replay, holdout), cfg, db, checklist=_passing)
                 if with_suites:
                     checked = sum("suite" in v.details for _, _, v in db.verdicts(meta.run_id))
+                    if verdicts is not None and round_ == 0:
+                        _write_verdicts(db, meta.run_id, verdicts)
             times[with_suites].append(time.perf_counter() - t0)
     on, off = statistics.median(times[True]), statistics.median(times[False])
     print(f"\n## replay run, sample holdout ({seeds} seeds, {len(holdout.questions()) * seeds} attempts, {checked} accepts checked on their suites)")
     print(f"with suites {on:.2f} s, without {off:.2f} s (medians of {repeat}): ratio {on / off:.2f} (target within {TARGET_RUN_RATIO}x)")
 
 
+def _write_verdicts(db: ResultsDB, run_id: str, path: Path) -> None:
+    rows = [[q, seed, v.model_dump(mode="json")] for q, seed, v in db.verdicts(run_id)]
+    rows.sort(key=lambda r: (r[0], r[1], r[2]["judge"]))
+    path.write_text(json.dumps(rows, sort_keys=True, indent=0) + "\n")
+    print(f"verdicts of the run judged with suites: {path} ({len(rows)} verdicts)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-ck25", action="store_true")
+    parser.add_argument("--verdicts", type=Path, help="write the verdicts of the first run judged with suites here (JSON)")
     args = parser.parse_args()
     cfg = KgevalConfig()
     print(f"cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f} (figures on a loaded machine are slower)")
@@ -146,7 +160,7 @@ def main() -> None:
 
             import_text2sparql(ck25, "ck25", root / "ck25" / "holdout")
             build("CK25", root / "ck25" / "holdout", root / "ck25" / "gold", cfg)
-        replay_ratio(root / "sample" / "holdout", root / "sample" / "gold", args.repeat)
+        replay_ratio(root / "sample" / "holdout", root / "sample" / "gold", args.repeat, args.verdicts)
 
 
 if __name__ == "__main__":

@@ -432,11 +432,14 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
         plan.stores[kg_id].start_ahead(plan.config.run.concurrency)
     # verified up front, each entry read when its question's first attempt starts and dropped
     # when its last is judged: the run's memory follows the questions in flight, not the holdout
+    checker: SuiteChecker | None = None
     try:
         gold = GoldLoans(without_collections(lambda: _verified_gold(plan)), Counter(q.id for q, _ in jobs))
         checker = _suite_checker(plan)
+        if checker is not None:  # the neighbours load in sandbox workers while the first attempts run
+            checker.start_ahead(q for q, _ in jobs)
     except BaseException:
-        _close_all(plan.closeables())
+        _close_all((*plan.closeables(), *(checker.closeables() if checker is not None else ())))
         raise
     prepare = getattr(plan.system, "prepare", None)
     if prepare is not None:
@@ -482,7 +485,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
             dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s, on_idle=writer.tick)
     finally:
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
-        _close_all((*plan.closeables(), *([checker] if checker is not None else [])))
+        _close_all((*plan.closeables(), *(checker.closeables() if checker is not None else ())))
 
     def end(db: ResultsDB) -> RunMetadata:
         versions = served | db.served_versions(run_id)  # those of attempts persisted before a resume too

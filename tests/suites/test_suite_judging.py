@@ -137,3 +137,49 @@ def test_show_puts_the_neighbours_rows_beside_its_gold(hr_suites, tmp_path: Path
     text = subprocess.run([sys.executable, "-m", "kgeval", "show", meta.run_id, "hr-03", "--db", str(tmp_path / "r.duckdb")],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600)  # fmt: skip
     assert "diverges" in text.stdout and f"gold of {neighbour}" in text.stdout
+
+
+def test_seeds_checked_at_once_share_one_check(hr_suites, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two attempts with the same query checked at the same time (a run dispatches a question's
+    seeds together) run it once on each neighbour: the second waits for the first's outcome."""
+    import threading
+    from concurrent.futures import Future
+
+    import kgeval.runs._suite_check as suite_check
+    from kgeval.judges import judges_from_config
+
+    holdout, gold, _ = hr_suites
+    cfg = KgevalConfig()
+    question = next(q for q in load_holdout(holdout).questions() if q.id == "hr-03")
+    checker = suite_check.SuiteChecker(read_suites(gold), cfg, judges_from_config(cfg.judges)[cfg.judges.primary])
+    first_in, release, second_waits = threading.Event(), threading.Event(), threading.Event()
+    runs: list[str] = []
+    checking: set[int] = set()
+    on = checker._on
+
+    def held(q, sparql, neighbour):  # noqa: ANN001, ANN202 - the first check holds until the second has arrived
+        runs.append(neighbour)
+        checking.add(threading.get_ident())
+        (second_waits if len(checking) > 1 else first_in).set()  # a second thread checking too: it did not wait
+        assert release.wait(60)
+        return on(q, sparql, neighbour)
+
+    class Watched(Future):
+        def result(self, timeout=None):  # noqa: ANN001, ANN202
+            second_waits.set()
+            return super().result(timeout)
+
+    monkeypatch.setattr(checker, "_on", held)
+    monkeypatch.setattr(suite_check, "Future", Watched, raising=False)
+    outcomes: list[dict] = []
+    threads = [threading.Thread(target=lambda: outcomes.append(checker.outcome(question, question.sparql))) for _ in range(2)]
+    threads[0].start()
+    assert first_in.wait(60)
+    threads[1].start()
+    assert second_waits.wait(60)
+    release.set()
+    for t in threads:
+        t.join(60)
+    checker.close()
+    assert runs == checker.suites.suite(question.id).neighbours  # once on each neighbour, not twice
+    assert len(outcomes) == 2 and outcomes[0] == outcomes[1] and outcomes[0]["checked"] and outcomes[0]["passed"]
