@@ -82,9 +82,10 @@ class RunPlan:
         test suites), as its metadata records it; `gold_dir` is the version within it."""
         return Path(self.metadata.gold)
 
-    def closeables(self) -> tuple[object, ...]:
-        """What ends with the run: the system, the stores' sandbox workers, the gold hold."""
-        return (self.system, *self.stores.values(), self.gold_hold)
+    def closeables(self, *, system: bool = True) -> tuple[object, ...]:
+        """What ends with the run: the system, the stores' sandbox workers, the gold hold
+        (`system=False`: a run refused before dispatch leaves its system to the caller)."""
+        return (*([self.system] if system else []), *self.stores.values(), self.gold_hold)
 
 
 Checklist = Callable[[RunPlan, ResultsDB], Receipt]
@@ -289,7 +290,7 @@ def execute_run(
         db.create_run(plan.metadata, questions, receipt)
         writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
     except BaseException:
-        _close_all((*plan.stores.values(), plan.gold_hold))
+        _close_all(plan.closeables(system=False))
         raise
     return _dispatch_pending(plan, db, progress, writer, activity)
 
@@ -338,7 +339,7 @@ def _resume_taken(
     try:
         _check_resumable(plan, metadata, db, checklist)
     except BaseException:
-        _close_all((*plan.stores.values(), plan.gold_hold))
+        _close_all(plan.closeables(system=False))
         raise
     plan.metadata = metadata.model_copy(update={"resumed_at": [*metadata.resumed_at, _now()]})
     db.update_metadata(plan.metadata)
