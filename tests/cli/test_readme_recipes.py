@@ -192,7 +192,10 @@ def _learn(raw: str, done: subprocess.CompletedProcess, values: dict[str, str]) 
         values["RUN"] = done.stdout.strip().splitlines()[-1]
         assert "accuracy: 100.0%" in done.stdout, done.stdout
     elif raw.startswith("kgeval audit sample"):
-        qid, _, _, sha = done.stdout.splitlines()[0].split("\t")  # the first item: id, seed, ..., its hash
+        # the README records `--seed 0`, so a reader takes the first item of seed 0 (id, seed, ..., its hash);
+        # the sample's order is seeded by the run id, so the very first item may be another seed's
+        items = [line.split("\t") for line in done.stdout.splitlines() if line.count("\t") == 3]
+        qid, _, _, sha = next(item for item in items if item[1] == "seed 0")
         values["QID"], values["H"] = qid, sha
     elif raw.startswith("kgeval gold show --empty"):
         first = next(line for line in done.stdout.splitlines() if "\t" in line and not line.startswith(" "))

@@ -67,7 +67,7 @@ def _sign_in(browser, server: str, who: str, shots: Path | None = None):  # noqa
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(browser, 30)
+    wait = WebDriverWait(browser, 180)  # a hang guard, not a margin: a loaded 2-core CI machine is slow
     browser.get(f"{server}/ui")
     if shots is not None:
         browser.save_screenshot(str(shots / "0-sign-in.png"))

@@ -118,6 +118,22 @@ def test_every_compare_column_is_visible(browser, server, sample_runs, shots):  
     assert browser.execute_script(_BROKEN_WORDS, "#pairs td") == []
 
 
+def test_compare_opened_before_the_run_list_arrived_compares_once_it_does(browser, server, sample_runs):  # noqa: F811
+    """Compare clicked while `/runs` is still on its way found no runs and stayed empty (seen in CI
+    on a loaded machine); the run list, when it arrives, now loads the comparison itself. The
+    race is made certain here: the run lists are emptied, Compare is opened, then the runs load."""
+    from selenium.webdriver.common.by import By
+
+    _at_1280(browser)
+    wait = _sign_in(browser, server, "ann")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#cmp-b option")) >= 2)
+    browser.execute_script("document.querySelector('#cmp-a').replaceChildren(); document.querySelector('#cmp-b').replaceChildren();")
+    browser.find_element(By.ID, "tab-compare").click()  # no runs to compare yet: nothing is asked for
+    assert browser.find_elements(By.CSS_SELECTOR, "#pairs tr.line") == []
+    browser.execute_script("loadRuns();")  # the run list arrives
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pairs tr.line")) == 66)
+
+
 def test_the_audit_page_shows_its_sample_and_each_verdict(browser, server, sample_runs, shots):  # noqa: F811
     import httpx
 
