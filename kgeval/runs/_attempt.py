@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal, Protocol
@@ -33,7 +33,7 @@ from kgeval.gold import TieInfo
 from kgeval.holdout import Question
 from kgeval.judges import Candidate, FailureKind, Judge, KgLookup, Verdict, answer_in_query, fold, normalize_item, normalize_term
 from kgeval.runs._model import Attempt, Try
-from kgeval.stores import QueryResources, QueryResult, Row, Store, Term
+from kgeval.stores import CellResult, EmbeddedKgs, QueryResources, QueryResult, Row, Store, Term
 from kgeval.stores._lexer import canonical_tokens
 from kgeval.systems import TRANSIENT_ERRORS, ErrorKind, System, SystemOutput, bounded_output, head_of
 
@@ -495,6 +495,41 @@ def execute_candidate(sparql: str | None, store: Store, config: KgevalConfig) ->
     if second.failure == "invalid_sparql":
         return first  # the prefixes were not all it lacked: its own error stands
     return replace(second, prefixes=needed)
+
+
+def execute_candidate_each(
+    sparql: str, kgs: EmbeddedKgs, names: Sequence[str], config: KgevalConfig, known: Sequence[tuple[CellResult, QueryResult] | None] = ()
+) -> list[Execution]:
+    """`execute_candidate` of one candidate's SPARQL on several KGs served by one sandbox (a
+    suite's neighbours), in one request while none fails (`EmbeddedKgs.execute_candidate_each`):
+    per KG, what `execute_candidate` on its store would give, named the same way, with the same
+    predeclared-prefix retry. `known`: per KG, a result and its cells (that KG's gold) handed
+    back, as that very object, when the execution's cells are exactly its cells: no Term built."""
+    run = config.run
+
+    def each(text: str, indices: Sequence[int]) -> list[Execution]:
+        outcomes = kgs.execute_candidate_each(text, [names[i] for i in indices], timeout_s=run.candidate_timeout_s, row_cap=run.row_cap)
+        return [_execution_of(o, text, kgs.store(names[i]), config, known[i] if known else None) for i, o in zip(indices, outcomes, strict=True)]
+
+    executions = each(sparql, range(len(names)))
+    prefixes = config.store.predeclared_prefixes
+    again = [i for i, execution in enumerate(executions) if execution.failure == "invalid_sparql"]
+    needed = _needed_prefixes(sparql, prefixes) if again and prefixes else ()
+    if needed:  # as `execute_candidate`: kept only where the prefixes were all it lacked
+        for i, second in zip(again, each(_declaring(sparql, prefixes, needed), again), strict=True):
+            if second.failure != "invalid_sparql":
+                executions[i] = replace(second, prefixes=needed)
+    return executions
+
+
+def _execution_of(
+    outcome: tuple[CellResult, QueryResources] | QueryError, sparql: str, store: Store, config: KgevalConfig, known: tuple[CellResult, QueryResult] | None
+) -> Execution:
+    if isinstance(outcome, QueryError):
+        return replace(_failed_execution(outcome, sparql, store, config), resources=outcome.resources)  # type: ignore[arg-type]
+    cells, resources = outcome
+    result = known[1] if known is not None and cells == known[0] else cells.typed()
+    return Execution(result=result, sparql=sparql, resources=resources)
 
 
 def _run_once(sparql: str, store: Store, config: KgevalConfig) -> Execution:

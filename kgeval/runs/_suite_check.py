@@ -20,25 +20,18 @@ import functools
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 from kgeval.config import KgevalConfig
 from kgeval.errors import KgevalError
-from kgeval.gold import Suites
+from kgeval.gold import GoldEntry, Suites
 from kgeval.holdout import KnowledgeGraph, Question
-from kgeval.judges import Candidate, Judge, Verdict
-from kgeval.runs._attempt import execute_candidate, judge_candidate
-from kgeval.stores import EmbeddedStore, QueryResult, Store
+from kgeval.judges import Candidate, ExecutionJudge, Judge, Verdict
+from kgeval.runs._attempt import Execution, execute_candidate_each, judge_candidate
+from kgeval.stores import CellResult, EmbeddedKgs, EmbeddedStore, QueryResult, Store
 
 SUITE_KEY = "suite"
 """The key of a primary verdict's details holding its suite outcome."""
-
-
-NEIGHBOUR_WORKERS = 1
-"""Sandbox workers per neighbour while a run checks accepts. A run's checks spread over every
-neighbour of the holdout (32 on the sample holdout, each in 8 or so questions' suites) and the
-seeds of a question share one check, so a second worker of a neighbour is seldom busy and costs
-a fork, a process and its start thread (bench/suites.py). The build keeps `store.candidates.workers`."""
 
 
 ENTRIES_HELD = 64
@@ -74,15 +67,32 @@ def suite_differs(judge: Judge) -> Callable[[Question, Any, QueryResult, str], b
     return differs
 
 
+class _Held(NamedTuple):
+    """A question's gold entry on one neighbour, with the cells its result is compared by."""
+
+    entry: GoldEntry
+    known: tuple[CellResult, QueryResult] | None
+    """The entry's result as cells and itself (`execute_candidate_each`'s `known`): a candidate
+    whose cells are these is handed the entry's result; None when the cells do not give it back."""
+
+
 class SuiteChecker:
-    """Checks accepted attempts on their suites; opens each neighbour's store once (thread-safe)."""
+    """Checks accepted attempts on their suites (thread-safe). The neighbours of a holdout KG
+    are served by one sandbox (`EmbeddedKgs`: one template, its workers, a store per neighbour
+    asked by name), opened once, and an accept runs on its suite's neighbours in one request.
+
+    A result exactly equal to a neighbour's gold (the same cells, so the same QueryResult) is
+    handed the gold's own result object, and the primary judge's accept of it is judged once
+    per question and neighbour and reused: when the primary judge is the execution judge, whose
+    accept of a result reads the result, the gold and its ties, never the candidate's SPARQL
+    (that is read by the vacuous rule, which needs the KG lookup no neighbour check gives, and
+    by the readings of an answer it rejects). Every other outcome is judged in full."""
 
     def __init__(self, suites: Suites, config: KgevalConfig, judge: Judge) -> None:
         self.suites, self.config, self.judge = suites, config, judge
-        self._stores: dict[str, Store] = {}
+        self._kgs: dict[str, EmbeddedKgs] = {}
         self._lock = threading.Lock()
-        self._open = neighbour_store(config, NEIGHBOUR_WORKERS)
-        self._entry = functools.lru_cache(maxsize=ENTRIES_HELD)(suites.entry)
+        self._entry = functools.lru_cache(maxsize=ENTRIES_HELD)(self._held)
         """A question's neighbour entries, read once for its seeds' checks (not once per check)
         and the same objects each time, so the judges' prepared golds (kept by identity) are
         found again."""
@@ -90,34 +100,46 @@ class SuiteChecker:
         """(question id, SPARQL) -> its outcome, or the check under way: seeds that give the
         same query (most do) are checked once, even while they run at once (a run dispatches a
         question's seeds together). The neighbours are read-only and their engine deterministic."""
+        self._gold_accepts: dict[tuple[str, str], dict[str, Any]] | None = {} if isinstance(judge, ExecutionJudge) else None
+        """(question id, neighbour) -> the judge's accept of a result equal to that neighbour's gold."""
 
-    def _store(self, neighbour: str) -> Store:
+    def _held(self, neighbour: str, question_id: str) -> _Held:
+        entry = self.suites.entry(neighbour, question_id)
+        result = entry.result
+        # the cells hold every field of the result but `truncated`, which `typed()` derives
+        # (and an ASK's `ordered`, which it drops): where the entry's are other, no shortcut
+        derived = result.total > len(result.rows) if result.form == "select" else False
+        same = result.truncated == derived and (result.form == "select" or not (result.ordered or result.vars or result.rows))
+        return _Held(entry, (CellResult.of(result), result) if same else None)
+
+    def _neighbours(self, kg: str) -> EmbeddedKgs:
+        """The sandbox serving KG `kg`'s neighbours (every neighbour the suite store keeps of it)."""
         with self._lock:
-            if neighbour not in self._stores:
-                self._stores[neighbour] = self._open(self.suites.neighbour_kg(neighbour))
-            return self._stores[neighbour]
+            if kg not in self._kgs:
+                kgs = {n: self.suites.neighbour_kg(n) for n in self.suites.kgs[kg].neighbours}
+                self._kgs[kg] = EmbeddedKgs({n: (k.files, k.graphs) for n, k in kgs.items()}, self.config.store.candidates)
+            return self._kgs[kg]
 
     def start_ahead(self, questions: Iterable[Question]) -> None:
-        """Open the neighbours of `questions`' suites, in that order, and have each load its KG
-        in a sandbox worker now (`Store.start_ahead`), while the run reads its gold and judges
-        its first attempts: their first checks then find the neighbour loaded. A neighbour that
+        """Open the sandboxes of `questions`' KGs' neighbours, in that order, and have each load
+        them in a sandbox worker now (`start_ahead`), while the run reads its gold and judges
+        its first attempts: their first checks then find the neighbours loaded. A sandbox that
         cannot open is left to the check that needs it, which reports why."""
-        names = dict.fromkeys(n for q in questions if (suite := self.suites.suite(q.id)) is not None for n in suite.neighbours)
-        for neighbour in names:
+        for kg in dict.fromkeys(q.kg for q in questions if self.suites.suite(q.id) is not None):
             try:
-                self._store(neighbour).start_ahead(1)
-            except KgevalError:
+                self._neighbours(kg).start_ahead(1)
+            except (KgevalError, KeyError, OSError):
                 continue
 
-    def closeables(self) -> list[Store]:
-        """The neighbours' stores opened so far: a run closes them with its own, several at once
-        (one after another, the 32 of the sample holdout took ~1 s of a run's end)."""
+    def closeables(self) -> list[EmbeddedKgs]:
+        """The neighbours' sandboxes opened so far: a run closes them with its own stores,
+        several at once."""
         with self._lock:
-            return list(self._stores.values())
+            return list(self._kgs.values())
 
     def close(self) -> None:
-        for store in self.closeables():
-            store.close()
+        for kgs in self.closeables():
+            kgs.close()
 
     def checked(self, question: Question, sparql: str | None, verdict: Verdict) -> Verdict:
         """`verdict` with its suite outcome when it accepts; unchanged when it rejects."""
@@ -160,23 +182,34 @@ class SuiteChecker:
             return {"checked": False, "why": "its suite was built for another reference query: `kgeval suite build`"}
         if not sparql or not sparql.strip():
             return {"checked": False, "why": "answer list only: no SPARQL to execute on a neighbour"}
-        outcomes = [self._on(question, sparql, n) for n in suite.neighbours]
+        held = [self._entry(n, question.id) for n in suite.neighbours]
+        executions = execute_candidate_each(sparql, self._neighbours(question.kg), suite.neighbours, self.config, [h.known for h in held])
+        outcomes = [self._on(question, sparql, n, h.entry, x) for n, h, x in zip(suite.neighbours, held, executions, strict=True)]
         harness = [o for o in outcomes if o.get("harness")]
         failed = next((o["neighbour"] for o in outcomes if o.get("correct") is False), None)
         if harness and failed is None:
             return {"checked": False, "why": f"the store failed on {harness[0]['neighbour']}: {harness[0]['reason']}", "neighbours": outcomes}
         return {"checked": True, "passed": failed is None, "diverges": failed, "neighbours": outcomes}
 
-    def _on(self, question: Question, sparql: str, neighbour: str) -> dict[str, Any]:
-        entry = self._entry(neighbour, question.id)
-        execution = execute_candidate(sparql, self._store(neighbour), self.config)
+    def _on(self, question: Question, sparql: str, neighbour: str, entry: GoldEntry, execution: Execution) -> dict[str, Any]:
         if execution.harness is not None:
             return {"neighbour": neighbour, "harness": execution.harness, "reason": execution.error or ""}
-        candidate = Candidate(result=execution.result, sparql=execution.sparql or sparql, sparql_error=execution.error, failure=execution.failure)
-        verdicts, _ = judge_candidate(question, {self.judge.name: self.judge}, entry.result, candidate, entry.ties)
-        v = verdicts[0]
         rows = execution.result.total if execution.result is not None else None
-        return {"neighbour": neighbour, "correct": v.correct, "path": v.path, "reason": v.reason, "rows": rows, "gold_rows": entry.result.total}
+        decided = {"correct": True, **accepted} if (accepted := self._gold_accept(question, neighbour, entry, execution)) else None
+        if decided is None:
+            candidate = Candidate(result=execution.result, sparql=execution.sparql or sparql, sparql_error=execution.error, failure=execution.failure)
+            verdicts, _ = judge_candidate(question, {self.judge.name: self.judge}, entry.result, candidate, entry.ties)
+            v = verdicts[0]
+            decided = {"correct": v.correct, "path": v.path, "reason": v.reason}
+            if v.correct and execution.result is entry.result and self._gold_accepts is not None:
+                self._gold_accepts[(question.id, neighbour)] = {"path": v.path, "reason": v.reason}
+        return {"neighbour": neighbour, **decided, "rows": rows, "gold_rows": entry.result.total}
+
+    def _gold_accept(self, question: Question, neighbour: str, entry: GoldEntry, execution: Execution) -> dict[str, Any] | None:
+        """The judge's accept already given to a result equal to this neighbour's gold (see the class)."""
+        if self._gold_accepts is None or execution.result is not entry.result:
+            return None
+        return self._gold_accepts.get((question.id, neighbour))
 
 
 def _harness(outcome: dict[str, Any]) -> bool:

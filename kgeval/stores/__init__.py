@@ -10,7 +10,7 @@ in a sandbox worker process) and counted (`QueryResources`).
 
 from kgeval.stores._base import Store
 from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key, order_key
-from kgeval.stores._embedded import EmbeddedStore, rdf_format
+from kgeval.stores._embedded import EmbeddedKgs, EmbeddedStore, rdf_format
 from kgeval.stores._engine import ProbeCut, ProbeRows
 from kgeval.stores._factory import open_store
 from kgeval.stores._query import QueryShape, compares_by_order, guard_query, may_name_any, mentioned_iris, query_algebra
@@ -25,6 +25,7 @@ __all__ = [
     "OrderProbe",
     "ProbeCut",
     "ProbeRows",
+    "EmbeddedKgs",
     "EmbeddedStore",
     "QueryResources",
     "QueryResult",

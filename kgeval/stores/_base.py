@@ -90,13 +90,7 @@ class Store(ABC):
         nothing else escapes, whatever the query."""
         started = time.perf_counter()
         try:
-            try:
-                shape = self._guard(query)
-            except RecursionError:  # a parser's recursion on deep nesting: never a crashed run
-                raise QueryRefused("the query nests too deeply to be analysed") from None
-            except UnicodeError:  # a lone surrogate: no engine can be sent this text
-                raise QuerySyntaxError("the query is not valid Unicode text (a lone surrogate)") from None
-            self._refuse_over_budget(shape)
+            shape = self.approved_candidate(query)
             return self._run_candidate(shape.text, shape, timeout_s, row_cap)  # the approved text, never the original
         except QueryError as exc:
             if exc.resources is None:
@@ -106,6 +100,18 @@ class Store(ABC):
             error = QueryOverBudget("the query's result did not fit in memory")
             error.resources = QueryResources(wall_ms=(time.perf_counter() - started) * 1000)
             raise error from None
+
+    def approved_candidate(self, query: str) -> QueryShape:
+        """An untrusted `query` through the read-only guard and the budget checks made before
+        it is sent: its shape, whose text is all an engine may run (QueryError when refused)."""
+        try:
+            shape = self._guard(query)
+        except RecursionError:  # a parser's recursion on deep nesting: never a crashed run
+            raise QueryRefused("the query nests too deeply to be analysed") from None
+        except UnicodeError:  # a lone surrogate: no engine can be sent this text
+            raise QuerySyntaxError("the query is not valid Unicode text (a lone surrogate)") from None
+        self._refuse_over_budget(shape)
+        return shape
 
     def approved_text(self, query: str) -> str | None:
         """The text the read-only guard approves `query` as, which is all the engine would be

@@ -48,7 +48,7 @@ import pyoxigraph
 import kgeval
 from kgeval import errors
 from kgeval.config import CandidateQueryConfig
-from kgeval.errors import QueryOverBudget, QueryTimeout, StoreError
+from kgeval.errors import QueryError, QueryOverBudget, QueryTimeout, StoreError
 from kgeval.stores import _worker
 from kgeval.stores._engine import Answer, ProbeRows, Values
 
@@ -139,15 +139,31 @@ class WorkerReply:
 
 
 class WorkerPool:
-    """Worker processes serving one KG's candidate queries, at most `config.workers` of them."""
+    """Worker processes serving one KG's candidate queries, at most `config.workers` of them.
+
+    Or several KGs' (`files` a mapping: name -> that KG's files, `graphs` name -> its graphs):
+    one template loads them all, each in a store of its own, and a request names the KGs it
+    runs on (`targets`, `run_each`): a holdout KG's neighbours are so one template and its
+    workers, not one per neighbour, and a query runs on a suite's neighbours in one request.
+    `file_sha256` is then a mapping too: name -> the hashes of that KG's files."""
 
     def __init__(
-        self, files: Sequence[Path], file_sha256: Sequence[str], config: CandidateQueryConfig, label: str, graphs: Mapping[str, str] | None = None
+        self,
+        files: Sequence[Path] | Mapping[str, Sequence[Path]],
+        file_sha256: Sequence[str] | Mapping[str, Sequence[str]],
+        config: CandidateQueryConfig,
+        label: str,
+        graphs: Mapping[str, str] | Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
-        self._files = [str(Path(f).resolve()) for f in files]
-        self._graphs = dict(graphs or {})
-        """File name -> the named graph it came from (`_engine.load_kg`)."""
-        self._file_sha256 = list(file_sha256)
+        self._files: list[str] | dict[str, list[str]] = (
+            {name: [str(Path(f).resolve()) for f in paths] for name, paths in files.items()}
+            if isinstance(files, Mapping) else [str(Path(f).resolve()) for f in files]
+        )  # fmt: skip
+        self._graphs = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (graphs or {}).items()}
+        """File name -> the named graph it came from (`_engine.load_kg`); per KG name for several."""
+        self.kg_file_sha256 = {name: list(hashes) for name, hashes in file_sha256.items()} if isinstance(file_sha256, Mapping) else {}
+        """Name -> the hashes of that KG's files (a pool of several KGs)."""
+        self._file_sha256 = [h for hashes in self.kg_file_sha256.values() for h in hashes] if isinstance(file_sha256, Mapping) else list(file_sha256)
         self._config = config
         self._label = label
         self._idle: list[_Worker] = []
@@ -168,19 +184,40 @@ class WorkerPool:
 
     def run_all(self, request: tuple[Any, ...], timeout_s: float) -> list[WorkerReply]:
         """Send one query to a free worker; its answer for each execution the request asks for
-        (its last field; a later one's answer None when the worker found its terms the first's),
+        (its `executions` field; a later one's answer None when the worker found its terms the first's),
         each within `timeout_s` of the one before, or the named error the first that failed raised."""
+        replies, error = self.run_each(request, timeout_s)
+        if error is not None:
+            raise error
+        return replies
+
+    def run_each(self, request: tuple[Any, ...], timeout_s: float) -> tuple[list[WorkerReply], QueryError | None]:
+        """`run_all`, the answers before the first failure kept: the replies received, and the
+        named error of the execution that failed (None when none did). Each execution has its
+        own deadline (`timeout_s` from the reply before), CPU backstop and memory budget, as one
+        of its own request has; a worker killed at a deadline or ended by a query is replaced,
+        as after any query. A request naming several KGs (`targets`) gets an answer per KG, in
+        their order, each KG's executions together."""
         worker = self._acquire()
-        healthy, replies = False, []
+        healthy, replies, error = False, [], None
         kind = Values if request[7] else ProbeRows if request[8] is not None else Answer
+        executions = request[9]
+        count = executions * (len(request[10]) if len(request) > 10 and request[10] is not None else 1)
         try:
             started = time.perf_counter()
-            worker.send(request)
-            for execution in range(request[9]):
-                more = execution + 1 < request[9]
-                message = worker.receive(timeout_s, self._config.memory_mb << 20, len(kind._fields), later=execution > 0, more=more)
+            for index in range(count):
+                more = index + 1 < count
+                try:
+                    if index == 0:
+                        worker.send(request)
+                    message = worker.receive(timeout_s, self._config.memory_mb << 20, len(kind._fields), later=index % executions > 0, more=more)
+                except QueryError as exc:  # timed out or ended by the query: the worker is not reused
+                    error = exc
+                    break
                 if message[0] == "error":
                     healthy = not message[4]  # a retiring worker exits after its reply
+                    _, name, text, _peak, _retiring = message
+                    error = _NAMED_ERRORS.get(name, StoreError)(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
                     break
                 _, answer, peak = message
                 replies.append(WorkerReply(None if answer is None else kind(*answer), (time.perf_counter() - started) * 1000, peak))
@@ -189,11 +226,7 @@ class WorkerPool:
                 healthy = True
         finally:
             self._release(worker, healthy)
-        if message[0] == "error":
-            _, name, text, _peak, _retiring = message
-            error = _NAMED_ERRORS.get(name, StoreError)
-            raise error(text if name in _NAMED_ERRORS else f"sandbox worker failed: {name}: {text}")
-        return replies
+        return replies, error
 
     def start_ahead(self, count: int) -> None:
         """Start up to `count` workers (at most `workers`, those running included) in background

@@ -33,15 +33,20 @@ for a query's reply, which is marshalled: see `_Channel.send_reply`; the worker 
 `_Channel`, since importing multiprocessing cost each worker more CPU than the rest of its
 start-up together):
 parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI}, memory_bytes); worker -> ("ready", info dict) or ("error", ...);
+several KGs in one worker (a holdout KG's neighbours): {name: [file paths]} and {name: {file name: graph IRI}}, each KG
+loaded in a store of its own, asked by name;
 info: pid, network_isolated, file_sha256 (of the KG files it loaded), gc_frozen (objects it holds
 frozen out of the collector's sight: those it inherited from a template or zygote, which freezes
 what it holds before it forks)
-parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values, probe, executions);
+parent -> (query, ask, ordered, row_cap, max_value_bytes, max_result_bytes, cpu_backstop_s, values, probe, executions, targets);
 both byte caps None for a trusted query (a run's label and vocabulary lookups: no size caps);
 values True for a trusted SELECT whose rows are wanted as bare values (`_engine.Values`);
 probe None, or a trusted order probe's cut as a `_engine.ProbeCut` tuple (read as far as it needs)
 executions: how many times a trusted query runs, one after another (`_engine.evaluate_repeated`;
 1 but for the gold's repeated reference queries)
+targets (a worker of several KGs): the names of the KGs to run the query on, one after another, each
+as the request asks (its caps, row cap, CPU backstop and executions), an error ending them as it ends
+executions; None on a worker of one KG
 worker -> ("ok", Answer tuple (a Values tuple when values, a ProbeRows tuple for a probe), peak_rss_bytes) or ("error", error
 class name, message, peak_rss_bytes, retiring: the worker exits after this reply); one reply per
 execution, sent as each ends, a later execution's answer None when its terms are the first's; an
@@ -143,17 +148,29 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
         _fork_workers(fd, None, engine, info)
         return
     try:
-        store = engine.load_kg(files, graphs)  # type: ignore[attr-defined]
+        store = _loaded(files, graphs, engine)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return
-    info = _ready_info(isolated, [_sha256(f) for f in files])
+    info = _ready_info(isolated, [_sha256(f) for f in _every_file(files)])
     _limit_memory(memory_bytes)
     conn.send(("ready", info))
     if kind == "template":
         _fork_workers(fd, store, engine, info)
     else:
         _serve(conn, store, engine)
+
+
+def _loaded(files: list | dict, graphs: dict, engine: object) -> object:
+    """One KG's store; for several KGs (`files` a dict: name -> paths, `graphs` name -> that
+    KG's graphs), a dict of stores by name, each KG in its own store."""
+    if isinstance(files, dict):
+        return {name: engine.load_kg(paths, graphs.get(name, {})) for name, paths in files.items()}  # type: ignore[attr-defined]
+    return engine.load_kg(files, graphs)  # type: ignore[attr-defined]
+
+
+def _every_file(files: list | dict) -> list:
+    return [path for paths in files.values() for path in paths] if isinstance(files, dict) else files
 
 
 def _ready_info(isolated: bool, file_sha256: list[str]) -> dict:
@@ -283,8 +300,18 @@ _DONE = object()
 
 
 def _answers(request: tuple, store: object, engine: object) -> Iterator[tuple | None]:
-    """The answers to one request (see the protocol): one, or one per execution asked for."""
-    query, ask, ordered, row_cap, max_value, max_result, _, values, probe, executions = request
+    """The answers to one request (see the protocol): one, or one per execution asked for; on a
+    worker of several KGs, those of each KG the request names, one KG after another."""
+    targets = request[10] if len(request) > 10 else None
+    if targets is None:
+        yield from _answers_on(request, store, engine)
+        return
+    for name in targets:
+        yield from _answers_on(request, store[name], engine)  # type: ignore[index]
+
+
+def _answers_on(request: tuple, store: object, engine: object) -> Iterator[tuple | None]:
+    query, ask, ordered, row_cap, max_value, max_result, _, values, probe, executions = request[:10]
     if values:  # a trusted SELECT read as bare values (no caps: never a candidate's)
         yield engine.evaluate_values(store, query, ordered=ordered, row_cap=row_cap)  # type: ignore[attr-defined]
     elif probe is not None:  # a trusted order probe (no caps either)

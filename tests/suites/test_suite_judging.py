@@ -157,12 +157,12 @@ def test_seeds_checked_at_once_share_one_check(hr_suites, monkeypatch: pytest.Mo
     checking: set[int] = set()
     on = checker._on
 
-    def held(q, sparql, neighbour):  # noqa: ANN001, ANN202 - the first check holds until the second has arrived
+    def held(q, sparql, neighbour, *executed):  # noqa: ANN001, ANN202 - the first check holds until the second has arrived
         runs.append(neighbour)
         checking.add(threading.get_ident())
         (second_waits if len(checking) > 1 else first_in).set()  # a second thread checking too: it did not wait
         assert release.wait(60)
-        return on(q, sparql, neighbour)
+        return on(q, sparql, neighbour, *executed)
 
     class Watched(Future):
         def result(self, timeout=None):  # noqa: ANN001, ANN202
