@@ -9,7 +9,8 @@ In this one process, for the sample holdout (and CK25 with $KGEVAL_CK25):
   as not told apart) and the mutant kinds no neighbour separates;
 - a replay run (the stress set's sample cases and the reference queries, seeds as the set
   needs) judged with the suites and the same run without them, alternated `--repeat` times:
-  the ratio of their median wall times (target: within 1.5x).
+  the ratio of their median wall times (target: within 1.5x), and their CPU: this process's
+  and its sandbox processes' (the zygote stopped after each run, so it has reaped them).
 
     python bench/suites.py [--repeat 3] [--skip-ck25] [--verdicts FILE]
 
@@ -41,6 +42,7 @@ from kgeval.judges import judges_from_config  # noqa: E402
 from kgeval.runs import ResultsDB, execute_run, neighbour_store, suite_differs  # noqa: E402
 from kgeval.runs import Receipt  # noqa: E402
 from kgeval.stores import open_store  # noqa: E402
+from kgeval.stores._sandbox import stop_zygote  # noqa: E402
 from kgeval.systems import ReplaySystem  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,10 +50,11 @@ TARGET_BUILD_S = 60.0
 TARGET_RUN_RATIO = 1.5
 
 
-def _cpu() -> float:
+def _cpu(who: int = resource.RUSAGE_SELF) -> float:
     """CPU seconds of this process (the sandbox workers' are not counted: they are forked from
-    a zygote that outlives the build, so the kernel has not charged them to this process yet)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
+    a zygote that outlives the build, so the kernel has not charged them to this process yet);
+    RUSAGE_CHILDREN: of the sandbox processes reaped so far (`stop_zygote` reaps them all)."""
+    own = resource.getrusage(who)
     return own.ru_utime + own.ru_stime
 
 
@@ -116,23 +119,29 @@ def replay_ratio(holdout_dir: Path, gold: Path, repeat: int, verdicts: Path | No
     replay = gold.parent / "stress.jsonl"
     mapping = write_replay(load_cases(holdout="sample"), replay, [(q.kg, q.id, q.sparql) for q in holdout.questions()])
     seeds = max(s for _, s in mapping) + 1
-    times: dict[bool, list[float]] = {True: [], False: []}
+    times: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
     checked = 0
+    stop_zygote()  # the build's sandbox processes reaped: each run's own are counted below
     for round_ in range(repeat):
         for with_suites in (True, False):
             cfg = KgevalConfig(run=RunConfig(seeds=seeds), suite=SuiteConfig(check_accepts=with_suites))
             db_path = gold.parent / f"r-{round_}-{with_suites}.duckdb"
-            t0 = time.perf_counter()
+            t0, own0, sandbox0 = time.perf_counter(), _cpu(), _cpu(resource.RUSAGE_CHILDREN)
             with ResultsDB(db_path) as db:
                 meta = execute_run(holdout, gold, ReplaySystem(replay, holdout), cfg, db, checklist=_passing)
                 if with_suites:
                     checked = sum("suite" in v.details for _, _, v in db.verdicts(meta.run_id))
                     if verdicts is not None and round_ == 0:
                         _write_verdicts(db, meta.run_id, verdicts)
-            times[with_suites].append(time.perf_counter() - t0)
-    on, off = statistics.median(times[True]), statistics.median(times[False])
+            wall = time.perf_counter() - t0
+            stop_zygote()  # reaps the zygote, which reaped the run's templates and workers: their CPU counts now
+            times[with_suites].append((wall, _cpu() - own0, _cpu(resource.RUSAGE_CHILDREN) - sandbox0))
+    on, off = ([statistics.median(t[k] for t in times[w]) for k in range(3)] for w in (True, False))
     print(f"\n## replay run, sample holdout ({seeds} seeds, {len(holdout.questions()) * seeds} attempts, {checked} accepts checked on their suites)")
-    print(f"with suites {on:.2f} s, without {off:.2f} s (medians of {repeat}): ratio {on / off:.2f} (target within {TARGET_RUN_RATIO}x)")
+    print(f"with suites {on[0]:.2f} s, without {off[0]:.2f} s (medians of {repeat}): ratio {on[0] / off[0]:.2f} (target within {TARGET_RUN_RATIO}x); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU (medians): this process {on[1]:.2f} s with, {off[1]:.2f} s without; its sandbox processes {on[2]:.2f} s with, {off[2]:.2f} s "
+          f"without; together ratio {(on[1] + on[2]) / (off[1] + off[2]):.2f}")
 
 
 def _write_verdicts(db: ResultsDB, run_id: str, path: Path) -> None:

@@ -8,7 +8,10 @@ as on the KG). The primary verdict records the outcome in `details["suite"]`:
     {"checked": true, "passed": false, "diverges": "hr~n03",
      "neighbours": [{"neighbour": "hr~n03", "correct": false, "path": "set", "reason": ...}, ...]}
 
-Only accepts are executed again, so the cost follows a run's accuracy, not its size. An accept
+Only accepts are executed again, so the cost follows a run's accuracy, not its size: one
+sandbox per holdout KG serves its neighbours (`EmbeddedKgs`), an accept runs on its suite's
+neighbours in one request, and a result equal to a neighbour's gold is not judged afresh (see
+`SuiteChecker`), with verdicts those of judging every result in full. An accept
 given only as an answer list (no SPARQL) cannot run on a neighbour: `checked` is false with the
 reason, and the report counts it as unchecked, never as passed. A neighbour on which the
 store itself failed (a harness error) leaves the accept unchecked too, never rejected.

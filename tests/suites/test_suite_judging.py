@@ -183,3 +183,40 @@ def test_seeds_checked_at_once_share_one_check(hr_suites, monkeypatch: pytest.Mo
     checker.close()
     assert runs == checker.suites.suite(question.id).neighbours  # once on each neighbour, not twice
     assert len(outcomes) == 2 and outcomes[0] == outcomes[1] and outcomes[0]["checked"] and outcomes[0]["passed"]
+
+
+def test_a_result_equal_to_a_neighbours_gold_gets_the_outcome_the_full_judge_gives(hr_suites) -> None:
+    """A result whose cells are a neighbour gold's is handed that gold's result, and the judge's
+    accept of it is reused for the question and neighbour: every outcome is the one judging each
+    result in full gives (reference queries, the same ones again, answers that differ on
+    neighbours or fail), and the shortcut was taken."""
+    import kgeval.runs._suite_check as suite_check
+    from kgeval.judges import judges_from_config
+
+    holdout, gold, _ = hr_suites
+    cfg = KgevalConfig()
+    judge = judges_from_config(cfg.judges)[cfg.judges.primary]
+    questions = list(load_holdout(holdout).questions())
+    asked = [(q, q.sparql) for q in questions]
+    asked += [(q, q.sparql.replace("SELECT", "SELECT DISTINCT", 1)) for q in questions if "SELECT" in q.sparql]  # other cells or not
+    asked += [(q, q.sparql + "\nLIMIT 1") for q in questions if "LIMIT" not in q.sparql]  # cut on some neighbours
+    asked += [(questions[0], "SELECT ?x WHERE { ?x ?p ?o } LIMIT 2"), (questions[1], "ASK { ?s ?p ?o }"), (questions[2], "SELECT ?x WHERE { ?x ?p }")]
+
+    class Full(suite_check.SuiteChecker):  # every result judged in full
+        def __init__(self, *args) -> None:  # noqa: ANN002
+            super().__init__(*args)
+            self._gold_accepts = None
+
+        def _held(self, neighbour: str, question_id: str):  # noqa: ANN202
+            return suite_check._Held(self.suites.entry(neighbour, question_id), None)
+
+    fast, full = suite_check.SuiteChecker(read_suites(gold), cfg, judge), Full(read_suites(gold), cfg, judge)
+    try:
+        shortcut = [fast.outcome(q, sparql) for q, sparql in asked] + [fast._outcome(q, q.sparql) for q in questions]
+        judged = [full.outcome(q, sparql) for q, sparql in asked] + [full._outcome(q, q.sparql) for q in questions]
+    finally:
+        fast.close()
+        full.close()
+    assert shortcut == judged
+    assert fast._gold_accepts and len(fast._gold_accepts) == sum(len(read_suites(gold).suite(q.id).neighbours) for q in questions)
+    assert any(not o["passed"] for o in judged if o.get("checked")) and all(o["checked"] for o in judged[: len(questions)])
