@@ -6,7 +6,9 @@ failure, so the receipt lists every failing item at once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from kgeval._chain import BrokenLog
@@ -205,18 +207,27 @@ def _vacuous_golds(plan: RunPlan, gold: Any, questions: list) -> dict[str, list[
     count of 0: `is_uninformative`) only because its reference query needs vocabulary occurring
     nowhere in the KG: a misspelt predicate, or an extract without the data the question asks
     about. Only ASK and one-row golds are read; a KG without SPARQL labels is not asked."""
-    summaries, lookups, found = gold.entries, {}, {}
+    summaries, asked = gold.entries, {}
     for q in questions:
         summary = summaries[q.id]
-        if summary.form != "ask" and summary.total != 1:
-            continue
-        if not is_uninformative(gold.entry(q.id).result):
-            continue
-        if q.kg not in lookups:
-            lookups[q.kg] = store_lookup(plan.stores[q.kg], q.kg, plan.config) if q.kg in plan.stores else None
-        if lookups[q.kg] is not None and (missing := missing_vocabulary(q.sparql, lookups[q.kg])):
-            found[q.id] = missing
-    return found
+        if (summary.form == "ask" or summary.total == 1) and q.kg in plan.stores and is_uninformative(gold.entry(q.id).result):
+            asked.setdefault(q.kg, []).append(q)
+
+    def missing_in(kg: str) -> dict[str, list[str]]:
+        lookup = store_lookup(plan.stores[kg], kg, plan.config)
+        return {} if lookup is None else {q.id: missing for q in asked[kg] if (missing := missing_vocabulary(q.sparql, lookup))}
+
+    # Each KG in its own thread: a store whose sandbox workers are still loading its KG holds up
+    # its own questions only, and its load starts at once (a query waiting for a pool's worker
+    # lets its start skip the queue). Asked one after another, the checklist waited for the
+    # run's KGs to load one at a time, the run process idle (1.4 s of a 22-KG run's start).
+    with ThreadPoolExecutor(max_workers=max(1, min(len(asked), _LOADING_KGS)), thread_name_prefix="kgeval-checklist") as pool:
+        found = {qid: missing for per_kg in pool.map(missing_in, asked) for qid, missing in per_kg.items()}
+    return {q.id: found[q.id] for q in questions if q.id in found}
+
+
+_LOADING_KGS = max(2, os.cpu_count() or 1)
+"""KGs the vacuous-gold check asks at once (each may be waiting for its KG to load)."""
 
 
 def _golds_saying_nothing(gold: Any, questions: list) -> dict[str, str]:

@@ -653,8 +653,8 @@ class ExecutionJudge:
         """An answer list's table (`list_normalize` rules; with `iri_tail`, an IRI of a gold
         IRI's host compares as the full IRI: `_GoldIris`) and the IRIs that only shared a tail."""
         keys = self.untyped.items(items)
-        if not self.untyped.config.iri_tail:
-            return _items_table(keys), []
+        if not self.untyped.config.iri_tail or not any(isinstance(item, str) and item_iri(item) is not None for item in items):
+            return _items_table(keys), []  # no IRI to key as the gold's: its IRIs are not read (an empty list, names)
         gold_iris = self._gold_iris.get(gold)
         clashes = _same_host_keys(items, keys, gold_iris, self._full) if gold_iris.hosts else []
         return _items_table(keys), clashes

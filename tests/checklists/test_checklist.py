@@ -500,3 +500,48 @@ def test_a_gold_of_one_unbound_or_zero_row_needs_the_confirmation_an_empty_gold_
     with ResultsDB(tmp_path / "r.duckdb") as db:
         item = {i.item: i for i in _receipt(root, tmp_path / "gold", OracleSystem(), db).items}["empty_gold"]
     assert item.passed, item
+
+
+def test_the_vacuous_gold_check_asks_each_kg_without_waiting_for_the_others(tmp_path):
+    """Each KG's false-ASK golds are asked of its store in their own thread: a store whose
+    sandbox workers are still loading its KG holds up its own questions only (asked one after
+    another, a run's checklist waited for twenty KGs to load one at a time). Here the first
+    KG's store answers only once the second KG has been asked: asked in turn, it would wait."""
+    import threading
+
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+
+    root = tmp_path / "holdout"
+    for kg in ("alpha", "beta"):
+        ask = {"id": f"{kg}-20", "question": "Did Alice win an award?", "sparql": PREFIX + "ASK { e:alice ex:awardWon ?a }", "domain": "hr", "tags": ["ask"]}
+        write_holdout(root, [{**q, "id": f"{kg}-{q['id']}"} for q in MINI_QUESTIONS] + [ask], kg=kg)
+    holdout = load_holdout(root)
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    plan = plan_run(holdout, tmp_path / "gold", OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)))
+    beta_asked, alpha_waited = threading.Event(), []
+    alpha, beta = plan.stores["alpha"], plan.stores["beta"]
+    alpha_cells, beta_cells = alpha.execute_cells, beta.execute_cells
+
+    def held(*args, **kwargs):
+        alpha_waited.append(beta_asked.wait(60))
+        return alpha_cells(*args, **kwargs)
+
+    def asked(*args, **kwargs):
+        beta_asked.set()
+        return beta_cells(*args, **kwargs)
+
+    alpha.execute_cells, beta.execute_cells = held, asked
+    try:
+        with ResultsDB(tmp_path / "r.duckdb") as db:
+            receipt = evaluate_checklist(load_checklist(SHIPPED), plan, db)
+    finally:
+        for store in plan.stores.values():
+            store.close()
+        plan.gold_hold.close()
+    assert alpha_waited and all(alpha_waited), "the first KG's golds were asked before the second KG's, and waited for them"
+    detail = next(i for i in receipt.items if i.item == "empty_gold").detail
+    for kg in ("alpha", "beta"):
+        assert f"{kg}/{kg}-20 (false / 0 only because <http://example.org/mini/vocab/awardWon> occurs nowhere in the KG)" in detail, detail

@@ -278,3 +278,18 @@ def test_an_answer_iri_of_the_gold_host_must_be_the_gold_iri_not_only_share_its_
 def test_the_gold_iri_spelt_another_way_or_another_namespace_still_matches(items):
     verdict = execution().judge(Q, BANDS, Candidate(items=items))
     assert verdict.correct, verdict.reason
+
+
+def test_an_answer_list_naming_no_iri_is_judged_without_reading_the_gold_iris(monkeypatch):
+    """The gold's IRIs are keyed for an answer list (`_GoldIris`: ~1.5 ms a 500-row gold) only
+    when the list names an IRI: an empty list or names alone are judged as before without them
+    (0.07 s of a 22-KG replay's judging, where 47 lists named none)."""
+    from kgeval.judges import _execution
+
+    gold = result(iris(500))
+    named = execution().judge(Q, gold, Candidate(items=[f"{E}c3", "c4"]))
+    assert named.correct is False and named.matched == 2
+    monkeypatch.setattr(_execution, "_GoldIris", lambda *a: pytest.fail("the gold's IRIs were read for a list naming no IRI"))
+    for items, matched in (([], 0), (["c3", "c4"], 2), (["nobody", 7], 0)):
+        verdict = execution().judge(Q, gold, Candidate(items=items))
+        assert (verdict.correct, verdict.matched) == (False, matched), items
