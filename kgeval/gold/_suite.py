@@ -253,9 +253,11 @@ def _build_kg(
             on_kg = {
                 q.id: pool.submit(_on_original, q, stores, differs, config, gold_config, alternatives) for q in kg.questions if q.id not in kept_suites
             }  # fmt: skip
-            named = named_terms(q.sparql for q in kg.questions if q.query_language == "sparql")
-            made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named, read=(parsed, data))
-            stores.stored.update((n.id, _store_neighbour(writer, n)) for n in made)
+            try:
+                _add_neighbours(kg, parsed, data, config, writer, stores)
+            except BaseException:
+                pool.shutdown(cancel_futures=True)  # no suite without neighbours: the work on the KG waiting is dropped
+                raise
             entries: dict[str, dict[str, GoldEntry]] = {n: {} for n in stores.stored}
 
             def one(question: Question) -> QuestionSuite | None:
@@ -276,6 +278,13 @@ def _build_kg(
         stores.close()
     _add_kg(writer, kg, data, len(parsed.statements), stores.stored, entries, suites)
     report.suites += suites
+
+
+def _add_neighbours(kg: KnowledgeGraph, parsed: _Kg, data: str, config: SuiteConfig, writer: GoldWriter, stores: _Stores) -> None:
+    """Make the KG's neighbours, write their files into the version and let `stores` open them."""
+    named = named_terms(q.sparql for q in kg.questions if q.query_language == "sparql")
+    made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named, read=(parsed, data))
+    stores.stored.update((n.id, _store_neighbour(writer, n)) for n in made)
 
 
 def _unchanged(old: QuestionSuite, question: Question, data: str, settings: str) -> bool:
@@ -355,12 +364,14 @@ class Reference(NamedTuple):
     result: QueryResult
     result_sha256: str
     ties: TieInfo | None = None
+    cells: CellResult | None = None
+    """The plain execution's cells: the first execution of the neighbour's gold entry if it is chosen."""
 
     @classmethod
     def of(cls, cells: CellResult) -> Reference:
         """One plain execution's result, hashed on its cells (`CellResult.sha256`, the hash of
         `QueryResult.sha256` without a Term spelled per cell)."""
-        return cls(cells.typed(), cells.sha256())
+        return cls(cells.typed(), cells.sha256(), None, cells)
 
 
 class _OnKg(NamedTuple):
@@ -411,18 +422,25 @@ def _distil(
         return None
     original = on_kg.entry
     usable, left_out = {}, {}
-    for n in stores.stored:
+
+    def reference(n: str) -> Reference | str:
         try:
-            result = stores.neighbour(n).execute_cells(question.sparql, timeout_s=gold_config.timeout_s, row_cap=gold_config.row_cap)
+            return Reference.of(stores.neighbour(n).execute_cells(question.sparql, timeout_s=gold_config.timeout_s, row_cap=gold_config.row_cap))
         except QueryError as exc:
-            left_out[n] = f"the reference query fails here: {exc}"
-            continue
-        usable[n] = Reference.of(result)
+            return f"the reference query fails here: {exc}"
+
+    for n, ran in zip(stores.stored, _at_once(reference, list(stores.stored)), strict=True):
+        if isinstance(ran, str):
+            left_out[n] = ran
+        else:
+            usable[n] = ran
     records, kills = _kill_matrix(question, on_kg, usable, stores, differs, config, gold_config)
     built: dict[str, GoldEntry] = {}
     while True:
         chosen = _greedy(kills, usable, original, config.min_neighbours)
-        unsettled = [n for n in chosen if n not in built and not _settle(question, n, stores, gold_config, built, left_out)]
+        todo = [n for n in chosen if n not in built]
+        made = _at_once(lambda n: _settled(question, n, stores, gold_config, usable[n].cells), todo)
+        unsettled = [n for n, entry in zip(todo, made, strict=True) if not _keep(n, entry, built, left_out)]
         if not unsettled:
             break
         for n in unsettled:
@@ -441,16 +459,34 @@ def _distil(
     )  # fmt: skip
 
 
-def _settle(question: Question, n: str, stores: _Stores, gold_config: GoldConfig, built: dict[str, GoldEntry], left_out: dict[str, str]) -> bool:
-    """Build the gold entry of a chosen neighbour; False (and why, in `left_out`) when it
-    cannot be one: the reference fails there, or is not deterministic (never a false reject)."""
+def _at_once(work: Callable[[str], object], neighbours: list[str]) -> list:
+    """`work` on each neighbour, all at once (each is its own store with its own sandbox
+    workers), the outcomes in the neighbours' order. Only for the reference query and its
+    entries, whose timeout (`gold.timeout_s`) leaves room for the wait; mutants, with their short
+    `suite.mutant_timeout_s`, run one at a time."""
+    if len(neighbours) < 2:
+        return [work(n) for n in neighbours]
+    with ThreadPoolExecutor(max_workers=len(neighbours), thread_name_prefix="kgeval-suite-neighbour") as each:
+        return list(each.map(work, neighbours))
+
+
+def _settled(question: Question, n: str, stores: _Stores, gold_config: GoldConfig, first: CellResult | None) -> GoldEntry | str:
+    """The gold entry of a chosen neighbour, or why it cannot be one: the reference fails
+    there, or is not deterministic (never a false reject). `first`: the reference's plain
+    execution there, which is the entry's first execution (not run again)."""
     try:
-        entry = build_entry(n, question, stores.neighbour(n), gold_config)
+        entry = build_entry(n, question, stores.neighbour(n), gold_config, first)
     except QueryError as exc:
-        left_out[n] = f"the reference query fails here: {exc}"
-        return False
+        return f"the reference query fails here: {exc}"
     if entry.nondeterministic:
-        left_out[n] = "the reference query is not deterministic here: " + "; ".join(entry.nondeterministic)
+        return "the reference query is not deterministic here: " + "; ".join(entry.nondeterministic)
+    return entry
+
+
+def _keep(n: str, entry: GoldEntry | str, built: dict[str, GoldEntry], left_out: dict[str, str]) -> bool:
+    """Keep a chosen neighbour's entry in `built`; False (and why, in `left_out`) when it has none."""
+    if isinstance(entry, str):
+        left_out[n] = entry
         return False
     built[n] = entry
     return True
