@@ -429,7 +429,7 @@ def _distil(
         except QueryError as exc:
             return f"the reference query fails here: {exc}"
 
-    for n, ran in zip(stores.stored, _at_once(reference, list(stores.stored)), strict=True):
+    for n, ran in zip(stores.stored, _at_once(reference, list(stores.stored), gold_config.concurrency), strict=True):
         if isinstance(ran, str):
             left_out[n] = ran
         else:
@@ -439,7 +439,7 @@ def _distil(
     while True:
         chosen = _greedy(kills, usable, original, config.min_neighbours)
         todo = [n for n in chosen if n not in built]
-        made = _at_once(lambda n: _settled(question, n, stores, gold_config, usable[n].cells), todo)
+        made = _at_once(lambda n: _settled(question, n, stores, gold_config, usable[n].cells), todo, gold_config.concurrency)
         unsettled = [n for n, entry in zip(todo, made, strict=True) if not _keep(n, entry, built, left_out)]
         if not unsettled:
             break
@@ -459,14 +459,16 @@ def _distil(
     )  # fmt: skip
 
 
-def _at_once(work: Callable[[str], object], neighbours: list[str]) -> list:
-    """`work` on each neighbour, all at once (each is its own store with its own sandbox
-    workers), the outcomes in the neighbours' order. Only for the reference query and its
-    entries, whose timeout (`gold.timeout_s`) leaves room for the wait; mutants, with their short
-    `suite.mutant_timeout_s`, run one at a time."""
-    if len(neighbours) < 2:
+def _at_once(work: Callable[[str], object], neighbours: list[str], width: int) -> list:
+    """`work` on each neighbour, `width` at once (each neighbour is its own store with its own
+    sandbox workers), the outcomes in the neighbours' order. Only for the reference query and
+    its entries, whose timeout (`gold.timeout_s`) leaves room for the wait; mutants, with their
+    short `suite.mutant_timeout_s`, run one at a time, and `width` (`gold.concurrency`) keeps
+    what runs beside them as a gold rebuild's questions do: one that runs out is undecided, and
+    changes the suite."""
+    if len(neighbours) < 2 or width < 2:
         return [work(n) for n in neighbours]
-    with ThreadPoolExecutor(max_workers=len(neighbours), thread_name_prefix="kgeval-suite-neighbour") as each:
+    with ThreadPoolExecutor(max_workers=min(width, len(neighbours)), thread_name_prefix="kgeval-suite-neighbour") as each:
         return list(each.map(work, neighbours))
 
 
