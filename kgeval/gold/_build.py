@@ -38,7 +38,7 @@ from kgeval.gold._store import GoldReader, StoreIdentity, load_gold, store_ident
 from kgeval.gold._ties import find_ties, needs_tie_check
 from kgeval.gold._write import GoldWriter, build_settings, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
-from kgeval.stores import Store, guard_query, limited_sub_selects, query_determinism
+from kgeval.stores import CellResult, Store, guard_query, limited_sub_selects, query_determinism
 
 StoreFactory = Callable[[KnowledgeGraph], Store]
 Outcome = Literal["built", "reused", "failed", "excluded"]
@@ -367,10 +367,14 @@ def _build(kg_id: str, question: Question, store: Store, config: GoldConfig) -> 
         return GoldFailure(kg=kg_id, question_id=question.id, error=str(exc), query_sha256=question.sparql_sha256), time.perf_counter() - t0
 
 
-def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig) -> GoldEntry:
-    """Execute one reference query `config.executions` times and check it for ties."""
+def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig, first: CellResult | None = None) -> GoldEntry:
+    """Execute one reference query `config.executions` times and check it for ties. `first`:
+    its first execution, when the caller has already run it on this store (`execute_cells`,
+    same timeout and row cap): only the later ones run (a suite build's neighbours)."""
     # plain cells for every execution (most are only hashed); Terms for the first one only
-    first, *later = store.execute_repeated(question.reference_query, executions=config.executions, timeout_s=config.timeout_s, row_cap=config.row_cap)
+    query, more = question.reference_query, config.executions - (first is not None)
+    ran = store.execute_repeated(query, executions=more, timeout_s=config.timeout_s, row_cap=config.row_cap) if more else []
+    first, *later = ran if first is None else [first, *ran]
     first_sha256 = first.sha256()
     # an execution equal to the first (the first itself when the store found it so, else
     # compared in C, cell by cell) has its hash: most do

@@ -138,13 +138,13 @@ def kg_sha256(files: Sequence[Path]) -> str:
 
 def make_neighbours(
     kg_id: str, files: Sequence[Path], graphs: dict[str, str], count: int, seed: int,
-    constants: Sequence[tuple[str | None, ox.Literal]] = (), named: Collection[str] = (),
+    constants: Sequence[tuple[str | None, ox.Literal]] = (), named: Collection[str] = (), read: tuple[_Kg, str] | None = None,
 ) -> list[Neighbour]:
     """`count` neighbours of the KG made of `files`, deterministic from `seed` and the data.
     `constants`: (predicate IRI or None, literal) the KG's reference queries name; `named`: the
-    IRIs and strings they name, as N-Triples terms (`named_terms`)."""
-    data = kg_sha256(files)
-    kg = read_kg(files)
+    IRIs and strings they name, as N-Triples terms (`named_terms`); `read`: the files as the
+    caller has already read them (`read_kg`, `kg_sha256`), not parsed and hashed again."""
+    kg, data = read if read is not None else (read_kg(files), kg_sha256(files))
     strings = {t for t in named if t.startswith('"')}
     pools = _pools(kg, constants, strings)
     by_string = frozenset({s for s, _, o, _, _ in kg.statements if o in strings} - set(named))  # named only by a value

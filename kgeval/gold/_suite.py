@@ -55,7 +55,7 @@ from kgeval.gold._store import GoldReader
 from kgeval.gold._ties import TieInfo
 from kgeval.gold._write import GoldWriter, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
-from kgeval.stores import QueryResult, Store
+from kgeval.stores import CellResult, QueryResult, Store, term_cell
 from kgeval.stores._lexer import Token, canonical_tokens, declared_prefixes, iri_of, string_value
 
 SUITES_DIR = "suites"
@@ -72,7 +72,9 @@ finish in time."""
 Differs = Callable[[Question, "GoldEntry | Reference", QueryResult, str], bool]
 """(question, the reference's result on a KG (its `result`, `result_sha256` and `ties`), a
 mutant's result there, the mutant's SPARQL) -> whether the judge tells them apart (rejects the
-mutant's result)."""
+mutant's result). Only asked about a result whose hash differs from the reference's: the same
+answer is never told apart (a judge accepts the gold itself), so distillation skips the call,
+and with it building the result's Terms."""
 NeighbourStore = Callable[[KnowledgeGraph], Store]
 """Opens a sandboxed store on a neighbour (given as a KnowledgeGraph of its files)."""
 
@@ -236,41 +238,70 @@ def _build_kg(
     kg: KnowledgeGraph, store_for: Callable[[KnowledgeGraph], Store], neighbour_store: NeighbourStore, differs: Differs,
     config: SuiteConfig, gold_config: GoldConfig, writer: GoldWriter, previous: GoldReader | None, report: SuiteReport, progress: Callable[[str], None] | None,
 ) -> None:
+    """A KG's suites. The questions' work on the original KG (their gold entries, every mutant
+    run there) starts in the sandbox workers while this thread makes the neighbours: fuzzing
+    is this process's CPU, those queries the workers', so each waits less for the other."""
     data = kg_sha256(kg.files)
     settings = settings_sha256(config, gold_config)
     old_suites, old_entries = _previous_kg(previous, kg.id, report)
     parsed = read_kg(kg.files)
-    named = named_terms(q.sparql for q in kg.questions if q.query_language == "sparql")
-    made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named)
-    stored = {n.id: _store_neighbour(writer, n) for n in made}
-    stores = _Stores(kg, stored, neighbour_store, store_for, writer.staging)
-    entries: dict[str, dict[str, GoldEntry]] = {n: {} for n in stored}
+    stores = _Stores(kg, {}, neighbour_store, store_for, writer.staging)
     alternatives = _alternatives(parsed)
-    def one(question: Question) -> QuestionSuite | None:
-        old = old_suites.get(question.id)
-        if old is not None and old.query_sha256 == question.sparql_sha256 and old.kg_sha256 == data and old.settings_sha256 == settings:
-            for n in old.neighbours:
-                entries[n][question.id] = old_entries[n][question.id].read()
-            report.reused.append(question.id)
-            suite: QuestionSuite | None = old
-        else:
-            suite = _distil(question, data, settings, stores, differs, config, gold_config, alternatives, entries)
-            (report.built if suite is not None else report.skipped).append(question.id)
-        if progress:
-            progress(question.id)
-        return suite
-
+    kept_suites = {q.id: old for q in kg.questions if (old := old_suites.get(q.id)) is not None and _unchanged(old, q, data, settings)}
     try:  # `gold.concurrency` questions at once, as a gold rebuild builds them (one sandbox worker each)
         with ThreadPoolExecutor(max_workers=gold_config.concurrency, thread_name_prefix="kgeval-suite") as pool:
+            on_kg = {
+                q.id: pool.submit(_on_original, q, stores, differs, config, gold_config, alternatives) for q in kg.questions if q.id not in kept_suites
+            }  # fmt: skip
+            try:
+                _add_neighbours(kg, parsed, data, config, writer, stores)
+            except BaseException:
+                pool.shutdown(cancel_futures=True)  # no suite without neighbours: the work on the KG waiting is dropped
+                raise
+            entries: dict[str, dict[str, GoldEntry]] = {n: {} for n in stores.stored}
+
+            def one(question: Question) -> QuestionSuite | None:
+                old = kept_suites.get(question.id)
+                if old is not None:
+                    for n in old.neighbours:
+                        entries[n][question.id] = old_entries[n][question.id].read()
+                    report.reused.append(question.id)
+                else:
+                    old = _distil(question, on_kg[question.id].result(), data, settings, stores, differs, config, gold_config, entries)
+                    (report.built if old is not None else report.skipped).append(question.id)
+                if progress:
+                    progress(question.id)
+                return old
+
             suites = [s for s in pool.map(one, kg.questions) if s is not None]
     finally:
         stores.close()
+    _add_kg(writer, kg, data, len(parsed.statements), stores.stored, entries, suites)
+    report.suites += suites
+
+
+def _add_neighbours(kg: KnowledgeGraph, parsed: _Kg, data: str, config: SuiteConfig, writer: GoldWriter, stores: _Stores) -> None:
+    """Make the KG's neighbours, write their files into the version and let `stores` open them."""
+    named = named_terms(q.sparql for q in kg.questions if q.query_language == "sparql")
+    made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named, read=(parsed, data))
+    stores.stored.update((n.id, _store_neighbour(writer, n)) for n in made)
+
+
+def _unchanged(old: QuestionSuite, question: Question, data: str, settings: str) -> bool:
+    """Whether a question's previous suite still holds: its reference query, the KG's data and
+    the suite settings are those it was built for."""
+    return old.query_sha256 == question.sparql_sha256 and old.kg_sha256 == data and old.settings_sha256 == settings
+
+
+def _add_kg(
+    writer: GoldWriter, kg: KnowledgeGraph, data: str, triples: int, stored: dict[str, NeighbourInfo], entries: dict[str, dict[str, GoldEntry]], suites: list[QuestionSuite]
+) -> None:
+    """Write a KG's suites: the neighbours some suite keeps (with their entries) and the record."""
     kept = {n for s in suites for n in s.neighbours}
     for n in sorted(kept):
         writer.add_kg(n, (entries[n][s.question_id] for s in suites if n in s.neighbours))
-    record = KgSuites(kg=kg.id, kg_sha256=data, triples=len(parsed.statements), neighbours={n: stored[n] for n in sorted(kept)}, questions=suites)
+    record = KgSuites(kg=kg.id, kg_sha256=data, triples=triples, neighbours={n: stored[n] for n in sorted(kept)}, questions=suites)
     writer.add_file(f"{SUITES_DIR}/{kg.id}.json", record.model_dump_json(indent=1) + "\n")
-    report.suites += suites
     _drop_unkept(writer, stored, kept)
 
 
@@ -333,16 +364,33 @@ class Reference(NamedTuple):
     result: QueryResult
     result_sha256: str
     ties: TieInfo | None = None
+    cells: CellResult | None = None
+    """The plain execution's cells: the first execution of the neighbour's gold entry if it is chosen."""
+
+    @classmethod
+    def of(cls, cells: CellResult) -> Reference:
+        """One plain execution's result, hashed on its cells (`CellResult.sha256`, the hash of
+        `QueryResult.sha256` without a Term spelled per cell)."""
+        return cls(cells.typed(), cells.sha256(), None, cells)
 
 
-def _distil(
-    question: Question, data: str, settings: str, stores: _Stores, differs: Differs, config: SuiteConfig, gold_config: GoldConfig,
-    alternatives: Callable[[str | None, Token], list[Token]], entries: dict[str, dict[str, GoldEntry]],
-) -> QuestionSuite | None:
-    """The suite of one question (None when it has none: not SPARQL, or its reference fails on
-    the original KG). The reference runs once on each neighbour to compare mutants with; only
-    the neighbours chosen get a gold entry (repeated executions, ties), and one whose entry is
-    not deterministic is left out and the choice made again without it."""
+class _OnKg(NamedTuple):
+    """A question's work on the original KG, done before its neighbours are needed."""
+
+    entry: GoldEntry
+    """The reference's gold entry there."""
+    found: list[Mutant]
+    """Its mutants."""
+    outcomes: list[MutantRecord | bool]
+    """Per mutant: its record when the original KG decides it (killed there, or undecided),
+    else whether its result there is the reference's."""
+
+
+def _on_original(
+    question: Question, stores: _Stores, differs: Differs, config: SuiteConfig, gold_config: GoldConfig, alternatives: Callable[[str | None, Token], list[Token]],
+) -> _OnKg | None:
+    """A question's gold entry and mutants on the original KG (None when it has no suite: not
+    SPARQL, or its reference fails there)."""
     if question.query_language != "sparql":
         return None
     try:
@@ -350,19 +398,49 @@ def _distil(
     except QueryError:
         return None
     found = mutants(question.sparql, alternatives, config.mutants)
-    usable, left_out = {}, {}
-    for n in stores.stored:
+    outcomes: list[MutantRecord | bool] = []
+    for mutant in found:
         try:
-            result = stores.neighbour(n).execute(question.sparql, timeout_s=gold_config.timeout_s, row_cap=gold_config.row_cap)
+            result = stores.original().execute_cells(mutant.sparql, timeout_s=config.mutant_timeout_s, row_cap=gold_config.row_cap)
         except QueryError as exc:
-            left_out[n] = f"the reference query fails here: {exc}"
+            outcomes.append(MutantRecord(kind=mutant.kind, where=mutant.where, sparql=mutant.sparql, status="undecided", error=str(exc)[:300]))
             continue
-        usable[n] = Reference(result, result.sha256())
-    records, kills = _kill_matrix(question, found, original, usable, stores, differs, config, gold_config)
+        same, told = _compared(question, original, result, mutant.sparql, differs)
+        outcomes.append(MutantRecord(kind=mutant.kind, where=mutant.where, sparql=mutant.sparql, status="killed_on_kg") if told else same)
+    return _OnKg(original, found, outcomes)
+
+
+def _distil(
+    question: Question, on_kg: _OnKg | None, data: str, settings: str, stores: _Stores, differs: Differs, config: SuiteConfig, gold_config: GoldConfig,
+    entries: dict[str, dict[str, GoldEntry]],
+) -> QuestionSuite | None:
+    """The suite of one question (None when it has none: `on_kg` None). The reference runs
+    once on each neighbour to compare mutants with; only the neighbours chosen get a gold entry
+    (repeated executions, ties), and one whose entry is not deterministic is left out and the
+    choice made again without it."""
+    if on_kg is None:
+        return None
+    original = on_kg.entry
+    usable, left_out = {}, {}
+
+    def reference(n: str) -> Reference | str:
+        try:
+            return Reference.of(stores.neighbour(n).execute_cells(question.sparql, timeout_s=gold_config.timeout_s, row_cap=gold_config.row_cap))
+        except QueryError as exc:
+            return f"the reference query fails here: {exc}"
+
+    for n, ran in zip(stores.stored, _at_once(reference, list(stores.stored), gold_config.concurrency), strict=True):
+        if isinstance(ran, str):
+            left_out[n] = ran
+        else:
+            usable[n] = ran
+    records, kills = _kill_matrix(question, on_kg, usable, stores, differs, config, gold_config)
     built: dict[str, GoldEntry] = {}
     while True:
         chosen = _greedy(kills, usable, original, config.min_neighbours)
-        unsettled = [n for n in chosen if n not in built and not _settle(question, n, stores, gold_config, built, left_out)]
+        todo = [n for n in chosen if n not in built]
+        made = _at_once(lambda n: _settled(question, n, stores, gold_config, usable[n].cells), todo, gold_config.concurrency)
+        unsettled = [n for n, entry in zip(todo, made, strict=True) if not _keep(n, entry, built, left_out)]
         if not unsettled:
             break
         for n in unsettled:
@@ -381,24 +459,43 @@ def _distil(
     )  # fmt: skip
 
 
-def _settle(question: Question, n: str, stores: _Stores, gold_config: GoldConfig, built: dict[str, GoldEntry], left_out: dict[str, str]) -> bool:
-    """Build the gold entry of a chosen neighbour; False (and why, in `left_out`) when it
-    cannot be one: the reference fails there, or is not deterministic (never a false reject)."""
+def _at_once(work: Callable[[str], object], neighbours: list[str], width: int) -> list:
+    """`work` on each neighbour, `width` at once (each neighbour is its own store with its own
+    sandbox workers), the outcomes in the neighbours' order. Only for the reference query and
+    its entries, whose timeout (`gold.timeout_s`) leaves room for the wait; mutants, with their
+    short `suite.mutant_timeout_s`, run one at a time, and `width` (`gold.concurrency`) keeps
+    what runs beside them as a gold rebuild's questions do: one that runs out is undecided, and
+    changes the suite."""
+    if len(neighbours) < 2 or width < 2:
+        return [work(n) for n in neighbours]
+    with ThreadPoolExecutor(max_workers=min(width, len(neighbours)), thread_name_prefix="kgeval-suite-neighbour") as each:
+        return list(each.map(work, neighbours))
+
+
+def _settled(question: Question, n: str, stores: _Stores, gold_config: GoldConfig, first: CellResult | None) -> GoldEntry | str:
+    """The gold entry of a chosen neighbour, or why it cannot be one: the reference fails
+    there, or is not deterministic (never a false reject). `first`: the reference's plain
+    execution there, which is the entry's first execution (not run again)."""
     try:
-        entry = build_entry(n, question, stores.neighbour(n), gold_config)
+        entry = build_entry(n, question, stores.neighbour(n), gold_config, first)
     except QueryError as exc:
-        left_out[n] = f"the reference query fails here: {exc}"
-        return False
+        return f"the reference query fails here: {exc}"
     if entry.nondeterministic:
-        left_out[n] = "the reference query is not deterministic here: " + "; ".join(entry.nondeterministic)
+        return "the reference query is not deterministic here: " + "; ".join(entry.nondeterministic)
+    return entry
+
+
+def _keep(n: str, entry: GoldEntry | str, built: dict[str, GoldEntry], left_out: dict[str, str]) -> bool:
+    """Keep a chosen neighbour's entry in `built`; False (and why, in `left_out`) when it has none."""
+    if isinstance(entry, str):
+        left_out[n] = entry
         return False
     built[n] = entry
     return True
 
 
 def _kill_matrix(
-    question: Question, found: list[Mutant], original: GoldEntry, usable: dict[str, Reference], stores: _Stores,
-    differs: Differs, config: SuiteConfig, gold_config: GoldConfig,
+    question: Question, on_kg: _OnKg, usable: dict[str, Reference], stores: _Stores, differs: Differs, config: SuiteConfig, gold_config: GoldConfig,
 ) -> tuple[list[MutantRecord], dict[str, set[int]]]:
     """Each mutant's record (killed on the KG, undecided, equivalent, or survived so far) and,
     per usable neighbour, the mutants it tells apart among those the original KG does not. A
@@ -407,29 +504,31 @@ def _kill_matrix(
     apart); one never told apart runs on all."""
     records: list[MutantRecord] = []
     kills: dict[str, set[int]] = {n: set() for n in usable}
-    for m, mutant in enumerate(found):
-        base = {"kind": mutant.kind, "where": mutant.where, "sparql": mutant.sparql}
-        try:
-            result = stores.original().execute(mutant.sparql, timeout_s=config.mutant_timeout_s, row_cap=gold_config.row_cap)
-        except QueryError as exc:
-            records.append(MutantRecord(**base, status="undecided", error=str(exc)[:300]))
+    for m, (mutant, same) in enumerate(zip(on_kg.found, on_kg.outcomes, strict=True)):
+        if isinstance(same, MutantRecord):  # decided on the original KG (`_on_original`)
+            records.append(same)
             continue
-        if differs(question, original, result, mutant.sparql):
-            records.append(MutantRecord(**base, status="killed_on_kg"))
-            continue
-        same = result.sha256() == original.result_sha256
         for n, entry in usable.items():
             try:
-                there = stores.neighbour(n).execute(mutant.sparql, timeout_s=config.mutant_timeout_s, row_cap=gold_config.row_cap)
+                there = stores.neighbour(n).execute_cells(mutant.sparql, timeout_s=config.mutant_timeout_s, row_cap=gold_config.row_cap)
             except QueryError:
                 same = False
                 continue  # not told apart here (an answer that fails here fails the suite anyway)
-            same = same and there.sha256() == entry.result_sha256
-            if differs(question, entry, there, mutant.sparql):
+            equal, told = _compared(question, entry, there, mutant.sparql, differs)
+            same = same and equal
+            if told:
                 kills[n].add(m)
                 break
-        records.append(MutantRecord(**base, status="equivalent" if same else "survived"))
+        records.append(MutantRecord(kind=mutant.kind, where=mutant.where, sparql=mutant.sparql, status="equivalent" if same else "survived"))
     return records, kills
+
+
+def _compared(question: Question, reference: GoldEntry | Reference, cells: CellResult, sparql: str, differs: Differs) -> tuple[bool, bool]:
+    """(whether a mutant's result is the reference's, whether the judge tells them apart),
+    hashed on the cells: Terms are built only for a result that differs (`Differs`)."""
+    if cells.sha256() == reference.result_sha256:
+        return True, False
+    return False, differs(question, reference, cells.typed(), sparql)
 
 
 def _greedy(kills: dict[str, set[int]], usable: dict[str, Reference], original: GoldEntry, minimum: int) -> list[str]:
@@ -444,7 +543,10 @@ def _greedy(kills: dict[str, set[int]], usable: dict[str, Reference], original: 
             break
         chosen.append(best)
         left -= kills[best]
-    for n in sorted(usable, key=lambda n: (-_change(original, usable[n]), n)):
+    if len(chosen) >= minimum:
+        return chosen
+    ours = _row_set(original.result)
+    for n in sorted(usable, key=lambda n: (-_change(original, ours, usable[n]), n)):
         if len(chosen) >= minimum:
             break
         if n not in chosen:
@@ -452,15 +554,19 @@ def _greedy(kills: dict[str, set[int]], usable: dict[str, Reference], original: 
     return chosen
 
 
-def _change(original: GoldEntry, entry: Reference) -> int:
+def _change(original: GoldEntry, ours: set[tuple], entry: Reference) -> int:
     """How much a neighbour's gold differs from the original's (rows not shared, plus one when
-    the results differ at all)."""
+    the results differ at all); `ours`: the original's rows (`_row_set`)."""
     a, b = original.result, entry.result
     if a.form == "ask":
         return int(a.boolean != b.boolean)
-    ours = {tuple(str(c) for c in row) for row in a.rows}
-    theirs = {tuple(str(c) for c in row) for row in b.rows}
-    return len(ours ^ theirs) + int(original.result_sha256 != entry.result_sha256)
+    return len(ours ^ _row_set(b)) + int(original.result_sha256 != entry.result_sha256)
+
+
+def _row_set(result: QueryResult) -> set[tuple]:
+    """A result's distinct rows, each cell as its fields (`term_cell`, read in C: a Term is
+    equal to another exactly when its fields are)."""
+    return {tuple(None if c is None else term_cell(c) for c in row) for row in result.rows}
 
 
 def _constants(kg: KnowledgeGraph) -> list[tuple[str | None, ox.Literal]]:

@@ -102,6 +102,43 @@ def test_a_later_execution_is_sent_only_when_its_terms_differ(holdout):
         store.close()
 
 
+@pytest.mark.parametrize("executions", [1, 2, 3])
+def test_an_entry_built_on_a_first_execution_given_is_the_entry_built_whole(holdout, executions):
+    """`build_entry(..., first=)` (a suite build hands over the reference's plain execution on a
+    neighbour) runs only the later executions: the entry is the one built running all of them,
+    and a query whose answer changes from one execution to the next is still found out."""
+    from kgeval.gold._build import build_entry
+
+    config = GoldConfig(row_cap=8, executions=executions)
+    loaded = load_holdout(holdout)
+    store = RecordingStore(loaded.kgs[0].files, local_copy=False)
+    try:
+        for question in loaded.questions():
+            whole = build_entry("t", question, store, config)
+            store.repeated.clear()
+            first = store.execute_cells(question.sparql, timeout_s=30, row_cap=8)
+            given = build_entry("t", question, store, config, first)
+            assert store.repeated[:1] == ([executions - 1] if executions > 1 else []), question.id  # the first is not run again
+            if question.id in VOLATILE:
+                assert given.nondeterministic == whole.nondeterministic, question.id
+                continue
+            assert _unlabelled(given.model_dump()) == _unlabelled(whole.model_dump()), question.id
+    finally:
+        store.close()
+
+
+class RecordingStore(EmbeddedStore):
+    """Records how many executions each `execute_repeated` asks for."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.repeated: list[int] = []
+
+    def execute_repeated(self, query: str, *, executions: int, timeout_s: float, row_cap: int):  # noqa: ANN201
+        self.repeated.append(executions)
+        return super().execute_repeated(query, executions=executions, timeout_s=timeout_s, row_cap=row_cap)
+
+
 def test_a_failing_later_execution_fails_the_request_and_the_worker_serves_on(holdout):
     """An execution that fails ends the request with its error, as the first failing
     execution ended the rebuild's executions before; the worker is not retired by it."""

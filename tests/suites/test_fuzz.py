@@ -115,3 +115,13 @@ def test_same_bytes_whatever_the_process_string_hashing() -> None:
         for seed in ("1", "2", "3")
     }
     assert len(digests) == 1, digests
+
+
+def test_a_kg_read_once_gives_the_same_neighbours() -> None:
+    """The suite build reads and hashes the KG once and hands it to `make_neighbours`: the
+    neighbours are those it makes reading the files itself."""
+    from kgeval.gold._fuzz import kg_sha256, read_kg
+
+    made = make_neighbours("hr", [HR], {}, 2, seed=0, named=NAMED)
+    given = make_neighbours("hr", [HR], {}, 2, seed=0, named=NAMED, read=(read_kg([HR]), kg_sha256([HR])))
+    assert [n.files for n in given] == [n.files for n in made]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -129,3 +131,33 @@ def test_cli_summary_names_the_kill_rates(hr_suites) -> None:
     shown = subprocess.run([sys.executable, "-m", "kgeval", "suite", "show", "--gold", str(gold)], capture_output=True, text=True, env=env, timeout=600)
     assert shown.returncode == 0, shown.stderr
     assert "median kill rate" in shown.stdout and "kill rates: 100%" in shown.stdout
+
+
+def test_judge_asked_only_about_results_unlike_the_reference_and_builds_agree(tmp_path: Path) -> None:
+    """Distillation hashes each mutant's result on its cells and asks the judge (`Differs`) only
+    about one whose hash is not the reference's: the judge accepts the gold itself, so building
+    Terms and judging there is wasted. And the questions' work on the original KG runs while the
+    neighbours are made: two builds (the same seed and KG) still give the same bytes."""
+    from kgeval.config import KgevalConfig
+    from kgeval.gold import build_suites
+    from kgeval.holdout import load_holdout
+    from kgeval.judges import judges_from_config
+    from kgeval.runs import neighbour_store, suite_differs
+    from tests.suites.conftest import store_for
+
+    holdout = copy_kgs(tmp_path / "holdout", "hr")
+    cfg = KgevalConfig()
+    build(holdout, tmp_path / "first")  # the gold, and suites built as the CLI builds them
+    judge = suite_differs(judges_from_config(cfg.judges)[cfg.judges.primary])
+    asked: list[bool] = []
+
+    def differs(question, entry, result, sparql) -> bool:  # noqa: ANN001
+        asked.append(result.sha256() == entry.result_sha256)
+        return judge(question, entry, result, sparql)
+
+    second = tmp_path / "second"
+    shutil.copytree(tmp_path / "first", second, ignore=shutil.ignore_patterns("suites"))
+    build_suites(load_holdout(holdout), store_for(cfg), neighbour_store(cfg), differs, cfg.suite, cfg.gold, suites_path(second))
+    assert asked and not any(asked), f"the judge was asked about {sum(asked)} results equal to the reference's"
+    files = lambda gold: json.loads((suites_path(gold) / "current" / MANIFEST).read_text())["files"]  # noqa: E731
+    assert files(second) == files(tmp_path / "first")
