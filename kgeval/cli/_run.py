@@ -164,34 +164,48 @@ def runs(
     system: Annotated[str | None, typer.Option("--system", help="Only this system's runs.")] = None,
 ) -> None:
     """Every run in the database, oldest first, tab-separated: id, system, status, accuracy
-    (with its interval, or "withheld" when the harness failed too often) and start time."""
+    (with its interval, or "withheld" when the harness failed too often), start time, and the
+    run a re-judged run was derived from (`kgeval rejudge`; "-" for a run of a system)."""
     from kgeval.reports import build_report, format_accuracy
     from kgeval.runs import ResultsDB, RunChanged
 
     changed: list[str] = []
 
-    def accuracy(results: ResultsDB, run_id: str) -> tuple[str, str]:
+    def listed(results: ResultsDB, m: RunMetadata) -> list[str]:
         try:
-            status = results.status(run_id)
+            status = results.status(m.run_id)
         except RunChanged as exc:  # listed, its figures not shown; the others are still listed
             changed.append(str(exc))
-            return "changed", "not shown: changed after it was sealed"
+            return ["changed", "not shown: changed after it was sealed", _started(m), "not shown"]
         if status == "refused":  # nothing was dispatched: there is no accuracy to withhold
-            return status, "none (the pre-eval checklist refused it: `kgeval report` shows why)"
-        return status, format_accuracy(build_report(results, run_id).overall)
+            return [status, "none (the pre-eval checklist refused it: `kgeval report` shows why)", _started(m), _derived(m)]
+        return [status, format_accuracy(build_report(results, m.run_id).overall), _started(m), _derived(m)]
 
     with ResultsDB(db, read_only=True) as results:
-        found = results.runs(system=system, status=None)
-        lines = [[m.run_id, m.system, *accuracy(results, m.run_id), m.started_at[:19].replace("T", " ")] for m in found]
+        lines = [[m.run_id, m.system, *listed(results, m)] for m in results.runs(system=system, status=None)]
     if not lines:
         err.print(f"{db}: no runs" + (f" of system {system}" if system else ""), markup=False)
         return
-    for line in [["run", "system", "status", "accuracy", "started"], *lines]:
+    for line in [["run", "system", "status", "accuracy", "started", "derived from"], *lines]:
         print("\t".join(line))
     for message in changed:
         err.print(message, markup=False)
     if changed:
         raise typer.Exit(RunChanged.exit_code)
+
+
+def _started(m: RunMetadata) -> str:
+    return m.started_at[:19].replace("T", " ")
+
+
+def _derived(m: RunMetadata) -> str:
+    """What `kgeval runs` says of a re-judged run's source, as its run page marks it."""
+    origin = m.derived_from
+    if origin is None:
+        return "-"
+    if origin.source == "export":
+        return f"rejudged export {origin.source_file} (run {origin.source_run_id})"
+    return f"rejudged run {origin.source_run_id}"
 
 
 class ExportFormat(StrEnum):

@@ -161,6 +161,21 @@ def test_a_tampered_source_is_refused_as_a_damaged_database_and_nothing_is_writt
     con.close()
 
 
+def test_runs_marks_a_derived_run_with_its_source(mini_holdout, mini_gold, tmp_path):
+    """`kgeval runs` listed a re-judged run as any other: only its run page said it was derived."""
+    db = tmp_path / "r.duckdb"
+    source = _ran(kgeval("run", "--system", "weak", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)))
+    derived = _ran(kgeval("rejudge", source, "--db", str(db)))
+    listed = kgeval("runs", "--db", str(db))
+    assert listed.returncode == 0, listed.stderr
+    header, *lines = [line.split("\t") for line in listed.stdout.splitlines()]
+    assert header == ["run", "system", "status", "accuracy", "started", "derived from"]
+    rows = {line[0]: dict(zip(header, line)) for line in lines}
+    assert rows[source]["derived from"] == "-"
+    assert rows[derived]["derived from"] == f"rejudged run {source}"
+    assert rows[derived]["accuracy"] == rows[source]["accuracy"]
+
+
 def test_an_unfinished_source_is_refused(mini_holdout, mini_gold, tmp_path):
     db = tmp_path / "r.duckdb"
     source = _ran(kgeval("run", "--system", "weak", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)))
