@@ -131,7 +131,7 @@ def report(
     judge: Annotated[str | None, typer.Option("--judge", help="Publish this enabled judge's figures (default: the pre-registered primary, which stays marked as such).")] = None,
 ) -> None:
     """Accuracy with Wilson 95% intervals and a Clopper-Pearson bound, the bound if excluded
-    attempts were wrong, and accuracy without empty-gold questions; wrong answers by cause and
+    attempts were wrong, and accuracy without the empty-like golds; wrong answers by cause and
     macro precision/recall/F1 per KG; seed spread and consistency; honeypots; excluded attempts;
     judges and their rules; audits of accepts; gold review coverage."""
     from kgeval.cli._show import opened_source, report_samples
