@@ -228,7 +228,7 @@ def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards
         return None if lookups[q.kg] is None else missing_vocabulary(q.sparql, lookups[q.kg])
 
     try:
-        empty = empty_golds(plan.gold_dir, plan.holdout, missing)  # type: ignore[arg-type]
+        empty = empty_golds(plan.gold_dir, plan.holdout, missing)
     except KgevalError:
         return [ChecklistItem(item="empty_gold", observed=GOLD_UNREADABLE, passed=False)]
     counted = describe_empty_golds(empty)

@@ -212,6 +212,26 @@ def reference_store(cfg: KgevalConfig, kg: KnowledgeGraph) -> Store:
     return open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
 
 
+@gold_app.command("seal")
+@user_errors
+def gold_seal(
+    gold: GoldOpt = Path("gold"),
+    key_file: Annotated[Path | None, typer.Option("--key-file", help="File holding the integrity key (default: the configured one, KGEVAL_INTEGRITY_KEY or KGEVAL_INTEGRITY_KEY_FILE).")] = None,
+) -> None:
+    """Sign the gold in force with the integrity key, as it is: its content is checked first (a
+    damaged gold is refused, exit 2), then the manifest's HMAC is written beside it. Its content
+    and manifest hash are unchanged, so runs already made on it still name it."""
+    from kgeval.gold import seal_gold
+    from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, integrity_key, key_from_file
+
+    key = key_from_file(key_file) if key_file is not None else integrity_key()
+    if key is None:
+        raise InputError(f"no integrity key: give --key-file FILE, or set {KEY_FILE_ENV} (or {KEY_ENV}); make one with `umask 077; openssl rand -hex 32 > FILE`")
+    digest, written = seal_gold(gold, key)
+    said = "signed with the integrity key" if written else "already signed with this integrity key: nothing written"
+    out.print(f"gold {gold}: content verified, {said} (gold manifest {digest[:12]}, unchanged)", markup=False)
+
+
 @gold_app.command("verify")
 @user_errors
 def gold_verify(

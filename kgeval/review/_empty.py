@@ -28,9 +28,10 @@ EmptyKind = Literal["empty", "zero_or_unbound", "false_ask"]
 KIND_NAMES: dict[str, str] = {"empty": "empty", "zero_or_unbound": "one-row zero/unbound", "false_ask": "false ASK"}
 """Each kind as every count of empty-like golds names it."""
 Confirmation = Literal["expect_empty", "confirmed_on_record", "excluded", "not_needed", "unconfirmed"]
-MissingVocabulary = Callable[[Question], list[str]]
+MissingVocabulary = Callable[[Question], list[str] | None]
 """The IRIs a question's reference query needs that its KG lacks (the judges' `missing_vocabulary`
-on the KG's lookup): what tells a false ASK that says nothing from one that answers "no"."""
+on the KG's lookup; None when the KG cannot be asked): what tells a false ASK that says nothing
+from one that answers "no"."""
 
 
 class EmptyGold(BaseModel):
