@@ -14,6 +14,8 @@ from kgeval._activity import Activity
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, heartbeat, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kgeval.config import KgevalConfig
     from kgeval.reports import RunReport
     from kgeval.runs import RunMetadata
@@ -41,13 +43,19 @@ def _run(
         err.print(f"warning: {note}", markup=False)
     total, done, activity = len(loaded.evaluated_questions()) * cfg.run.seeds, [0], Activity()
     with ResultsDB(db) as results, progress_bar(f"run {system}", total) as advance:
-
-        def counted(item: str) -> None:
-            done[0] += 1
-            advance(item)
-
+        counted = _counting(done, advance)
         with heartbeat(activity, lambda: f"run {system}: {done[0]} of {total} attempts done", cfg.progress):  # a held call is named while it runs
             return execute_run(loaded, gold, sut, cfg, results, counted, checklist=checklist, replay=replay, compare_with=compare_with, activity=activity)
+
+
+def _counting(done: list[int], advance: Callable[[str], None]) -> Callable[[str], None]:
+    """`advance`, also counting the attempts done in `done[0]` for the heartbeat's line."""
+
+    def counted(item: str) -> None:
+        done[0] += 1
+        advance(item)
+
+    return counted
 
 
 def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
@@ -69,11 +77,15 @@ def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
         meta = results.metadata(run_id)
         cfg = KgevalConfig.model_validate(meta.config)
         checklist = (rejudge_checklist if meta.derived_from is not None else pre_eval_checklist)(checklist_path or cfg.run.checklist)
-        total = len(results.questions(run_id)) * len(meta.seeds)
+        total, activity = len(results.questions(run_id)) * len(meta.seeds), Activity()
+        done = [len(results.done_keys(run_id))]
         with progress_bar(f"resume {run_id}", total) as advance:
-            for _ in results.done_keys(run_id):
+            for _ in range(done[0]):
                 advance("")
-            return resume_run(run_id, results, system_for, advance, checklist=checklist)
+            counted = _counting(done, advance)
+            # a held call is named while it runs, as in a run that is not resumed
+            with heartbeat(activity, lambda: f"resume {run_id}: {done[0]} of {total} attempts done", cfg.progress):
+                return resume_run(run_id, results, system_for, counted, checklist=checklist, activity=activity)
 
 
 @user_errors
