@@ -87,6 +87,20 @@ def test_excluded_questions_are_counted_one_way_in_every_rebuild(tmp_path):
         assert len(lines) == 1 and "question mini-05: excluded on record, no gold: " in lines[0], rebuilt.stderr
 
 
+def _http_config(tmp_path: Path, server: LoopbackServer) -> Path:
+    """`kgeval init --system http` for `server`, with a long call timeout and a heartbeat every 0.2 s."""
+    init = subprocess.run([sys.executable, "-m", "kgeval", "init", "--system", "http", "--url", server.url + "/answer", str(tmp_path / "cfg")],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert init.returncode == 0, init.stderr
+    config = tmp_path / "cfg" / "kgeval.yaml"
+    doc = yaml.safe_load(config.read_text())
+    doc["systems"]["http"]["timeout_s"] = 600
+    doc["systems"]["http"]["guards_url"] = server.url + "/guards"
+    doc["progress"] = {"log_every_s": 0.2}
+    config.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return config
+
+
 def test_a_held_system_call_is_named_while_it_runs(tmp_path, mini_holdout, mini_gold):
     """The same for `kgeval run`: an attempt waiting on its system is named while it waits (an
     endpoint on loopback holds one question's reply until the test has read the line)."""
@@ -106,15 +120,7 @@ def test_a_held_system_call_is_named_while_it_runs(tmp_path, mini_holdout, mini_
     oracle = subprocess.run([sys.executable, "-m", "kgeval", "run", "--system", "oracle", "--seeds", "1", *at], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert oracle.returncode == 0, oracle.stderr
     with LoopbackServer(reply) as server:
-        init = subprocess.run([sys.executable, "-m", "kgeval", "init", "--system", "http", "--url", server.url + "/answer", str(tmp_path / "cfg")],
-                              capture_output=True, text=True, cwd=REPO, timeout=600)
-        assert init.returncode == 0, init.stderr
-        config = tmp_path / "cfg" / "kgeval.yaml"
-        doc = yaml.safe_load(config.read_text())
-        doc["systems"]["http"]["timeout_s"] = 600
-        doc["systems"]["http"]["guards_url"] = server.url + "/guards"
-        doc["progress"] = {"log_every_s": 0.2}
-        config.write_text(yaml.safe_dump(doc), encoding="utf-8")
+        config = _http_config(tmp_path, server)
         run = subprocess.Popen([sys.executable, "-m", "kgeval", "run", "--system", "http", "--seeds", "1", "--config", str(config), *at],
                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen: list[str] = []
@@ -178,15 +184,7 @@ def test_a_resumed_run_names_a_held_system_call_while_it_runs(tmp_path, mini_hol
     oracle = subprocess.run([sys.executable, "-m", "kgeval", "run", "--system", "oracle", "--seeds", "1", *at], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert oracle.returncode == 0, oracle.stderr
     with LoopbackServer(reply) as server:
-        init = subprocess.run([sys.executable, "-m", "kgeval", "init", "--system", "http", "--url", server.url + "/answer", str(tmp_path / "cfg")],
-                              capture_output=True, text=True, cwd=REPO, timeout=600)
-        assert init.returncode == 0, init.stderr
-        config = tmp_path / "cfg" / "kgeval.yaml"
-        doc = yaml.safe_load(config.read_text())
-        doc["systems"]["http"]["timeout_s"] = 600
-        doc["systems"]["http"]["guards_url"] = server.url + "/guards"
-        doc["progress"] = {"log_every_s": 0.2}  # recorded with the run: the resume's interval too
-        config.write_text(yaml.safe_dump(doc), encoding="utf-8")
+        config = _http_config(tmp_path, server)  # its heartbeat interval is recorded with the run: the resume's too
         run = subprocess.Popen([sys.executable, "-m", "kgeval", "run", "--system", "http", "--seeds", "1", "--config", str(config), *at],
                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         named, seen = _named(run, wanted)
