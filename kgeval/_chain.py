@@ -52,7 +52,12 @@ CREATE TABLE IF NOT EXISTS log_heads (
 
 
 class BrokenLog(CheckFailed):
-    """A chained log was edited, cut or forged: nothing of it is read."""
+    """A chained log was edited, cut or forged: nothing of it is read. A found mismatch (the
+    service answers 409), refused by a command as a tampered results database is (exit 2, as
+    `RunChanged`); a report that withholds only its audit or review figures for it says so and
+    exits 1, its other figures shown."""
+
+    exit_code = 2
 
 
 @contextmanager

@@ -12,8 +12,8 @@ No key configured: `integrity_key()` is None and only the plain hashes are writt
 
 Make a key with `umask 077; openssl rand -hex 32 > /etc/kgeval/key` (64 characters). Evidence
 written before the key was set carries no tag and is refused once it is set: sign the holdout
-with `kgeval holdout seal` (its manifest hash is unchanged) and the gold with `kgeval gold
-rebuild` (a new gold version: its queries are executed again with the key set).
+with `kgeval holdout seal` and the gold with `kgeval gold seal` (each after checking its content;
+both manifest hashes unchanged, so runs made on them still name them).
 """
 
 from __future__ import annotations
@@ -34,16 +34,24 @@ def integrity_key() -> bytes | None:
     """The configured HMAC key, or None. InputError names a key that is too short or a key
     file that cannot be read."""
     raw = os.environ.get(KEY_ENV)
-    source = f"${KEY_ENV}"
     if raw is None and os.environ.get(KEY_FILE_ENV):
         path = Path(os.environ[KEY_FILE_ENV])
-        source = f"{path} (${KEY_FILE_ENV})"
-        try:
-            raw = path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise InputError(f"{source}: cannot read the integrity key: {exc}") from None
-    if raw is None:
-        return None
+        return key_from_file(path, f"{path} (${KEY_FILE_ENV})")
+    return None if raw is None else _checked_key(raw, f"${KEY_ENV}")
+
+
+def key_from_file(path: Path, source: str | None = None) -> bytes:
+    """The key a file holds (stripped of surrounding whitespace); InputError naming `source`
+    (default: the file) when it cannot be read or is too short."""
+    source = source or str(path)
+    try:
+        raw = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{source}: cannot read the integrity key: {exc}") from None
+    return _checked_key(raw, source)
+
+
+def _checked_key(raw: str, source: str) -> bytes:
     key = raw.encode("utf-8")
     if len(key) < MIN_KEY_BYTES:
         raise InputError(f"{source}: the integrity key must be at least {MIN_KEY_BYTES} bytes")

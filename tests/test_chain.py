@@ -90,9 +90,11 @@ def test_every_tampering_of_the_audit_log_is_caught_by_every_reader(audited, min
         log.records(run_id)
     with AuditLog(db) as log, pytest.raises(BrokenLog, match=expected):  # never written onto
         log.append(_any_record(run_id))
-    for command in (["report", run_id], ["audit", "show", run_id, sample_id]):
+    # the report shows its other figures, the audit's withheld (a failed check); `audit show`
+    # refuses the log as every reader refuses a tampered results database (exit 2)
+    for command, code in ((["report", run_id], 1), (["audit", "show", run_id, sample_id], 2)):
         done = _kgeval(*command, "--db", str(db), "--gold", str(mini_gold))
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == code, done.stderr
         assert expected in done.stderr and "Traceback" not in done.stderr
     # the report still shows the run's figures, says no audit figure is shown, and fails the check
     report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold))
@@ -110,7 +112,7 @@ def test_deleting_a_sample_row_is_caught_by_audit_show(audited, mini_gold):
     db, run_id, sample_id = audited
     _sql(db, "DELETE FROM audit_samples WHERE seq = 6")  # the sample's last item
     done = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
-    assert done.returncode == 1 and "audit sample log broken at record 6" in done.stderr
+    assert done.returncode == 2 and "audit sample log broken at record 6" in done.stderr
     assert done.stdout == ""  # not one item shown from a broken log
 
 
@@ -131,7 +133,7 @@ def test_a_tampered_review_log_approves_nothing_everywhere(audited, mini_holdout
     with ReviewLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=f"{db}: review log broken at record"):
         log.records()
     status = _kgeval("review", "status", "--db", str(db), "--holdout", str(mini_holdout), "--gold", str(mini_gold))
-    assert status.returncode == 1 and f"{db}: review log broken at record" in status.stderr and status.stdout == ""
+    assert status.returncode == 2 and f"{db}: review log broken at record" in status.stderr and status.stdout == ""
     report = _kgeval("report", run_id, "--db", str(db), "--gold", str(mini_gold), "--format", "json")
     assert report.returncode == 1 and "review log broken at record" in report.stderr, report.stderr
     shown = json.loads(report.stdout)
@@ -296,7 +298,7 @@ def test_a_deleted_sample_item_withholds_the_audit_figures(key_mode, audited, mi
     assert shown["audit"] is None and expected in shown["audit_refused"] and str(db) in report.stderr
     assert shown["overall"]["n"] == 8  # the run's own figures stay
     show = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
-    assert show.returncode == 1 and expected in show.stderr and show.stdout == ""
+    assert show.returncode == 2 and expected in show.stderr and show.stdout == ""
     with AuditLog(db, read_only=True) as log, pytest.raises(BrokenLog, match=expected):
         log.records(run_id)
 
@@ -326,7 +328,7 @@ def test_a_log_that_lost_its_chain_is_broken_without_a_key(audited, mini_holdout
     with pytest.raises(BrokenLog, match=MIGRATE_ENV):
         ReviewLog(db)  # a writer does not chain (and so bless) the forged row either
     status = _kgeval("review", "status", "--db", str(db), "--holdout", str(mini_holdout), "--gold", str(mini_gold))
-    assert status.returncode == 1 and expected in " ".join(status.stderr.split()) and "approved" not in status.stdout
+    assert status.returncode == 2 and expected in " ".join(status.stderr.split()) and "approved" not in status.stdout
     # the same for the audit log: a forged "agree" behind a stripped chain withholds the audit figures
     _strip_chain(db, _RECORDS)
     _sql(db, "INSERT INTO audit_records SELECT run_id, question_id, seed, item_sha256, 'mallory', 'agree', '', recorded_at FROM audit_records LIMIT 1")
@@ -348,12 +350,12 @@ def test_broken_audit_records_are_named_with_their_file_and_what_they_say(audite
     _sql(db, "UPDATE audit_records SET decision = 'agree' WHERE seq = 1")
     edited = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
     said = " ".join(edited.stderr.split())
-    assert edited.returncode == 1 and f"{db}: audit log broken at record 1: its content no longer matches its hash" in said
+    assert edited.returncode == 2 and f"{db}: audit log broken at record 1: its content no longer matches its hash" in said
     assert f"it now reads: ann's agree on run {run_id} question {first.question_id} seed {first.seed}" in said
     _sql(db, "UPDATE audit_records SET decision = 'disagree' WHERE seq = 1")
     _sql(db, "DELETE FROM audit_records WHERE seq = 2")
     deleted = _kgeval("audit", "show", run_id, sample_id, "--db", str(db), "--gold", str(mini_gold))
     said = " ".join(deleted.stderr.split())
-    assert deleted.returncode == 1 and f"{db}: audit log broken at record 2: record 2 is missing (deleted?)" in said
+    assert deleted.returncode == 2 and f"{db}: audit log broken at record 2: record 2 is missing (deleted?)" in said
     assert f"the record before it: ann's disagree on run {run_id} question {first.question_id} seed {first.seed}" in said
     assert "the next stored record is number 3: ann's agree on" in said  # the deleted one itself is gone: its neighbours say where

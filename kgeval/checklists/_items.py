@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from kgeval._chain import BrokenLog
 from kgeval.errors import KgevalError
 from kgeval.gold import gold_problems, index_gold
-from kgeval.holdout import RESTORE_OR_RESEAL, holdout_problems
-from kgeval.review import ReviewLog, current_hashes, review_states
-from kgeval.judges import is_uninformative, missing_vocabulary, says_nothing
+from kgeval.holdout import RESTORE_OR_RESEAL, Question, holdout_problems
+from kgeval.review import EmptyGold, ReviewLog, describe_empty_golds, empty_golds, review_states
+from kgeval.judges import is_uninformative, missing_vocabulary
 from kgeval.runs import ChecklistItem, ResultsDB, RunMetadata, RunPlan, store_lookup
 from kgeval.checklists._model import PreEvalChecklist
 
@@ -202,52 +202,12 @@ def _compare_one(checklist: PreEvalChecklist, ours: RunMetadata, other: RunMetad
     return ChecklistItem(item=name, observed=f"same {', '.join(fields)} as run {other.run_id}", passed=True)
 
 
-def _vacuous_golds(plan: RunPlan, gold: Any, questions: list) -> dict[str, list[str]]:
-    """Question id -> the IRIs the KG lacks, for each gold that says nothing (a false ASK, a
-    count of 0: `is_uninformative`) only because its reference query needs vocabulary occurring
-    nowhere in the KG: a misspelt predicate, or an extract without the data the question asks
-    about. Only ASK and one-row golds are read; a KG without SPARQL labels is not asked."""
-    summaries, asked = gold.entries, {}
-    for q in questions:
-        summary = summaries[q.id]
-        if (summary.form == "ask" or summary.total == 1) and q.kg in plan.stores and is_uninformative(gold.entry(q.id).result):
-            asked.setdefault(q.kg, []).append(q)
-
-    def missing_in(kg: str) -> dict[str, list[str]]:
-        lookup = store_lookup(plan.stores[kg], kg, plan.config)
-        return {} if lookup is None else {q.id: missing for q in asked[kg] if (missing := missing_vocabulary(q.sparql, lookup))}
-
-    # Each KG in its own thread: a store whose sandbox workers are still loading its KG holds up
-    # its own questions only, and its load starts at once (a query waiting for a pool's worker
-    # lets its start skip the queue). Asked one after another, the checklist waited for the
-    # run's KGs to load one at a time, the run process idle (1.4 s of a 22-KG run's start).
-    with ThreadPoolExecutor(max_workers=max(1, min(len(asked), _LOADING_KGS)), thread_name_prefix="kgeval-checklist") as pool:
-        found = {qid: missing for per_kg in pool.map(missing_in, asked) for qid, missing in per_kg.items()}
-    return {q.id: found[q.id] for q in questions if q.id in found}
-
-
-_LOADING_KGS = max(2, os.cpu_count() or 1)
-"""KGs the vacuous-gold check asks at once (each may be waiting for its KG to load)."""
-
-
-def _golds_saying_nothing(gold: Any, questions: list) -> dict[str, str]:
-    """Question id -> what its gold holds, for each SELECT gold of one row whose values are
-    all unbound or zero (`says_nothing`: a count of 0, `MIN(?x)` over no solutions): nothing
-    found, spelt otherwise than as no rows. Only one-row golds are read."""
-    found = {}
-    for q in questions:
-        summary = gold.entries[q.id]
-        if summary.form == "select" and summary.total == 1 and says_nothing(result := gold.entry(q.id).result):
-            found[q.id] = "unbound" if all(cell is None for cell in result.rows[0]) else "zero"
-    return found
-
-
-def _why_empty(qid: str, vacuous: dict[str, list[str]], nothing: dict[str, str]) -> str:
-    """What makes a gold that has rows or a false ASK count as empty, in the checklist's detail."""
-    if qid in vacuous:
-        return f" (false / 0 only because {_shown(vacuous[qid])} occurs nowhere in the KG)"
-    if qid in nothing:
-        return " (one row of unbound values: nothing found)" if nothing[qid] == "unbound" else " (one row of zeros: nothing counted)"
+def _why_empty(g: EmptyGold) -> str:
+    """What makes a gold that has rows or a false ASK need confirmation, in the checklist's detail."""
+    if g.kind == "false_ask":
+        return f" (false only because {_shown(g.missing_vocabulary)} occurs nowhere in the KG)" if g.missing_vocabulary else " (a false ASK: the KG was not asked)"
+    if g.kind == "zero_or_unbound":
+        return " (one row of zeros or unbound values: nothing found)"
     return ""
 
 
@@ -255,50 +215,65 @@ def _shown(iris: list[str]) -> str:
     return ", ".join(f"<{iri}>" for iri in iris[:3]) + (" ..." if len(iris) > 3 else "")
 
 
+def _false_ask_vocabulary(plan: RunPlan) -> dict[str, list[str] | None]:
+    """Question id -> the IRIs its reference query needs that its KG lacks (None: the KG cannot
+    be asked), for each false-ASK gold of a KG the run has a store for: what tells a false ASK
+    that says nothing from a "no" (`kgeval.review.empty_golds` asks it). Each KG is asked in its
+    own thread: a store whose sandbox workers are still loading its KG holds up its own questions
+    only, and its load starts at once. Asked one after another, the checklist waited for the
+    run's KGs to load one at a time, the run process idle (1.4 s of a 22-KG run's start)."""
+    gold = index_gold(plan.gold_dir)
+    asked: dict[str, list[Question]] = {}
+    for q in plan.holdout.questions():
+        summary = gold.entries.get(q.id)
+        if summary is not None and summary.form == "ask" and q.kg in plan.stores and is_uninformative(gold.entry(q.id).result):
+            asked.setdefault(q.kg, []).append(q)
+
+    def missing_in(kg: str) -> dict[str, list[str] | None]:
+        lookup = store_lookup(plan.stores[kg], kg, plan.config)
+        return {q.id: None if lookup is None else missing_vocabulary(q.sparql, lookup) for q in asked[kg]}
+
+    if not asked:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(len(asked), _LOADING_KGS), thread_name_prefix="kgeval-checklist") as pool:
+        return {qid: missing for per_kg in pool.map(missing_in, asked) for qid, missing in per_kg.items()}
+
+
+_LOADING_KGS = max(2, os.cpu_count() or 1)
+"""KGs the vacuous-gold check asks at once (each may be waiting for its KG to load)."""
+
+
 def empty_gold(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard]) -> list[ChecklistItem]:
-    """Every empty gold is confirmed: the question says `expect_empty: true`, or its empty answer
-    is confirmed on record for its current reference query (`kgeval holdout confirm-empty`), or a
-    domain reviewer approved that gold at its current hash. An empty gold from a broken reference
-    query would accept any answer that finds nothing. So would a gold that finds nothing in
-    another spelling: one row whose values are all unbound or zero (`_golds_saying_nothing`),
-    and a false ASK that says nothing only because the reference query needs a predicate or
-    class the KG lacks (`_vacuous_golds`); they need the same confirmation."""
+    """Every empty-like gold that needs it (`kgeval.review.empty_golds`: empty, one row of zeros
+    or unbound cells, a false ASK whose query needs vocabulary the KG lacks) is confirmed: the
+    question says `expect_empty: true`, or its empty answer is confirmed on record for its
+    current reference query (`kgeval holdout confirm-empty`), or a domain reviewer approved that
+    gold at its current hash. Such a gold from a broken reference query would accept any answer
+    that finds nothing. Counted as `gold show --empty` and the report count them."""
     try:
-        gold = index_gold(plan.gold_dir)  # summaries only: the entries stay on disk
+        vocabulary = _false_ask_vocabulary(plan)
+        empty = empty_golds(plan.gold_dir, plan.holdout, lambda q: vocabulary.get(q.id))
     except KgevalError:
         return [ChecklistItem(item="empty_gold", observed=GOLD_UNREADABLE, passed=False)]
-    summaries = gold.entries
-    questions = [q for q in plan.holdout.questions() if q.id in summaries]
-    empty = [q for q in questions if summaries[q.id].form == "select" and summaries[q.id].total == 0]
-    try:
-        nothing = _golds_saying_nothing(gold, [q for q in questions if q.id not in plan.holdout.exclusions])
-        vacuous = _vacuous_golds(plan, gold, [q for q in questions if q.id not in plan.holdout.exclusions and q not in empty])
-    except KgevalError:
-        return [ChecklistItem(item="empty_gold", observed=GOLD_UNREADABLE, passed=False)]
-    empty += [q for q in questions if q.id in vacuous or q.id in nothing]
-    # an excluded question is never asked: its empty gold needs no confirmation
-    excluded = sum(1 for q in empty if q.id in plan.holdout.exclusions)
-    unconfirmed = [q for q in empty if not plan.holdout.empty_confirmed(q) and q.id not in plan.holdout.exclusions]
+    counted = describe_empty_golds(empty)
+    needing = [g for g in empty if g.needs_confirmation and g.confirmation != "excluded"]
+    unconfirmed = [g for g in needing if g.confirmation == "unconfirmed"]
     if unconfirmed:
-        try:
-            entries = {q.id: gold.entry(q.id) for q in unconfirmed}  # empty entries: small
-        except KgevalError as exc:
-            return [ChecklistItem(item="empty_gold", observed="gold unreadable", passed=False, detail=str(exc))]
         try:
             with ReviewLog(db.path, read_only=db.read_only) as log:
-                states = review_states(current_hashes(unconfirmed, entries), log.records())
+                states = review_states({g.question_id: g.content_sha256 for g in unconfirmed}, log.records())
         except BrokenLog as exc:  # no approval is read from a broken log
             return [ChecklistItem(item="empty_gold", observed="review log broken", passed=False, detail=str(exc))]
-        unconfirmed = [q for q in unconfirmed if states.get(q.id) != "approved"]
+        unconfirmed = [g for g in unconfirmed if states.get(g.question_id) != "approved"]
     if unconfirmed:
-        ids = ", ".join(f"{q.kg}/{q.id}" + _why_empty(q.id, vacuous, nothing) for q in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
-        stale = [q.id for q in unconfirmed if q.id in plan.holdout.confirmed_empty]
+        ids = ", ".join(f"{g.kg}/{g.question_id}" + _why_empty(g) for g in unconfirmed[:10]) + (" ..." if len(unconfirmed) > 10 else "")
+        stale = [g.question_id for g in unconfirmed if g.question_id in plan.holdout.confirmed_empty]
         detail = (
-            f"unconfirmed empty golds: {ids}. Fix the reference query, or confirm the empty answer: "
+            f"{counted}; unconfirmed: {ids}. Fix the reference query, or confirm the empty answer: "
             "`kgeval holdout confirm-empty QID... --why TEXT`, `expect_empty: true` in the holdout's questions.yaml "
             "(then `kgeval holdout seal`), or a domain reviewer's approval"
             + (f"; confirmed on record for another reference query (changed since): {', '.join(stale)}" if stale else "")
         )
-        return [ChecklistItem(item="empty_gold", observed=f"{len(unconfirmed)} of {len(empty)} empty golds unconfirmed", passed=False, detail=detail)]
-    aside = f", {excluded} of them excluded on record" if excluded else ""
-    return [ChecklistItem(item="empty_gold", observed=f"{len(empty)} empty golds{aside}, all confirmed (expect_empty, confirmed on record or reviewer approval)", passed=True)]
+        observed = f"{len(unconfirmed)} of {len(needing)} empty-like golds needing confirmation unconfirmed ({counted})"
+        return [ChecklistItem(item="empty_gold", observed=observed, passed=False, detail=detail)]
+    return [ChecklistItem(item="empty_gold", observed=f"{counted}; the {len(needing)} needing it all confirmed (expect_empty, confirmed on record or reviewer approval)", passed=True)]

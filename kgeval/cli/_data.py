@@ -18,7 +18,7 @@ from kgeval.config import KgevalConfig, ProgressConfig, load_config
 from kgeval.errors import CheckFailed, InputError
 from kgeval.gold import Outcome, load_gold, rebuild_gold, reexecution_differences, verify_gold
 from kgeval.holdout import (
-    KnowledgeGraph, confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
+    Holdout, KnowledgeGraph, Question, confirm_empty, exclude_questions, include_questions, load_holdout, read_manifest, seal_holdout, unconfirm_empty, verify_holdout,
 )  # fmt: skip
 from kgeval.stores import Store, open_store
 
@@ -143,19 +143,24 @@ def print_flagged(flagged: dict[str, list[str]]) -> None:
 @gold_app.command("show")
 @user_errors
 def gold_show(
-    empty: Annotated[bool, typer.Option("--empty", help="Every gold that is empty or found nothing (a false ASK, a count of 0), for review.")] = False,
+    empty: Annotated[bool, typer.Option("--empty", help="Every empty-like gold: empty, one row of zeros or unbound cells, a false ASK.")] = False,
     holdout: HoldoutOpt = Path("holdout"),
     gold: GoldOpt = Path("gold"),
+    config: ConfigOpt = None,
     format: Annotated[TextFormat, typer.Option("--format", help="text (one block per question) or json (one object per line).")] = TextFormat.text,
 ) -> None:
-    """The golds that say nothing (--empty: empty results, false ASKs, counts of 0), each with
-    its question, reference query, row count, how its empty answer is confirmed, and the content
+    """The golds that say nothing (--empty: empty results, one row of zeros or unbound cells,
+    false ASKs: the set the checklist and the report count), each with its question, reference
+    query, row count, whether a run needs it confirmed (a false ASK only when its query needs
+    vocabulary the KG lacks: the configured store is asked), how it is confirmed, and the content
     hash a reviewer approves (`kgeval review approve QID --sha256 H`)."""
-    from kgeval.review import empty_golds
+    from kgeval.review import describe_empty_golds, empty_golds
 
     if not empty:
         raise typer.BadParameter("give --empty (the golds that say nothing are what this lists)")
-    found = empty_golds(gold, load_holdout(holdout))
+    loaded = load_holdout(holdout)
+    with _vocabulary_check(load_config(config), loaded) as missing:
+        found = empty_golds(gold, loaded, missing)
     for g in found:
         if format is TextFormat.json:
             print(g.model_dump_json())
@@ -163,10 +168,39 @@ def gold_show(
         shape = "ASK: false" if g.form == "ask" else f"{g.rows} row" + ("s" * (g.rows != 1))
         print(f"{g.kg}/{g.question_id}\t{g.kind} ({shape})\t{g.confirmation}\tsha256 {g.content_sha256}")
         print(f"  question: {g.question}")
+        if g.missing_vocabulary:
+            print(f"  false only because the KG lacks: {', '.join(g.missing_vocabulary)}")
         print("  " + g.sparql.strip().replace("\n", "\n  ") + "\n")
+    needing = sum(g.needs_confirmation and g.confirmation != "excluded" for g in found)
     unconfirmed = sum(g.confirmation == "unconfirmed" for g in found)
-    err.print(f"{len(found)} golds empty or nothing found, {unconfirmed} unconfirmed: `kgeval holdout confirm-empty QID... --why TEXT` "
-              "confirms those that are right; fix the reference query of the others", markup=False)
+    err.print(f"{describe_empty_golds(found)}; {needing} need confirmation (a false ASK only when its query needs vocabulary the KG lacks), "
+              f"{unconfirmed} unconfirmed: `kgeval holdout confirm-empty QID... --why TEXT` confirms those that are right; fix the reference "
+              "query of the others", markup=False)
+
+
+@contextmanager
+def _vocabulary_check(cfg: KgevalConfig, holdout: Holdout) -> Iterator[Callable[[Question], list[str] | None]]:
+    """The check the checklist makes of a false ASK's vocabulary (`missing_vocabulary` on the
+    KG's lookup, as a run makes it), on the configured store, each KG opened when first asked."""
+    from kgeval.judges import missing_vocabulary
+    from kgeval.runs import store_lookup
+
+    stores: dict[str, Store] = {}
+    lookups: dict[str, object] = {}
+
+    def missing(q: Question) -> list[str] | None:
+        if q.kg not in lookups:
+            stores[q.kg] = reference_store(cfg, holdout.kg(q.kg))
+            lookups[q.kg] = store_lookup(stores[q.kg], q.kg, cfg)
+        return None if lookups[q.kg] is None else missing_vocabulary(q.sparql, lookups[q.kg])
+
+    try:
+        yield missing
+    finally:
+        for store in stores.values():
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
 
 
 def reference_store(cfg: KgevalConfig, kg: KnowledgeGraph) -> Store:
@@ -176,6 +210,26 @@ def reference_store(cfg: KgevalConfig, kg: KnowledgeGraph) -> Store:
     query that aborts the engine or outruns its timeout ends its worker, not the rebuild, and
     leaves no thread running in this process."""
     return open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
+
+
+@gold_app.command("seal")
+@user_errors
+def gold_seal(
+    gold: GoldOpt = Path("gold"),
+    key_file: Annotated[Path | None, typer.Option("--key-file", help="File holding the integrity key (default: the configured one, KGEVAL_INTEGRITY_KEY or KGEVAL_INTEGRITY_KEY_FILE).")] = None,
+) -> None:
+    """Sign the gold in force with the integrity key, as it is: its content is checked first (a
+    damaged gold is refused, exit 2), then the manifest's HMAC is written beside it. Its content
+    and manifest hash are unchanged, so runs already made on it still name it."""
+    from kgeval.gold import seal_gold
+    from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, integrity_key, key_from_file
+
+    key = key_from_file(key_file) if key_file is not None else integrity_key()
+    if key is None:
+        raise InputError(f"no integrity key: give --key-file FILE, or set {KEY_FILE_ENV} (or {KEY_ENV}); make one with `umask 077; openssl rand -hex 32 > FILE`")
+    digest, written = seal_gold(gold, key)
+    said = "signed with the integrity key" if written else "already signed with this integrity key: nothing written"
+    out.print(f"gold {gold}: content verified, {said} (gold manifest {digest[:12]}, unchanged)", markup=False)
 
 
 @gold_app.command("verify")

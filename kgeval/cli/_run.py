@@ -14,6 +14,8 @@ from kgeval._activity import Activity
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, heartbeat, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kgeval.config import KgevalConfig
     from kgeval.reports import RunReport
     from kgeval.runs import RunMetadata
@@ -41,13 +43,19 @@ def _run(
         err.print(f"warning: {note}", markup=False)
     total, done, activity = len(loaded.evaluated_questions()) * cfg.run.seeds, [0], Activity()
     with ResultsDB(db) as results, progress_bar(f"run {system}", total) as advance:
-
-        def counted(item: str) -> None:
-            done[0] += 1
-            advance(item)
-
+        counted = _counting(done, advance)
         with heartbeat(activity, lambda: f"run {system}: {done[0]} of {total} attempts done", cfg.progress):  # a held call is named while it runs
             return execute_run(loaded, gold, sut, cfg, results, counted, checklist=checklist, replay=replay, compare_with=compare_with, activity=activity)
+
+
+def _counting(done: list[int], advance: Callable[[str], None]) -> Callable[[str], None]:
+    """`advance`, also counting the attempts done in `done[0]` for the heartbeat's line."""
+
+    def counted(item: str) -> None:
+        done[0] += 1
+        advance(item)
+
+    return counted
 
 
 def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
@@ -69,11 +77,15 @@ def _resume(run_id: str, db: Path, checklist_path: Path | None) -> RunMetadata:
         meta = results.metadata(run_id)
         cfg = KgevalConfig.model_validate(meta.config)
         checklist = (rejudge_checklist if meta.derived_from is not None else pre_eval_checklist)(checklist_path or cfg.run.checklist)
-        total = len(results.questions(run_id)) * len(meta.seeds)
+        total, activity = len(results.questions(run_id)) * len(meta.seeds), Activity()
+        done = [len(results.done_keys(run_id))]
         with progress_bar(f"resume {run_id}", total) as advance:
-            for _ in results.done_keys(run_id):
+            for _ in range(done[0]):
                 advance("")
-            return resume_run(run_id, results, system_for, advance, checklist=checklist)
+            counted = _counting(done, advance)
+            # a held call is named while it runs, as in a run that is not resumed
+            with heartbeat(activity, lambda: f"resume {run_id}: {done[0]} of {total} attempts done", cfg.progress):
+                return resume_run(run_id, results, system_for, counted, checklist=checklist, activity=activity)
 
 
 @user_errors
@@ -131,7 +143,7 @@ def report(
     judge: Annotated[str | None, typer.Option("--judge", help="Publish this enabled judge's figures (default: the pre-registered primary, which stays marked as such).")] = None,
 ) -> None:
     """Accuracy with Wilson 95% intervals and a Clopper-Pearson bound, the bound if excluded
-    attempts were wrong, and accuracy without empty-gold questions; wrong answers by cause and
+    attempts were wrong, and accuracy without the empty-like golds; wrong answers by cause and
     macro precision/recall/F1 per KG; seed spread and consistency; honeypots; excluded attempts;
     judges and their rules; audits of accepts; gold review coverage."""
     from kgeval.cli._show import opened_source, report_samples
@@ -164,34 +176,48 @@ def runs(
     system: Annotated[str | None, typer.Option("--system", help="Only this system's runs.")] = None,
 ) -> None:
     """Every run in the database, oldest first, tab-separated: id, system, status, accuracy
-    (with its interval, or "withheld" when the harness failed too often) and start time."""
+    (with its interval, or "withheld" when the harness failed too often), start time, and the
+    run a re-judged run was derived from (`kgeval rejudge`; "-" for a run of a system)."""
     from kgeval.reports import build_report, format_accuracy
     from kgeval.runs import ResultsDB, RunChanged
 
     changed: list[str] = []
 
-    def accuracy(results: ResultsDB, run_id: str) -> tuple[str, str]:
+    def listed(results: ResultsDB, m: RunMetadata) -> list[str]:
         try:
-            status = results.status(run_id)
+            status = results.status(m.run_id)
         except RunChanged as exc:  # listed, its figures not shown; the others are still listed
             changed.append(str(exc))
-            return "changed", "not shown: changed after it was sealed"
+            return ["changed", "not shown: changed after it was sealed", _started(m), "not shown"]
         if status == "refused":  # nothing was dispatched: there is no accuracy to withhold
-            return status, "none (the pre-eval checklist refused it: `kgeval report` shows why)"
-        return status, format_accuracy(build_report(results, run_id).overall)
+            return [status, "none (the pre-eval checklist refused it: `kgeval report` shows why)", _started(m), _derived(m)]
+        return [status, format_accuracy(build_report(results, m.run_id).overall), _started(m), _derived(m)]
 
     with ResultsDB(db, read_only=True) as results:
-        found = results.runs(system=system, status=None)
-        lines = [[m.run_id, m.system, *accuracy(results, m.run_id), m.started_at[:19].replace("T", " ")] for m in found]
+        lines = [[m.run_id, m.system, *listed(results, m)] for m in results.runs(system=system, status=None)]
     if not lines:
         err.print(f"{db}: no runs" + (f" of system {system}" if system else ""), markup=False)
         return
-    for line in [["run", "system", "status", "accuracy", "started"], *lines]:
+    for line in [["run", "system", "status", "accuracy", "started", "derived from"], *lines]:
         print("\t".join(line))
     for message in changed:
         err.print(message, markup=False)
     if changed:
         raise typer.Exit(RunChanged.exit_code)
+
+
+def _started(m: RunMetadata) -> str:
+    return m.started_at[:19].replace("T", " ")
+
+
+def _derived(m: RunMetadata) -> str:
+    """What `kgeval runs` says of a re-judged run's source, as its run page marks it."""
+    origin = m.derived_from
+    if origin is None:
+        return "-"
+    if origin.source == "export":
+        return f"rejudged export {origin.source_file} (run {origin.source_run_id})"
+    return f"rejudged run {origin.source_run_id}"
 
 
 class ExportFormat(StrEnum):

@@ -8,6 +8,7 @@ for (a run: `GoldLoans` holds the entries of the questions in flight, not the ho
 
 from kgeval.gold._build import Outcome, RebuildReport, build_entry, rebuild_gold
 from kgeval.gold._reexecute import reexecution_differences
+from kgeval.gold._seal import seal_gold
 from kgeval.gold._index import EntrySummary
 from kgeval.gold._layout import VersionHold, hold_version, version_dir, version_name
 from kgeval.gold._model import GoldEntry, GoldFailure, GoldFlag, display_text
@@ -78,6 +79,7 @@ __all__ = [
     "read_gold",
     "reexecution_differences",
     "rebuild_gold",
+    "seal_gold",
     "store_identity",
     "verify_gold",
     "version_dir",

@@ -5,6 +5,7 @@ Layout (DESIGN invariant 11: a kill leaves the old gold intact or the new one co
     gold/current -> v-<hash>            symlink: the gold in force; replaced atomically
     gold/v-<hash>/MANIFEST.json         one complete gold version, never edited once switched in
     gold/v-<hash>/<kg>.json, display/   (hash: the first 16 hex digits of its manifest's sha256)
+    gold/v-<hash>/MANIFEST.tag          the manifest's HMAC tag, when `kgeval gold seal` signed it later
     gold/MANIFEST.json -> current/MANIFEST.json, gold/<kg>.json, gold/display
                                         links through `current`, so older paths still resolve
     gold/.staging-*/                    a version being written (left by a killed rebuild: junk)
@@ -36,6 +37,9 @@ from kgeval._files import sha256_file
 from kgeval.errors import CheckFailed, InputError
 
 MANIFEST = "MANIFEST.json"
+TAG_FILE = "MANIFEST.tag"
+"""The manifest's HMAC tag written beside it by `kgeval gold seal` (a gold written without the
+key, signed later): the manifest's bytes, and so its hash, the gold's identity, stay as they were."""
 DISPLAY_DIR = "display"
 ATTACHED_DIRS = (f"{DISPLAY_DIR}/", "neighbours/", "suites/")
 """Directories of a version whose files are checked against their hash but are not KG gold

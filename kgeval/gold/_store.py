@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kgeval._files import canonical_json, not_a_file, sha256_bytes, sha256_file
 from kgeval.errors import CheckFailed, StaleGold
 from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
-from kgeval.gold._layout import ATTACHED_DIRS, DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, version_dir
+from kgeval.gold._layout import ATTACHED_DIRS, DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, TAG_FILE, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
 from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, check_tag, integrity_key
@@ -86,7 +86,8 @@ class GoldManifest(BaseModel):
     finished so far, which the next rebuild reuses. Never true in a version switched in."""
     tag: str | None = None
     """HMAC-SHA256 of the manifest without this field, under the integrity key
-    (`kgeval.integrity`); absent when the gold was written without a key."""
+    (`kgeval.integrity`); absent when the gold was written without a key (`kgeval gold seal`
+    then writes it beside the manifest: `TAG_FILE`)."""
 
     def signed_payload(self) -> str:
         return canonical_json(self.model_dump(mode="json", exclude={"tag"}))
@@ -119,7 +120,8 @@ class GoldReader:
     """A gold version opened for reading: its manifest is parsed and its tag checked; each KG
     file is verified when read (one KG in memory at a time, for the rebuild's reuse)."""
 
-    def __init__(self, gold_dir: Path) -> None:
+    def __init__(self, gold_dir: Path, *, check_key: bool = True) -> None:
+        """`check_key=False` only for `kgeval gold seal`, which checks the content itself."""
         self.gold_dir = Path(gold_dir)
         self.version = version_dir(self.gold_dir)
         path = self.version / MANIFEST
@@ -129,13 +131,20 @@ class GoldReader:
             self.manifest = GoldManifest.model_validate_json(raw)
         except ValidationError as exc:
             raise CheckFailed(f"{path}: not a gold manifest ({exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}): {DAMAGED_GOLD}") from None
-        key = integrity_key()
+        key = integrity_key() if check_key else None
         if key is not None:
             check_tag(
-                self.manifest.signed_payload(), self.manifest.tag, key, str(path),
-                sign_with="sign this gold with the key set: `kgeval gold rebuild` (a new version; runs already made keep the one they were judged on), "
-                f"or unset {KEY_ENV} and {KEY_FILE_ENV} to use it unsigned",
+                self.manifest.signed_payload(), self.tag(), key, str(path),
+                sign_with="sign this gold with the key set: `kgeval gold seal` (its content checked first; its manifest hash unchanged, so runs "
+                f"already made still name it), or unset {KEY_ENV} and {KEY_FILE_ENV} to use it unsigned",
             )  # fmt: skip
+
+    def tag(self) -> str | None:
+        """The manifest's tag: written in it by a rebuild with the key, or beside it by `gold seal`."""
+        if self.manifest.tag:
+            return self.manifest.tag
+        side = self.version / TAG_FILE
+        return _read_bytes(side).decode("ascii", "replace").strip() if side.is_file() else None
 
     @property
     def kg_files(self) -> list[str]:

@@ -195,8 +195,8 @@ def _bound_lines(report: RunReport) -> list[str]:
         )
     if report.without_empty_gold is not None:
         lines.append(
-            f"- without the {report.empty_gold_questions} empty-gold question(s) (empty or nothing found, as "
-            f"`gold show --empty` lists them): {format_accuracy(report.without_empty_gold)}"
+            f"- without the empty-like golds ({report.empty_golds_counted}, as `gold show --empty` lists them; "
+            f"{report.empty_gold_questions} of them judged in this run): {format_accuracy(report.without_empty_gold)}"
         )
     lines += [f"- rule: {rule}" for rule in report.rules_in_force]
     return lines + ([""] if lines else [])

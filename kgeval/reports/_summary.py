@@ -31,7 +31,7 @@ from kgeval.reports._leniency import LENIENCY_JUDGE, AnswerInQuery, FigureGaps, 
 from kgeval.reports._oversight import AUDIT_REFUSED, GOLD_REFUSED, REVIEW_REFUSED, AuditSummary, audit_summary, checklist_receipt, review_summary
 from kgeval.reports._stats import clopper_pearson_lower, wilson_interval
 from kgeval.reports._suites import SuiteFigures, suite_figures
-from kgeval.review import ReviewCoverage
+from kgeval.review import EmptyGold, ReviewCoverage, describe_empty_golds
 from kgeval.runs import Attempt, ResultsDB, RunMetadata, RunQuestion
 
 
@@ -240,11 +240,14 @@ class RunReport(BaseModel):
     """The bound: accuracy if every excluded attempt were judged wrong (questions with only
     excluded attempts enter the denominator as wrong)."""
     without_empty_gold: Accuracy | None = None
-    """Accuracy over the questions whose gold is not empty."""
+    """Accuracy over the questions whose gold is not empty-like; None when the report was not
+    given the gold the run was judged on (its verdicts cannot tell every kind)."""
     empty_gold_questions: int = 0
-    """Judged questions whose gold says nothing: empty, a false ASK, one row of zeros or unbound
-    cells (`kgeval.review.empty_golds`, what `gold show --empty` lists), read from the run's gold
-    when the report is given it; else those of no rows."""
+    """Judged questions whose gold is empty-like (`kgeval.review.empty_golds`: what `gold show
+    --empty` lists and the checklist counts), read from the run's gold."""
+    empty_golds_counted: str | None = None
+    """The holdout's empty-like golds counted by kind, as `gold show --empty` and the checklist
+    count them (`kgeval.review.describe_empty_golds`)."""
     macro_prf: list[MacroPRF] = []
     """Macro precision/recall/F1, overall and per KG."""
     rule_changes: list[RuleChange] = []
@@ -306,11 +309,11 @@ def build_report(
     return report.model_copy(update=update)
 
 
-def _empty_golds(metadata: RunMetadata, gold_dir: Path | None, holdout_dir: Path | None) -> set[str] | None:
-    """The questions whose gold says nothing, as `gold show --empty` lists
-    them (`kgeval.review.empty_golds`: empty, a false ASK, one row of zeros or unbound cells),
-    read from `gold_dir` when it is the gold the run was judged on; else None (the report then
-    counts the golds of no rows, all its verdicts can tell)."""
+def _empty_golds(metadata: RunMetadata, gold_dir: Path | None, holdout_dir: Path | None) -> list[EmptyGold] | None:
+    """The empty-like golds, as `gold show --empty` lists them and the checklist counts them
+    (`kgeval.review.empty_golds`: empty, one row of zeros or unbound cells, a false ASK), read
+    from `gold_dir` when it is the gold the run was judged on; else None (no figure: a verdict
+    cannot tell every kind, and the figure has one meaning)."""
     from kgeval.gold import gold_manifest_sha256
     from kgeval.review import empty_golds
 
@@ -319,12 +322,12 @@ def _empty_golds(metadata: RunMetadata, gold_dir: Path | None, holdout_dir: Path
     try:
         if gold_manifest_sha256(gold_dir) != metadata.gold_manifest_sha256:
             return None
-        return {g.question_id for g in empty_golds(gold_dir, load_holdout(Path(holdout_dir or metadata.holdout)))}
+        return empty_golds(gold_dir, load_holdout(Path(holdout_dir or metadata.holdout)))
     except (KgevalError, OSError):
         return None
 
 
-def _core_report(db: ResultsDB, run_id: str, judge: str | None = None, empty_gold_ids: set[str] | None = None) -> RunReport:
+def _core_report(db: ResultsDB, run_id: str, judge: str | None = None, empty: list[EmptyGold] | None = None) -> RunReport:
     metadata = db.metadata(run_id)
     questions = {q.question_id: q for q in db.questions(run_id)}
     attempts = db.attempts(run_id)
@@ -352,18 +355,16 @@ def _core_report(db: ResultsDB, run_id: str, judge: str | None = None, empty_gol
         return RunReport(**common, overall=None, **empty, consistency=Consistency(refused="no accuracy published: harness report"))
     verdicts = by_judge[primary]
     wrong = _wrong_answers(outcomes, majority, questions, verdicts)
-    empty_gold = (
-        {qid for qid in verdicts if qid in empty_gold_ids} if empty_gold_ids is not None
-        else {qid for qid, by_seed in verdicts.items() if any(v.gold_total == 0 for v in by_seed.values())}
-    )  # fmt: skip
+    empty_gold = {g.question_id for g in empty or []} & verdicts.keys()
     kept = {qid: ok for qid, ok in majority.items() if qid not in empty_gold}
     return RunReport(
         **common,
         **_leniency_fields(by_judge, metadata, attempts),
         wrong_causes=_cause_counts(wrong, majority, questions),
         if_excluded_wrong=_bound(majority, outcomes, attempts),
-        without_empty_gold=Accuracy.of(sum(kept.values()), len(kept), "without empty-gold questions"),
+        without_empty_gold=None if empty is None else Accuracy.of(sum(kept.values()), len(kept), "without empty-like golds"),
         empty_gold_questions=len(empty_gold),
+        empty_golds_counted=None if empty is None else describe_empty_golds(empty),
         macro_prf=_macro_prf(verdicts, questions),
         rule_changes=_rule_changes(by_judge),
         **_suite_fields(verdicts, questions, metadata),

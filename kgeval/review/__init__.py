@@ -1,7 +1,7 @@
 """Gold review: domain reviewers approve, or request changes on, a question's reference SPARQL
 and gold; decisions are append-only and bound to the content hash (DESIGN invariant 9)."""
 
-from kgeval.review._empty import EmptyGold, empty_golds
+from kgeval.review._empty import EmptyGold, MissingVocabulary, describe_empty_golds, empty_golds
 from kgeval.review._model import (
     DomainCoverage,
     NotPermitted,
@@ -25,7 +25,9 @@ __all__ = [
     "ReviewRecord",
     "ReviewState",
     "Reviewer",
+    "MissingVocabulary",
     "current_hashes",
+    "describe_empty_golds",
     "empty_golds",
     "question_content_sha256",
     "record_review",

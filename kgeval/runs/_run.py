@@ -302,11 +302,13 @@ def resume_run(
     progress: Progress | None = None,
     *,
     checklist: Checklist,
+    activity: Activity | None = None,
 ) -> RunMetadata:
     """Continue a stopped run: the checklist again, then only the attempts not yet persisted.
     Refuses when the holdout, gold, questions, judges, configuration or system changed, and
     while another process writes the run. What its journal holds (a killed run's last attempts)
-    is moved into the database first."""
+    is moved into the database first. `activity` is told which attempts are in flight, as
+    `execute_run`'s is."""
     db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
     metadata = db.metadata(run_id)
     status = db.status(run_id)
@@ -318,14 +320,14 @@ def resume_run(
     writer = RunWriter(db, run_id, KgevalConfig.model_validate(metadata.config).run.db_flush_s)
     try:
         writer.recover()
-        return _resume_taken(run_id, metadata, db, system_for, progress, checklist, writer)
+        return _resume_taken(run_id, metadata, db, system_for, progress, checklist, writer, activity)
     finally:
         writer.close()
 
 
 def _resume_taken(
     run_id: str, metadata: RunMetadata, db: ResultsDB, system_for: Callable[[RunMetadata, KgevalConfig], System],
-    progress: Progress | None, checklist: Checklist, writer: RunWriter,
+    progress: Progress | None, checklist: Checklist, writer: RunWriter, activity: Activity | None,
 ) -> RunMetadata:  # fmt: skip
     """`resume_run` once the run's journal is held and moved in."""
     if db.status(run_id) == "finished":  # another process ended it meanwhile
@@ -343,7 +345,7 @@ def _resume_taken(
         raise
     plan.metadata = metadata.model_copy(update={"resumed_at": [*metadata.resumed_at, _now()]})
     db.update_metadata(plan.metadata)
-    return _dispatch_pending(plan, db, progress, writer)
+    return _dispatch_pending(plan, db, progress, writer, activity)
 
 
 def _check_resumable(plan: RunPlan, metadata: RunMetadata, db: ResultsDB, checklist: Checklist) -> None:

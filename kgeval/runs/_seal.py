@@ -99,7 +99,13 @@ def sealed_verdicts_sha256(con: Any, run_id: str) -> str | None:
 
 
 class RunChanged(CheckFailed):
-    """An ended run's stored rows no longer match its seal: nothing of them is read."""
+    """A run's stored rows no longer match its seal (or, running, its start and write records):
+    nothing of them is read. A found mismatch, so the service answers 409 as for any failed
+    check; but to a command the results database is bad input, refused as a damaged or locked
+    one is (exit 2), by every reader alike: `report`, `show`, `export`, `compare`, `audit`,
+    `rejudge`, `runs`, `run --resume`."""
+
+    exit_code = 2
 
 
 def _table_digest(con: Any, query: str, run_id: str) -> tuple[int, str]:

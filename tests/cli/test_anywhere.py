@@ -63,8 +63,8 @@ def test_run_report_and_runs_from_a_directory_holding_only_a_results_file(tmp_pa
     listed = kgeval_in(work, "runs", home=home)
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.strip().splitlines()
-    assert header.split("\t") == ["run", "system", "status", "accuracy", "started"]
-    assert row.split("\t")[:3] == [run_id, "replay", "finished"] and "(7/8)" in row.split("\t")[3]
+    assert header.split("\t") == ["run", "system", "status", "accuracy", "started", "derived from"]
+    assert row.split("\t")[:3] == [run_id, "replay", "finished"] and "(7/8)" in row.split("\t")[3] and row.split("\t")[5] == "-"
     # without KGEVAL_HOME the same directory has no holdout: a clear error naming the path
     lost = kgeval_in(work, "run", "--system", "replay", "--replay", "answers.jsonl")
     assert lost.returncode == 2 and "holdout" in lost.stderr

@@ -48,11 +48,12 @@ def test_gold_show_empty_lists_what_to_review(mini_holdout, mini_gold):
     assert text.returncode == 0, text.stderr
     assert "mini/mini-07\tempty (0 rows)\texpect_empty\tsha256 " in text.stdout
     assert "  question: Who is older than 100?" in text.stdout and "FILTER(?a > 100)" in text.stdout
-    assert "mini/mini-05\tnothing_found (ASK: false)\tunconfirmed" in text.stdout  # a false ASK
-    assert "2 golds empty or nothing found, 1 unconfirmed" in text.stderr
+    assert "mini/mini-05\tfalse_ask (ASK: false)\tnot_needed" in text.stdout  # a false ASK over vocabulary the KG has
+    assert "2 empty-like golds: 1 empty, 0 one-row zero/unbound, 1 false ASK; 1 need confirmation" in text.stderr
+    assert "0 unconfirmed" in text.stderr
     listed = [json.loads(line) for line in kgeval("gold", "show", "--empty", "--format", "json", *at).stdout.splitlines()]
     assert [(g["kg"], g["question_id"], g["kind"], g["rows"], g["confirmation"]) for g in listed] == [
-        ("mini", "mini-05", "nothing_found", 1, "unconfirmed"), ("mini", "mini-07", "empty", 0, "expect_empty"),
+        ("mini", "mini-05", "false_ask", 1, "not_needed"), ("mini", "mini-07", "empty", 0, "expect_empty"),
     ]  # fmt: skip
     assert listed[1]["question"] == "Who is older than 100?" and "SELECT ?p" in listed[1]["sparql"] and len(listed[1]["content_sha256"]) == 64
 

@@ -92,6 +92,67 @@ def test_unsigned_gold_with_a_key_names_the_command_that_signs_it(mini_holdout, 
     refused = kgeval("gold", "verify", "--no-store-check", *at)
     assert refused.returncode == 1
     assert "no integrity tag, but an integrity key is configured" in refused.stderr
-    assert "sign this gold with the key set: `kgeval gold rebuild`" in refused.stderr, refused.stderr
-    assert kgeval("gold", "rebuild", *at).returncode == 0
+    assert "sign this gold with the key set: `kgeval gold seal`" in refused.stderr, refused.stderr
+    assert kgeval("gold", "seal", "--gold", str(gold)).returncode == 0
     assert kgeval("gold", "verify", "--no-store-check", *at).returncode == 0
+
+
+def _tree(root) -> dict:  # noqa: ANN001
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink() and p.name != ".lock"}
+
+
+def test_gold_seal_signs_a_gold_as_it_is_and_serve_names_it(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """Issue 44 item 9: signing a gold written without the key took a rebuild, which made a new
+    version with another manifest hash: earlier runs then named a gold no longer in force.
+    `gold seal` leaves every file and the manifest hash as they were; `serve` names it."""
+    import shutil
+    import subprocess
+    import sys
+
+    from kgeval.gold import gold_manifest_sha256
+    from tests.conftest import REPO
+
+    holdout, gold = tmp_path / "h", tmp_path / "g"
+    shutil.copytree(mini_holdout, holdout)
+    shutil.copytree(mini_gold, gold, symlinks=True)
+    before, files = gold_manifest_sha256(gold), _tree(gold)
+    key = tmp_path / "key"
+    key.write_text("k" * 64, encoding="utf-8")
+    monkeypatch.setenv("KGEVAL_INTEGRITY_KEY_FILE", str(key))
+    monkeypatch.setenv("KGEVAL_ADMIN_TOKEN", "t" * 32)
+    assert kgeval("holdout", "seal", "--holdout", str(holdout)).returncode == 0
+    serve = ["serve", "--port", "9", "--holdout", str(holdout), "--gold", str(gold), "--db", str(tmp_path / "r.duckdb")]
+    done = subprocess.run([sys.executable, "-m", "kgeval", *serve], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "no integrity tag, but an integrity key is configured" in done.stderr, done.stderr
+    assert "`kgeval gold seal`" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    sealed = kgeval("gold", "seal", "--gold", str(gold), "--key-file", str(key))
+    assert sealed.returncode == 0 and f"gold manifest {before[:12]}, unchanged" in sealed.stdout, sealed.stderr
+    assert gold_manifest_sha256(gold) == before
+    after = _tree(gold)
+    assert [name for name in after if name not in files] == [f"{gold.joinpath('current').readlink()}/MANIFEST.tag"]
+    assert {name: data for name, data in after.items() if name in files} == files  # nothing else written
+    assert kgeval("gold", "verify", "--no-store-check", "--holdout", str(holdout), "--gold", str(gold)).returncode == 0
+    again = kgeval("gold", "seal", "--gold", str(gold))
+    assert again.returncode == 0 and "already signed with this integrity key" in again.stdout, again.stderr
+    other = tmp_path / "other-key"
+    other.write_text("o" * 64, encoding="utf-8")
+    wrong = kgeval("gold", "seal", "--gold", str(gold), "--key-file", str(other))
+    assert wrong.returncode == 2 and "integrity tag does not match" in wrong.stderr, wrong.stderr
+
+
+def test_gold_seal_refuses_a_damaged_gold_and_writes_nothing(mini_gold, tmp_path):
+    import shutil
+
+    gold = tmp_path / "g"
+    shutil.copytree(mini_gold, gold, symlinks=True)
+    kg_file = gold / "current" / "mini.json"
+    kg_file.write_text(kg_file.read_text(encoding="utf-8") + " ", encoding="utf-8")  # one byte more
+    files = _tree(gold)
+    key = tmp_path / "key"
+    key.write_text("k" * 64, encoding="utf-8")
+    done = kgeval("gold", "seal", "--gold", str(gold), "--key-file", str(key))
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert f"{gold}: not sealed: mini.json: sha256 differs from MANIFEST.json" in " ".join(done.stderr.split()), done.stderr
+    assert _tree(gold) == files
+    unkeyed = kgeval("gold", "seal", "--gold", str(gold))
+    assert unkeyed.returncode == 2 and "no integrity key: give --key-file FILE" in unkeyed.stderr, unkeyed.stderr

@@ -133,16 +133,47 @@ def _majorities(db, run_id: str) -> dict[str, bool]:  # noqa: ANN001
     return {q: sum(c) * 2 > len(c) for q, c in by_question.items()}
 
 
-def test_a_tampered_source_is_refused_and_nothing_is_written(mini_holdout, mini_gold, tmp_path):
+TAMPERINGS = {
+    "verdict flipped": ("UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND question_id = 'mini-02'", "changed after it was sealed (verdicts: 16 rows, edited)"),
+    "seal removed": ("DELETE FROM run_seals WHERE run_id = ?", "is finished but its seal was removed"),
+    "set back to running": ("UPDATE runs SET status = 'running' WHERE run_id = ?", "was sealed when it ended but now reads as running"),
+}
+
+
+@pytest.mark.parametrize("tampering", list(TAMPERINGS))
+def test_a_tampered_source_is_refused_as_a_damaged_database_and_nothing_is_written(mini_holdout, mini_gold, tmp_path, tampering):
+    """Refused as every reader refuses a damaged or locked database: exit 2, naming the
+    database, the run and what changed (it was exit 1, as a failed check)."""
     db = tmp_path / "r.duckdb"
     source = _ran(kgeval("run", "--system", "weak", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)))
+    sql, said = TAMPERINGS[tampering]
     con = duckdb.connect(str(db))
-    con.execute("UPDATE verdicts SET correct = NOT correct WHERE run_id = ? AND question_id = 'mini-02'", [source])
+    con.execute(sql, [source])
     con.close()
+    before = {table: _rows(db, table, source) for table in ("runs", "attempts", "verdicts", "run_seals")}
     done = kgeval("rejudge", source, "--db", str(db))
-    assert done.returncode == 1 and f"run {source} changed after it was sealed" in done.stderr and "Traceback" not in done.stderr, done.stderr
-    with ResultsDB(db, read_only=True) as results:
-        assert [m.run_id for m in results.runs(status=None)] == [source]
+    message = " ".join(done.stderr.split())
+    assert done.returncode == 2 and f"{db}: run {source} {said}" in message and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+    assert {table: _rows(db, table, source) for table in before} == before
+    con = duckdb.connect(str(db), read_only=True)
+    assert [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()] == [source]  # no derived run begun
+    con.close()
+
+
+def test_runs_marks_a_derived_run_with_its_source(mini_holdout, mini_gold, tmp_path):
+    """`kgeval runs` listed a re-judged run as any other: only its run page said it was derived."""
+    db = tmp_path / "r.duckdb"
+    source = _ran(kgeval("run", "--system", "weak", "--seeds", "1", "--holdout", str(mini_holdout), "--gold", str(mini_gold), "--db", str(db)))
+    derived = _ran(kgeval("rejudge", source, "--db", str(db)))
+    listed = kgeval("runs", "--db", str(db))
+    assert listed.returncode == 0, listed.stderr
+    header, *lines = [line.split("\t") for line in listed.stdout.splitlines()]
+    assert header == ["run", "system", "status", "accuracy", "started", "derived from"]
+    rows = {line[0]: dict(zip(header, line)) for line in lines}
+    assert rows[source]["derived from"] == "-"
+    assert rows[derived]["derived from"] == f"rejudged run {source}"
+    assert rows[derived]["accuracy"] == rows[source]["accuracy"]
 
 
 def test_an_unfinished_source_is_refused(mini_holdout, mini_gold, tmp_path):

@@ -67,15 +67,22 @@ def test_other_runs_of_the_file_are_still_read_and_the_list_names_the_changed_on
     with ResultsDB(path, read_only=True) as db:
         assert build_report(db, "r2").overall.correct == 1
     listed = CliRunner().invoke(app, ["runs", "--db", str(path)])
-    assert listed.exit_code == 1
+    assert listed.exit_code == 2
     rows = {line.split("\t")[0]: line.split("\t") for line in listed.stdout.splitlines()}
     assert rows["r1"][2:4] == ["changed", "not shown: changed after it was sealed"] and rows["r2"][2] == "finished"
     assert "run r1 changed after it was sealed (verdicts" in listed.stderr
 
 
+def _every_row(path) -> object:  # noqa: ANN001
+    from tests.runs.test_damaged_db import _contents
+
+    return _contents(path, path.read_bytes())
+
+
 def test_every_command_refuses_a_changed_run(tmp_path):
-    """A real oracle run: report, export (jsonl, parquet, qald), show, audit sample, compare and
-    resume each exit 1 naming the run; the unedited copy passes the same commands."""
+    """A real oracle run: report, export (jsonl, parquet), show, audit sample, compare, rejudge and
+    runs each refuse it as a damaged database is refused (exit 2), naming the database, the run and
+    what changed, and write nothing; the unedited copy passes the same commands."""
     holdout, gold = tmp_path / "holdout", tmp_path / "gold"
     from tests.conftest import write_holdout
     from kgeval.config import GoldConfig
@@ -99,15 +106,21 @@ def test_every_command_refuses_a_changed_run(tmp_path):
         "show": ["show", run_id, qid, "--gold", str(gold), "--holdout", str(holdout)],
         "audit sample": ["audit", "sample", run_id, "--gold", str(gold)],
         "compare": ["compare", other, run_id],
+        "rejudge": ["rejudge", run_id],
+        "runs": ["runs"],
     }
     for name, args in commands.items():
+        before = _every_row(changed)
         ok = subprocess.run([sys.executable, "-m", "kgeval", *args, "--db", str(good)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert ok.returncode == 0, (name, ok.stderr[-2000:])
         done = subprocess.run([sys.executable, "-m", "kgeval", *args, "--db", str(changed)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 1, (name, done.returncode, done.stdout[-500:], done.stderr[-2000:])
+        assert done.returncode == 2, (name, done.returncode, done.stdout[-500:], done.stderr[-2000:])
         assert "Traceback" not in done.stderr, (name, done.stderr[-2000:])
-        assert f"run {run_id} changed after it was sealed (verdicts: 32 rows, edited)" in done.stderr, (name, done.stderr[-2000:])
-        assert done.stdout.strip() == "", (name, done.stdout[-500:])
+        said = " ".join(done.stderr.split())
+        assert f"{changed}: run {run_id} changed after it was sealed (verdicts: 32 rows, edited)" in said, (name, done.stderr[-2000:])
+        assert _every_row(changed) == before, name  # the refusal wrote nothing
+        if name != "runs":  # `runs` lists every run, the changed one as "changed"
+            assert done.stdout.strip() == "", (name, done.stdout[-500:])
 
 
 def test_a_refused_run_is_sealed_as_it_is_created(tmp_path):
@@ -247,7 +260,7 @@ def test_a_sealed_run_set_back_to_running_is_refused_and_cannot_be_sealed_again(
     with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="was sealed when it ended but now reads as running"):
         build_report(db, run_id)
     resumed = CliRunner().invoke(app, ["run", "--resume", run_id, "--db", str(path)])
-    assert resumed.exit_code == 1 and "now reads as running" in resumed.output, resumed.output
+    assert resumed.exit_code == 2 and "now reads as running" in resumed.output, resumed.output
     con = duckdb.connect(str(path))
     with pytest.raises(RunChanged, match="cannot end again"):
         seal_run(con, run_id)
@@ -263,7 +276,7 @@ def test_a_run_made_up_in_the_file_is_not_resumed_and_sealed(tmp_path, mini_hold
         con.execute(f"INSERT INTO {table} SELECT * REPLACE (? AS run_id) FROM {table} WHERE run_id = ?", [fake, run_id])
     con.close()
     resumed = CliRunner().invoke(app, ["run", "--resume", fake, "--db", str(path)])
-    assert resumed.exit_code == 1 and "has no record of its start" in resumed.output, resumed.output
+    assert resumed.exit_code == 2 and "has no record of its start" in resumed.output, resumed.output
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT status FROM runs WHERE run_id = ?", [fake]).fetchone()[0] == "running"  # not sealed
     assert con.execute("SELECT count(*) FROM run_seals WHERE run_id = ?", [fake]).fetchone()[0] == 0
@@ -278,7 +291,7 @@ def test_a_run_whose_start_was_edited_is_not_resumed(tmp_path, mini_holdout, min
     _edit(path, "DELETE FROM run_seals WHERE run_id = ? AND ? IS NOT NULL", run_id)  # as if killed before it ended
     _edit(path, "UPDATE runs SET metadata = json_merge_patch(metadata, '{\"system_version\": \"2\"}') WHERE run_id = ? AND ? IS NOT NULL", run_id)
     resumed = CliRunner().invoke(app, ["run", "--resume", run_id, "--db", str(path)])
-    assert resumed.exit_code == 1 and "differs from what it was at its start" in resumed.output, resumed.output
+    assert resumed.exit_code == 2 and "differs from what it was at its start" in resumed.output, resumed.output
 
 
 def test_without_a_key_a_removed_seal_is_refused_for_a_run_that_was_sealed(tmp_path, mini_holdout, mini_gold):
