@@ -123,7 +123,8 @@ def replay_ratio(holdout_dir: Path, gold: Path, repeat: int, verdicts: Path | No
     seeds = max(s for _, s in mapping) + 1
     if not_reference:  # a harmless comment: the same results, no text equal to a reference's
         records = [json.loads(line) for line in replay.read_text(encoding="utf-8").splitlines()]
-        replay.write_text("".join(json.dumps({**r, "sparql": r["sparql"] + "\n# not the reference text"} if r.get("sparql") else r) + "\n" for r in records), encoding="utf-8")
+        records = [{**r, "sparql": r["sparql"] + "\n# not the reference text"} if r.get("sparql") else r for r in records]
+        replay.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     times: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
     checked = 0
     stop_zygote()  # the build's sandbox processes reaped: each run's own are counted below
