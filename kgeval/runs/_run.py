@@ -438,9 +438,7 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
     checker: SuiteChecker | None = None
     try:
         gold = GoldLoans(without_collections(lambda: _verified_gold(plan)), Counter(q.id for q, _ in jobs))
-        checker = _suite_checker(plan)
-        if checker is not None:  # the neighbours load in sandbox workers while the first attempts run
-            checker.start_ahead(q for q, _ in jobs)
+        checker = _suite_checker(plan)  # a KG's neighbours load at the first check that executes on them
     except BaseException:
         _close_all((*plan.closeables(), *(checker.closeables() if checker is not None else ())))
         raise

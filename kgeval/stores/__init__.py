@@ -8,7 +8,7 @@ runs what a system under test wrote: bounded by `store.candidates` (the embedded
 in a sandbox worker process) and counted (`QueryResources`).
 """
 
-from kgeval.stores._base import Store
+from kgeval.stores._base import Store, checked_result_bytes
 from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key, order_key
 from kgeval.stores._embedded import EmbeddedKgs, EmbeddedStore, rdf_format
 from kgeval.stores._engine import ProbeCut, ProbeRows
@@ -37,6 +37,7 @@ __all__ = [
     "answer_sha256",
     "canonical_spelling",
     "cell_spelling",
+    "checked_result_bytes",
     "cells_key",
     "collect_rows",
     "compares_by_order",

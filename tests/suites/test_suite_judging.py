@@ -220,3 +220,59 @@ def test_a_result_equal_to_a_neighbours_gold_gets_the_outcome_the_full_judge_giv
     assert shortcut == judged
     assert fast._gold_accepts and len(fast._gold_accepts) == sum(len(read_suites(gold).suite(q.id).neighbours) for q in questions)
     assert any(not o["passed"] for o in judged if o.get("checked")) and all(o["checked"] for o in judged[: len(questions)])
+
+
+def test_the_reference_text_runs_on_no_neighbour_and_one_character_more_does(hr_suites) -> None:
+    """An accept whose text is the question's reference (line endings and surrounding whitespace
+    aside) is given each neighbour's gold as its result, executing nothing: no neighbour
+    sandbox opens, and the outcome is the one executing it gives. A text one character longer
+    inside is executed."""
+    import kgeval.runs._suite_check as suite_check
+    from kgeval.judges import judges_from_config
+
+    holdout, gold, _ = hr_suites
+    cfg = KgevalConfig()
+    judge = judges_from_config(cfg.judges)[cfg.judges.primary]
+    questions = list(load_holdout(holdout).questions())
+
+    class Executing(suite_check.SuiteChecker):  # every text executed on the neighbours
+        _is_reference = staticmethod(lambda question, sparql: False)
+
+    fast, executing = suite_check.SuiteChecker(read_suites(gold), cfg, judge), Executing(read_suites(gold), cfg, judge)
+    texts = [(q, text) for q in questions for text in (q.sparql, "\r\n " + q.sparql.replace("\n", "\r\n") + "\n\t")]
+    try:
+        given = [fast.outcome(q, text) for q, text in texts]
+        assert fast.closeables() == []  # nothing executed: the neighbours' sandbox never opened
+        executed = [executing.outcome(q, text) for q, text in texts]
+        assert given == executed and all(o["checked"] and o["passed"] for o in given)
+        near = questions[0].sparql.replace("WHERE", "WHERE ", 1)
+        assert near != questions[0].sparql and fast.outcome(questions[0], near)["checked"]
+        assert len(fast.closeables()) == 1  # one character more: executed on the neighbours
+    finally:
+        fast.close()
+        executing.close()
+
+
+def test_a_run_of_reference_answers_loads_no_neighbour(hr_suites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose accepts are all reference texts opens no neighbours' sandbox (the neighbours
+    load at the first check that executes on them); the same answers with a comment line are
+    executed on them, with the same suite outcomes."""
+    import kgeval.runs._suite_check as suite_check
+
+    opened: list[list[str]] = []
+
+    class Counted(suite_check.EmbeddedKgs):  # the real sandbox, its openings counted
+        def __init__(self, kgs, candidates) -> None:  # noqa: ANN001
+            opened.append(sorted(kgs))
+            super().__init__(kgs, candidates)
+
+    monkeypatch.setattr(suite_check, "EmbeddedKgs", Counted)
+    holdout, gold, _ = hr_suites
+    questions = list(load_holdout(holdout).questions())
+    _, _, given = _run(holdout, gold, OracleSystem(), tmp_path / "oracle.duckdb", suite=SuiteConfig(check_accepts=True))
+    assert opened == []
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"kg": "hr", "question_id": q.id, "sparql": q.sparql + "\n# not the reference text"}) + "\n" for q in questions))
+    _, _, executed = _run(holdout, gold, ReplaySystem(replay, load_holdout(holdout)), tmp_path / "replay.duckdb", suite=SuiteConfig(check_accepts=True))
+    assert len(opened) == 1
+    assert {k: v.details["suite"] for k, v in given.items()} == {k: v.details["suite"] for k, v in executed.items()}
