@@ -1,6 +1,10 @@
 """The contamination check on Spark: the shard API (`ShardScanner`, `merge_reports`) in `mapInArrow`.
 
-Files are read through Spark's own file systems. JSONL reaches the Python workers as the raw
+A local file (a path every executor reads, as Spark reads one) is planned into the local
+check's shards (`plan_shards`), one Spark task each, read and scanned in the Python workers by
+the local reader: the same bounds and errors, and no JVM reading (Spark's text reader alone
+cost as much CPU as the whole local check). Directories and URLs are read through Spark's own
+file systems (`s3a://`, `hdfs://` with the cluster's credentials). JSONL reaches the Python workers as the raw
 bytes of its lines (a JSON array file: the file's bytes), parsed there by the local reader's
 own code (`parse_jsonl`, `json_array_table`): the same records refused, the same UTF-8 check
 naming the record (Spark's JSON reader read some invalid byte sequences as other characters,
@@ -40,7 +44,7 @@ from kgeval._files import check_input_file
 from kgeval.errors import InputError
 from kgeval.guards._contamination import PartialReport, Report, ShardScanner, _sample_lines, merge_reports
 from kgeval.guards._index import HoldoutIndex
-from kgeval.guards._records import Format, RecordError, check_chunk, file_format, json_array_table, json_schema, parse_jsonl, starts_with
+from kgeval.guards._records import Format, RecordError, Shard, check_chunk, file_format, json_array_table, json_schema, parse_jsonl, plan_shards, starts_with
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -81,16 +85,37 @@ def check_files_spark(
     files = [str(p) for p in paths]
     by_format: dict[Format, list[str]] = {}
     for f in files:
-        by_format.setdefault(_format_of(f), []).append(f)
+        fmt = _format_of(f)
+        if not _is_plain_file(f):
+            by_format.setdefault(fmt, []).append(f)
     scanner = ShardScanner(_with_sample(index, files, config), config.contamination.fields, config.contamination.max_decompressed_mb)
     partials: list[tuple[str, int, int, PartialReport]] = []
     for fmt, group in by_format.items():
         df = _read(spark, group, fmt, scanner)
         partials += _scanned(df, scanner, fmt, spark)
+    shards = [s for f in dict.fromkeys(files) if _is_plain_file(f) for s in plan_shards(f, config.contamination.chunk_mb << 20)]
+    read = _in_file_order(partials, [f for group in by_format.values() for f in group]) + _scanned_shards(shards, scanner, spark)
+    rank = {f: i for i, f in reversed(list(enumerate(files)))}
     report = merge_reports(
-        _in_file_order(partials, files), scanner, workers=spark.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty
+        sorted(read, key=lambda p: rank.get(p.file, len(files))), scanner,
+        workers=spark.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty,
     )
     return report.model_copy(update={"seconds": time.perf_counter() - started})
+
+
+def _scanned_shards(shards: list[Shard], scanner: ShardScanner, spark: SparkSession) -> list[PartialReport]:
+    """Local files (a path every executor reads, as Spark reads it) planned into the local
+    check's shards and scanned by the Python workers with its reader, one Spark task a shard:
+    the JVM reads nothing (its text reader alone cost about what the whole scan costs)."""
+    if not shards:
+        return []
+    shared = spark.sparkContext.broadcast(scanner)
+    try:
+        scan = lambda part: [shared.value.scan_shard(s).model_dump_json() for s in part]  # noqa: E731
+        rdd = spark.sparkContext.parallelize(shards, len(shards)).mapPartitions(scan)
+        return [PartialReport.model_validate_json(p) for p in _failing_as_input(rdd.collect, [s.file for s in shards])]
+    finally:
+        shared.unpersist()
 
 
 def check_dataframe(df: DataFrame, index: HoldoutIndex, config: GuardsConfig | None = None) -> Report:
@@ -254,7 +279,7 @@ def _splits(batch: pa.RecordBatch) -> Iterator[tuple[str, int, int, pa.RecordBat
 
 def _in_file_order(partials: list[tuple[str, int, int, PartialReport]], files: list[str]) -> list[PartialReport]:
     """Partials ordered as the local check orders shards (files as given, then split start),
-    each named by the path the user gave; a given file Spark read no record of is listed empty."""
+    each named by the path the user gave."""
     given = {_file_key(f): (i, f) for i, f in enumerate(files)}
     ordered = []
     for file, start, part, partial in partials:
@@ -264,9 +289,7 @@ def _in_file_order(partials: list[tuple[str, int, int, PartialReport]], files: l
             named["error"] = partial.error.replace(file, name)
         ordered.append(((rank, file, start, part), partial.model_copy(update=named)))
     ordered.sort(key=lambda pair: pair[0])
-    seen = {p.file for _, p in ordered}
-    empty = [PartialReport(file=f, format=_local_format(Path(f)), file_bytes=_local_size(f)) for f in files if f not in seen and _is_plain_file(f)]
-    return [p for _, p in ordered] + empty
+    return [p for _, p in ordered]
 
 
 def _file_key(file: str) -> str:
@@ -278,10 +301,6 @@ def _file_key(file: str) -> str:
 
 def _is_plain_file(file: str) -> bool:
     return not re.match(r"^\w+://", file) and Path(file).is_file()
-
-
-def _local_size(file: str) -> int:
-    return os.path.getsize(file)
 
 
 def _failing_as_input(action, files: list[str]):  # noqa: ANN001, ANN202

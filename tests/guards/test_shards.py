@@ -134,6 +134,11 @@ def test_planted_leaks_give_the_same_hits_locally_by_shards_and_on_spark(index, 
     assert _hits(on_spark) == _hits(local) == [(h.file, h.record, h.field, h.kind, h.matched, h.holdout_item, h.score) for h in by_shard]
     assert _files(on_spark) == _files(local) == _files(by_shard_api(paths, index))
     assert on_spark.hits_by_kind == local.hits_by_kind and on_spark.summary().startswith("CONTAMINATED")
+    # URLs are read by Spark's own readers (local paths by the workers, as shards): the same hits
+    urls = [p.resolve().as_uri() for p in paths]
+    by_spark_readers = check_files_spark(urls, index, CONFIG, spark)
+    assert [h[1:] for h in _hits(by_spark_readers)] == [h[1:] for h in _hits(local)]
+    assert [f[1:] for f in _files(by_spark_readers)] == [f[1:] for f in _files(local)]
 
 
 def test_a_clean_corpus_passes_on_all_three(index, tmp_path, spark):
@@ -275,13 +280,16 @@ def _undecodable(tmp_path: Path, form: str, bad: bytes) -> tuple[Path, int]:
 
 
 @pytest.mark.parametrize("bad", [b"\xc1\xb8", b"\xff", b"\xed\xa0\x80"], ids=["overlong-x", "ff", "surrogate"])
-@pytest.mark.parametrize("form", ["jsonl", "parquet", "json"])
-def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_path, spark, form, bad):
+@pytest.mark.parametrize(("form", "given"), [("jsonl", "path"), ("parquet", "path"), ("json", "path"), ("jsonl", "url"), ("parquet", "url")])
+def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_path, spark, form, bad, given):
     """A record whose text is not UTF-8 fails the check on Spark as it does locally (exit 2),
     with the same message naming the file and the record, never a report. Spark's JSON reader
     read the overlong `\\xc1\\xb8` as "x", so the hidden question passed as clean; the other
-    sequences failed its parse without naming the record, and Parquet named neither."""
-    path, at = _undecodable(tmp_path, form, bad)
+    sequences failed its parse without naming the record, and Parquet named neither. A path is
+    read by the workers as shards, a URL by Spark's readers (which read a `.json` URL as JSON
+    Lines, by its suffix: no JSON array form for it)."""
+    file, at = _undecodable(tmp_path, form, bad)
+    path = file if given == "path" else file.resolve().as_uri()
     failures = []
     for run in (lambda: check_contamination([path], index, CONFIG), lambda: check_files_spark([path], index, CONFIG, spark)):
         with pytest.raises(InputError) as caught:
@@ -293,14 +301,17 @@ def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_pat
         assert f"record {at} (counted from 0" in failures[1], failures[1]
 
 
-def test_a_parquet_column_over_the_bound_is_refused_on_spark_before_it_is_read(index, tmp_path, spark):
+@pytest.mark.parametrize("given", ["path", "url"])
+def test_a_parquet_column_over_the_bound_is_refused_on_spark_before_it_is_read(index, tmp_path, spark, given):
     """The local reader's decompressed-size bound holds on Spark: a column chunk that
     decompresses (by the footer) to more than `max_decompressed_mb`, here 1 MB and a 2 MiB
     string stored in 1 KB, is refused with the local message naming row group, column and
-    bound; Spark read it whole before. Under the bound the same file is read, the leak found."""
+    bound; Spark read it whole before. Under the bound the same file is read, the leak found.
+    A path is read by the workers as shards, a URL by Spark's reader after the footer check."""
     big = tmp_path / "big.parquet"
     pq.write_table(pa.table({"prompt": ["which department does karen novak work in? " + "b" * (2 << 20)]}), big, compression="zstd")
     assert big.stat().st_size < 4096
+    big = big if given == "path" else big.resolve().as_uri()
     bounded = GuardsConfig(contamination=ContaminationConfig(workers=1, max_decompressed_mb=1))
     failures = []
     for run in (lambda: check_contamination([big], index, bounded), lambda: check_files_spark([big], index, bounded, spark)):
