@@ -1,21 +1,24 @@
-"""The contamination check on Spark: the shard API (`ShardScanner`, `merge_reports`) in `mapInArrow`.
+"""The contamination check on Spark: the shard API (`ShardScanner`, `merge_reports`) in Spark tasks.
 
 A local file (a path every executor reads, as Spark reads one) is planned into the local
 check's shards (`plan_shards`), one Spark task each, read and scanned in the Python workers by
-the local reader: the same bounds and errors, and no JVM reading (Spark's text reader alone
-cost as much CPU as the whole local check). Directories and URLs are read through Spark's own
-file systems (`s3a://`, `hdfs://` with the cluster's credentials). JSONL reaches the Python workers as the raw
-bytes of its lines (a JSON array file: the file's bytes), parsed there by the local reader's
-own code (`parse_jsonl`, `json_array_table`): the same records refused, the same UTF-8 check
-naming the record (Spark's JSON reader read some invalid byte sequences as other characters,
-so a hidden question could pass), and no JSON parse in the JVM. Parquet is read by Spark's
-reader (corrupt files never skipped) after each file's footer is checked on the driver
-against the local reader's decompressed-size bound (`check_chunk`). A record that cannot be
-read fails the check (InputError: exit code 2) naming its file and record. The scanner (holding the holdout index: holdout material) is broadcast
-once; each partition scans its Arrow batches with the same prefilter and matchers as the
-local check and returns one `PartialReport` per file split it read. The driver orders them by
-file and split start, so record numbers count from the start of each file as locally: the same
-hits, the same report.
+the local reader: the same bounds, errors and hits, and no reading in the JVM (Spark's text
+reader alone cost as much CPU as the whole local check).
+
+Directories and URLs are read through Spark's own file systems (`s3a://`, `hdfs://` with the
+cluster's credentials), then scanned in `mapInArrow`. JSONL reaches the Python workers as the
+raw bytes of its lines (a JSON array file: the file's bytes) and is parsed there by the local
+reader's code (`parse_jsonl`, `json_array_table`): the same records refused, the same UTF-8
+check naming the record (Spark's JSON reader read some invalid byte sequences as other
+characters, so a hidden question could pass). Parquet is read by Spark's reader (corrupt files
+never skipped) once each file's footer is checked on the driver against the local reader's
+decompressed-size bound (`check_chunk`). A record that cannot be read fails the check
+(InputError: exit code 2) naming its file and record.
+
+The scanner (holding the holdout index: holdout material) is broadcast once; each partition
+returns one `PartialReport` per shard or file split it read. The driver orders them by file and
+shard or split start, so record numbers count from the start of each file as locally: the
+same hits, the same report.
 
 A table the builder already has (Delta, Parquet, a query) is checked with `check_dataframe`;
 records are then numbered in the DataFrame's partition order, under the file name "<dataframe>"

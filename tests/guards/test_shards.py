@@ -279,6 +279,16 @@ def _undecodable(tmp_path: Path, form: str, bad: bytes) -> tuple[Path, int]:
     return path, at
 
 
+def _refusals(paths: list, index, config: GuardsConfig, spark) -> list[str]:
+    """The InputError messages of the local check and of Spark on `paths` (each must fail)."""
+    failures = []
+    for run in (lambda: check_contamination(paths, index, config), lambda: check_files_spark(paths, index, config, spark)):
+        with pytest.raises(InputError) as caught:
+            run()
+        failures.append(str(caught.value))
+    return failures
+
+
 @pytest.mark.parametrize("bad", [b"\xc1\xb8", b"\xff", b"\xed\xa0\x80"], ids=["overlong-x", "ff", "surrogate"])
 @pytest.mark.parametrize(("form", "given"), [("jsonl", "path"), ("parquet", "path"), ("json", "path"), ("jsonl", "url"), ("parquet", "url")])
 def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_path, spark, form, bad, given):
@@ -290,11 +300,7 @@ def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_pat
     Lines, by its suffix: no JSON array form for it)."""
     file, at = _undecodable(tmp_path, form, bad)
     path = file if given == "path" else file.resolve().as_uri()
-    failures = []
-    for run in (lambda: check_contamination([path], index, CONFIG), lambda: check_files_spark([path], index, CONFIG, spark)):
-        with pytest.raises(InputError) as caught:
-            run()
-        failures.append(str(caught.value))
+    failures = _refusals([path], index, CONFIG, spark)
     assert failures[0] == failures[1], failures
     assert str(path) in failures[1] and ("not UTF-8" in failures[1] or "utf-8" in failures[1]), failures[1]
     if form != "json":  # a JSON array is parsed whole: Python's decoder names the byte
@@ -313,11 +319,7 @@ def test_a_parquet_column_over_the_bound_is_refused_on_spark_before_it_is_read(i
     assert big.stat().st_size < 4096
     big = big if given == "path" else big.resolve().as_uri()
     bounded = GuardsConfig(contamination=ContaminationConfig(workers=1, max_decompressed_mb=1))
-    failures = []
-    for run in (lambda: check_contamination([big], index, bounded), lambda: check_files_spark([big], index, bounded, spark)):
-        with pytest.raises(InputError) as caught:
-            run()
-        failures.append(str(caught.value))
+    failures = _refusals([big], index, bounded, spark)
     assert failures[0] == failures[1], failures
     assert "row group 0: column prompt decompresses to 2,097," in failures[1] and "contamination.max_decompressed_mb: 1)" in failures[1]
     roomy = GuardsConfig(contamination=ContaminationConfig(workers=1, max_decompressed_mb=4))
