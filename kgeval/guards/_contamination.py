@@ -38,7 +38,7 @@ from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
-from kgeval.guards._records import FieldPath, Format, Shard, UndecodableRecord, field_texts, file_format, open_binary, plan_shards, read_shard
+from kgeval.guards._records import FieldPath, Format, RecordError, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
 from kgeval.guards._text import folded_rows
 from kgeval.holdout import Holdout
 
@@ -203,7 +203,7 @@ class ShardScanner:
         try:
             for batch in read_shard(shard, self.fields, self.max_bytes):
                 partial = partial.followed_by(self.scan_batch(batch, shard.file, shard.format, shard.file_bytes))
-        except UndecodableRecord as exc:
+        except RecordError as exc:
             partial.error, partial.error_record = exc.problem, partial.records + exc.record
         except InputError as exc:
             partial.error = str(exc)

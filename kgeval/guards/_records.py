@@ -205,11 +205,17 @@ def _check_decompressed(pf: pq.ParquetFile, group: int, columns: list[str], max_
     row_group = pf.metadata.row_group(group)
     for i in range(row_group.num_columns):
         chunk = row_group.column(i)
-        if chunk.path_in_schema.split(".")[0] in columns and chunk.total_uncompressed_size > max_bytes:
-            raise InputError(
-                f"{file}: row group {group}: column {chunk.path_in_schema} decompresses to {chunk.total_uncompressed_size:,} bytes "
-                f"({chunk.total_compressed_size:,} stored): {_over_bound(max_bytes)}"
-            )
+        check_chunk(file, group, chunk.path_in_schema, chunk.total_uncompressed_size, chunk.total_compressed_size, columns, max_bytes)
+
+
+def check_chunk(file: str, group: int, column: str, uncompressed: int, compressed: int, columns: list[str], max_bytes: int) -> None:
+    """InputError when one column chunk (of a column under `columns`) decompresses to more than
+    `max_bytes`: the one bound of every Parquet reader of the check (local and Spark)."""
+    if column.split(".")[0] in columns and uncompressed > max_bytes:
+        raise InputError(
+            f"{file}: row group {group}: column {column} decompresses to {uncompressed:,} bytes "
+            f"({compressed:,} stored): {_over_bound(max_bytes)}"
+        )
 
 
 def _over_bound(max_bytes: int) -> str:
@@ -249,17 +255,32 @@ def read_shard(shard: Shard, fields: tuple[FieldPath, ...], max_bytes: int = 0) 
     with open_binary(shard.file) as fh:
         fh.seek(shard.start)
         data = fh.read(shard.end - shard.start)
+    try:
+        table = parse_jsonl(data, fields)
+    except RecordError as exc:
+        line_base = _count_lines_before(shard.file, shard.start)
+        raise InputError(f"{shard.file}: line {line_base + exc.line + 1}: {exc.problem}") from None
+    except InputError as exc:
+        raise InputError(f"{shard.file}: bytes {shard.start}-{shard.end}: {exc}") from None
+    if table is not None:
+        yield table
+
+
+def parse_jsonl(data: bytes, fields: tuple[FieldPath, ...]) -> pa.Table | None:
+    """JSON Lines `data` as a table of the configured fields (None: blank lines only); on a
+    line that is not a record, RecordError naming it (line and record counted from `data`'s
+    first). Every engine parses a JSONL byte range here (the local reader, Spark's workers)."""
     if not data or data.isspace():  # isspace stops at the first byte that is not: no copy, unlike strip
-        return
+        return None
     options = pj.ParseOptions(explicit_schema=json_schema(fields), unexpected_field_behavior="ignore")
     try:
-        yield pj.read_json(
+        return pj.read_json(
             pa.BufferReader(data),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
             parse_options=options,
         )
     except pa.ArrowInvalid as exc:
-        raise InputError(_locate_json_error(shard, data, fields, exc)) from None
+        raise _first_bad_line(data, fields) or InputError(f"cannot be parsed: {exc}") from None
 
 
 def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...], max_bytes: int) -> Iterator[pa.RecordBatch]:
@@ -282,7 +303,16 @@ def _read_parquet(shard: Shard, fields: tuple[FieldPath, ...], max_bytes: int) -
 def _read_json_array(file: str, fields: tuple[FieldPath, ...]) -> pa.Table:
     """The records of a file holding one JSON array of objects, as one Arrow table."""
     with open_binary(file) as fh:
-        records = parse_json(fh.read(), f"{file} (a JSON array of records)")
+        return json_array_table(fh.read(), file, fields)
+
+
+def json_array_table(data: bytes, file: str, fields: tuple[FieldPath, ...]) -> pa.Table:
+    """A file's bytes holding one JSON array of objects, as one Arrow table (every engine)."""
+    try:  # strictly: json.loads of bytes lets UTF-8-encoded surrogates through (a traceback later)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{file} (a JSON array of records): byte {exc.start}: not UTF-8 text, so it cannot be checked") from None
+    records = parse_json(text, f"{file} (a JSON array of records)")
     if not isinstance(records, list):
         raise InputError(f"{file}: a JSON array of records must be one array, not {type(records).__name__}")
     for i, record in enumerate(records):
@@ -294,23 +324,23 @@ def _read_json_array(file: str, fields: tuple[FieldPath, ...]) -> pa.Table:
     return pa.Table.from_pylist(records, schema=json_schema(fields))
 
 
-def _locate_json_error(shard: Shard, data: bytes, fields: tuple[FieldPath, ...], exc: Exception) -> str:
-    """Name the first bad line of a JSONL range (slow path: only when parsing failed)."""
-    line_base = _count_lines_before(shard.file, shard.start)
-    for offset, line in enumerate(data.split(b"\n")):
+def _first_bad_line(data: bytes, fields: tuple[FieldPath, ...]) -> RecordError | None:
+    """The first line of a JSONL range that is no record of the fields (slow path: only when
+    parsing failed), with its line and record number in the range."""
+    record = -1
+    for line_no, line in enumerate(data.split(b"\n")):
         if not line.strip():
             continue
-        where = f"{shard.file}: line {line_base + offset + 1}"
+        record += 1
         try:  # every way json fails on a hostile line (nesting past the recursion limit too) named
-            record = parse_json(line, where, "valid JSON")
+            parsed = parse_json(line, "", "valid JSON")
         except InputError as err:
-            return str(err)
-        if not isinstance(record, dict):
-            return f"{where}: a record must be a JSON object, not {type(record).__name__}"
-        problem = _field_type_problem(record, fields)
-        if problem:
-            return f"{where}: {problem}"
-    return f"{shard.file}: bytes {shard.start}-{shard.end}: cannot be parsed: {exc}"
+            return RecordError(record, str(err).removeprefix(": "), line=line_no)
+        if not isinstance(parsed, dict):
+            return RecordError(record, f"a record must be a JSON object, not {type(parsed).__name__}", line=line_no)
+        if problem := _field_type_problem(parsed, fields):
+            return RecordError(record, problem, line=line_no)
+    return None
 
 
 def _count_lines_before(file: str, offset: int) -> int:
@@ -381,13 +411,19 @@ def field_texts(batch: pa.RecordBatch | pa.Table, f: FieldPath, path: str, max_b
     return rows[valid.to_numpy(zero_copy_only=False)], arr.filter(valid)
 
 
-class UndecodableRecord(InputError):
-    """A record whose text is not UTF-8: it cannot be read as a person reads it, so it is
-    refused (exit 2), never passed as clean. `record` counts from the batch's first."""
+class RecordError(InputError):
+    """One record that cannot be read: the check fails naming it (exit 2), never passes.
+    `record` counts from the first record of what was read (a batch, a JSONL range), `line`
+    (JSONL) from its first line."""
 
-    def __init__(self, record: int, problem: str) -> None:
+    def __init__(self, record: int, problem: str, line: int | None = None) -> None:
         super().__init__(problem)
-        self.record, self.problem = record, problem
+        self.record, self.problem, self.line = record, problem, line
+
+
+class UndecodableRecord(RecordError):
+    """A record whose text is not UTF-8: it cannot be read as a person reads it, so it is
+    refused (exit 2), never passed as clean."""
 
 
 _INVALID_AT = re.compile(r"at string index (\d+)")

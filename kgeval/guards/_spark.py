@@ -1,12 +1,24 @@
-"""The contamination check on Spark: the shard API (`ShardScanner`, `merge_reports`) in `mapInArrow`.
+"""The contamination check on Spark: the shard API (`ShardScanner`, `merge_reports`) in Spark tasks.
 
-Files are read by Spark's own JSON and Parquet readers in FAILFAST mode (a malformed record
-fails the job, and so the check, with InputError: exit code 2), with the configured fields as
-the explicit schema. The scanner (holding the holdout index: holdout material) is broadcast
-once; each partition scans its Arrow batches with the same prefilter and matchers as the
-local check and returns one `PartialReport` per file split it read. The driver orders them by
-file and split start, so record numbers count from the start of each file as locally: the same
-hits, the same report.
+A local file (a path every executor reads, as Spark reads one) is planned into the local
+check's shards (`plan_shards`), one Spark task each, read and scanned in the Python workers by
+the local reader: the same bounds, errors and hits, and no reading in the JVM (Spark's text
+reader alone cost as much CPU as the whole local check).
+
+Directories and URLs are read through Spark's own file systems (`s3a://`, `hdfs://` with the
+cluster's credentials), then scanned in `mapInArrow`. JSONL reaches the Python workers as the
+raw bytes of its lines (a JSON array file: the file's bytes) and is parsed there by the local
+reader's code (`parse_jsonl`, `json_array_table`): the same records refused, the same UTF-8
+check naming the record (Spark's JSON reader read some invalid byte sequences as other
+characters, so a hidden question could pass). Parquet is read by Spark's reader (corrupt files
+never skipped) once each file's footer is checked on the driver against the local reader's
+decompressed-size bound (`check_chunk`). A record that cannot be read fails the check
+(InputError: exit code 2) naming its file and record.
+
+The scanner (holding the holdout index: holdout material) is broadcast once; each partition
+returns one `PartialReport` per shard or file split it read. The driver orders them by file and
+shard or split start, so record numbers count from the start of each file as locally: the
+same hits, the same report.
 
 A table the builder already has (Delta, Parquet, a query) is checked with `check_dataframe`;
 records are then numbered in the DataFrame's partition order, under the file name "<dataframe>"
@@ -35,13 +47,13 @@ from kgeval._files import check_input_file
 from kgeval.errors import InputError
 from kgeval.guards._contamination import PartialReport, Report, ShardScanner, _sample_lines, merge_reports
 from kgeval.guards._index import HoldoutIndex
-from kgeval.guards._records import Format, file_format, json_schema, starts_with
+from kgeval.guards._records import Format, RecordError, Shard, check_chunk, file_format, json_array_table, json_schema, parse_jsonl, plan_shards, starts_with
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 DATAFRAME = "<dataframe>"
-_FILE, _START, _SIZE = "__kgeval_file", "__kgeval_start", "__kgeval_size"
+_FILE, _START, _SIZE, _TEXT = "__kgeval_file", "__kgeval_start", "__kgeval_size", "__kgeval_text"
 _OUT = pa.schema([("file", pa.string()), ("start", pa.int64()), ("part", pa.int64()), ("partial", pa.string())])
 _OUT_DDL = "file string, start long, part long, partial string"
 
@@ -68,24 +80,45 @@ def check_files_spark(
 ) -> Report:
     """`check_contamination` on Spark: JSONL files, JSON files holding one array of records, and
     Parquet files (or directories of them, or any URL Spark's file systems read: `s3a://`,
-    `gs://`, `hdfs://`; a URL is read by its suffix, as JSONL or Parquet) read by Spark in
-    FAILFAST mode."""
+    `gs://`, `hdfs://`; a URL is read by its suffix, as JSONL or Parquet) read through
+    Spark's file systems (module docstring)."""
     config = config or GuardsConfig()
     spark = spark or spark_session()
     started = time.perf_counter()
     files = [str(p) for p in paths]
     by_format: dict[Format, list[str]] = {}
     for f in files:
-        by_format.setdefault(_format_of(f), []).append(f)
+        fmt = _format_of(f)
+        if not _is_plain_file(f):
+            by_format.setdefault(fmt, []).append(f)
     scanner = ShardScanner(_with_sample(index, files, config), config.contamination.fields, config.contamination.max_decompressed_mb)
     partials: list[tuple[str, int, int, PartialReport]] = []
     for fmt, group in by_format.items():
         df = _read(spark, group, fmt, scanner)
         partials += _scanned(df, scanner, fmt, spark)
+    shards = [s for f in dict.fromkeys(files) if _is_plain_file(f) for s in plan_shards(f, config.contamination.chunk_mb << 20)]
+    read = _in_file_order(partials, [f for group in by_format.values() for f in group]) + _scanned_shards(shards, scanner, spark)
+    rank = {f: i for i, f in reversed(list(enumerate(files)))}
     report = merge_reports(
-        _in_file_order(partials, files), scanner, workers=spark.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty
+        sorted(read, key=lambda p: rank.get(p.file, len(files))), scanner,
+        workers=spark.sparkContext.defaultParallelism, allow_empty=config.contamination.allow_empty,
     )
     return report.model_copy(update={"seconds": time.perf_counter() - started})
+
+
+def _scanned_shards(shards: list[Shard], scanner: ShardScanner, spark: SparkSession) -> list[PartialReport]:
+    """Local files (a path every executor reads, as Spark reads it) planned into the local
+    check's shards and scanned by the Python workers with its reader, one Spark task a shard:
+    the JVM reads nothing (its text reader alone cost about what the whole scan costs)."""
+    if not shards:
+        return []
+    shared = spark.sparkContext.broadcast(scanner)
+    try:
+        scan = lambda part: [shared.value.scan_shard(s).model_dump_json() for s in part]  # noqa: E731
+        rdd = spark.sparkContext.parallelize(shards, len(shards)).mapPartitions(scan)
+        return [PartialReport.model_validate_json(p) for p in _failing_as_input(rdd.collect, [s.file for s in shards])]
+    finally:
+        shared.unpersist()
 
 
 def check_dataframe(df: DataFrame, index: HoldoutIndex, config: GuardsConfig | None = None) -> Report:
@@ -146,20 +179,41 @@ def _with_sample(index: HoldoutIndex, files: list[str], config: GuardsConfig) ->
 
 
 def _read(spark: SparkSession, files: list[str], fmt: Format, scanner: ShardScanner) -> DataFrame:
-    """Spark's reader for `fmt`: FAILFAST, corrupt files never skipped, only the fields read."""
+    """Spark's reader for `fmt`: corrupt files never skipped; JSONL as raw lines (a JSON array
+    file whole), Parquet as the fields' columns once every footer is within the bound."""
     reader = spark.read.option("ignoreCorruptFiles", "false").option("ignoreMissingFiles", "false")
     if fmt in ("jsonl", "json_array"):
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        schema = from_arrow_schema(json_schema(scanner.fields))
-        # a JSON array is read whole (multiLine: one split per file), its elements the records
-        reader = reader.schema(schema).option("mode", "FAILFAST").option("multiLine", fmt == "json_array")
-        return with_file_positions(_failing_as_input(lambda: reader.json(files), files))
+        df = _failing_as_input(lambda: reader.text(files, wholetext=fmt == "json_array"), files)
+        return df.select(df["value"].alias(_TEXT), *_positions(df))
     df = _failing_as_input(lambda: reader.parquet(*files), files)
     columns = sorted({f.steps[0][0] for f in scanner.fields} & set(df.columns))
     if not columns:
         raise InputError(f"{', '.join(files)}: none of the configured fields ({', '.join(f.text for f in scanner.fields)}) is a column")
+    _check_footers(spark, df.inputFiles(), files, columns, scanner.max_bytes)
     return df.select(*columns, *_positions(df))
+
+
+def _check_footers(spark: SparkSession, files: list[str], named: list[str], columns: list[str], max_bytes: int) -> None:
+    """The local reader's decompressed-size bound on every column chunk the check reads, from
+    each file's footer read on the driver through Spark's file system: a bomb is refused
+    before any executor decompresses a page of it. A file is named as given (`named`)."""
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()  # noqa: SLF001 - the Hadoop FS Spark reads with
+    for file in files:
+        name = next((given for given in named if _file_key(given) == _file_key(file)), file)
+        opened = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(file), conf)
+        blocks = _failing_as_input(lambda: _footer_blocks(jvm, opened), [name])
+        for group, block in enumerate(blocks):
+            for chunk in block.getColumns():
+                size, stored = chunk.getTotalUncompressedSize(), chunk.getTotalSize()
+                check_chunk(name, group, chunk.getPath().toDotString(), size, stored, columns, max_bytes)
+
+
+def _footer_blocks(jvm: Any, opened: Any) -> list:
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(opened)
+    try:
+        return list(reader.getFooter().getBlocks())
+    finally:
+        reader.close()
 
 
 def _scanned(df: DataFrame, scanner: ShardScanner, fmt: Format, spark: SparkSession) -> list[tuple[str, int, int, PartialReport]]:
@@ -179,17 +233,38 @@ def _partition_scan(shared: Any, fmt: Format):  # noqa: ANN202 - runs on executo
         scanner: ShardScanner = shared.value
         part = TaskContext.get().partitionId()
         done: dict[tuple[str, int], PartialReport] = {}
-        try:
-            for batch in batches:
-                for file, start, size, piece in _splits(batch):
-                    partial = scanner.scan_batch(piece, file, fmt, size)
-                    done[(file, start)] = done[(file, start)].followed_by(partial) if (file, start) in done else partial
-        except InputError as exc:
-            done = {("", 0): PartialReport(file="", error=str(exc))}
+        for batch in batches:
+            for file, start, size, piece in _splits(batch):
+                partial = _scan_piece(scanner, piece, file, fmt, size)
+                done[(file, start)] = done[(file, start)].followed_by(partial) if (file, start) in done else partial
         rows = [{"file": f, "start": s, "part": part, "partial": p.model_dump_json()} for (f, s), p in done.items()]
         yield pa.RecordBatch.from_pylist(rows, schema=_OUT)
 
     return scan
+
+
+def _scan_piece(scanner: ShardScanner, piece: pa.RecordBatch, file: str, fmt: Format, size: int) -> PartialReport:
+    """One run of rows of a file split; a record that cannot be read gives a partial with
+    `error` (and `error_record`, counted from the piece's first)."""
+    try:
+        return scanner.scan_batch(_records_of(piece, file, fmt, scanner), file, fmt, size)
+    except RecordError as exc:
+        return PartialReport(file=file, format=fmt, file_bytes=size, error=exc.problem, error_record=exc.record)
+    except InputError as exc:
+        return PartialReport(file=file, format=fmt, file_bytes=size, error=str(exc))
+
+
+def _records_of(piece: pa.RecordBatch, file: str, fmt: Format, scanner: ShardScanner) -> pa.RecordBatch | pa.Table:
+    """The records of a piece: Spark's columns (Parquet, a DataFrame), or its raw JSON lines
+    (a JSON array file: its bytes) parsed as the local check parses them."""
+    if _TEXT not in piece.schema.names:
+        return piece
+    raw = piece.column(_TEXT).view(pa.binary())  # the bytes as read: the scan checks they are UTF-8
+    if fmt == "json_array":
+        return json_array_table(raw[0].as_py(), file, scanner.fields)
+    lines = pa.ListArray.from_arrays(pa.array([0, len(raw)], pa.int32()), raw)
+    table = parse_jsonl(pc.binary_join(lines, b"\n")[0].as_py(), scanner.fields)
+    return table if table is not None else json_schema(scanner.fields).empty_table()
 
 
 def _splits(batch: pa.RecordBatch) -> Iterator[tuple[str, int, int, pa.RecordBatch]]:
@@ -207,18 +282,17 @@ def _splits(batch: pa.RecordBatch) -> Iterator[tuple[str, int, int, pa.RecordBat
 
 def _in_file_order(partials: list[tuple[str, int, int, PartialReport]], files: list[str]) -> list[PartialReport]:
     """Partials ordered as the local check orders shards (files as given, then split start),
-    each named by the path the user gave; a given file Spark read no record of is listed empty."""
+    each named by the path the user gave."""
     given = {_file_key(f): (i, f) for i, f in enumerate(files)}
     ordered = []
     for file, start, part, partial in partials:
         rank, name = given.get(_file_key(file), (len(files), file))
-        if partial.error:
-            rank, name = -1, partial.file
-        ordered.append(((rank, file, start, part), partial.model_copy(update={"file": name, "hits": [h.model_copy(update={"file": name}) for h in partial.hits]})))
+        named = {"file": name, "hits": [h.model_copy(update={"file": name}) for h in partial.hits]}
+        if partial.error:  # a worker names the file as Spark does (`file:/...`)
+            named["error"] = partial.error.replace(file, name)
+        ordered.append(((rank, file, start, part), partial.model_copy(update=named)))
     ordered.sort(key=lambda pair: pair[0])
-    seen = {p.file for _, p in ordered}
-    empty = [PartialReport(file=f, format=_local_format(Path(f)), file_bytes=_local_size(f)) for f in files if f not in seen and _is_plain_file(f)]
-    return [p for _, p in ordered] + empty
+    return [p for _, p in ordered]
 
 
 def _file_key(file: str) -> str:
@@ -230,10 +304,6 @@ def _file_key(file: str) -> str:
 
 def _is_plain_file(file: str) -> bool:
     return not re.match(r"^\w+://", file) and Path(file).is_file()
-
-
-def _local_size(file: str) -> int:
-    return os.path.getsize(file)
 
 
 def _failing_as_input(action, files: list[str]):  # noqa: ANN001, ANN202
@@ -259,4 +329,4 @@ def _spark_failure(text: str, files: list[str]) -> str:
     file = where.group(1) if where else ", ".join(files)
     causes = re.findall(r"^Caused by: (.*)$", text, re.MULTILINE)
     reason = causes[-1] if causes else next((line for line in text.splitlines() if line.strip()), "Spark job failed")
-    return f"{file}: Spark could not read it (FAILFAST: truncated, malformed or not {'/'.join(('JSONL', 'Parquet'))}?): {reason.strip()[:500]}"
+    return f"{file}: Spark could not read it (truncated, malformed or not {'/'.join(('JSONL', 'Parquet'))}?): {reason.strip()[:500]}"

@@ -134,6 +134,11 @@ def test_planted_leaks_give_the_same_hits_locally_by_shards_and_on_spark(index, 
     assert _hits(on_spark) == _hits(local) == [(h.file, h.record, h.field, h.kind, h.matched, h.holdout_item, h.score) for h in by_shard]
     assert _files(on_spark) == _files(local) == _files(by_shard_api(paths, index))
     assert on_spark.hits_by_kind == local.hits_by_kind and on_spark.summary().startswith("CONTAMINATED")
+    # URLs are read by Spark's own readers (local paths by the workers, as shards): the same hits
+    urls = [p.resolve().as_uri() for p in paths]
+    by_spark_readers = check_files_spark(urls, index, CONFIG, spark)
+    assert [h[1:] for h in _hits(by_spark_readers)] == [h[1:] for h in _hits(local)]
+    assert [f[1:] for f in _files(by_spark_readers)] == [f[1:] for f in _files(local)]
 
 
 def test_a_clean_corpus_passes_on_all_three(index, tmp_path, spark):
@@ -250,3 +255,72 @@ def test_a_json_array_export_gives_the_same_hits_on_all_three(index, tmp_path, s
     on_spark = check_files_spark(paths, index, CONFIG, spark)
     assert _hits(on_spark) == _hits(local) == _hits(by_shard_api(paths, index))
     assert _files(on_spark) == _files(local)
+
+
+HIDDEN = b"Q: which department does karen no%svak work in?"
+"""The holdout question hr-01 with bytes that are not UTF-8 inside a word."""
+
+
+def _undecodable(tmp_path: Path, form: str, bad: bytes) -> tuple[Path, int]:
+    """A file of clean CK25 records (several Spark splits) and, deep in it, one record whose
+    prompt holds `bad`: the file and the record's number (counted from 0)."""
+    clean = [json.dumps(r).encode() for r in _ck25_records() * 3]
+    at = len(clean) - 7
+    lines = clean[:at] + [b'{"prompt": "' + HIDDEN % bad + b'", "completion": "x"}'] + clean[at:]
+    path = tmp_path / f"train.{form}"
+    if form == "jsonl":
+        path.write_bytes(b"\n".join(lines) + b"\n")
+    elif form == "json":
+        path.write_bytes(b"[\n" + b",\n".join(lines) + b"\n]\n")
+    else:
+        prompts = pa.array([json.loads(x)["prompt"].encode() if i != at else HIDDEN % bad for i, x in enumerate(lines)], pa.binary())
+        texts = pa.Array.from_buffers(pa.string(), len(prompts), prompts.buffers())  # stored as they are, unchecked
+        pq.write_table(pa.table({"prompt": texts}), path, row_group_size=16)
+    return path, at
+
+
+def _refusals(paths: list, index, config: GuardsConfig, spark) -> list[str]:
+    """The InputError messages of the local check and of Spark on `paths` (each must fail)."""
+    failures = []
+    for run in (lambda: check_contamination(paths, index, config), lambda: check_files_spark(paths, index, config, spark)):
+        with pytest.raises(InputError) as caught:
+            run()
+        failures.append(str(caught.value))
+    return failures
+
+
+@pytest.mark.parametrize("bad", [b"\xc1\xb8", b"\xff", b"\xed\xa0\x80"], ids=["overlong-x", "ff", "surrogate"])
+@pytest.mark.parametrize(("form", "given"), [("jsonl", "path"), ("parquet", "path"), ("json", "path"), ("jsonl", "url"), ("parquet", "url")])
+def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_path, spark, form, bad, given):
+    """A record whose text is not UTF-8 fails the check on Spark as it does locally (exit 2),
+    with the same message naming the file and the record, never a report. Spark's JSON reader
+    read the overlong `\\xc1\\xb8` as "x", so the hidden question passed as clean; the other
+    sequences failed its parse without naming the record, and Parquet named neither. A path is
+    read by the workers as shards, a URL by Spark's readers (which read a `.json` URL as JSON
+    Lines, by its suffix: no JSON array form for it)."""
+    file, at = _undecodable(tmp_path, form, bad)
+    path = file if given == "path" else file.resolve().as_uri()
+    failures = _refusals([path], index, CONFIG, spark)
+    assert failures[0] == failures[1], failures
+    assert str(path) in failures[1] and ("not UTF-8" in failures[1] or "utf-8" in failures[1]), failures[1]
+    if form != "json":  # a JSON array is parsed whole: Python's decoder names the byte
+        assert f"record {at} (counted from 0" in failures[1], failures[1]
+
+
+@pytest.mark.parametrize("given", ["path", "url"])
+def test_a_parquet_column_over_the_bound_is_refused_on_spark_before_it_is_read(index, tmp_path, spark, given):
+    """The local reader's decompressed-size bound holds on Spark: a column chunk that
+    decompresses (by the footer) to more than `max_decompressed_mb`, here 1 MB and a 2 MiB
+    string stored in 1 KB, is refused with the local message naming row group, column and
+    bound; Spark read it whole before. Under the bound the same file is read, the leak found.
+    A path is read by the workers as shards, a URL by Spark's reader after the footer check."""
+    big = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"prompt": ["which department does karen novak work in? " + "b" * (2 << 20)]}), big, compression="zstd")
+    assert big.stat().st_size < 4096
+    big = big if given == "path" else big.resolve().as_uri()
+    bounded = GuardsConfig(contamination=ContaminationConfig(workers=1, max_decompressed_mb=1))
+    failures = _refusals([big], index, bounded, spark)
+    assert failures[0] == failures[1], failures
+    assert "row group 0: column prompt decompresses to 2,097," in failures[1] and "contamination.max_decompressed_mb: 1)" in failures[1]
+    roomy = GuardsConfig(contamination=ContaminationConfig(workers=1, max_decompressed_mb=4))
+    assert check_files_spark([big], index, roomy, spark).hits_by_kind == {"question-exact": 1}
