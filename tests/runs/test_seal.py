@@ -355,8 +355,6 @@ def _killed(tmp_path, mini_holdout, mini_gold):
     from kgeval.config import KgevalConfig, RunConfig
     from kgeval.holdout import load_holdout
     from kgeval.runs import execute_run
-    from tests.runs.test_resume import _Interrupting
-
     path = tmp_path / "killed.duckdb"
     checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
     with ResultsDB(path) as db:
@@ -421,7 +419,38 @@ def test_a_killed_runs_rows_edited_in_the_file_are_not_reported(tmp_path, mini_h
     assert "were changed after it wrote them" in listed.output and "%" not in listed.output, listed.output
 
 
-def test_a_killed_runs_batch_deleted_whole_is_not_run_again(tmp_path, mini_holdout, mini_gold):
+class _Lockstep:
+    """Oracle answers, the k-th call interrupting (`_Interrupting`), each call answered only once
+    every earlier attempt's group is recorded: one group per attempt, so several write batches,
+    however the machine's load lets attempts pile up behind a write (under load, attempts that
+    completed during one write shared the next group, and a run could end with one batch)."""
+
+    name, version, kind, pipeline, reasoning = "oracle", "1", "control", None, {}
+
+    def __init__(self, k: int, monkeypatch) -> None:  # noqa: ANN001 - pytest's fixture
+        import threading
+
+        from kgeval.runs._journal import RunWriter
+        from tests.runs.test_resume import _Interrupting
+
+        self.inner, self.groups, self.changed = _Interrupting(k), [0], threading.Condition()
+        record = RunWriter.record
+
+        def counted(writer, rows):  # noqa: ANN001, ANN202
+            record(writer, rows)
+            with self.changed:
+                self.groups[0] += 1
+                self.changed.notify_all()
+
+        monkeypatch.setattr(RunWriter, "record", counted)
+
+    def respond(self, question, seed):  # noqa: ANN001, ANN201
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.groups[0] >= self.inner.calls, timeout=60), "an attempt's group was never recorded"
+        return self.inner.respond(question, seed)
+
+
+def test_a_killed_runs_batch_deleted_whole_is_not_run_again(tmp_path, mini_holdout, mini_gold, monkeypatch):
     """A red-team pass deleted one write batch whole (its attempts, verdicts and record) and
     resumed: those attempts ran again (with a system that answers differently each time, a way to
     re-roll chosen attempts). A batch's record missing before the last one's is now named. (The
@@ -430,14 +459,12 @@ def test_a_killed_runs_batch_deleted_whole_is_not_run_again(tmp_path, mini_holdo
     from kgeval.config import KgevalConfig, RunConfig
     from kgeval.holdout import load_holdout
     from kgeval.runs import execute_run
-    from tests.runs.test_resume import _Interrupting
-
     path = tmp_path / "killed.duckdb"
     checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
-    config = KgevalConfig(run=RunConfig(seeds=3, concurrency=1, persist_within_s=0, db_flush_s=0))  # a batch per attempt
+    config = KgevalConfig(run=RunConfig(seeds=3, concurrency=1, persist_within_s=0, db_flush_s=0))  # a batch per group
     with ResultsDB(path) as db:
         with pytest.raises(KeyboardInterrupt):
-            execute_run(load_holdout(mini_holdout), mini_gold, _Interrupting(10), config, db, checklist=checklist)
+            execute_run(load_holdout(mini_holdout), mini_gold, _Lockstep(10, monkeypatch), config, db, checklist=checklist)
         (run,) = db.runs(status="running")
     con = duckdb.connect(str(path))
     assert con.execute("SELECT count(*) FROM run_progress WHERE run_id = ?", [run.run_id]).fetchone()[0] >= 2
