@@ -355,6 +355,8 @@ def _killed(tmp_path, mini_holdout, mini_gold):
     from kgeval.config import KgevalConfig, RunConfig
     from kgeval.holdout import load_holdout
     from kgeval.runs import execute_run
+    from tests.runs.test_resume import _Interrupting
+
     path = tmp_path / "killed.duckdb"
     checklist = pre_eval_checklist(REPO / "checklists" / "pre_eval.yaml")
     with ResultsDB(path) as db:
