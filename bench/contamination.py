@@ -59,6 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgeval.config import ContaminationConfig, GuardsConfig  # noqa: E402
 from kgeval.guards import build_index, check_contamination, load_fingerprints  # noqa: E402
+from bench._proc import cpu_ticks as _cpu_ticks  # noqa: E402
+from bench._proc import process_tree as _tree  # noqa: E402
 from bench.paraphrases import measure, paraphrases, unrelated_questions  # noqa: E402
 from kgeval.guards._text import STOPWORDS  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
@@ -311,31 +313,6 @@ class PeakRss:
     def cpu_seconds(self) -> float:
         ticks = sum(t - self._start.get(pid, 0) for pid, t in self._ticks.items()) / os.sysconf("SC_CLK_TCK")
         return ticks - self._own
-
-
-def _cpu_ticks(pid: int) -> int:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        found.append(pid)
-        stack.extend(children.get(pid, []))
-    return found
 
 
 def _rss(pid: int) -> int:

@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import yaml  # noqa: E402
 
 import run as run_bench  # noqa: E402 - bench/run.py: the KG and question generator
+from run import _children_cpu, _load  # noqa: E402
 import verdict_parity  # noqa: E402 - bench/verdict_parity.py: a run's rows, compared field for field
 from kgeval.config import GoldConfig  # noqa: E402
 from kgeval.gold import rebuild_gold  # noqa: E402
@@ -121,13 +122,6 @@ def write_benchmark(root: Path, kgs: int, per_kg: int, seeds: int, people: tuple
     return root / "holdout", replay
 
 
-def _children_cpu() -> float:
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def run_process(argv: list[str], cwd: Path) -> tuple[float, float, str]:
     """(wall s, CPU s, stdout): CPU from RUSAGE_CHILDREN before and after (the process and every
     descendant it, or its children, waited for)."""
@@ -149,10 +143,6 @@ def run_rows(db: Path, run_id: str) -> dict[str, dict]:
             if resources and resources.get("result_bytes") is not None and not resources["sandboxed"]:
                 raise SystemExit(f"{attempt.question_id}/{attempt.seed}: its query ran outside the sandbox: {resources}")
         return verdict_parity.rows_of_run(results, run_id, "process")
-
-
-def _load() -> str:
-    return "/".join(f"{x:.1f}" for x in os.getloadavg()) + " (1/5/15 min)"
 
 
 def main() -> None:  # noqa: PLR0915 - one bench, read top to bottom

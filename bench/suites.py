@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._proc import cpu_ticks, process_tree  # noqa: E402
 from kgeval.config import KgevalConfig, RunConfig, SuiteConfig  # noqa: E402
 from kgeval.gold import build_suites, read_suites, rebuild_gold, suites_path  # noqa: E402
 from kgeval.holdout import load_holdout  # noqa: E402
@@ -68,7 +69,7 @@ class SandboxCpu:
     at most its last 0.2 s. `own`: this reader's CPU, to take off this process's."""
 
     def __init__(self) -> None:
-        self._start = {pid: self._ticks(pid) for pid in self._descendants()}
+        self._start = {pid: cpu_ticks(pid) for pid in self._descendants()}
         self._seen: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -89,35 +90,14 @@ class SandboxCpu:
     def _run(self) -> None:
         while True:
             for pid in self._descendants():
-                self._seen[pid] = max(self._seen.get(pid, 0), self._ticks(pid))
+                self._seen[pid] = max(self._seen.get(pid, 0), cpu_ticks(pid))
             self.own = time.thread_time()
             if self._stop.wait(0.2):
                 return
 
     @staticmethod
     def _descendants() -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):  # ended meanwhile
-                    continue
-                children.setdefault(ppid, []).append(int(entry))
-        found, stack = [], [os.getpid()]
-        while stack:
-            kids = children.get(stack.pop(), [])
-            found += kids
-            stack += kids
-        return found
-
-    @staticmethod
-    def _ticks(pid: int) -> int:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return int(fields[11]) + int(fields[12])  # utime + stime
-        except (OSError, IndexError, ValueError):
-            return 0
+        return process_tree(os.getpid())[1:]
 
 
 def _store_for(cfg: KgevalConfig):
