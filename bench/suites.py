@@ -126,8 +126,7 @@ def _store_figures(gold: Path) -> None:
     neighbours = sum(p.stat().st_size for p in (version / "neighbours").rglob("*") if p.is_file())
     tracemalloc.start()
     suites = read_suites(gold)
-    _, peak = tracemalloc.get_traced_memory()
-    held, _ = tracemalloc.get_traced_memory()
+    held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     kept = sum(len(r.neighbours) for r in suites.kgs.values())
     print(f"suite store: {size / 1e6:.1f} MB on disk ({neighbours / 1e6:.1f} MB of {kept} neighbour KGs); "
@@ -156,7 +155,6 @@ def _passing(plan, db) -> Receipt:  # noqa: ANN001
 
 
 def replay_ratio(holdout_dir: Path, gold: Path, repeat: int, verdicts: Path | None = None, not_reference: bool = False) -> None:
-    sys.path.insert(0, str(REPO))
     from tests.suites.stress.cases import load_cases, write_replay
 
     holdout = load_holdout(holdout_dir)
