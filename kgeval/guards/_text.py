@@ -102,10 +102,11 @@ _DROPPED_RANGES = HIDDEN + CONTROLS
 _UNMASK = str.maketrans({**{chr(c): None for lo, hi in _DROPPED_RANGES for c in range(lo, hi + 1)}, **LOOKALIKES})
 _MASKED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _DROPPED_RANGES) + "".join(LOOKALIKES) + "]")
 _MASKED_RE2 = "[" + "".join(f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in _DROPPED_RANGES) + "".join(f"\\x{{{ord(c):x}}}" for c in LOOKALIKES) + "]"
+"""The characters `_UNMASK` changes: a Python expression, and the same in RE2 (for Arrow)."""
 _ASCII_CONTROLS = (*((lo, hi) for lo, hi in CONTROLS if hi < 0x80), (0x7F, 0x7F))
 """The ASCII bytes of `CONTROLS` (C0 but layout, and DEL)."""
 _ASCII_CONTROL = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _ASCII_CONTROLS) + "]")
-"""The characters `_UNMASK` changes: a Python expression, and the same in RE2 (for Arrow)."""
+"""`_ASCII_CONTROLS` as a Python expression: what `folded` drops from an ASCII text."""
 _FOLDABLE: dict = {}
 """This process's `foldable_characters` and `_unmask_table`, made on first use."""
 
