@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kgeval.errors import KgevalError
-from kgeval.gold import GoldReader, Suites, has_suites, read_suites, suites_path
+from kgeval.gold import Suites, has_suites, read_suites, suites_path
 from kgeval.checklists._items import Guard
 from kgeval.checklists._model import PreEvalChecklist
 from kgeval.runs import ChecklistItem, ResultsDB, RunPlan
@@ -44,7 +44,7 @@ def suites_item(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guard
 def _coverage(plan: RunPlan, suites: Suites) -> list[str]:
     problems = []
     holdout_sha = plan.metadata.holdout_manifest_sha256
-    built_from = GoldReader(suites.version).manifest.holdout_manifest_sha256
+    built_from = suites.holdout_manifest_sha256  # read_suites verified the manifest already
     if built_from != holdout_sha:
         problems.append(f"built from another holdout (manifest {built_from[:12]}, the holdout is {holdout_sha[:12]})")
     for question in plan.holdout.evaluated_questions():

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from kgeval._files import write_atomic
 from kgeval.errors import CheckFailed, InputError
-from kgeval.gold._layout import TAG_FILE, writer_lock
-from kgeval.gold._store import GoldReader
+from kgeval.gold._layout import MANIFEST, TAG_FILE, writer_lock
+from kgeval.gold._store import GoldReader, _each_kg_file
 from kgeval.integrity import check_tag, sign
 
 
@@ -27,14 +27,11 @@ def seal_gold(gold_dir: Path, key: bytes) -> tuple[str, bool]:
     with writer_lock(gold_dir):  # no rebuild switches another version in meanwhile
         try:
             reader = GoldReader(gold_dir, check_key=False)
-            for name in reader.manifest.files:
-                if name in reader.kg_files:
-                    reader.index_kg(name)  # the file's hash and each entry's result hash
-                else:
-                    reader.check_file(name)
+            for _ in _each_kg_file(reader, reader.index_kg):  # every file's hash; each entry's result hash
+                pass
             existing = reader.tag()
             if existing is not None:
-                check_tag(reader.manifest.signed_payload(), existing, key, str(reader.version / "MANIFEST.json"))
+                check_tag(reader.manifest.signed_payload(), existing, key, str(reader.version / MANIFEST))
                 return reader.manifest_sha256, False
         except CheckFailed as exc:
             raise InputError(f"{gold_dir}: not sealed: {exc}") from None

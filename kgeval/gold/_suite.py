@@ -644,6 +644,8 @@ class Suites:
     """Each KG's record, by KG id."""
     entries: dict[str, dict[str, EntrySummary]]
     """Neighbour id -> question id -> its verified entry's summary (`entry` reads it)."""
+    holdout_manifest_sha256: str
+    """The manifest hash of the holdout the suites were built from (their verified manifest's)."""
 
     def suite(self, question_id: str) -> QuestionSuite | None:
         for record in self.kgs.values():
@@ -695,4 +697,4 @@ def read_suites(gold_dir: Path) -> Suites:
     for name in reader.kg_files:
         index = reader.index_kg(name)
         entries[index.kg] = {e.question_id: e for e in index.entries}
-    return Suites(reader.version, reader.manifest_sha256, kgs, entries)
+    return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256)

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from kgeval.config import KgevalConfig
-from kgeval.gold import build_suites, rebuild_gold, suites_path
+from kgeval.cli._data import reference_store
+from kgeval.cli._suite import build_holdout_suites
+from kgeval.gold import rebuild_gold
 from kgeval.holdout import load_holdout, seal_holdout
-from kgeval.judges import judges_from_config
-from kgeval.runs import neighbour_store, suite_differs
-from kgeval.stores import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +26,8 @@ def copy_kgs(root: Path, *kgs: str) -> Path:
 
 
 def store_for(cfg: KgevalConfig):
-    return lambda kg: open_store(cfg.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
+    """The store the CLI runs a KG's reference queries on (sandboxed: `reference_store`)."""
+    return lambda kg: reference_store(cfg, kg)
 
 
 def build(holdout: Path, gold: Path, cfg: KgevalConfig | None = None, **kw):
@@ -36,8 +36,7 @@ def build(holdout: Path, gold: Path, cfg: KgevalConfig | None = None, **kw):
     loaded = load_holdout(holdout)
     if not (gold / "current").exists():
         assert rebuild_gold(loaded, store_for(cfg), cfg.gold, gold).ok
-    differs = suite_differs(judges_from_config(cfg.judges)[cfg.judges.primary])
-    return build_suites(loaded, store_for(cfg), neighbour_store(cfg), differs, cfg.suite, cfg.gold, suites_path(gold), **kw)
+    return build_holdout_suites(loaded, cfg, gold, **kw)
 
 
 @pytest.fixture(scope="module")

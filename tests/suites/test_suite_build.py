@@ -161,3 +161,32 @@ def test_judge_asked_only_about_results_unlike_the_reference_and_builds_agree(tm
     assert asked and not any(asked), f"the judge was asked about {sum(asked)} results equal to the reference's"
     files = lambda gold: json.loads((suites_path(gold) / "current" / MANIFEST).read_text())["files"]  # noqa: E731
     assert files(second) == files(tmp_path / "first")
+
+
+def test_the_reference_query_runs_on_the_neighbours_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DESIGN invariant 12 for the suite build: a reference query (an imported benchmark wrote
+    it) runs on each neighbour as on the KG, in the sandbox workers at `gold.timeout_s` and
+    `gold.row_cap`, never in this process on a copy of the neighbour."""
+    import kgeval.runs
+    from kgeval.config import KgevalConfig
+    from kgeval.stores._embedded import EmbeddedStore
+
+    cfg, opened, ran = KgevalConfig(), [], []
+    real = kgeval.runs.neighbour_store
+
+    def counted(config, workers=None):  # noqa: ANN001, ANN202
+        open_one = real(config, workers)
+        return lambda kg: opened.append(open_one(kg)) or opened[-1]
+
+    trusted = EmbeddedStore._trusted
+
+    def spied(self, query, **kw):  # noqa: ANN001, ANN003, ANN202
+        if self in opened and kw["timeout_s"] == cfg.gold.timeout_s:
+            ran.append((self._store is None, kw["row_cap"] in (1, cfg.gold.row_cap)))  # 1: an ASK
+        return trusted(self, query, **kw)
+
+    monkeypatch.setattr(kgeval.runs, "neighbour_store", counted)
+    monkeypatch.setattr(EmbeddedStore, "_trusted", spied)
+    build(copy_kgs(tmp_path / "holdout", "hr"), tmp_path / "gold", cfg)
+    assert opened and ran, (len(opened), len(ran))
+    assert ran == [(True, True)] * len(ran)
