@@ -295,3 +295,16 @@ def test_a_line_break_inside_a_long_string_is_not_the_reference_text() -> None:
     plain = "SELECT ?x WHERE {\n  ?x <http://example.org/p> 'a' . # a note\n}"
     assert SuiteChecker._is_reference(asked(plain), " " + plain.replace("\n", "\r\n") + "\n")  # layout aside, still the reference
     assert SuiteChecker._is_reference(asked(plain), plain.replace("\n", "\r"))
+
+
+def test_only_sparql_white_space_around_the_reference_is_set_aside() -> None:
+    """A form feed or a no-break space after the reference is no SPARQL white space (the guard
+    refuses the text): it is not the reference text, and is executed, not handed the gold."""
+    from kgeval.holdout import Question
+    from kgeval.runs._suite_check import SuiteChecker
+
+    reference = "SELECT ?x WHERE { ?x <http://example.org/p> 'a' }"
+    question = Question(id="q", question="Which?", sparql=reference, domain="hr", kg="hr")
+    assert SuiteChecker._is_reference(question, " \t\r\n" + reference + "\n \t")
+    assert not SuiteChecker._is_reference(question, reference + "\x0c")
+    assert not SuiteChecker._is_reference(question, "\u00a0" + reference)
