@@ -90,7 +90,7 @@ class EmbeddedStore(Store):
             self._pool, self._targets = WorkerPool(self._files, self._file_sha256, self.candidate_limits, self._label, self._graphs), None
             self._finalizer = weakref.finalize(self, self._pool.close)
         else:
-            (self._pool, name), self._targets = served_by, (served_by[1],)
+            self._pool, self._targets = served_by[0], (served_by[1],)
             self._finalizer = weakref.finalize(self, lambda: None)
 
     def load(self) -> None:
@@ -334,9 +334,10 @@ class EmbeddedKgs:
         is the QueryResult `execute_candidate` gives) and what it cost, or the QueryError it
         raised (with `.resources`). The guard and the budget checks run once (they read the text
         alone); an execution that fails leaves the next KGs to a request of their own."""
-        first = self._stores[names[0]] if names else None
+        if not names:
+            return []
         try:
-            shape = first.approved_candidate(query) if first is not None else None
+            shape = self._stores[names[0]].approved_candidate(query)
         except QueryError as exc:
             exc.resources = exc.resources or QueryResources(wall_ms=0.0)
             return [exc] * len(names)

@@ -276,3 +276,35 @@ def test_a_run_of_reference_answers_loads_no_neighbour(hr_suites, tmp_path: Path
     _, _, executed = _run(holdout, gold, ReplaySystem(replay, load_holdout(holdout)), tmp_path / "replay.duckdb", suite=SuiteConfig(check_accepts=True))
     assert len(opened) == 1
     assert {k: v.details["suite"] for k, v in given.items()} == {k: v.details["suite"] for k, v in executed.items()}
+
+
+def test_a_line_break_inside_a_long_string_is_not_the_reference_text() -> None:
+    """Line endings are one query only where a line break is white space or ends a comment: in a
+    long string it is the literal's value, so `\"\"\"a\\rb\"\"\"` is not the reference's
+    `\"\"\"a\\nb\"\"\"` and is executed on the neighbours, not handed their gold."""
+    from kgeval.holdout import Question
+    from kgeval.runs._suite_check import SuiteChecker
+
+    def asked(sparql: str) -> Question:
+        return Question(id="q", question="Which?", sparql=sparql, domain="hr", kg="hr")
+
+    reference = 'SELECT ?x WHERE {\n  ?x <http://example.org/p> """a\nb""" .\n}'
+    assert SuiteChecker._is_reference(asked(reference), reference)
+    assert not SuiteChecker._is_reference(asked(reference), reference.replace('a\nb', 'a\rb'))
+    assert not SuiteChecker._is_reference(asked(reference), reference.replace('a\nb', 'a\r\nb'))
+    plain = "SELECT ?x WHERE {\n  ?x <http://example.org/p> 'a' . # a note\n}"
+    assert SuiteChecker._is_reference(asked(plain), " " + plain.replace("\n", "\r\n") + "\n")  # layout aside, still the reference
+    assert SuiteChecker._is_reference(asked(plain), plain.replace("\n", "\r"))
+
+
+def test_only_sparql_white_space_around_the_reference_is_set_aside() -> None:
+    """A form feed or a no-break space after the reference is no SPARQL white space (the guard
+    refuses the text): it is not the reference text, and is executed, not handed the gold."""
+    from kgeval.holdout import Question
+    from kgeval.runs._suite_check import SuiteChecker
+
+    reference = "SELECT ?x WHERE { ?x <http://example.org/p> 'a' }"
+    question = Question(id="q", question="Which?", sparql=reference, domain="hr", kg="hr")
+    assert SuiteChecker._is_reference(question, " \t\r\n" + reference + "\n \t")
+    assert not SuiteChecker._is_reference(question, reference + "\x0c")
+    assert not SuiteChecker._is_reference(question, "\u00a0" + reference)
