@@ -124,3 +124,13 @@ def test_the_entities_beside_the_names_asked_for_are_a_label_column(kg):
     assert verdict.correct and verdict.details["comparator_rules"] == ["label_columns"], verdict.reason
     wrong = PREFIXES + "SELECT ?t ?n WHERE { ?c a ex:City ; rdfs:label ?n FILTER(LANG(?n) = 'en') BIND(ex:t1 AS ?t) }"
     assert not _judge(kg, CITY_NAMES, wrong).correct  # an entity that does not bear the name
+
+
+@pytest.mark.parametrize("suffix", ["__name", "__entity"])
+def test_an_answer_column_named_as_the_label_rules_name_theirs_is_still_an_extra_column(kg, suffix):
+    """Only a column the label rules derived beside an answer's (`with_named_columns`) is counted
+    with its source: an answer's own `?c__name` of other values is an extra column, as `?c_name` is."""
+    answer = PREFIXES + f"SELECT ?c ?c{suffix} WHERE {{ ?c a ex:City BIND(42 AS ?c{suffix}) }}"
+    verdict = _judge(kg, CITIES, answer)
+    assert not verdict.correct and verdict.path == "extra_columns", verdict.reason
+    assert verdict.details["leniency"] == {"standard": False, "lenient": True, "alone": ["extra_columns"]}
