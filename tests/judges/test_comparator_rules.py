@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from kgeval.config import ExecutionJudgeConfig, JudgesConfig
+from kgeval.config import ExecutionJudgeConfig
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, ExecutionJudge, kg_lookup, with_rules
-from kgeval.stores import EmbeddedStore
+from kgeval.judges import Candidate, ExecutionJudge, with_rules
+from tests.judges.conftest import turtle_kg
 
 PREFIXES = "PREFIX ex: <http://example.org/>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
 CODES = ("AA", "BB", "CC", "DD", "EE")
@@ -29,10 +29,7 @@ DEFAULT = ExecutionJudge(ExecutionJudgeConfig())
 
 @pytest.fixture(scope="module")
 def kg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("rules") / "kg.ttl"
-    path.write_text(TTL, encoding="utf-8")
-    store = EmbeddedStore([path])
-    return store, kg_lookup(store, "kg", JudgesConfig(), timeout_s=30)
+    return turtle_kg(tmp_path_factory, TTL, "kg")
 
 
 def _judge(kg, reference: str, answer: str, judge: ExecutionJudge = DEFAULT, *, labels: bool = True):  # noqa: ANN001
