@@ -84,7 +84,7 @@ from kgeval.stores import QueryResult, Term, order_variables
 from kgeval.stores._lexer import string_value
 from kgeval.stores._query import terminals
 
-LOGIC_VERSION = "13"
+LOGIC_VERSION = "14"
 """2: model failures judged by kind, vacuous answers, the label and symmetric-pairs rules,
 predeclared prefixes recorded, precision/recall/F1 in every verdict. 3: the label rules apply
 to answer lists too (a list of names where the gold has entities, or the reverse); numbers
@@ -144,7 +144,9 @@ entities an aligned column of names names (`label_columns`, on), or
 them as sets, a difference in repeats alone being path `duplicates` when it is off; the accept
 names the comparator rules it needed (`details["comparator_rules"]`), so the standard figure is
 Spider's comparator (same number of columns in any order, bags, order where asked); columns
-sharing the same values are aligned by how their rows pair them (a relation and its inverse)."""
+sharing the same values are aligned by how their rows pair them (a relation and its inverse). 14:
+an answer's own column named as the label rules name theirs (`?x__name`, `?x__entity`) is an
+extra column like any other: only a column the rules derived is counted with its source."""
 
 _NO_FIGURES = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 """The figures of a verdict with nothing to compare (a failure, no answer)."""
@@ -422,14 +424,15 @@ def _names_of(pairs: list[tuple[Term | None, Term | None]], lookup: KgLookup) ->
     return all(text in described[iri] for iri, text in unnamed)
 
 
-def _partners(vars_: tuple[str, ...], k: int) -> list[int]:
+def _partners(vars_: tuple[str, ...], k: int, derived: frozenset[str]) -> list[int]:
     """The columns paired with column `k` by the label rules: the column derived from it beside it
-    (`?x__name`, `?x__entity`: `with_named_columns`) or the column it was derived from."""
+    (`?x__name`, `?x__entity`: `with_named_columns`) or the column it was derived from. Only a
+    column in `derived` (what the rules added, not the answer's own) is paired."""
     var = vars_[k]
     base, _, suffix = var.rpartition("__")
-    if base and f"__{suffix}" in DERIVED_SUFFIXES and base in vars_:
+    if var in derived and base and f"__{suffix}" in DERIVED_SUFFIXES and base in vars_:
         return [vars_.index(base)]
-    return [i for i, v in enumerate(vars_) if v in {var + s for s in DERIVED_SUFFIXES}]
+    return [i for i, v in enumerate(vars_) if v in derived and v in {var + s for s in DERIVED_SUFFIXES}]
 
 
 def project(answer: Table, mapping: tuple[int, ...]) -> list[RowKeys]:
@@ -643,7 +646,10 @@ class ExecutionJudge:
 
         def recompare(gold_result: QueryResult, answer: QueryResult) -> Verdict:
             table = golds.get(gold) if gold_result is gold else table_of_result(gold_result, normalizer)
-            return _Comparison(self, question, gold, table, table_of_result(answer, normalizer), compared, answer=answer, lookup=candidate.lookup).verdict()
+            derived = frozenset(answer.vars) - frozenset(rules_answer.vars)  # the label rules' columns, not the answer's own
+            return _Comparison(
+                self, question, gold, table, table_of_result(answer, normalizer), compared, answer=answer, lookup=candidate.lookup, derived=derived
+            ).verdict()
 
         ruled = try_rules(self.config, question, gold, rules_answer, candidate.lookup, verdict, recompare, listed=candidate.result is None)
         kept = {k: verdict.details[k] for k in ("readings", "readings_off") if k in verdict.details}
@@ -674,6 +680,7 @@ class _Comparison:
     def __init__(
         self, judge: ExecutionJudge, question: Question, gold: QueryResult, gold_table: Table, answer_table: Table, compared: str,
         answer_datatypes: frozenset[str] = frozenset(), answer: QueryResult | None = None, lookup: KgLookup | None = None,
+        derived: frozenset[str] = frozenset(),
     ) -> None:
         self.judge, self.config = judge, judge.config
         self.question, self.gold, self.g, self.a = question, gold, gold_table, answer_table
@@ -681,6 +688,8 @@ class _Comparison:
         """Approximate datatypes (xsd:float, xsd:double) of the answer's cells, when it was executed."""
         self.answer, self.lookup = answer, lookup
         """The answer's typed result (None: an answer list) and the KG's labels: `label_columns` reads them."""
+        self.derived = derived
+        """The answer's columns the label rules derived beside its own (`with_named_columns`): `_partners`."""
         self.details: dict = {"compared": compared}
         self.mapping: tuple[int, ...] = ()
         self.answer_set: set[RowKeys] = set()
@@ -788,9 +797,9 @@ class _Comparison:
         vars_ = self.a.vars
         labels, others = [], []
         for k, var in enumerate(vars_):
-            if k in mapped or any(p in mapped for p in _partners(vars_, k)):
+            if k in mapped or any(p in mapped for p in _partners(vars_, k, self.derived)):
                 continue
-            if any(p < k for p in _partners(vars_, k)):
+            if any(p < k for p in _partners(vars_, k, self.derived)):
                 continue  # a derived column and its source, both unaligned: one extra column
             (labels if self._label_column(k, mapped) else others).append(var)
         return labels, others

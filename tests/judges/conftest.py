@@ -4,6 +4,19 @@ from collections.abc import Callable
 
 import pytest
 
+from kgeval.config import JudgesConfig
+from kgeval.judges import KgLookup, kg_lookup
+from kgeval.stores import EmbeddedStore
+
+
+def turtle_kg(tmp_path_factory: pytest.TempPathFactory, ttl: str, kg: str) -> tuple[EmbeddedStore, KgLookup]:
+    """An embedded store of the Turtle `ttl` (written to a fresh directory) and the judges' lookup
+    of it as KG `kg`, for a module-scoped fixture."""
+    path = tmp_path_factory.mktemp(kg) / f"{kg}.ttl"
+    path.write_text(ttl, encoding="utf-8")
+    store = EmbeddedStore([path])
+    return store, kg_lookup(store, kg, JudgesConfig(), timeout_s=30)
+
 
 @pytest.fixture
 def race() -> Callable:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from kgeval.config import ExecutionJudgeConfig, JudgesConfig
+from kgeval.config import ExecutionJudgeConfig
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, ExecutionJudge, kg_lookup, with_rules
-from kgeval.stores import EmbeddedStore
+from kgeval.judges import Candidate, ExecutionJudge, with_rules
+from tests.judges.conftest import turtle_kg
 
 PREFIXES = "PREFIX ex: <http://example.org/>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
 CODES = ("AA", "BB", "CC", "DD", "EE")
@@ -29,10 +29,7 @@ DEFAULT = ExecutionJudge(ExecutionJudgeConfig())
 
 @pytest.fixture(scope="module")
 def kg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("rules") / "kg.ttl"
-    path.write_text(TTL, encoding="utf-8")
-    store = EmbeddedStore([path])
-    return store, kg_lookup(store, "kg", JudgesConfig(), timeout_s=30)
+    return turtle_kg(tmp_path_factory, TTL, "kg")
 
 
 def _judge(kg, reference: str, answer: str, judge: ExecutionJudge = DEFAULT, *, labels: bool = True):  # noqa: ANN001
@@ -124,3 +121,13 @@ def test_the_entities_beside_the_names_asked_for_are_a_label_column(kg):
     assert verdict.correct and verdict.details["comparator_rules"] == ["label_columns"], verdict.reason
     wrong = PREFIXES + "SELECT ?t ?n WHERE { ?c a ex:City ; rdfs:label ?n FILTER(LANG(?n) = 'en') BIND(ex:t1 AS ?t) }"
     assert not _judge(kg, CITY_NAMES, wrong).correct  # an entity that does not bear the name
+
+
+@pytest.mark.parametrize("suffix", ["__name", "__entity"])
+def test_an_answer_column_named_as_the_label_rules_name_theirs_is_still_an_extra_column(kg, suffix):
+    """Only a column the label rules derived beside an answer's (`with_named_columns`) is counted
+    with its source: an answer's own `?c__name` of other values is an extra column, as `?c_name` is."""
+    answer = PREFIXES + f"SELECT ?c ?c{suffix} WHERE {{ ?c a ex:City BIND(42 AS ?c{suffix}) }}"
+    verdict = _judge(kg, CITIES, answer)
+    assert not verdict.correct and verdict.path == "extra_columns", verdict.reason
+    assert verdict.details["leniency"] == {"standard": False, "lenient": True, "alone": ["extra_columns"]}

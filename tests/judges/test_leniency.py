@@ -10,12 +10,12 @@ import re
 
 import pytest
 
-from kgeval.config import ExecutionJudgeConfig, JudgesConfig
+from kgeval.config import ExecutionJudgeConfig
 from kgeval.holdout import Question
-from kgeval.judges import RULES, Candidate, ExecutionJudge, kg_lookup, lenient_config, rules_on, standard_config, with_rules
-from kgeval.stores import EmbeddedStore
+from kgeval.judges import RULES, Candidate, ExecutionJudge, lenient_config, rules_on, standard_config, with_rules
 from tests.conftest import REPO
 from tests.judges.test_wikidata_style import PREFIXES, WIKI_TTL
+from tests.judges.conftest import turtle_kg
 
 SIBLINGS_TTL = "wd:Q3 wdt:P3373 wd:Q4 . wd:Q4 wdt:P3373 wd:Q3 . wd:Q6 wdt:P3373 wd:Q7186 . wd:Q7186 wdt:P3373 wd:Q6 .\n"
 DEFAULTS = {
@@ -73,10 +73,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def wiki(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lenient") / "wiki.ttl"
-    path.write_text(WIKI_TTL + SIBLINGS_TTL, encoding="utf-8")
-    store = EmbeddedStore([path])
-    return store, kg_lookup(store, "wiki", JudgesConfig(), timeout_s=30)
+    return turtle_kg(tmp_path_factory, WIKI_TTL + SIBLINGS_TTL, "wiki")
 
 
 def _judge(wiki, judge: ExecutionJudge, rule: str, answer):  # noqa: ANN001

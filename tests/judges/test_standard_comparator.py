@@ -23,10 +23,10 @@ from urllib.parse import unquote
 import pyoxigraph as ox
 import pytest
 
-from kgeval.config import ExecutionJudgeConfig, JudgesConfig
+from kgeval.config import ExecutionJudgeConfig
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, ExecutionJudge, kg_lookup
-from kgeval.stores import EmbeddedStore
+from kgeval.judges import Candidate, ExecutionJudge
+from tests.judges.conftest import turtle_kg
 
 EX = "http://example.org/"
 TTL = """
@@ -241,12 +241,10 @@ def reference_ties(gold: Shape) -> list[int] | None:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    path = tmp_path_factory.mktemp("standard") / "kg.ttl"
-    path.write_text(TTL, encoding="utf-8")
-    store = EmbeddedStore([path])
+    store, lookup = turtle_kg(tmp_path_factory, TTL, "kg")
     plain = ox.Store()
     plain.load(TTL.encode(), ox.RdfFormat.TURTLE)
-    return store, plain, kg_lookup(store, "kg", JudgesConfig(), timeout_s=30)
+    return store, plain, lookup
 
 
 JUDGE = ExecutionJudge(ExecutionJudgeConfig())

@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "13", ("_seed.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py"), "78b7323d94d605587b940781217f0fbf41ada4443fd9c3595c9a084450d67e2c"),
-    "execution": (EXECUTION_LOGIC, "13", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "0b46f2f759ac3bbea0c136ce75d9f44b809f34c47b9f9093266a05fdebb3d105"),
+    "execution": (EXECUTION_LOGIC, "14", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "be500360f5f3caf78989807e14c0b6ef57004abd10c7f0313499f1b4ed988e66"),
 }
 
 

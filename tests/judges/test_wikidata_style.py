@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import pytest
 
-from kgeval.config import PREDECLARED_PREFIXES, JudgesConfig, ReadingsConfig
+from kgeval.config import PREDECLARED_PREFIXES, ReadingsConfig
 from kgeval.holdout import Question
-from kgeval.judges import Candidate, ExecutionJudge, SeedJudge, kg_lookup
+from kgeval.judges import Candidate, ExecutionJudge, SeedJudge
 from kgeval.config import ExecutionJudgeConfig, SeedJudgeConfig
-from kgeval.stores import EmbeddedStore
+from tests.judges.conftest import turtle_kg
 
 WIKI_TTL = """
 @prefix wd: <http://www.wikidata.org/entity/> .
@@ -57,10 +57,7 @@ JUDGES = {"execution": EXECUTION, "seed": SEED}
 
 @pytest.fixture(scope="module")
 def wiki(tmp_path_factory):
-    path = tmp_path_factory.mktemp("wiki") / "wiki.ttl"
-    path.write_text(WIKI_TTL, encoding="utf-8")
-    store = EmbeddedStore([path])
-    return store, kg_lookup(store, "wiki", JudgesConfig(), timeout_s=30)
+    return turtle_kg(tmp_path_factory, WIKI_TTL, "wiki")
 
 
 def _question(qid: str, sparql: str, text: str) -> Question:
