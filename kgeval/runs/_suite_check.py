@@ -28,12 +28,12 @@ from concurrent.futures import Future
 from typing import Any, NamedTuple
 
 from kgeval.config import KgevalConfig
-from kgeval.errors import QueryOverBudget
+from kgeval.errors import KgevalError, QueryOverBudget
 from kgeval.gold import GoldEntry, Suites
 from kgeval.holdout import KnowledgeGraph, Question
 from kgeval.judges import Candidate, ExecutionJudge, Judge, Verdict
 from kgeval.runs._attempt import Execution, execute_candidate_each, judge_candidate
-from kgeval.stores import CellResult, EmbeddedKgs, EmbeddedStore, QueryResult, Store, checked_result_bytes
+from kgeval.stores import CellResult, EmbeddedKgs, EmbeddedStore, QueryResult, Store, checked_result_bytes, query_determinism
 
 SUITE_KEY = "suite"
 """The key of a primary verdict's details holding its suite outcome."""
@@ -43,6 +43,12 @@ ENTRIES_HELD = 64
 """Neighbour gold entries a run's checker keeps (least recently used out): the suites of the
 questions in flight (a run's concurrency times a suite's few neighbours, twice over), so the
 checker's memory follows the questions in flight, as the run's gold does, not the holdout."""
+
+OUTCOMES_HELD = 1024
+"""Checks whose outcome a run's checker keeps for the same (question, text) (least recently
+made out): a question's seeds are dispatched together, so the seeds that give one query find
+its outcome while it is held; one checked again after it left is executed again, with the same
+outcome. So the checker's memory is bounded whatever the run's size."""
 
 
 def neighbour_store(config: KgevalConfig, workers: int | None = None) -> Callable[[KnowledgeGraph], Store]:
@@ -104,7 +110,9 @@ class SuiteChecker:
         self._outcomes: dict[tuple[str, str], Future[dict[str, Any]]] = {}
         """(question id, SPARQL) -> its outcome, or the check under way: seeds that give the
         same query (most do) are checked once, even while they run at once (a run dispatches a
-        question's seeds together). The neighbours are read-only and their engine deterministic."""
+        question's seeds together). The neighbours are read-only and their engine deterministic;
+        a query that calls a volatile function is never held (`_repeatable`). At most
+        OUTCOMES_HELD, in the order made."""
         self._gold_accepts: dict[tuple[str, str], dict[str, Any]] | None = {} if isinstance(judge, ExecutionJudge) else None
         """(question id, neighbour) -> the judge's accept of a result equal to that neighbour's gold."""
 
@@ -142,12 +150,19 @@ class SuiteChecker:
         return verdict.model_copy(update={"details": {**verdict.details, SUITE_KEY: self.outcome(question, sparql)}})
 
     def outcome(self, question: Question, sparql: str | None) -> dict[str, Any]:
+        """The suite outcome of `sparql` for `question`: shared by the checks of the same text
+        (see `_outcomes`), but for a text whose result may change from one execution to the
+        next (`_repeatable`), which every check executes afresh."""
+        if sparql and sparql.strip() and not _repeatable(sparql):
+            return self._outcome(question, sparql)
         key = (question.id, sparql or "")
         with self._lock:
             pending = self._outcomes.get(key)
             mine = pending is None
             if mine:
                 pending = self._outcomes[key] = Future()
+                while len(self._outcomes) > OUTCOMES_HELD:  # the oldest out (a check waiting on it holds its Future)
+                    del self._outcomes[next(iter(self._outcomes))]
         if not mine:
             known = pending.result()
             if not _harness(known):
@@ -251,6 +266,18 @@ class SuiteChecker:
 _SPARQL_SPACE = " \t\r\n"
 """SPARQL's white space (its `WS`): not `str.strip()`'s, which takes a form feed or a no-break
 space too, characters the guard refuses as the query's own."""
+
+
+def _repeatable(sparql: str) -> bool:
+    """Whether executing `sparql` again on a neighbour gives the result it gave: it calls no
+    volatile function (RAND(), NOW(), UUID(), STRUUID(), BNODE()), as the gold build's own scan
+    classifies a reference query (`query_determinism`; a gold that calls one is flagged
+    nondeterministic). A text the guard refuses is taken as not repeatable (it is checked
+    afresh, and fails fast): the retry that declares its missing prefixes is another text."""
+    try:
+        return not query_determinism(sparql).volatile
+    except KgevalError:
+        return False
 
 
 def _harness(outcome: dict[str, Any]) -> bool:

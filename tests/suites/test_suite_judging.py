@@ -308,3 +308,41 @@ def test_only_sparql_white_space_around_the_reference_is_set_aside() -> None:
     assert SuiteChecker._is_reference(question, " \t\r\n" + reference + "\n \t")
     assert not SuiteChecker._is_reference(question, reference + "\x0c")
     assert not SuiteChecker._is_reference(question, "\u00a0" + reference)
+
+
+def test_a_volatile_query_is_executed_again_at_each_check(hr_suites, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks of the same text share one execution on the neighbours, but a text that calls a
+    volatile function (RAND(), NOW(), UUID(), STRUUID(), BNODE()) is executed again at every
+    check: its result may change from one execution to the next. Held outcomes are bounded
+    (OUTCOMES_HELD): one that left is executed again."""
+    import kgeval.runs._suite_check as suite_check
+    from kgeval.judges import judges_from_config
+
+    holdout, gold, _ = hr_suites
+    cfg = KgevalConfig()
+    question = next(q for q in load_holdout(holdout).questions() if q.id == "hr-03")
+    executed: list[str] = []
+    real = suite_check.execute_candidate_each
+
+    def counted(sparql, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - the real execution, counted
+        executed.append(sparql)
+        return real(sparql, *args, **kw)
+
+    monkeypatch.setattr(suite_check, "execute_candidate_each", counted)
+    checker = suite_check.SuiteChecker(read_suites(gold), cfg, judges_from_config(cfg.judges)[cfg.judges.primary])
+    steady = question.sparql + "# not the reference text\n"
+    volatile = {f: question.sparql.replace("WHERE {", "WHERE { FILTER(" + f + ")", 1) for f in ("RAND() >= 0", "YEAR(NOW()) > 2000", "STRLEN(STRUUID()) > 0", "isIRI(UUID())", "isBlank(BNODE())")}
+    try:
+        for _ in range(2):
+            assert checker.outcome(question, steady)["passed"]
+            for text in volatile.values():
+                outcome = checker.outcome(question, text)
+                assert outcome["checked"] and outcome["passed"], outcome
+        assert executed.count(steady) == 1
+        assert all(executed.count(text) == 2 for text in volatile.values()), executed
+        monkeypatch.setattr(suite_check, "OUTCOMES_HELD", 1)
+        checker.outcome(question, steady + "#")  # holds one outcome: the steady text's leaves
+        checker.outcome(question, steady)
+        assert executed.count(steady) == 2
+    finally:
+        checker.close()
