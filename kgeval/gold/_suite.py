@@ -646,6 +646,9 @@ class Suites:
     """Neighbour id -> question id -> its verified entry's summary (`entry` reads it)."""
     holdout_manifest_sha256: str
     """The manifest hash of the holdout the suites were built from (their verified manifest's)."""
+    file_sha256: dict[str, str] = field(default_factory=dict)
+    """Each file of the version (relative name) -> its sha256, as the verified manifest records
+    it: a neighbour's files are loaded only as these bytes (`neighbour_sha256`)."""
 
     def suite(self, question_id: str) -> QuestionSuite | None:
         for record in self.kgs.values():
@@ -660,6 +663,11 @@ class Suites:
         if summary is None:
             raise CheckFailed(f"{neighbour}/{question_id}: no suite entry in {self.version}; rebuild with `kgeval suite build`")
         return read_entry(summary)
+
+    def neighbour_sha256(self, neighbour: str) -> list[str]:
+        """The sha256 of a neighbour's files (in `neighbour_kg`'s order), as the manifest records them."""
+        info = self.kgs[neighbour.split("~")[0]].neighbours[neighbour]
+        return [self.file_sha256[f] for f in info.files]
 
     def neighbour_kg(self, neighbour: str) -> KnowledgeGraph:
         """A neighbour as a KnowledgeGraph of its files in the version (to open a store on)."""
@@ -697,4 +705,4 @@ def read_suites(gold_dir: Path) -> Suites:
     for name in reader.kg_files:
         index = reader.index_kg(name)
         entries[index.kg] = {e.question_id: e for e in index.entries}
-    return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256)
+    return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256, dict(reader.manifest.files))

@@ -126,11 +126,16 @@ class SuiteChecker:
         return _Held(entry, (CellResult.of(result), result) if same else None)
 
     def _neighbours(self, kg: str) -> EmbeddedKgs:
-        """The sandbox serving KG `kg`'s neighbours (every neighbour the suite store keeps of it)."""
+        """The sandbox serving KG `kg`'s neighbours (every neighbour the suite store keeps of it),
+        loading exactly the bytes the suites' verified manifest records (`EmbeddedKgs`'s
+        `verified`: kgeval wrote them, so they are parsed without validating each term again,
+        and a file changed since the suites were read is refused, not loaded)."""
         with self._lock:
             if kg not in self._kgs:
-                kgs = {n: self.suites.neighbour_kg(n) for n in self.suites.kgs[kg].neighbours}
-                self._kgs[kg] = EmbeddedKgs({n: (k.files, k.graphs) for n, k in kgs.items()}, self.config.store.candidates)
+                names = self.suites.kgs[kg].neighbours
+                kgs = {n: self.suites.neighbour_kg(n) for n in names}
+                verified = {n: self.suites.neighbour_sha256(n) for n in names}
+                self._kgs[kg] = EmbeddedKgs({n: (k.files, k.graphs) for n, k in kgs.items()}, self.config.store.candidates, verified=verified)
             return self._kgs[kg]
 
     def closeables(self) -> list[EmbeddedKgs]:

@@ -301,14 +301,21 @@ class EmbeddedKgs:
     worker killed or ended by one is replaced before the next runs). `store(name)` is one of
     them as a Store (trusted queries, a single candidate). Closing it stops the pool."""
 
-    def __init__(self, kgs: Mapping[str, tuple[Sequence[Path], Mapping[str, str]]], candidates: CandidateQueryConfig) -> None:
-        """`kgs`: name -> (its files, file name -> the named graph it came from)."""
+    def __init__(
+        self, kgs: Mapping[str, tuple[Sequence[Path], Mapping[str, str]]], candidates: CandidateQueryConfig, *, verified: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        """`kgs`: name -> (its files, file name -> the named graph it came from). `verified`:
+        name -> its files' sha256 as a verified manifest records them (a suite's neighbours,
+        which kgeval wrote from strictly parsed terms): the files are not hashed here, their
+        workers parse them without validating the terms again (`_engine.load_kg`'s lenient), and
+        a worker (or a local copy) whose files do not hash so is refused, as when files change
+        after open: what loads is the manifest's bytes, or nothing."""
         files = {name: [Path(f) for f in paths] for name, (paths, _) in kgs.items()}
         graphs = {name: {n: iri for n, iri in (g or {}).items() if iri} for name, (_, g) in kgs.items()}
-        hashes = {name: [sha256_file(p) for p in paths] for name, paths in files.items()}
+        hashes = {name: list(verified[name]) if verified is not None else [sha256_file(p) for p in paths] for name, paths in files.items()}
         label = ", ".join(sorted(kgs)) or "(no KGs)"
         self.candidate_limits = candidates
-        self._pool = WorkerPool(files, hashes, candidates, label, graphs)
+        self._pool = WorkerPool(files, hashes, candidates, label, graphs, lenient=verified is not None)
         self._finalizer = weakref.finalize(self, self._pool.close)
         self._stores = {name: EmbeddedStore(files[name], graphs=graphs[name], candidates=candidates, served_by=(self._pool, name)) for name in files}
 

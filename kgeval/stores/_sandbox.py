@@ -154,7 +154,13 @@ class WorkerPool:
         config: CandidateQueryConfig,
         label: str,
         graphs: Mapping[str, str] | Mapping[str, Mapping[str, str]] | None = None,
+        *,
+        lenient: bool = False,
     ) -> None:
+        """`lenient`: the workers parse the files without validating their terms
+        (`_engine.load_kg`): only for files kgeval wrote whose `file_sha256` come from a verified
+        manifest, which every worker's files must hash to (`_check_data`)."""
+        self._lenient = lenient
         self._files: list[str] | dict[str, list[str]] = (
             {name: [str(Path(f).resolve()) for f in paths] for name, paths in files.items()}
             if isinstance(files, Mapping) else [str(Path(f).resolve()) for f in files]
@@ -326,7 +332,7 @@ class WorkerPool:
         """A worker forked from this pool's template (started first, or again if it died), or,
         where the platform cannot fork one safely, a worker started on its own."""
         if not _CAN_FORK:
-            return _Worker.start(self._files, self._config, self._label, graphs=self._graphs)
+            return _Worker.start(self._files, self._config, self._label, graphs=self._graphs, lenient=self._lenient)
         return _fork(self._live_template, self._forget_template, self._config, self._label, "template process ended while forking a worker")
 
     def _forget_template(self, template: _Template) -> None:
@@ -341,7 +347,7 @@ class WorkerPool:
             if self._closed:
                 raise StoreError(f"{self._label}: the store was closed")
             if self._template is None or self._template.process.poll() is not None:
-                self._template = _Template.start(self._files, self._graphs, self._config, self._label)
+                self._template = _Template.start(self._files, self._graphs, self._config, self._label, self._lenient)
             return self._template
 
     def _release(self, worker: _Worker, healthy: bool) -> None:
@@ -399,7 +405,9 @@ class _Worker:
         self._poller.register(conn.fileno(), select.POLLIN)
 
     @classmethod
-    def start(cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load", graphs: Mapping[str, str] | None = None) -> _Worker:
+    def start(
+        cls, files: list[str], config: CandidateQueryConfig, label: str, kind: str = "load", graphs: Mapping[str, str] | None = None, lenient: bool = False
+    ) -> _Worker:
         ours, theirs = socket.socketpair()
         stderr = tempfile.TemporaryFile()
         try:
@@ -416,12 +424,12 @@ class _Worker:
         finally:
             theirs.close()
         worker = cls(process, Connection(ours.detach()), stderr, label)
-        worker._load(files, graphs or {}, config, kind)
+        worker._load(files, graphs or {}, config, kind, lenient)
         return worker
 
-    def _load(self, files: list[str], graphs: Mapping[str, str], config: CandidateQueryConfig, kind: str = "load") -> None:
+    def _load(self, files: list[str], graphs: Mapping[str, str], config: CandidateQueryConfig, kind: str = "load", lenient: bool = False) -> None:
         try:
-            self.conn.send((kind, files, dict(graphs), config.memory_mb * 1024 * 1024))
+            self.conn.send((kind, files, dict(graphs), config.memory_mb * 1024 * 1024, lenient))
         except OSError:
             pass  # the wait below says why
         self.await_ready(config)
@@ -623,11 +631,11 @@ class _Template:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, files: list[str], graphs: Mapping[str, str], config: CandidateQueryConfig, label: str) -> _Template:
-        """A template of `files` (`graphs`: see `_engine.load_kg`): forked from this process's
-        zygote (started first, or again if it died), where it loads the KG."""
+    def start(cls, files: list[str], graphs: Mapping[str, str], config: CandidateQueryConfig, label: str, lenient: bool = False) -> _Template:
+        """A template of `files` (`graphs`, `lenient`: see `_engine.load_kg`): forked from this
+        process's zygote (started first, or again if it died), where it loads the KG."""
         worker = _fork(lambda: _zygote(config), _forget_zygote, config, label, "zygote process ended while forking a template")
-        worker._load(files, graphs, config, "template")
+        worker._load(files, graphs, config, "template", lenient)
         return cls(worker)
 
     def fork(self, config: CandidateQueryConfig, label: str) -> _Worker:

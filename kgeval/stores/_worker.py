@@ -32,7 +32,8 @@ Protocol (multiprocessing.connection's framing over a socketpair, plain tuples, 
 for a query's reply, which is marshalled: see `_Channel.send_reply`; the worker speaks it with
 `_Channel`, since importing multiprocessing cost each worker more CPU than the rest of its
 start-up together):
-parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI}, memory_bytes); worker -> ("ready", info dict) or ("error", ...);
+parent -> ("load" | "template" | "zygote", [file paths], {file name: graph IRI}, memory_bytes, lenient); worker -> ("ready", info dict) or ("error", ...);
+lenient: the files are parsed without validating their terms (`_engine.load_kg`: files kgeval wrote, checked by their hashes);
 several KGs in one worker (a holdout KG's neighbours): {name: [file paths]} and {name: {file name: graph IRI}}, each KG
 loaded in a store of its own, asked by name;
 info: pid, network_isolated, file_sha256 (of the KG files it loaded), gc_frozen (objects it holds
@@ -140,7 +141,7 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
     """Do what the first message asks: load the KG and serve queries ("load"), load it and fork
     query workers ("template"), or load nothing and fork processes that each then do what
     their own first message asks ("zygote")."""
-    kind, files, graphs, memory_bytes = conn.recv()
+    kind, files, graphs, memory_bytes, lenient = conn.recv()
     assert kind in ("load", "template", "zygote")
     if kind == "zygote":
         info = _ready_info(isolated, [])
@@ -148,7 +149,7 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
         _fork_workers(fd, None, engine, info)
         return
     try:
-        store = _loaded(files, graphs, engine)
+        store = _loaded(files, graphs, engine, lenient)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the KG
         conn.send(("error", type(exc).__name__, str(exc), 0, True))
         return
@@ -161,12 +162,12 @@ def _become(conn: _Channel, fd: int, engine: object, isolated: bool) -> None:
         _serve(conn, store, engine)
 
 
-def _loaded(files: list | dict, graphs: dict, engine: object) -> object:
+def _loaded(files: list | dict, graphs: dict, engine: object, lenient: bool) -> object:
     """One KG's store; for several KGs (`files` a dict: name -> paths, `graphs` name -> that
     KG's graphs), a dict of stores by name, each KG in its own store."""
     if isinstance(files, dict):
-        return {name: engine.load_kg(paths, graphs.get(name, {})) for name, paths in files.items()}  # type: ignore[attr-defined]
-    return engine.load_kg(files, graphs)  # type: ignore[attr-defined]
+        return {name: engine.load_kg(paths, graphs.get(name, {}), lenient=lenient) for name, paths in files.items()}  # type: ignore[attr-defined]
+    return engine.load_kg(files, graphs, lenient=lenient)  # type: ignore[attr-defined]
 
 
 def _every_file(files: list | dict) -> list:

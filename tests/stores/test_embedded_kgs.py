@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgeval.config import CandidateQueryConfig
-from kgeval.errors import QueryOverBudget, QuerySyntaxError, QueryTimeout
+from kgeval.errors import QueryOverBudget, QuerySyntaxError, QueryTimeout, StoreError
 from kgeval.stores import EmbeddedKgs, EmbeddedStore
 from tests.conftest import MINI_QUESTIONS, MINI_TTL, UNENDING
 
@@ -88,3 +88,43 @@ def test_each_execution_keeps_the_candidate_caps(tmp_path: Path):
         assert [cells.rows for cells, _ in ok] == [[(("uri", "http://example.org/b", None, None),)]] * 2
     finally:
         served.close()
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_verified_files_load_as_their_manifest_says_or_not_at_all(tmp_path: Path):
+    """`verified` (a suite's neighbours: files kgeval wrote, hashed in a verified manifest):
+    the worker parses them without validating each term again (a term strict parsing refuses
+    loads, where it never is in such a file), answers as the strictly parsed store does, and a
+    file whose bytes are not the manifest's is refused, sandboxed or in process."""
+    (tmp_path / "mini.nt").write_bytes(_as_ntriples(MINI_TTL))
+    (tmp_path / "odd.nt").write_text('<http://example.org/a b> <http://example.org/p> "x" .\n', encoding="utf-8")  # a space: not an IRI
+    all_rows = "SELECT ?s ?p ?o WHERE { ?s ?p ?o } ORDER BY ?s ?p ?o"
+    limits = CandidateQueryConfig(memory_mb=256, workers=1)
+    strict = EmbeddedKgs({"mini": ([tmp_path / "mini.nt"], {})}, limits)
+    lenient = EmbeddedKgs({n: ([tmp_path / f"{n}.nt"], {}) for n in ("mini", "odd")}, limits, verified={n: [_sha256(tmp_path / f"{n}.nt")] for n in ("mini", "odd")})
+    try:
+        [(expected, _)] = strict.execute_candidate_each(all_rows, ["mini"], timeout_s=60, row_cap=1000)
+        (same, _), (odd, _) = lenient.execute_candidate_each(all_rows, ["mini", "odd"], timeout_s=60, row_cap=1000)
+        assert same == expected and expected.total > 10
+        assert odd.rows[0][0] == ("uri", "http://example.org/a b", None, None)  # parsed leniently: strict parsing refuses it
+    finally:
+        strict.close()
+        lenient.close()
+    for sandbox in (True, False):
+        changed = EmbeddedKgs({"mini": ([tmp_path / "mini.nt"], {})}, limits.model_copy(update={"sandbox": sandbox}), verified={"mini": ["0" * 64]})
+        try:
+            [refused] = changed.execute_candidate_each(all_rows, ["mini"], timeout_s=60, row_cap=1000)
+            assert isinstance(refused, StoreError) and "changed" in str(refused), refused
+        finally:
+            changed.close()
+
+
+def _as_ntriples(turtle: str) -> bytes:
+    import pyoxigraph as ox
+
+    return ox.serialize(ox.parse(turtle.encode(), format=ox.RdfFormat.TURTLE), format=ox.RdfFormat.N_TRIPLES)

@@ -262,9 +262,9 @@ def test_a_run_of_reference_answers_loads_no_neighbour(hr_suites, tmp_path: Path
     opened: list[list[str]] = []
 
     class Counted(suite_check.EmbeddedKgs):  # the real sandbox, its openings counted
-        def __init__(self, kgs, candidates) -> None:  # noqa: ANN001
+        def __init__(self, kgs, candidates, **kw) -> None:  # noqa: ANN001, ANN003
             opened.append(sorted(kgs))
-            super().__init__(kgs, candidates)
+            super().__init__(kgs, candidates, **kw)
 
     monkeypatch.setattr(suite_check, "EmbeddedKgs", Counted)
     holdout, gold, _ = hr_suites
@@ -346,3 +346,34 @@ def test_a_volatile_query_is_executed_again_at_each_check(hr_suites, monkeypatch
         assert executed.count(steady) == 2
     finally:
         checker.close()
+
+
+def test_a_neighbour_file_changed_after_the_suites_were_read_is_not_loaded(hr_suites, tmp_path: Path) -> None:
+    """A run's checker loads a neighbour only as the bytes the suites' verified manifest records:
+    a file changed after `read_suites` (here, one triple more) leaves the accept unchecked,
+    naming why, never checked on other data; the unchanged suites check it."""
+    import kgeval.runs._suite_check as suite_check
+    from kgeval.judges import judges_from_config
+
+    holdout, gold, _ = hr_suites
+    copy = tmp_path / "gold"
+    shutil.copytree(gold, copy, symlinks=True)
+    cfg = KgevalConfig()
+    judge = judges_from_config(cfg.judges)[cfg.judges.primary]
+    question = next(q for q in load_holdout(holdout).questions() if q.id == "hr-03")
+    text = question.sparql + "# not the reference text\n"
+    suites = read_suites(copy)
+    first = suites.neighbour_kg(suites.suite(question.id).neighbours[0]).files[0]
+    intact = suite_check.SuiteChecker(suites, cfg, judge)
+    try:
+        assert intact.outcome(question, text)["passed"]
+    finally:
+        intact.close()
+    with first.open("a", encoding="utf-8") as handle:
+        handle.write('<http://example.org/hr/entities/x> <http://example.org/hr/vocab/officeCity> "Toronto" .\n')
+    changed = suite_check.SuiteChecker(suites, cfg, judge)
+    try:
+        outcome = changed.outcome(question, text)
+    finally:
+        changed.close()
+    assert outcome["checked"] is False and "changed" in outcome["why"], outcome
