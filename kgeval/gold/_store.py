@@ -250,12 +250,14 @@ class GoldIndex:
         return read_entry(summary, results)
 
 
-def _each_kg_file(reader: GoldReader, read: Callable[[str], T]) -> Iterator[T]:
+def _each_kg_file(reader: GoldReader, read: Callable[[str], T], attached: Callable[[str], object] | None = None) -> Iterator[T]:
     """`read(name)` of every KG file of the version in manifest order; display files, which
-    no judge reads, are checked against their hash only."""
+    no judge reads, (and a suite's neighbours and records) are checked against their hash only,
+    or by `attached(name)`, which must check it too (`GoldReader.check_file`)."""
+    check = attached or reader.check_file
     for name in reader.manifest.files:
         if name.startswith(ATTACHED_DIRS):
-            reader.check_file(name)
+            check(name)
         else:
             yield read(name)
 

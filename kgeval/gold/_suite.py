@@ -51,7 +51,7 @@ from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry
 from kgeval.gold._mutants import Mutant, MutantKind, mutants
 from kgeval.gold._reuse import index_kg_file
-from kgeval.gold._store import GoldReader
+from kgeval.gold._store import GoldReader, _each_kg_file
 from kgeval.gold._ties import TieInfo
 from kgeval.gold._write import GoldWriter, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
@@ -681,20 +681,20 @@ def has_suites(gold_dir: Path) -> bool:
 
 
 def read_suites(gold_dir: Path) -> Suites:
-    """The suites of the gold at `gold_dir`, verified: the manifest's tag (with a key), every
-    record's and neighbour file's sha256, every neighbour entry's result hash (CheckFailed)."""
+    """The suites of the gold at `gold_dir`, verified as a gold is (`_store._each_kg_file`): the
+    manifest's tag (with a key), every file's sha256 (records, neighbour KGs, displays), every
+    neighbour entry's result hash (CheckFailed). A damaged file of any kind fails closed."""
     reader = GoldReader(suites_path(gold_dir))
-    kgs, entries = {}, {}
-    for name in reader.manifest.files:
+    kgs: dict[str, KgSuites] = {}
+
+    def attached(name: str) -> None:  # checked against its hash; a suite record is read too
+        raw = reader.check_file(name)
         if name.startswith(f"{SUITES_DIR}/"):
             try:
-                record = KgSuites.model_validate_json(reader.check_file(name))
+                record = KgSuites.model_validate_json(raw)
             except ValueError as exc:
                 raise CheckFailed(f"{reader.version / name}: not a suite record: {exc}") from None
             kgs[record.kg] = record
-        elif name.startswith("neighbours/"):
-            reader.check_file(name)
-    for name in reader.kg_files:
-        index = reader.index_kg(name)
-        entries[index.kg] = {e.question_id: e for e in index.entries}
+
+    entries = {index.kg: {e.question_id: e for e in index.entries} for index in _each_kg_file(reader, reader.index_kg, attached)}
     return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256)

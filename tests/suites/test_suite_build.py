@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kgeval.errors import CheckFailed
-from kgeval.gold import read_suites, suites_path
-from kgeval.gold._layout import MANIFEST
+from kgeval.gold import read_gold, read_suites, suites_path
+from kgeval.gold._layout import DAMAGED_GOLD, DISPLAY_DIR, MANIFEST
 from tests.suites.conftest import REPO, build, copy_kgs
 
 
@@ -76,6 +77,38 @@ def test_an_edited_neighbour_is_refused(hr_suites, tmp_path: Path) -> None:
     finally:
         path.write_bytes(original)
     read_suites(gold)
+
+
+@pytest.mark.parametrize("how", ["a garbage byte", "emptied", "missing", "a directory"])
+def test_a_damaged_display_file_is_refused_as_the_golds_is(hr_suites, how: str) -> None:
+    """DESIGN invariant 9: a suite's display file no judge reads is still evidence of the
+    version; damaged, the suites fail closed exactly as a gold with a damaged display does."""
+    _, gold, _ = hr_suites
+    suites = read_suites(gold)
+    neighbour = sorted(suites.entries)[0]  # a suite version's displays are its neighbours'
+    for read, version, kg in ((read_gold, read_gold(gold).version, "hr"), (read_suites, suites.version, neighbour)):
+        path = version / DISPLAY_DIR / f"{kg}.json"
+        original = path.read_bytes()
+        try:
+            _damage(path, original, how)
+            with pytest.raises(CheckFailed, match=re.escape(f"{DISPLAY_DIR}/{kg}.json")) as refused:
+                read(gold)
+            assert "missing" in str(refused.value) or DAMAGED_GOLD in str(refused.value), refused.value
+        finally:
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            path.write_bytes(original)
+    read_suites(gold)
+
+
+def _damage(path: Path, original: bytes, how: str) -> None:
+    if how == "a garbage byte":
+        path.write_bytes(original[:10] + (b"X" if original[10:11] != b"X" else b"Y") + original[11:])
+    elif how == "emptied":
+        path.write_bytes(b"")
+    else:
+        path.unlink()
+        if how == "a directory":
+            path.mkdir()
 
 
 def test_signed_with_the_integrity_key(tmp_path: Path, monkeypatch) -> None:
