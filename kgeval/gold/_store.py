@@ -135,7 +135,7 @@ class GoldReader:
         if key is not None:
             check_tag(
                 self.manifest.signed_payload(), self.tag(), key, str(path),
-                sign_with="sign this gold with the key set: `kgeval gold seal` (its content checked first; its manifest hash unchanged, so runs "
+                sign_with=f"sign this gold with the key set: `kgeval gold seal --gold {self.gold_dir}` (its content checked first; its manifest hash unchanged, so runs "
                 f"already made still name it), or unset {KEY_ENV} and {KEY_FILE_ENV} to use it unsigned",
             )  # fmt: skip
 

@@ -123,6 +123,83 @@ def test_signed_with_the_integrity_key(tmp_path: Path, monkeypatch) -> None:
         read_suites(gold)
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink() and p.name != ".lock"}
+
+
+def test_gold_seal_signs_suites_written_without_the_key(hr_suites, tmp_path: Path) -> None:
+    """Suites have a gold's manifest and HMAC: `kgeval gold seal` on `<gold>/suites` signs a
+    version written without the key as it is (only MANIFEST.tag is added, its manifest hash
+    unchanged), after which the key verifies it and another key does not; a tampered version
+    is refused (exit 2) and nothing is written."""
+    _, built, _ = hr_suites
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    key, other = tmp_path / "key", tmp_path / "other"
+    key.write_text("k" * 64, encoding="utf-8")
+    other.write_text("o" * 64, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGEVAL_INTEGRITY_KEY")} | {"PYTHONPATH": str(REPO)}
+    run = lambda *args, key_file=None: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env=env | ({"KGEVAL_INTEGRITY_KEY_FILE": str(key_file)} if key_file else {}),
+    )  # fmt: skip
+    show = ("suite", "show", "--gold", str(gold))
+    unsigned = run(*show, key_file=key)
+    assert unsigned.returncode == 1 and "no integrity tag" in unsigned.stderr, unsigned.stderr
+    assert f"`kgeval gold seal --gold {suites_path(gold)}`" in unsigned.stderr, unsigned.stderr  # the directory to seal
+    before, files = read_suites(gold).manifest_sha256, _files(gold)
+
+    tampered = tmp_path / "tampered"
+    shutil.copytree(built, tampered, symlinks=True)
+    display = next((suites_path(tampered) / "current" / "display").iterdir())
+    display.write_bytes(display.read_bytes() + b" ")
+    untouched = _files(tampered)
+    refused = run("gold", "seal", "--gold", str(suites_path(tampered)), "--key-file", str(key))
+    assert refused.returncode == 2 and "not sealed" in refused.stderr and f"display/{display.name}: sha256 differs" in refused.stderr, refused.stderr
+    assert _files(tampered) == untouched
+
+    sealed = run("gold", "seal", "--gold", str(suites_path(gold)), "--key-file", str(key))
+    assert sealed.returncode == 0 and f"gold manifest {before[:12]}, unchanged" in sealed.stdout, sealed.stderr
+    version = os.readlink(suites_path(gold) / "current")
+    after = _files(gold)
+    assert [n for n in after if n not in files] == [f"suites/{version}/{MANIFEST.replace('.json', '.tag')}"]
+    assert {n: b for n, b in after.items() if n in files} == files
+    verified = run(*show, key_file=key)
+    assert verified.returncode == 0 and "median kill rate" in verified.stdout, verified.stderr
+    assert read_suites(gold).manifest_sha256 == before
+    wrong = run(*show, key_file=other)
+    assert wrong.returncode == 1 and "does not match" in wrong.stderr, wrong.stderr
+    again = run("gold", "seal", "--gold", str(suites_path(gold)), "--key-file", str(key))
+    assert again.returncode == 0 and "already signed with this integrity key" in again.stdout, again.stderr
+
+
+def test_gold_seal_of_a_gold_seals_its_suites_too(hr_suites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gold with suites is sealed whole: its suites first (a damaged one: exit 2, nothing
+    written, the gold left unsigned), then the gold; both then verify under the key."""
+    _, built, _ = hr_suites
+    key = tmp_path / "key"
+    key.write_text("k" * 64, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGEVAL_INTEGRITY_KEY")} | {"PYTHONPATH": str(REPO)}
+    seal = lambda gold: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "kgeval", "gold", "seal", "--gold", str(gold), "--key-file", str(key)], capture_output=True, text=True, timeout=600, env=env
+    )  # fmt: skip
+    damaged = tmp_path / "damaged"
+    shutil.copytree(built, damaged, symlinks=True)
+    record = suites_path(damaged) / "current" / "suites" / "hr.json"
+    record.write_bytes(record.read_bytes().replace(b'"killed"', b'"survived"', 1))
+    untouched = _files(damaged)
+    refused = seal(damaged)
+    assert refused.returncode == 2 and "suites/hr.json: sha256 differs" in refused.stderr, refused.stderr
+    assert _files(damaged) == untouched
+
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    sealed = seal(gold)
+    assert sealed.returncode == 0 and f"gold {suites_path(gold)}: content verified, signed" in " ".join(sealed.stdout.split()), sealed.stdout
+    monkeypatch.setenv("KGEVAL_INTEGRITY_KEY_FILE", str(key))
+    assert read_suites(gold).kgs and read_gold(gold).entries  # both signed: neither refused
+
+
 def test_cli_builds_then_shows(tmp_path: Path) -> None:
     holdout = copy_kgs(tmp_path / "holdout", "trials")
     gold = tmp_path / "gold"
