@@ -60,12 +60,12 @@ def neighbour_store(config: KgevalConfig, workers: int | None = None) -> Callabl
 
 def suite_differs(judge: Judge) -> Callable[[Question, Any, QueryResult, str], bool]:
     """Whether `judge` rejects a mutant's result against the reference's entry on one KG (the
-    entry's ties resolved as a run resolves them): what distillation counts as told apart."""
+    entry's ties resolved as a run resolves them): what distillation counts as told apart.
+    Asked only about a result whose hash is not the reference's (the gold package's `Differs`:
+    distillation hashes each result once, on its cells), so it hashes nothing again."""
 
     def differs(question: Question, entry: Any, result: QueryResult, sparql: str) -> bool:
         """`entry`: a GoldEntry, or the gold package's Reference (`result`, `result_sha256`, `ties`)."""
-        if result.sha256() == entry.result_sha256:
-            return False
         verdicts, _ = judge_candidate(question, {judge.name: judge}, entry.result, Candidate(result=result, sparql=sparql), entry.ties)
         return not verdicts[0].correct
 

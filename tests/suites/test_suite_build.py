@@ -273,6 +273,34 @@ def test_judge_asked_only_about_results_unlike_the_reference_and_builds_agree(tm
     assert files(second) == files(tmp_path / "first")
 
 
+def test_suite_differs_hashes_no_result_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distillation hashes a mutant's result once, on its cells (`_compared`), and asks the judge
+    only about one unlike the reference's: `suite_differs` hashes nothing again, and still says
+    what the judge says (a wrong result told apart; the reference's own result not)."""
+    from kgeval.config import KgevalConfig
+    from kgeval.gold._suite import Reference
+    from kgeval.holdout import load_holdout
+    from kgeval.judges import judges_from_config
+    from kgeval.runs import suite_differs
+    from kgeval.stores import EmbeddedStore, QueryResult
+
+    cfg = KgevalConfig()
+    holdout = load_holdout(REPO / "holdout")
+    question = next(q for q in holdout.questions() if q.id == "hr-02")
+    store = EmbeddedStore(next(kg for kg in holdout.kgs if kg.id == "hr").files)
+    run = lambda text: store.execute_cells(text, timeout_s=60, row_cap=cfg.gold.row_cap)  # noqa: E731
+    reference, wrong = run(question.sparql), run(question.sparql.replace("SELECT", "SELECT DISTINCT", 1) + " LIMIT 1")
+    assert wrong.sha256() != reference.sha256()
+    differs = suite_differs(judges_from_config(cfg.judges)[cfg.judges.primary])
+    hashed = []
+    real = QueryResult.sha256
+    monkeypatch.setattr(QueryResult, "sha256", lambda self: hashed.append(self) or real(self))
+    entry = Reference.of(reference)
+    assert differs(question, entry, wrong.typed(), "wrong") is True
+    assert differs(question, entry, reference.typed(), question.sparql) is False
+    assert hashed == []
+
+
 def test_the_reference_query_runs_on_the_neighbours_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DESIGN invariant 12 for the suite build: a reference query (an imported benchmark wrote
     it) runs on each neighbour as on the KG, in the sandbox workers at `gold.timeout_s` and
