@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, NamedTuple
@@ -43,6 +44,13 @@ ENTRIES_HELD = 64
 """Neighbour gold entries a run's checker keeps (least recently used out): the suites of the
 questions in flight (a run's concurrency times a suite's few neighbours, twice over), so the
 checker's memory follows the questions in flight, as the run's gold does, not the holdout."""
+
+
+def _outcomes_held(config: KgevalConfig) -> int:
+    """Outcomes a checker keeps: a run's jobs are question-major (a question's seeds together)
+    with at most `run.concurrency` in flight, so the outcomes of the questions in flight, each
+    with up to `run.seeds` texts, twice over; older ones are only checked again if asked again."""
+    return 2 * config.run.concurrency * config.run.seeds
 
 
 def neighbour_store(config: KgevalConfig, workers: int | None = None) -> Callable[[KnowledgeGraph], Store]:
@@ -101,10 +109,12 @@ class SuiteChecker:
         """A question's neighbour entries, read once for its seeds' checks (not once per check)
         and the same objects each time, so the judges' prepared golds (kept by identity) are
         found again."""
-        self._outcomes: dict[tuple[str, str], Future[dict[str, Any]]] = {}
+        self._outcomes: OrderedDict[tuple[str, str], Future[dict[str, Any]]] = OrderedDict()
         """(question id, SPARQL) -> its outcome, or the check under way: seeds that give the
         same query (most do) are checked once, even while they run at once (a run dispatches a
-        question's seeds together). The neighbours are read-only and their engine deterministic."""
+        question's seeds together). The neighbours are read-only and their engine deterministic.
+        Bounded (least recently used out) by what a run needs: `_outcomes_held`."""
+        self._outcomes_held = _outcomes_held(config)
         self._gold_accepts: dict[tuple[str, str], dict[str, Any]] | None = {} if isinstance(judge, ExecutionJudge) else None
         """(question id, neighbour) -> the judge's accept of a result equal to that neighbour's gold."""
 
@@ -148,6 +158,10 @@ class SuiteChecker:
             mine = pending is None
             if mine:
                 pending = self._outcomes[key] = Future()
+                while len(self._outcomes) > self._outcomes_held:  # a check under way evicted is still awaited by its holders
+                    self._outcomes.popitem(last=False)
+            else:
+                self._outcomes.move_to_end(key)
         if not mine:
             known = pending.result()
             if not _harness(known):
@@ -156,17 +170,18 @@ class SuiteChecker:
         try:
             known = self._outcome(question, sparql)
         except BaseException as exc:
-            self._forget(key)
+            self._forget(key, pending)
             pending.set_exception(exc)
             raise
         if _harness(known):
-            self._forget(key)
+            self._forget(key, pending)
         pending.set_result(known)
         return known
 
-    def _forget(self, key: tuple[str, str]) -> None:
+    def _forget(self, key: tuple[str, str], pending: Future[dict[str, Any]]) -> None:
         with self._lock:
-            self._outcomes.pop(key, None)
+            if self._outcomes.get(key) is pending:  # evicted meanwhile, another check may hold the key
+                del self._outcomes[key]
 
     def _outcome(self, question: Question, sparql: str | None) -> dict[str, Any]:
         suite = self.suites.suite(question.id)
