@@ -49,7 +49,7 @@ from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sh
 from kgeval.gold._index import EntrySummary, read_entry
 from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry
-from kgeval.gold._mutants import Mutant, MutantKind, mutants
+from kgeval.gold._mutants import MUTANTS_VERSION, Mutant, MutantKind, mutants
 from kgeval.gold._reuse import index_kg_file
 from kgeval.gold._store import GoldReader, _each_kg_file
 from kgeval.gold._ties import TieInfo
@@ -108,7 +108,8 @@ class QuestionSuite(BaseModel):
     kg_sha256: str
     """Data hash of the original KG (`_fuzz.kg_sha256`)."""
     settings_sha256: str
-    """Hash of the suite settings and fuzzer version that shaped it (a change rebuilds it)."""
+    """Hash of the suite settings, fuzzer and mutant generator versions that shaped it (a change
+    rebuilds it)."""
     neighbours: list[str] = Field(default_factory=list)
     """The neighbours of its suite, in the order distillation picked them."""
     left_out: dict[str, str] = Field(default_factory=dict)
@@ -168,7 +169,7 @@ class KgSuites(BaseModel):
 
 def settings_sha256(config: SuiteConfig, gold: GoldConfig) -> str:
     return sha256_json({
-        "fuzz": FUZZ_VERSION, "neighbours": config.neighbours, "min": config.min_neighbours, "seed": config.seed,
+        "fuzz": FUZZ_VERSION, "mutant_generator": MUTANTS_VERSION, "neighbours": config.neighbours, "min": config.min_neighbours, "seed": config.seed,
         "mutants": config.mutants, "mutant_timeout_s": config.mutant_timeout_s, "row_cap": gold.row_cap,
         "executions": gold.executions, "tie_probe_rows": gold.tie_probe_rows,
     })  # fmt: skip
