@@ -4,7 +4,9 @@ Whatever `suite.required` says, suites that exist and do not verify refuse the r
 not start checking accepts on damaged neighbours, nor silently drop the check). With
 `suite.required`, the run is also refused unless the suites exist, were built from this
 holdout's manifest, cover every evaluated SPARQL question with a suite distilled for its
-current reference query, and `suite.check_accepts` is on.
+current reference query, and `suite.check_accepts` is on. A question whose suite kept no
+neighbour (the reference is not deterministic or fails on each) has nothing to check its accepts
+on: named either way, and a problem with `suite.required` (its accepts would count as unchecked).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 from kgeval.errors import KgevalError
 from kgeval.gold import Suites, has_suites, read_suites, suites_path
+from kgeval.holdout import Question
 from kgeval.checklists._items import Guard
 from kgeval.checklists._model import PreEvalChecklist
 from kgeval.runs import ChecklistItem, ResultsDB, RunPlan
@@ -32,7 +35,8 @@ def suites_item(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guard
         return [_failed("suites do not verify", f"{exc}. {FIX}")]
     if not required:
         checked = "checked on them" if plan.metadata.suite_manifest_sha256 else "NOT checked on them (suite.check_accepts off)"
-        return [ChecklistItem(item="suites", observed=f"suites {suites.manifest_sha256[:12]} verified; accepts {checked}", passed=True)]
+        observed = f"suites {suites.manifest_sha256[:12]} verified; accepts {checked}" + _empty_note(_empty_suites(plan, suites))
+        return [ChecklistItem(item="suites", observed=observed, passed=True)]
     problems = _coverage(plan, suites)
     if not plan.config.suite.check_accepts:
         problems.insert(0, "suite.check_accepts is off: accepts would not be checked")
@@ -55,7 +59,30 @@ def _coverage(plan: RunPlan, suites: Suites) -> list[str]:
             problems.append(f"{question.kg}/{question.id}: no suite")
         elif suite.query_sha256 != question.sparql_sha256:
             problems.append(f"{question.kg}/{question.id}: reference query changed since its suite was built")
+    problems += [
+        f"{q.kg}/{q.id}: its suite has no neighbour (`kgeval suite show {q.id}` says why), its accepts cannot be checked: "
+        "make its reference query deterministic, or exclude it on record (`kgeval holdout exclude`)"
+        for q in _empty_suites(plan, suites)
+    ]  # fmt: skip
     return problems
+
+
+def _empty_suites(plan: RunPlan, suites: Suites) -> list[Question]:
+    """The evaluated questions whose suite, distilled for their current reference query, kept no
+    neighbour: their accepts count as unchecked by the suite, never as passed."""
+    empty = []
+    for question in plan.holdout.evaluated_questions():
+        suite = suites.suite(question.id) if question.query_language == "sparql" else None
+        if suite is not None and suite.query_sha256 == question.sparql_sha256 and not suite.neighbours:
+            empty.append(question)
+    return empty
+
+
+def _empty_note(empty: list[Question]) -> str:
+    if not empty:
+        return ""
+    listed = ", ".join(f"{q.kg}/{q.id}" for q in empty[:5]) + (", ..." if len(empty) > 5 else "")
+    return f"; {len(empty)} question{'s' * (len(empty) != 1)} with an empty suite, accepts unchecked by the suite: {listed}"
 
 
 def _failed(observed: str, detail: str) -> ChecklistItem:

@@ -15,8 +15,10 @@ neighbours in one request, and a result equal to a neighbour's gold is not judge
 is its question's reference query is not executed at all: each neighbour's gold is that text's
 result there (`SuiteChecker._executions`), so a run of such accepts loads no neighbour. An accept
 given only as an answer list (no SPARQL) cannot run on a neighbour: `checked` is false with the
-reason, and the report counts it as unchecked, never as passed. A neighbour on which the
-store itself failed (a harness error) leaves the accept unchecked too, never rejected.
+reason, and the report counts it as unchecked, never as passed; so is an accept of a question
+whose suite kept no neighbour (`EMPTY_SUITE`: the reference is not fixed on any of them). A
+neighbour on which the store itself failed (a harness error) leaves the accept unchecked too,
+never rejected.
 """
 
 from __future__ import annotations
@@ -189,6 +191,8 @@ class SuiteChecker:
             return {"checked": False, "why": "the question has no suite (`kgeval suite show` says why)"}
         if suite.query_sha256 != question.sparql_sha256:
             return {"checked": False, "why": "its suite was built for another reference query: `kgeval suite build`"}
+        if not suite.neighbours:  # nothing to check on: never a pass (DESIGN invariant 14)
+            return {"checked": False, "why": EMPTY_SUITE}
         if not sparql or not sparql.strip():
             return {"checked": False, "why": "answer list only: no SPARQL to execute on a neighbour"}
         held = [self._entry(n, question.id) for n in suite.neighbours]
@@ -266,6 +270,10 @@ class SuiteChecker:
 _SPARQL_SPACE = " \t\r\n"
 """SPARQL's white space (its `WS`): not `str.strip()`'s, which takes a form feed or a no-break
 space too, characters the guard refuses as the query's own."""
+
+
+EMPTY_SUITE = "its suite has no neighbour: the reference query is not deterministic or fails on every neighbour made (`kgeval suite show QID` says why)"
+"""Why an accept of a question whose suite kept no neighbour is unchecked (the report counts it so)."""
 
 
 def _harness(outcome: dict[str, Any]) -> bool:

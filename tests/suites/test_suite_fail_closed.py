@@ -1,0 +1,70 @@
+"""Where the suite could not judge an accept, the accept is unchecked, never passed (DESIGN
+invariant 14): a question whose suite kept no neighbour. Each through `python -m kgeval`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgeval.gold import read_suites
+from kgeval.runs import ResultsDB
+from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+from tests.suites.conftest import build
+
+RANDOM = {
+    "id": "mini-r", "question": "Who are the people?", "domain": "hr",
+    "sparql": PREFIX + "SELECT ?p WHERE { ?p a ex:Person FILTER(RAND() >= 0) }",
+}  # fmt: skip
+"""A reference query whose rows are fixed but which uses RAND(): not deterministic on any
+neighbour (the gold build flags the function), so its suite keeps none."""
+
+
+def kgeval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def run(holdout: Path, gold: Path, db: Path, *more: str) -> subprocess.CompletedProcess:
+    return kgeval("run", "--system", "oracle", "--seeds", "1", "--holdout", str(holdout), "--gold", str(gold), "--db", str(db), *more, cwd=db.parent)
+
+
+@pytest.fixture(scope="module")
+def with_random(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(holdout, gold with suites) of the mini KG with three questions and `RANDOM`."""
+    root = tmp_path_factory.mktemp("random")
+    holdout = write_holdout(root / "holdout", [*MINI_QUESTIONS[:3], RANDOM])
+    build(holdout, root / "gold")
+    return holdout, root / "gold"
+
+
+def test_an_accept_on_an_empty_suite_is_unchecked_not_passed(with_random, tmp_path: Path) -> None:
+    holdout, gold = with_random
+    suite = read_suites(gold).suite("mini-r")
+    assert suite is not None and suite.neighbours == [] and len(suite.left_out) == 8
+    ran = run(holdout, gold, tmp_path / "r.duckdb")
+    assert ran.returncode == 0, ran.stderr
+    run_id = ran.stdout.strip().splitlines()[-1]
+    report = kgeval("report", run_id, "--db", str(tmp_path / "r.duckdb"), "--gold", str(gold), "--format", "json", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    figures = json.loads(report.stdout)
+    assert figures["overall"]["correct"] == 4  # the oracle is accepted on the KG
+    assert figures["test_suite_accuracy"]["correct"] == 3, "an accept no neighbour checked was counted as passed"
+    assert figures["suites"]["unchecked"] == 1
+    (why,) = figures["suites"]["unchecked_why"]
+    assert why.startswith("its suite has no neighbour")
+    with ResultsDB(tmp_path / "r.duckdb", read_only=True) as db:
+        item = next(i for i in db.receipt(run_id).items if i.item == "suites")
+    assert item.passed and "1 question with an empty suite" in item.observed and "mini/mini-r" in item.observed
+
+
+def test_suite_required_refuses_a_question_whose_suite_is_empty(with_random, tmp_path: Path) -> None:
+    holdout, gold = with_random
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("suite:\n  required: true\n")
+    refused = run(holdout, gold, tmp_path / "r.duckdb", "--config", str(config))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    shown = refused.stdout + refused.stderr
+    assert "mini/mini-r: its suite has no neighbour" in shown and "kgeval suite show mini-r" in shown
