@@ -647,6 +647,8 @@ class Suites:
     """Neighbour id -> question id -> its verified entry's summary (`entry` reads it)."""
     holdout_manifest_sha256: str
     """The manifest hash of the holdout the suites were built from (their verified manifest's)."""
+    file_sha256: dict[str, str]
+    """sha256 of every file of the version, by path relative to it (their verified manifest's)."""
 
     def suite(self, question_id: str) -> QuestionSuite | None:
         for record in self.kgs.values():
@@ -670,6 +672,11 @@ class Suites:
             id=neighbour, title=neighbour, files=tuple(self.version / f for f in info.files), questions=(),
             graphs={Path(k).name: v for k, v in info.graphs.items()},
         )  # fmt: skip
+
+    def neighbour_sha256(self, neighbour: str) -> list[str]:
+        """The hashes the manifest gives a neighbour's files, in `neighbour_kg`'s order: what a
+        store loading them must find (they are read again later than `read_suites` checked them)."""
+        return [self.file_sha256[f] for f in self.kgs[neighbour.split("~")[0]].neighbours[neighbour].files]
 
 
 def suites_path(gold_dir: Path) -> Path:
@@ -698,4 +705,4 @@ def read_suites(gold_dir: Path) -> Suites:
             kgs[record.kg] = record
 
     entries = {index.kg: {e.question_id: e for e in index.entries} for index in _each_kg_file(reader, reader.index_kg, attached)}
-    return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256)
+    return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256, dict(reader.manifest.files))

@@ -134,7 +134,9 @@ class SuiteChecker:
         with self._lock:
             if kg not in self._kgs:
                 kgs = {n: self.suites.neighbour_kg(n) for n in self.suites.kgs[kg].neighbours}
-                self._kgs[kg] = EmbeddedKgs({n: (k.files, k.graphs) for n, k in kgs.items()}, self.config.store.candidates)
+                # the bytes loaded must be those the manifest verified: a file damaged since fails the check
+                recorded = {n: self.suites.neighbour_sha256(n) for n in kgs}
+                self._kgs[kg] = EmbeddedKgs({n: (k.files, k.graphs) for n, k in kgs.items()}, self.config.store.candidates, file_sha256=recorded)
             return self._kgs[kg]
 
     def closeables(self) -> list[EmbeddedKgs]:

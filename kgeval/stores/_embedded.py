@@ -301,11 +301,15 @@ class EmbeddedKgs:
     worker killed or ended by one is replaced before the next runs). `store(name)` is one of
     them as a Store (trusted queries, a single candidate). Closing it stops the pool."""
 
-    def __init__(self, kgs: Mapping[str, tuple[Sequence[Path], Mapping[str, str]]], candidates: CandidateQueryConfig) -> None:
-        """`kgs`: name -> (its files, file name -> the named graph it came from)."""
+    def __init__(
+        self, kgs: Mapping[str, tuple[Sequence[Path], Mapping[str, str]]], candidates: CandidateQueryConfig, file_sha256: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        """`kgs`: name -> (its files, file name -> the named graph it came from). `file_sha256`:
+        name -> the hashes its files must have (a manifest's); a worker whose loaded files hash
+        otherwise is refused (`files_changed`), so no query runs on them. Default: hashed now."""
         files = {name: [Path(f) for f in paths] for name, (paths, _) in kgs.items()}
         graphs = {name: {n: iri for n, iri in (g or {}).items() if iri} for name, (_, g) in kgs.items()}
-        hashes = {name: [sha256_file(p) for p in paths] for name, paths in files.items()}
+        hashes = {name: list(file_sha256[name]) if file_sha256 is not None else [sha256_file(p) for p in paths] for name, paths in files.items()}
         label = ", ".join(sorted(kgs)) or "(no KGs)"
         self.candidate_limits = candidates
         self._pool = WorkerPool(files, hashes, candidates, label, graphs)

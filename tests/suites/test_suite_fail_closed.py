@@ -4,6 +4,7 @@ invariant 14): a question whose suite kept no neighbour. Each through `python -m
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,45 @@ def test_suite_required_refuses_a_question_whose_suite_is_empty(with_random, tmp
     assert refused.returncode == 1, refused.stdout + refused.stderr
     shown = refused.stdout + refused.stderr
     assert "mini/mini-r: its suite has no neighbour" in shown and "kgeval suite show mini-r" in shown
+
+
+def test_a_neighbour_file_damaged_after_the_checklist_fails_its_load(with_random, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`read_suites` verified every neighbour file (the checklist's, then the run's as it starts
+    dispatching); the run loads them later, at its first check that executes on them. A file
+    edited in between (still valid N-Triples, the same triples) is refused by the load: each
+    accept is unchecked by the suite, naming the file, never passed on bytes no manifest verified."""
+    import kgeval.runs._run as run_module
+
+    from typer.testing import CliRunner
+
+    from kgeval.cli import app
+    from kgeval.holdout import load_holdout
+
+    holdout, built = with_random
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    suites = read_suites(gold)
+    damaged = suites.version / suites.kgs["mini"].neighbours[suites.suite("mini-01").neighbours[0]].files[0]
+    verified = run_module._suite_checker
+
+    def verified_then_damaged(plan):  # noqa: ANN001, ANN202 - the suites read and verified, no attempt made yet
+        checker = verified(plan)
+        with damaged.open("a") as fh:
+            fh.write("# edited after the suites were verified\n")
+        return checker
+
+    monkeypatch.setattr(run_module, "_suite_checker", verified_then_damaged)
+    questions = [q for q in load_holdout(holdout).questions() if q.id != RANDOM["id"]]
+    replay = tmp_path / "replay.jsonl"  # not the reference text: executed on the neighbours
+    replay.write_text("".join(json.dumps({"kg": q.kg, "question_id": q.id, "sparql": q.sparql + "\n# executed"}) + "\n" for q in questions))
+    db = tmp_path / "r.duckdb"
+    ran = CliRunner().invoke(app, ["run", "--system", "replay", "--replay", str(replay), "--seeds", "1", "--holdout", str(holdout),
+                                   "--gold", str(gold), "--db", str(db)])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    with ResultsDB(db, read_only=True) as results:
+        (run_id,) = [m.run_id for m in results.runs()]
+        outcomes = {q: v.details["suite"] for q, _, v in results.verdicts(run_id) if v.judge == "execution"}
+    assert sorted(outcomes) == [q.id for q in questions]
+    for qid, outcome in outcomes.items():
+        assert not outcome["checked"], f"{qid}: passed on a neighbour whose file no manifest verified: {outcome}"
+        assert outcome["why"].startswith("the store failed on") and f"{damaged} does not hash as recorded" in outcome["why"]

@@ -287,9 +287,9 @@ def test_a_run_of_reference_answers_loads_no_neighbour(hr_suites, tmp_path: Path
     opened: list[list[str]] = []
 
     class Counted(suite_check.EmbeddedKgs):  # the real sandbox, its openings counted
-        def __init__(self, kgs, candidates) -> None:  # noqa: ANN001
+        def __init__(self, kgs, candidates, **more) -> None:  # noqa: ANN001, ANN003
             opened.append(sorted(kgs))
-            super().__init__(kgs, candidates)
+            super().__init__(kgs, candidates, **more)
 
     monkeypatch.setattr(suite_check, "EmbeddedKgs", Counted)
     holdout, gold, _ = hr_suites
