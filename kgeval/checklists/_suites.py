@@ -30,7 +30,7 @@ def suites_item(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guard
             return [_failed(f"no suites at {where}", f"suite.required is on. {FIX}")]
         return [ChecklistItem(item="suites", observed="no suites: accepts are checked on the holdout KG only (suite.required off)", passed=True)]
     try:
-        suites = read_suites(plan.gold_root)
+        suites = read_suites(plan.gold_root, plan.suite_dir)  # the version the run holds, when it checks on one
     except KgevalError as exc:
         return [_failed("suites do not verify", f"{exc}. {FIX}")]
     if not required:

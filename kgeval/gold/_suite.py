@@ -688,11 +688,12 @@ def has_suites(gold_dir: Path) -> bool:
     return has_gold(suites_path(gold_dir))
 
 
-def read_suites(gold_dir: Path) -> Suites:
+def read_suites(gold_dir: Path, version: Path | None = None) -> Suites:
     """The suites of the gold at `gold_dir`, verified as a gold is (`_store._each_kg_file`): the
     manifest's tag (with a key), every file's sha256 (records, neighbour KGs, displays), every
-    neighbour entry's result hash (CheckFailed). A damaged file of any kind fails closed."""
-    reader = GoldReader(suites_path(gold_dir))
+    neighbour entry's result hash (CheckFailed). A damaged file of any kind fails closed.
+    `version`: the suite version directory to read (one a run holds) instead of the one in force."""
+    reader = GoldReader(version if version is not None else suites_path(gold_dir))
     kgs: dict[str, KgSuites] = {}
 
     def attached(name: str) -> None:  # checked against its hash; a suite record is read too

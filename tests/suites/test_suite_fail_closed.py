@@ -1,5 +1,8 @@
 """Where the suite could not judge an accept, the accept is unchecked, never passed (DESIGN
-invariant 14): a question whose suite kept no neighbour. Each through `python -m kgeval`."""
+invariant 14): a question whose suite kept no neighbour, a neighbour file damaged after the
+suites were verified; and a run checks on the suite version it recorded and holds, whatever a
+suite build does meanwhile. Each through the CLI (`python -m kgeval`, or its app in process
+where a hook on the run's own steps sets the moment)."""
 
 from __future__ import annotations
 
@@ -7,11 +10,16 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
+import traceback
 from pathlib import Path
 
 import pytest
 
+import tests.runs.test_gold_race as gold_race
+from kgeval.config import KgevalConfig, SuiteConfig
 from kgeval.gold import read_suites
+from kgeval.gold._layout import version_dir, version_name
 from kgeval.runs import ResultsDB
 from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
 from tests.suites.conftest import build
@@ -111,3 +119,77 @@ def test_a_neighbour_file_damaged_after_the_checklist_fails_its_load(with_random
     for qid, outcome in outcomes.items():
         assert not outcome["checked"], f"{qid}: passed on a neighbour whose file no manifest verified: {outcome}"
         assert outcome["why"].startswith("the store failed on") and f"{damaged} does not hash as recorded" in outcome["why"]
+
+
+class SuiteSwitch:
+    """Builds the suites of the run's holdout twice into its gold, with other fuzzing seeds, once,
+    when called: two new suite versions, so the run's is past the two a build keeps."""
+
+    def __init__(self, holdout: Path, gold: Path) -> None:
+        self.holdout, self.gold, self.switched_to = holdout, gold, None
+        self._lock = threading.Lock()  # attempts start on several threads: one switch, the others wait
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self.switched_to is None:
+                for seed in (1, 2):
+                    build(self.holdout, self.gold, KgevalConfig(suite=SuiteConfig(seed=seed)))
+                self.switched_to = version_dir(self.gold / "suites")
+
+
+SWITCH_POINTS = {
+    "planned": lambda s, mp: gold_race._after(gold_race.run_module, "plan_run", s, mp),
+    "dispatching": lambda s, mp: gold_race._before(gold_race.run_module, "run_attempt", s, mp),
+}
+
+
+@pytest.mark.parametrize("point", list(SWITCH_POINTS))
+def test_suites_rebuilt_during_a_run_are_not_those_it_checks_on(with_random, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str) -> None:
+    """A `suite build` that switches `<gold>/suites/current` while a run plans or dispatches
+    changes nothing its accepts are checked on: the run checks on the suite version it resolved
+    and recorded, and the builds' garbage collection leaves that version in place while the run
+    holds it (as the gold's: tests/runs/test_gold_race.py). The accepts are executed on the
+    neighbours (not the reference text), so the neighbours' files are read from that version."""
+    from typer.testing import CliRunner
+
+    from kgeval.cli import app
+    from kgeval.holdout import load_holdout
+
+    holdout, built = with_random
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    held = version_dir(gold / "suites")
+    switch = SuiteSwitch(holdout, gold)
+    SWITCH_POINTS[point](switch, monkeypatch)
+    questions = [q for q in load_holdout(holdout).questions() if q.id != RANDOM["id"]]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"kg": q.kg, "question_id": q.id, "sparql": q.sparql + "\n# executed"}) + "\n" for q in questions))
+    db = tmp_path / "r.duckdb"
+    ran = CliRunner().invoke(app, ["run", "--system", "replay", "--replay", str(replay), "--seeds", "1", "--concurrency", "2",
+                                   "--holdout", str(holdout), "--gold", str(gold), "--db", str(db)])  # fmt: skip
+    shown = ran.output + ("".join(traceback.format_exception(ran.exception)) if ran.exception and not isinstance(ran.exception, SystemExit) else "")
+    assert switch.switched_to is not None and switch.switched_to != held, f"the hook never switched the suites: {shown}"
+    assert ran.exit_code == 0, shown
+    with ResultsDB(db, read_only=True) as results:
+        (meta,) = results.runs()
+        outcomes = {q: v.details["suite"] for q, _, v in results.verdicts(meta.run_id) if v.judge == "execution"}
+    assert held.name == version_name(meta.suite_manifest_sha256), "the run recorded other suites than those it held"
+    assert sorted(outcomes) == [q.id for q in questions]
+    assert all(o["checked"] and o["passed"] for o in outcomes.values()), outcomes
+    assert held.is_dir(), "a suite build's garbage collection removed the suites the run checks on"
+
+
+def test_a_held_suite_version_is_collected_once_released(with_random, tmp_path: Path) -> None:
+    """The hold ends with the run: a later build collects the version as before."""
+    from kgeval.gold import hold_version
+
+    holdout, built = with_random
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    held = version_dir(gold / "suites")
+    switch = SuiteSwitch(holdout, gold)
+    with hold_version(held):
+        switch()
+    assert held.is_dir()
+    build(holdout, gold, KgevalConfig(suite=SuiteConfig(seed=3)))
+    assert not held.exists()
