@@ -41,11 +41,11 @@ from typing import Literal, NamedTuple
 import pyoxigraph as ox
 from pydantic import BaseModel, Field
 
-from kgeval._files import sha256_json
+from kgeval._files import sha256_file, sha256_json
 from kgeval.config import GoldConfig, SuiteConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
 from kgeval.gold._build import build_entry
-from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, make_neighbours, named_terms, read_kg
+from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, kg_sha256_of, make_neighbours, named_terms, read_kg
 from kgeval.gold._index import EntrySummary, read_entry
 from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry
@@ -672,6 +672,24 @@ class Suites:
             id=neighbour, title=neighbour, files=tuple(self.version / f for f in info.files), questions=(),
             graphs={Path(k).name: v for k, v in info.graphs.items()},
         )  # fmt: skip
+
+    def built_for_other_data(self, holdout: Holdout, manifest: dict) -> list[str]:
+        """Why these suites may not judge `holdout` (sealed by `manifest`, `read_manifest`'s):
+        built from another holdout manifest, or a KG's suites built for other data than its
+        files now (their hashes as the manifest records them, which the checklist verified).
+        Empty when they were built for it. A suite built for other data must not judge."""
+        problems = []
+        if self.holdout_manifest_sha256 != manifest["sha256"]:
+            problems.append(f"built from another holdout (holdout manifest {self.holdout_manifest_sha256[:12]}, the holdout's is {manifest['sha256'][:12]})")
+        for kg in holdout.kgs:
+            record = self.kgs.get(kg.id)
+            if record is None:
+                continue
+            sealed = manifest.get("files", {})
+            data = kg_sha256_of((f.name, sealed.get(f"{f.parent.name}/{f.name}") or sha256_file(f)) for f in kg.files)
+            if record.kg_sha256 != data:
+                problems.append(f"KG {kg.id}: its suites were built for other data (kg_sha256 {record.kg_sha256[:12]}, its files now {data[:12]})")
+        return problems
 
     def neighbour_sha256(self, neighbour: str) -> list[str]:
         """The hashes the manifest gives a neighbour's files, in `neighbour_kg`'s order: what a

@@ -533,6 +533,12 @@ def _suite_checker(plan: RunPlan) -> SuiteChecker | None:
             f"{suites_path(plan.gold_root)}: the suites changed since the run started (manifest {suites.manifest_sha256[:12]}, "
             f"the run recorded {expected[:12]}); restore them or start a new run"
         )
+    other = suites.built_for_other_data(plan.holdout, read_manifest(plan.holdout.root))
+    if other:  # as the checklist's suites item, for a checklist without it (a re-judged run's)
+        raise CheckFailed(
+            f"{suites.version}: " + "; ".join(other) + ": suites built for other data do not judge; "
+            "`kgeval suite build` (it distils only what changed), or judge without them (`suite.check_accepts: false`)"
+        )
     return SuiteChecker(suites, plan.config, plan.judges[plan.config.judges.primary])
 
 

@@ -193,3 +193,69 @@ def test_a_held_suite_version_is_collected_once_released(with_random, tmp_path: 
     assert held.is_dir()
     build(holdout, gold, KgevalConfig(suite=SuiteConfig(seed=3)))
     assert not held.exists()
+
+
+def _edited(with_random, tmp_path: Path, edit) -> tuple[Path, Path]:  # noqa: ANN001
+    """A copy of the holdout edited by `edit(holdout)` and sealed again, its gold rebuilt, its
+    suites (those of the holdout before the edit) left as they were."""
+    from kgeval.gold import rebuild_gold
+    from kgeval.holdout import load_holdout, seal_holdout
+    from tests.suites.conftest import store_for
+
+    holdout, gold = tmp_path / "holdout", tmp_path / "gold"
+    shutil.copytree(with_random[0], holdout)
+    shutil.copytree(with_random[1], gold, symlinks=True)
+    edit(holdout)
+    seal_holdout(holdout)
+    cfg = KgevalConfig()
+    assert rebuild_gold(load_holdout(holdout), store_for(cfg), cfg.gold, gold).ok
+    return holdout, gold
+
+
+def test_suites_built_from_another_holdout_refuse_the_run(with_random, tmp_path: Path) -> None:
+    """suite.required off (the default): suites the run would check accepts on, built from
+    another holdout manifest, are not used silently: the run is refused, naming both hashes."""
+    from kgeval.holdout import read_manifest
+
+    def reword(holdout: Path) -> None:
+        questions = holdout / "mini" / "questions.yaml"
+        questions.write_text(questions.read_text().replace("Where does Alice work?", "In which department does Alice work?"))
+
+    holdout, gold = _edited(with_random, tmp_path, reword)
+    refused = run(holdout, gold, tmp_path / "r.duckdb")
+    shown = refused.stdout + refused.stderr
+    assert refused.returncode == 1, shown
+    built_from, now = read_suites(gold).holdout_manifest_sha256, read_manifest(holdout)["sha256"]
+    assert f"built from another holdout (holdout manifest {built_from[:12]}, the holdout's is {now[:12]})" in shown
+    assert "its suites were built for other data" not in shown  # the KG's data is unchanged
+    assert "suite.check_accepts: false" in shown
+    config = tmp_path / "kgeval.yaml"
+    config.write_text("suite:\n  check_accepts: false\n")  # judged without suites, on record: the run goes on
+    assert run(holdout, gold, tmp_path / "r.duckdb", "--config", str(config)).returncode == 0
+
+
+def test_suites_built_for_other_kg_data_refuse_the_run_and_its_dispatch(with_random, tmp_path: Path) -> None:
+    """A KG's data changed since its suites were built: the checklist refuses the run, naming
+    the KG and both data hashes; with a checklist that leaves the suites item out, the run
+    refuses to dispatch for the same reason, judging nothing on those suites."""
+    from kgeval.gold._fuzz import kg_sha256
+    from tests.suites.conftest import REPO
+
+    def add_a_person(holdout: Path) -> None:
+        with (holdout / "mini" / "kg.ttl").open("a") as fh:
+            fh.write('e:dave a ex:Person ; rdfs:label "Dave"@en ; ex:worksIn e:it .\n')
+
+    holdout, gold = _edited(with_random, tmp_path, add_a_person)
+    before, after = read_suites(gold).kgs["mini"].kg_sha256, kg_sha256([holdout / "mini" / "kg.ttl"])
+    named = f"KG mini: its suites were built for other data (kg_sha256 {before[:12]}, its files now {after[:12]})"
+    refused = run(holdout, gold, tmp_path / "a.duckdb")
+    assert refused.returncode == 1 and named in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    checklist = tmp_path / "checklist.yaml"
+    shutil.copy(REPO / "checklists" / "caught.yaml", tmp_path / "caught.yaml")
+    shipped = (REPO / "checklists" / "pre_eval.yaml").read_text()
+    checklist.write_text("\n".join(line for line in shipped.splitlines() if not line.strip().startswith("- suites")) + "\n")
+    undispatched = run(holdout, gold, tmp_path / "b.duckdb", "--checklist", str(checklist))
+    shown = undispatched.stdout + undispatched.stderr
+    assert undispatched.returncode == 1 and named in shown and "suites built for other data do not judge" in shown, shown
+    with ResultsDB(tmp_path / "b.duckdb", read_only=True) as db:
+        assert all(not db.verdicts(m.run_id) for m in db.runs(status=None))
