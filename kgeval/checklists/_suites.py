@@ -8,9 +8,10 @@ built for other data must not judge; rebuild them, or judge without them on reco
 (`suite.check_accepts: false`). The run checks the same again as it starts dispatching, so a
 checklist without this item does not let them judge either. With `suite.required`, the run is
 also refused unless the suites exist, cover every evaluated SPARQL question with a suite
-distilled for its current reference query, and `suite.check_accepts` is on. A question whose suite kept no
-neighbour (the reference is not deterministic or fails on each) has nothing to check its accepts
-on: named either way, and a problem with `suite.required` (its accepts would count as unchecked).
+distilled for its current reference query, and `suite.check_accepts` is on. A question whose
+suite kept no neighbour (the reference is not deterministic or fails on each) has nothing to
+check its accepts on: named either way, and a problem with `suite.required` (its accepts would
+count as unchecked).
 """
 
 from __future__ import annotations

@@ -678,14 +678,13 @@ class Suites:
         built from another holdout manifest, or a KG's suites built for other data than its
         files now (their hashes as the manifest records them, which the checklist verified).
         Empty when they were built for it. A suite built for other data must not judge."""
-        problems = []
+        problems, sealed = [], manifest.get("files", {})
         if self.holdout_manifest_sha256 != manifest["sha256"]:
             problems.append(f"built from another holdout (holdout manifest {self.holdout_manifest_sha256[:12]}, the holdout's is {manifest['sha256'][:12]})")
         for kg in holdout.kgs:
             record = self.kgs.get(kg.id)
             if record is None:
                 continue
-            sealed = manifest.get("files", {})
             data = kg_sha256_of((f.name, sealed.get(f"{f.parent.name}/{f.name}") or sha256_file(f)) for f in kg.files)
             if record.kg_sha256 != data:
                 problems.append(f"KG {kg.id}: its suites were built for other data (kg_sha256 {record.kg_sha256[:12]}, its files now {data[:12]})")
