@@ -220,16 +220,18 @@ def gold_seal(
 ) -> None:
     """Sign the gold in force with the integrity key, as it is: its content is checked first (a
     damaged gold is refused, exit 2), then the manifest's HMAC is written beside it. Its content
-    and manifest hash are unchanged, so runs already made on it still name it."""
-    from kgeval.gold import seal_gold
+    and manifest hash are unchanged, so runs already made on it still name it. Its test suites
+    (`<gold>/suites`, a gold version of their own) are sealed the same way, first."""
+    from kgeval.gold import has_suites, seal_gold, suites_path
     from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, integrity_key, key_from_file
 
     key = key_from_file(key_file) if key_file is not None else integrity_key()
     if key is None:
         raise InputError(f"no integrity key: give --key-file FILE, or set {KEY_FILE_ENV} (or {KEY_ENV}); make one with `umask 077; openssl rand -hex 32 > FILE`")
-    digest, written = seal_gold(gold, key)
-    said = "signed with the integrity key" if written else "already signed with this integrity key: nothing written"
-    out.print(f"gold {gold}: content verified, {said} (gold manifest {digest[:12]}, unchanged)", markup=False)
+    for where in [suites_path(gold)] * has_suites(gold) + [gold]:  # the suites first: a damaged one leaves the gold unsigned
+        digest, written = seal_gold(where, key)
+        said = "signed with the integrity key" if written else "already signed with this integrity key: nothing written"
+        out.print(f"gold {where}: content verified, {said} (gold manifest {digest[:12]}, unchanged)", markup=False)
 
 
 @gold_app.command("verify")

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from kgeval._files import sha256_file
 from kgeval.errors import InputError, KgevalError
 from kgeval.stores import rdf_format
 from kgeval.stores._lexer import canonical_tokens, declared_prefixes, iri_of, string_value
@@ -130,9 +131,15 @@ def read_kg(files: Sequence[Path]) -> _Kg:
 
 def kg_sha256(files: Sequence[Path]) -> str:
     """The KG's data hash as the fuzzer reads it (file names and bytes, in order)."""
+    return kg_sha256_of((os.path.basename(path), sha256_file(path)) for path in files)
+
+
+def kg_sha256_of(files: Iterable[tuple[str, str]]) -> str:
+    """`kg_sha256` from each file's name and sha256 (hex) in order, as a holdout manifest
+    records them: no file read again."""
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(os.path.basename(path).encode() + b"\0" + hashlib.sha256(Path(path).read_bytes()).digest())
+    for name, sha256 in files:
+        digest.update(name.encode() + b"\0" + bytes.fromhex(sha256))
     return digest.hexdigest()
 
 

@@ -10,6 +10,11 @@ read-only guard approves), so comments, escapes and prefixed names never confuse
 mutant's text is that of the edited tokens, and is guarded again when a store runs it. A mutant
 that does not parse or run is recorded as invalid, not counted (a system writing it would be
 judged `invalid_sparql` anyway). Mutants whose text equals the reference's are dropped.
+
+Edits that would not parse are not made: a grouped SELECT may use outside its aggregates only
+its group keys (and its projection's aliases), so another variable is projected there only when
+it is a key, and a key is dropped only when nothing the SELECT projects, filters (HAVING) or
+orders by still uses it; GROUP_CONCAT's `SEPARATOR=` is not a comparison.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -41,6 +46,9 @@ class Mutant(BaseModel):
     """The mutant's text (canonical terminals)."""
 
 
+MUTANTS_VERSION = 2
+"""Version of this generator: a suite whose mutants another version made is built again.
+2: no edit that leaves a grouped SELECT using an ungrouped variable; no `SEPARATOR=` flip."""
 _XSD_DATE = "http://www.w3.org/2001/XMLSchema#date"
 _COMPARISONS = {"<": (">", "<="), ">": ("<", ">="), "<=": (">=", "<"), ">=": ("<=", ">"), "=": ("!=", None), "!=": ("=", None)}
 _OPEN, _CLOSE = {"(", "{", "["}, {")", "}", "]"}
@@ -186,7 +194,7 @@ def _drop_triples(tokens: list[Token], _: Alternatives | None) -> Iterator[Edit]
 
 def _comparisons(tokens: list[Token], _: Alternatives | None) -> Iterator[Edit]:
     for i, token in enumerate(tokens):
-        if token.kind == "punct" and token.text in _COMPARISONS:
+        if token.kind == "punct" and token.text in _COMPARISONS and not (i and tokens[i - 1].keyword == "SEPARATOR"):  # GROUP_CONCAT's option
             flipped, loosened = _COMPARISONS[token.text]
             yield "flip_comparison", i, i + 1, [Token("punct", flipped)]
             if loosened:
@@ -299,11 +307,12 @@ def _limits(tokens: list[Token], _: Alternatives | None) -> Iterator[Edit]:
 
 
 def _projections(tokens: list[Token], _: Alternatives | None) -> Iterator[Edit]:
-    selects = list(_select_positions(tokens))
-    if not selects:
+    """Another variable in place of a bare projected one of the outer SELECT; in a grouped
+    SELECT only a group key not projected yet (any other variable does not parse there)."""
+    select = next(_selects(tokens), None)
+    if select is None:
         return
-    i = selects[0] + 1
-    where = next((j for j in range(i, len(tokens)) if _is(tokens[j], "WHERE") or _is(tokens[j], "{")), len(tokens))
+    i, where = select.projection
     # bare projected variables only: `( expr AS ?v )` is inside parentheses
     depth, projected = 0, []
     for j in range(i, where):
@@ -311,24 +320,138 @@ def _projections(tokens: list[Token], _: Alternatives | None) -> Iterator[Edit]:
         if depth == 0 and tokens[j].kind == "var":
             projected.append(j)
     names = {tokens[j].text for j in range(i, where) if tokens[j].kind == "var"}
-    others = list(dict.fromkeys(t.text for t in tokens[where:] if t.kind == "var" and t.text not in names))
+    if _grouped(tokens, select, select.keys):
+        others = [k for k in _key_names(tokens, select.keys) if k not in names]
+    else:
+        others = list(dict.fromkeys(t.text for t in tokens[where:] if t.kind == "var" and t.text not in names))
     for j in projected:
         for other in others[:2]:
             yield "project_other", j, j + 1, [Token("var", other)]
 
 
 def _group_keys(tokens: list[Token], _: Alternatives | None) -> Iterator[Edit]:
-    for i, token in enumerate(tokens):
-        if not (_is(token, "GROUP") and i + 1 < len(tokens) and _is(tokens[i + 1], "BY")):
+    """A GROUP BY key dropped (the whole clause when it is the only one), where what the
+    SELECT uses outside its aggregates stays grouped (else the mutant would not parse)."""
+    for select in _selects(tokens):
+        if select.group is None:
             continue
-        keys = []
-        j = i + 2
-        while j < len(tokens) and (tokens[j].kind == "var" or _is(tokens[j], "(")):
-            end = _matching(tokens, j) if _is(tokens[j], "(") else j + 1
-            keys.append((j, end))
-            j = end
-        if len(keys) == 1:
-            yield "drop_group_key", i, keys[0][1], []
+        for a, b in select.keys:
+            left = [k for k in select.keys if k != (a, b)]
+            if _grouped(tokens, select, left) and not _bare_uses(tokens, select) <= _key_names(tokens, left) | _aliases(tokens, select):
+                continue
+            yield ("drop_group_key", select.group[0], select.group[1], []) if not left else ("drop_group_key", a, b, [])
+
+
+class _Select(NamedTuple):
+    """Where one SELECT's parts are (token spans, end excluded)."""
+
+    projection: tuple[int, int]
+    """What it projects (after SELECT, before WHERE or its group)."""
+    modifiers: tuple[int, int]
+    """From the end of its group to its end: GROUP BY, HAVING, ORDER BY, LIMIT, OFFSET."""
+    group: tuple[int, int] | None
+    """`GROUP BY` and its keys, when it has one."""
+    keys: list[tuple[int, int]]
+    """Each group key: a variable, `( expr [AS ?v] )` or a function call."""
+
+
+_AGGREGATES = {"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT"}
+_CLAUSES = {"HAVING", "ORDER", "LIMIT", "OFFSET", "VALUES", "GROUP"}
+
+
+def _selects(tokens: list[Token]) -> Iterator[_Select]:
+    """Each SELECT of the query (the outer one first, then its sub-selects in text order)."""
+    for i in _select_positions(tokens):
+        depth, where = 0, len(tokens)
+        for j in range(i + 1, len(tokens)):
+            depth += _is(tokens[j], "(") - _is(tokens[j], ")")
+            if depth == 0 and (_is(tokens[j], "WHERE") or _is(tokens[j], "{")):
+                where = j
+                break
+        brace = where + (where < len(tokens) and _is(tokens[where], "WHERE"))
+        body_end = _matching(tokens, brace) if brace < len(tokens) else len(tokens)
+        end, depth = body_end, 0
+        while end < len(tokens) and not (depth == 0 and (_is(tokens[end], "}") or tokens[end].keyword == "VALUES")):
+            depth += _opens(tokens[end]) - _is(tokens[end], ")")
+            end += 1
+        group, keys = _group_by(tokens, body_end, end)
+        yield _Select((i + 1, where), (body_end, end), group, keys)
+
+
+def _opens(token: Token) -> bool:
+    return _is(token, "(") or token.kind == "word" and token.text.endswith("(")
+
+
+def _group_by(tokens: list[Token], start: int, end: int) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
+    """The `GROUP BY` clause among a SELECT's modifiers and its keys."""
+    i = next((k for k in range(start, end - 1) if _is(tokens[k], "GROUP") and _is(tokens[k + 1], "BY")), None)
+    if i is None:
+        return None, []
+    keys, j = [], i + 2
+    while j < end:
+        t = tokens[j]
+        if t.kind == "var":
+            key_end = j + 1
+        elif _is(t, "(") or t.kind == "word" and t.text.endswith("("):
+            key_end = _matching(tokens, j)
+        elif t.kind in ("word", "iri", "pname") and t.keyword not in _CLAUSES and j + 1 < end and _is(tokens[j + 1], "("):
+            key_end = _matching(tokens, j + 1)  # a function call: YEAR (?d), <f>(?x)
         else:
-            for a, b in keys:
-                yield "drop_group_key", a, b, []
+            break
+        keys.append((j, key_end))
+        j = key_end
+    return (i, j), keys
+
+
+def _key_names(tokens: list[Token], keys: list[tuple[int, int]]) -> set[str]:
+    """The variables group keys bind: a bare key's, and the `AS ?v` of `( expr AS ?v )`."""
+    names = set()
+    for a, b in keys:
+        if b - a == 1 and tokens[a].kind == "var":
+            names.add(tokens[a].text)
+        elif b - a >= 4 and _is(tokens[b - 3], "AS") and tokens[b - 2].kind == "var":
+            names.add(tokens[b - 2].text)
+    return names
+
+
+def _aliases(tokens: list[Token], select: _Select) -> set[str]:
+    """The variables the projection binds (`AS ?v`)."""
+    a, b = select.projection
+    return {tokens[j + 1].text for j in range(a, b - 1) if _is(tokens[j], "AS") and tokens[j + 1].kind == "var"}
+
+
+def _grouped(tokens: list[Token], select: _Select, keys: list[tuple[int, int]]) -> bool:
+    """Whether the SELECT aggregates with these group keys: it has some, or an aggregate."""
+    spans = [select.projection, select.modifiers]
+    return bool(keys) or any(_aggregate_end(tokens, j) for a, b in spans for j in range(a, b))
+
+
+def _aggregate_end(tokens: list[Token], j: int) -> int | None:
+    """Just past the aggregate call starting at token `j`, or None when none starts there."""
+    t = tokens[j]
+    if t.kind != "word" or t.text.upper().rstrip("(") not in _AGGREGATES:
+        return None
+    if t.text.endswith("("):
+        return _matching(tokens, j)
+    return _matching(tokens, j + 1) if j + 1 < len(tokens) and _is(tokens[j + 1], "(") else None
+
+
+def _bare_uses(tokens: list[Token], select: _Select) -> set[str]:
+    """The variables the SELECT's projection, HAVING and ORDER BY use outside an aggregate
+    (in a grouped SELECT each must be a group key or a projected alias)."""
+    group = select.group or (0, 0)
+    used: set[str] = set()
+    for a, b in (select.projection, select.modifiers):
+        j = a
+        while j < b:
+            if group[0] <= j < group[1]:
+                j = group[1]
+                continue
+            end = _aggregate_end(tokens, j)
+            if end is not None:
+                j = end
+                continue
+            if tokens[j].kind == "var" and not (j and _is(tokens[j - 1], "AS")):
+                used.add(tokens[j].text)
+            j += 1
+    return used

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kgeval._files import canonical_json, not_a_file, sha256_bytes, sha256_file
 from kgeval.errors import CheckFailed, StaleGold
 from kgeval.gold._index import EntrySummary, KgIndex, read_entry, scan_kg_file
-from kgeval.gold._layout import ATTACHED_DIRS, DAMAGED_GOLD, DISPLAY_DIR, MANIFEST, TAG_FILE, version_dir
+from kgeval.gold._layout import ATTACHED_DIRS, DAMAGED_GOLD, MANIFEST, TAG_FILE, version_dir
 from kgeval.gold._model import GoldEntry, GoldFailure
 from kgeval.holdout import Holdout, KnowledgeGraph, read_manifest
 from kgeval.integrity import KEY_ENV, KEY_FILE_ENV, check_tag, integrity_key
@@ -135,7 +135,7 @@ class GoldReader:
         if key is not None:
             check_tag(
                 self.manifest.signed_payload(), self.tag(), key, str(path),
-                sign_with="sign this gold with the key set: `kgeval gold seal` (its content checked first; its manifest hash unchanged, so runs "
+                sign_with=f"sign this gold with the key set: `kgeval gold seal --gold {self.gold_dir}` (its content checked first; its manifest hash unchanged, so runs "
                 f"already made still name it), or unset {KEY_ENV} and {KEY_FILE_ENV} to use it unsigned",
             )  # fmt: skip
 
@@ -250,12 +250,14 @@ class GoldIndex:
         return read_entry(summary, results)
 
 
-def _each_kg_file(reader: GoldReader, read: Callable[[str], T]) -> Iterator[T]:
+def _each_kg_file(reader: GoldReader, read: Callable[[str], T], attached: Callable[[str], object] | None = None) -> Iterator[T]:
     """`read(name)` of every KG file of the version in manifest order; display files, which
-    no judge reads, are checked against their hash only."""
+    no judge reads, (and a suite's neighbours and records) are checked against their hash only,
+    or by `attached(name)`, which must check it too (`GoldReader.check_file`)."""
+    check = attached or reader.check_file
     for name in reader.manifest.files:
         if name.startswith(ATTACHED_DIRS):
-            reader.check_file(name)
+            check(name)
         else:
             yield read(name)
 

@@ -41,17 +41,17 @@ from typing import Literal, NamedTuple
 import pyoxigraph as ox
 from pydantic import BaseModel, Field
 
-from kgeval._files import sha256_json
+from kgeval._files import sha256_file, sha256_json
 from kgeval.config import GoldConfig, SuiteConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
 from kgeval.gold._build import build_entry
-from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, make_neighbours, named_terms, read_kg
+from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, kg_sha256_of, make_neighbours, named_terms, read_kg
 from kgeval.gold._index import EntrySummary, read_entry
 from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry
-from kgeval.gold._mutants import Mutant, MutantKind, mutants
+from kgeval.gold._mutants import MUTANTS_VERSION, Mutant, MutantKind, mutants
 from kgeval.gold._reuse import index_kg_file
-from kgeval.gold._store import GoldReader
+from kgeval.gold._store import GoldReader, _each_kg_file
 from kgeval.gold._ties import TieInfo
 from kgeval.gold._write import GoldWriter, latest_staging
 from kgeval.holdout import Holdout, KnowledgeGraph, Question, read_manifest
@@ -108,7 +108,8 @@ class QuestionSuite(BaseModel):
     kg_sha256: str
     """Data hash of the original KG (`_fuzz.kg_sha256`)."""
     settings_sha256: str
-    """Hash of the suite settings and fuzzer version that shaped it (a change rebuilds it)."""
+    """Hash of the suite settings, fuzzer and mutant generator versions that shaped it (a change
+    rebuilds it)."""
     neighbours: list[str] = Field(default_factory=list)
     """The neighbours of its suite, in the order distillation picked them."""
     left_out: dict[str, str] = Field(default_factory=dict)
@@ -168,7 +169,7 @@ class KgSuites(BaseModel):
 
 def settings_sha256(config: SuiteConfig, gold: GoldConfig) -> str:
     return sha256_json({
-        "fuzz": FUZZ_VERSION, "neighbours": config.neighbours, "min": config.min_neighbours, "seed": config.seed,
+        "fuzz": FUZZ_VERSION, "mutant_generator": MUTANTS_VERSION, "neighbours": config.neighbours, "min": config.min_neighbours, "seed": config.seed,
         "mutants": config.mutants, "mutant_timeout_s": config.mutant_timeout_s, "row_cap": gold.row_cap,
         "executions": gold.executions, "tie_probe_rows": gold.tie_probe_rows,
     })  # fmt: skip
@@ -646,9 +647,8 @@ class Suites:
     """Neighbour id -> question id -> its verified entry's summary (`entry` reads it)."""
     holdout_manifest_sha256: str
     """The manifest hash of the holdout the suites were built from (their verified manifest's)."""
-    file_sha256: dict[str, str] = field(default_factory=dict)
-    """Each file of the version (relative name) -> its sha256, as the verified manifest records
-    it: a neighbour's files are loaded only as these bytes (`neighbour_sha256`)."""
+    file_sha256: dict[str, str]
+    """sha256 of every file of the version, by path relative to it (their verified manifest's)."""
 
     def suite(self, question_id: str) -> QuestionSuite | None:
         for record in self.kgs.values():
@@ -664,11 +664,6 @@ class Suites:
             raise CheckFailed(f"{neighbour}/{question_id}: no suite entry in {self.version}; rebuild with `kgeval suite build`")
         return read_entry(summary)
 
-    def neighbour_sha256(self, neighbour: str) -> list[str]:
-        """The sha256 of a neighbour's files (in `neighbour_kg`'s order), as the manifest records them."""
-        info = self.kgs[neighbour.split("~")[0]].neighbours[neighbour]
-        return [self.file_sha256[f] for f in info.files]
-
     def neighbour_kg(self, neighbour: str) -> KnowledgeGraph:
         """A neighbour as a KnowledgeGraph of its files in the version (to open a store on)."""
         kg = neighbour.split("~")[0]
@@ -677,6 +672,28 @@ class Suites:
             id=neighbour, title=neighbour, files=tuple(self.version / f for f in info.files), questions=(),
             graphs={Path(k).name: v for k, v in info.graphs.items()},
         )  # fmt: skip
+
+    def built_for_other_data(self, holdout: Holdout, manifest: dict) -> list[str]:
+        """Why these suites may not judge `holdout` (sealed by `manifest`, `read_manifest`'s):
+        built from another holdout manifest, or a KG's suites built for other data than its
+        files now (their hashes as the manifest records them, which the checklist verified).
+        Empty when they were built for it. A suite built for other data must not judge."""
+        problems, sealed = [], manifest.get("files", {})
+        if self.holdout_manifest_sha256 != manifest["sha256"]:
+            problems.append(f"built from another holdout (holdout manifest {self.holdout_manifest_sha256[:12]}, the holdout's is {manifest['sha256'][:12]})")
+        for kg in holdout.kgs:
+            record = self.kgs.get(kg.id)
+            if record is None:
+                continue
+            data = kg_sha256_of((f.name, sealed.get(f"{f.parent.name}/{f.name}") or sha256_file(f)) for f in kg.files)
+            if record.kg_sha256 != data:
+                problems.append(f"KG {kg.id}: its suites were built for other data (kg_sha256 {record.kg_sha256[:12]}, its files now {data[:12]})")
+        return problems
+
+    def neighbour_sha256(self, neighbour: str) -> list[str]:
+        """The hashes the manifest gives a neighbour's files, in `neighbour_kg`'s order: what a
+        store loading them must find (they are read again later than `read_suites` checked them)."""
+        return [self.file_sha256[f] for f in self.kgs[neighbour.split("~")[0]].neighbours[neighbour].files]
 
 
 def suites_path(gold_dir: Path) -> Path:
@@ -688,21 +705,22 @@ def has_suites(gold_dir: Path) -> bool:
     return has_gold(suites_path(gold_dir))
 
 
-def read_suites(gold_dir: Path) -> Suites:
-    """The suites of the gold at `gold_dir`, verified: the manifest's tag (with a key), every
-    record's and neighbour file's sha256, every neighbour entry's result hash (CheckFailed)."""
-    reader = GoldReader(suites_path(gold_dir))
-    kgs, entries = {}, {}
-    for name in reader.manifest.files:
+def read_suites(gold_dir: Path, version: Path | None = None) -> Suites:
+    """The suites of the gold at `gold_dir`, verified as a gold is (`_store._each_kg_file`): the
+    manifest's tag (with a key), every file's sha256 (records, neighbour KGs, displays), every
+    neighbour entry's result hash (CheckFailed). A damaged file of any kind fails closed.
+    `version`: the suite version directory to read (one a run holds) instead of the one in force."""
+    reader = GoldReader(version if version is not None else suites_path(gold_dir))
+    kgs: dict[str, KgSuites] = {}
+
+    def attached(name: str) -> None:  # checked against its hash; a suite record is read too
+        raw = reader.check_file(name)
         if name.startswith(f"{SUITES_DIR}/"):
             try:
-                record = KgSuites.model_validate_json(reader.check_file(name))
+                record = KgSuites.model_validate_json(raw)
             except ValueError as exc:
                 raise CheckFailed(f"{reader.version / name}: not a suite record: {exc}") from None
             kgs[record.kg] = record
-        elif name.startswith("neighbours/"):
-            reader.check_file(name)
-    for name in reader.kg_files:
-        index = reader.index_kg(name)
-        entries[index.kg] = {e.question_id: e for e in index.entries}
+
+    entries = {index.kg: {e.question_id: e for e in index.entries} for index in _each_kg_file(reader, reader.index_kg, attached)}
     return Suites(reader.version, reader.manifest_sha256, kgs, entries, reader.manifest.holdout_manifest_sha256, dict(reader.manifest.files))

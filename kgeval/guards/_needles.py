@@ -18,7 +18,6 @@ valid UTF-8, as Arrow strings are.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass

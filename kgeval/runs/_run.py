@@ -75,6 +75,11 @@ class RunPlan:
     """Run ids the checklist must find this run comparable with (besides those it names)."""
     gold_hold: VersionHold | None = None
     """Keeps `gold_dir` from a rebuild's garbage collection until the run ends (closed with the stores)."""
+    suite_dir: Path | None = None
+    """The suite version accepts are checked on (`<gold>/suites/current` resolved once); None
+    when the run is judged without suites."""
+    suite_hold: VersionHold | None = None
+    """Keeps `suite_dir` from a suite build's garbage collection until the run ends, as `gold_hold`."""
 
     @property
     def gold_root(self) -> Path:
@@ -83,9 +88,9 @@ class RunPlan:
         return Path(self.metadata.gold)
 
     def closeables(self, *, system: bool = True) -> tuple[object, ...]:
-        """What ends with the run: the system, the stores' sandbox workers, the gold hold
+        """What ends with the run: the system, the stores' sandbox workers, the gold and suite holds
         (`system=False`: a run refused before dispatch leaves its system to the caller)."""
-        return (*([self.system] if system else []), *self.stores.values(), self.gold_hold)
+        return (*([self.system] if system else []), *self.stores.values(), self.gold_hold, self.suite_hold)
 
 
 Checklist = Callable[[RunPlan, ResultsDB], Receipt]
@@ -148,10 +153,14 @@ def plan_run(
     judges = judges_from_config(config.judges)
     held = _held_version(gold_dir)
     hold = hold_version(held)
+    suite_dir = _held_version(suites_path(gold_dir)) if config.suite.check_accepts and has_suites(gold_dir) else None
+    suite_hold = hold_version(suite_dir) if suite_dir is not None else None
     try:
         stores = open_stores(holdout, config, start_ahead)
     except BaseException:
-        hold.close()
+        for each in (hold, suite_hold):
+            if each is not None:
+                each.close()
         raise
     first = next(iter(stores.values()))
     metadata = RunMetadata(
@@ -166,7 +175,7 @@ def plan_run(
         replay=str(replay) if replay is not None else None,
         holdout_manifest_sha256=_manifest_sha(lambda: read_manifest(holdout.root)["sha256"]),
         gold_manifest_sha256=_manifest_sha(lambda: gold_manifest_sha256(held)),
-        suite_manifest_sha256=_suite_manifest(gold_dir, config),
+        suite_manifest_sha256=_suite_manifest(suite_dir),
         question_set_sha256=question_set_sha256(holdout),
         excluded={qid: e.why for qid, e in sorted(holdout.exclusions.items())},
         confirmed_empty={  # those that hold for the current reference query
@@ -184,7 +193,7 @@ def plan_run(
         sealed_when_ended=True,
         derived_from=derived_from,
     )
-    return RunPlan(holdout, held, system, config, metadata, judges, stores, list(compare_with or []), hold)
+    return RunPlan(holdout, held, system, config, metadata, judges, stores, list(compare_with or []), hold, suite_dir, suite_hold)
 
 
 def _held_version(gold_dir: Path) -> Path:
@@ -196,13 +205,13 @@ def _held_version(gold_dir: Path) -> Path:
         return Path(gold_dir)
 
 
-def _suite_manifest(gold_dir: Path, config: KgevalConfig) -> str | None:
-    """The manifest hash of the suites accepts will be checked on; None when the run is judged
-    without them (none built, or `suite.check_accepts` off). Suites that do not verify are
-    recorded as "unverified" for the checklist to refuse, never skipped in silence."""
-    if not config.suite.check_accepts or not has_suites(gold_dir):
+def _suite_manifest(suite_dir: Path | None) -> str | None:
+    """The manifest hash of the suite version accepts will be checked on; None when the run is
+    judged without suites (none built, or `suite.check_accepts` off). Suites that do not verify
+    are recorded as "missing" for the checklist to refuse, never skipped in silence."""
+    if suite_dir is None:
         return None
-    return _manifest_sha(lambda: GoldReader(suites_path(gold_dir)).manifest_sha256)
+    return _manifest_sha(lambda: GoldReader(suite_dir).manifest_sha256)
 
 
 def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) -> dict[str, Store]:
@@ -513,15 +522,22 @@ def _verified_gold(plan: RunPlan) -> GoldIndex:
 
 def _suite_checker(plan: RunPlan) -> SuiteChecker | None:
     """The checker of accepts on their suites, when the run is judged with suites: the suites
-    read now must be those its metadata names (a resumed run checks on the same suites)."""
+    read now (the version the run holds) must be those its metadata names (a resumed run checks
+    on the same suites)."""
     expected = plan.metadata.suite_manifest_sha256
     if expected is None:
         return None
-    suites = read_suites(plan.gold_root)
+    suites = read_suites(plan.gold_root, plan.suite_dir)
     if suites.manifest_sha256 != expected:
         raise CheckFailed(
             f"{suites_path(plan.gold_root)}: the suites changed since the run started (manifest {suites.manifest_sha256[:12]}, "
             f"the run recorded {expected[:12]}); restore them or start a new run"
+        )
+    other = suites.built_for_other_data(plan.holdout, read_manifest(plan.holdout.root))
+    if other:  # as the checklist's suites item, for a checklist without it (a re-judged run's)
+        raise CheckFailed(
+            f"{suites.version}: " + "; ".join(other) + ": suites built for other data do not judge; "
+            "`kgeval suite build` (it distils only what changed), or judge without them (`suite.check_accepts: false`)"
         )
     return SuiteChecker(suites, plan.config, plan.judges[plan.config.judges.primary])
 

@@ -15,14 +15,17 @@ neighbours in one request, and a result equal to a neighbour's gold is not judge
 is its question's reference query is not executed at all: each neighbour's gold is that text's
 result there (`SuiteChecker._executions`), so a run of such accepts loads no neighbour. An accept
 given only as an answer list (no SPARQL) cannot run on a neighbour: `checked` is false with the
-reason, and the report counts it as unchecked, never as passed. A neighbour on which the
-store itself failed (a harness error) leaves the accept unchecked too, never rejected.
+reason, and the report counts it as unchecked, never as passed; so is an accept of a question
+whose suite kept no neighbour (`EMPTY_SUITE`: the reference is not fixed on any of them). A
+neighbour on which the store itself failed (a harness error) leaves the accept unchecked too,
+never rejected.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, NamedTuple
@@ -44,11 +47,11 @@ ENTRIES_HELD = 64
 questions in flight (a run's concurrency times a suite's few neighbours, twice over), so the
 checker's memory follows the questions in flight, as the run's gold does, not the holdout."""
 
-OUTCOMES_HELD = 1024
-"""Checks whose outcome a run's checker keeps for the same (question, text) (least recently
-made out): a question's seeds are dispatched together, so the seeds that give one query find
-its outcome while it is held; one checked again after it left is executed again, with the same
-outcome. So the checker's memory is bounded whatever the run's size."""
+def _outcomes_held(config: KgevalConfig) -> int:
+    """Outcomes a checker keeps: a run's jobs are question-major (a question's seeds together)
+    with at most `run.concurrency` in flight, so the outcomes of the questions in flight, each
+    with up to `run.seeds` texts, twice over; older ones are only checked again if asked again."""
+    return 2 * config.run.concurrency * config.run.seeds
 
 
 def neighbour_store(config: KgevalConfig, workers: int | None = None) -> Callable[[KnowledgeGraph], Store]:
@@ -66,12 +69,12 @@ def neighbour_store(config: KgevalConfig, workers: int | None = None) -> Callabl
 
 def suite_differs(judge: Judge) -> Callable[[Question, Any, QueryResult, str], bool]:
     """Whether `judge` rejects a mutant's result against the reference's entry on one KG (the
-    entry's ties resolved as a run resolves them): what distillation counts as told apart."""
+    entry's ties resolved as a run resolves them): what distillation counts as told apart.
+    Asked only about a result whose hash is not the reference's (the gold package's `Differs`:
+    distillation hashes each result once, on its cells), so it hashes nothing again."""
 
     def differs(question: Question, entry: Any, result: QueryResult, sparql: str) -> bool:
         """`entry`: a GoldEntry, or the gold package's Reference (`result`, `result_sha256`, `ties`)."""
-        if result.sha256() == entry.result_sha256:
-            return False
         verdicts, _ = judge_candidate(question, {judge.name: judge}, entry.result, Candidate(result=result, sparql=sparql), entry.ties)
         return not verdicts[0].correct
 
@@ -107,12 +110,12 @@ class SuiteChecker:
         """A question's neighbour entries, read once for its seeds' checks (not once per check)
         and the same objects each time, so the judges' prepared golds (kept by identity) are
         found again."""
-        self._outcomes: dict[tuple[str, str], Future[dict[str, Any]]] = {}
+        self._outcomes: OrderedDict[tuple[str, str], Future[dict[str, Any]]] = OrderedDict()
         """(question id, SPARQL) -> its outcome, or the check under way: seeds that give the
         same query (most do) are checked once, even while they run at once (a run dispatches a
-        question's seeds together). The neighbours are read-only and their engine deterministic;
-        a query that calls a volatile function is never held (`_repeatable`). At most
-        OUTCOMES_HELD, in the order made."""
+        question's seeds together). The neighbours are read-only and their engine deterministic.
+        Bounded (least recently used out) by what a run needs: `_outcomes_held`."""
+        self._outcomes_held = _outcomes_held(config)
         self._gold_accepts: dict[tuple[str, str], dict[str, Any]] | None = {} if isinstance(judge, ExecutionJudge) else None
         """(question id, neighbour) -> the judge's accept of a result equal to that neighbour's gold."""
 
@@ -166,8 +169,10 @@ class SuiteChecker:
             mine = pending is None
             if mine:
                 pending = self._outcomes[key] = Future()
-                while len(self._outcomes) > OUTCOMES_HELD:  # the oldest out (a check waiting on it holds its Future)
-                    del self._outcomes[next(iter(self._outcomes))]
+                while len(self._outcomes) > self._outcomes_held:  # a check under way evicted is still awaited by its holders
+                    self._outcomes.popitem(last=False)
+            else:
+                self._outcomes.move_to_end(key)
         if not mine:
             known = pending.result()
             if not _harness(known):
@@ -176,17 +181,18 @@ class SuiteChecker:
         try:
             known = self._outcome(question, sparql)
         except BaseException as exc:
-            self._forget(key)
+            self._forget(key, pending)
             pending.set_exception(exc)
             raise
         if _harness(known):
-            self._forget(key)
+            self._forget(key, pending)
         pending.set_result(known)
         return known
 
-    def _forget(self, key: tuple[str, str]) -> None:
+    def _forget(self, key: tuple[str, str], pending: Future[dict[str, Any]]) -> None:
         with self._lock:
-            self._outcomes.pop(key, None)
+            if self._outcomes.get(key) is pending:  # evicted meanwhile, another check may hold the key
+                del self._outcomes[key]
 
     def _outcome(self, question: Question, sparql: str | None) -> dict[str, Any]:
         suite = self.suites.suite(question.id)
@@ -194,6 +200,8 @@ class SuiteChecker:
             return {"checked": False, "why": "the question has no suite (`kgeval suite show` says why)"}
         if suite.query_sha256 != question.sparql_sha256:
             return {"checked": False, "why": "its suite was built for another reference query: `kgeval suite build`"}
+        if not suite.neighbours:  # nothing to check on: never a pass (DESIGN invariant 14)
+            return {"checked": False, "why": EMPTY_SUITE}
         if not sparql or not sparql.strip():
             return {"checked": False, "why": "answer list only: no SPARQL to execute on a neighbour"}
         held = [self._entry(n, question.id) for n in suite.neighbours]
@@ -283,6 +291,8 @@ def _repeatable(sparql: str) -> bool:
         return not query_determinism(sparql).volatile
     except KgevalError:
         return False
+EMPTY_SUITE = "its suite has no neighbour: the reference query is not deterministic or fails on every neighbour made (`kgeval suite show QID` says why)"
+"""Why an accept of a question whose suite kept no neighbour is unchecked (the report counts it so)."""
 
 
 def _harness(outcome: dict[str, Any]) -> bool:

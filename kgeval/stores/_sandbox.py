@@ -367,13 +367,16 @@ class WorkerPool:
             with self._free:
                 self._started -= 1
                 self._free.notify()
-            raise files_changed(self._label)
+            paths = [p for ps in self._files.values() for p in ps] if isinstance(self._files, dict) else self._files
+            raise files_changed(self._label, next((p for p, a, b in zip(paths, worker.file_sha256, self._file_sha256) if a != b), None))
 
 
-def files_changed(label: str) -> StoreError:
+def files_changed(label: str, path: str | None = None) -> StoreError:
     """The error for KG files that no longer hash as they did when their store opened (the data
-    version it reports): a worker or a local copy loaded from them would answer from other data."""
-    return StoreError(f"{label}: the KG files changed since the store opened them; reopen the store")
+    version it reports, or the hashes it was given: a manifest's): a worker or a local copy
+    loaded from them would answer from other data. `path`: the first file that differs."""
+    where = f" ({path} does not hash as recorded)" if path else ""
+    return StoreError(f"{label}: the KG files changed since the store opened them{where}; reopen the store")
 
 
 def _cause(stderr_tail: str) -> str:

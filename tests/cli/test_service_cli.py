@@ -92,7 +92,7 @@ def test_unsigned_gold_with_a_key_names_the_command_that_signs_it(mini_holdout, 
     refused = kgeval("gold", "verify", "--no-store-check", *at)
     assert refused.returncode == 1
     assert "no integrity tag, but an integrity key is configured" in refused.stderr
-    assert "sign this gold with the key set: `kgeval gold seal`" in refused.stderr, refused.stderr
+    assert f"sign this gold with the key set: `kgeval gold seal --gold {gold}`" in refused.stderr, refused.stderr
     assert kgeval("gold", "seal", "--gold", str(gold)).returncode == 0
     assert kgeval("gold", "verify", "--no-store-check", *at).returncode == 0
 
@@ -124,7 +124,7 @@ def test_gold_seal_signs_a_gold_as_it_is_and_serve_names_it(mini_holdout, mini_g
     serve = ["serve", "--port", "9", "--holdout", str(holdout), "--gold", str(gold), "--db", str(tmp_path / "r.duckdb")]
     done = subprocess.run([sys.executable, "-m", "kgeval", *serve], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "no integrity tag, but an integrity key is configured" in done.stderr, done.stderr
-    assert "`kgeval gold seal`" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert f"`kgeval gold seal --gold {gold}`" in done.stderr and "Traceback" not in done.stderr, done.stderr
     sealed = kgeval("gold", "seal", "--gold", str(gold), "--key-file", str(key))
     assert sealed.returncode == 0 and f"gold manifest {before[:12]}, unchanged" in sealed.stdout, sealed.stderr
     assert gold_manifest_sha256(gold) == before

@@ -94,7 +94,7 @@ def test_a_shared_link_scrolls_to_its_sample(browser, server, sample_runs, shots
     browser.get(f"{server}/ui#run={sample_runs.run_id}&q={qid}&seed={seed}")
     browser.refresh()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#samples tr.line.current[data-question="{qid}"]'))
-    shown = browser.execute_script(f"""
+    shown = browser.execute_script("""
       const list = document.querySelector('#run-view .list').getBoundingClientRect();
       const r = document.querySelector('#samples tr.line.current').getBoundingClientRect();
       return r.top >= list.top && r.bottom <= Math.min(list.bottom, window.innerHeight);""")

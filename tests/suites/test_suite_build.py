@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kgeval.errors import CheckFailed
-from kgeval.gold import read_suites, suites_path
-from kgeval.gold._layout import MANIFEST
+from kgeval.gold import read_gold, read_suites, suites_path
+from kgeval.gold._layout import DAMAGED_GOLD, DISPLAY_DIR, MANIFEST
 from tests.suites.conftest import REPO, build, copy_kgs
 
 
@@ -78,6 +79,38 @@ def test_an_edited_neighbour_is_refused(hr_suites, tmp_path: Path) -> None:
     read_suites(gold)
 
 
+@pytest.mark.parametrize("how", ["a garbage byte", "emptied", "missing", "a directory"])
+def test_a_damaged_display_file_is_refused_as_the_golds_is(hr_suites, how: str) -> None:
+    """DESIGN invariant 9: a suite's display file no judge reads is still evidence of the
+    version; damaged, the suites fail closed exactly as a gold with a damaged display does."""
+    _, gold, _ = hr_suites
+    suites = read_suites(gold)
+    neighbour = sorted(suites.entries)[0]  # a suite version's displays are its neighbours'
+    for read, version, kg in ((read_gold, read_gold(gold).version, "hr"), (read_suites, suites.version, neighbour)):
+        path = version / DISPLAY_DIR / f"{kg}.json"
+        original = path.read_bytes()
+        try:
+            _damage(path, original, how)
+            with pytest.raises(CheckFailed, match=re.escape(f"{DISPLAY_DIR}/{kg}.json")) as refused:
+                read(gold)
+            assert "missing" in str(refused.value) or DAMAGED_GOLD in str(refused.value), refused.value
+        finally:
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            path.write_bytes(original)
+    read_suites(gold)
+
+
+def _damage(path: Path, original: bytes, how: str) -> None:
+    if how == "a garbage byte":
+        path.write_bytes(original[:10] + (b"X" if original[10:11] != b"X" else b"Y") + original[11:])
+    elif how == "emptied":
+        path.write_bytes(b"")
+    else:
+        path.unlink()
+        if how == "a directory":
+            path.mkdir()
+
+
 def test_signed_with_the_integrity_key(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("KGEVAL_INTEGRITY_KEY", "k" * 40)
     holdout = copy_kgs(tmp_path / "holdout", "trials")
@@ -88,6 +121,83 @@ def test_signed_with_the_integrity_key(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("KGEVAL_INTEGRITY_KEY", "x" * 40)
     with pytest.raises(CheckFailed):
         read_suites(gold)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink() and p.name != ".lock"}
+
+
+def test_gold_seal_signs_suites_written_without_the_key(hr_suites, tmp_path: Path) -> None:
+    """Suites have a gold's manifest and HMAC: `kgeval gold seal` on `<gold>/suites` signs a
+    version written without the key as it is (only MANIFEST.tag is added, its manifest hash
+    unchanged), after which the key verifies it and another key does not; a tampered version
+    is refused (exit 2) and nothing is written."""
+    _, built, _ = hr_suites
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    key, other = tmp_path / "key", tmp_path / "other"
+    key.write_text("k" * 64, encoding="utf-8")
+    other.write_text("o" * 64, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGEVAL_INTEGRITY_KEY")} | {"PYTHONPATH": str(REPO)}
+    run = lambda *args, key_file=None: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "kgeval", *args], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env=env | ({"KGEVAL_INTEGRITY_KEY_FILE": str(key_file)} if key_file else {}),
+    )  # fmt: skip
+    show = ("suite", "show", "--gold", str(gold))
+    unsigned = run(*show, key_file=key)
+    assert unsigned.returncode == 1 and "no integrity tag" in unsigned.stderr, unsigned.stderr
+    assert f"`kgeval gold seal --gold {suites_path(gold)}`" in unsigned.stderr, unsigned.stderr  # the directory to seal
+    before, files = read_suites(gold).manifest_sha256, _files(gold)
+
+    tampered = tmp_path / "tampered"
+    shutil.copytree(built, tampered, symlinks=True)
+    display = next((suites_path(tampered) / "current" / "display").iterdir())
+    display.write_bytes(display.read_bytes() + b" ")
+    untouched = _files(tampered)
+    refused = run("gold", "seal", "--gold", str(suites_path(tampered)), "--key-file", str(key))
+    assert refused.returncode == 2 and "not sealed" in refused.stderr and f"display/{display.name}: sha256 differs" in refused.stderr, refused.stderr
+    assert _files(tampered) == untouched
+
+    sealed = run("gold", "seal", "--gold", str(suites_path(gold)), "--key-file", str(key))
+    assert sealed.returncode == 0 and f"gold manifest {before[:12]}, unchanged" in sealed.stdout, sealed.stderr
+    version = os.readlink(suites_path(gold) / "current")
+    after = _files(gold)
+    assert [n for n in after if n not in files] == [f"suites/{version}/{MANIFEST.replace('.json', '.tag')}"]
+    assert {n: b for n, b in after.items() if n in files} == files
+    verified = run(*show, key_file=key)
+    assert verified.returncode == 0 and "median kill rate" in verified.stdout, verified.stderr
+    assert read_suites(gold).manifest_sha256 == before
+    wrong = run(*show, key_file=other)
+    assert wrong.returncode == 1 and "does not match" in wrong.stderr, wrong.stderr
+    again = run("gold", "seal", "--gold", str(suites_path(gold)), "--key-file", str(key))
+    assert again.returncode == 0 and "already signed with this integrity key" in again.stdout, again.stderr
+
+
+def test_gold_seal_of_a_gold_seals_its_suites_too(hr_suites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gold with suites is sealed whole: its suites first (a damaged one: exit 2, nothing
+    written, the gold left unsigned), then the gold; both then verify under the key."""
+    _, built, _ = hr_suites
+    key = tmp_path / "key"
+    key.write_text("k" * 64, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGEVAL_INTEGRITY_KEY")} | {"PYTHONPATH": str(REPO)}
+    seal = lambda gold: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "kgeval", "gold", "seal", "--gold", str(gold), "--key-file", str(key)], capture_output=True, text=True, timeout=600, env=env
+    )  # fmt: skip
+    damaged = tmp_path / "damaged"
+    shutil.copytree(built, damaged, symlinks=True)
+    record = suites_path(damaged) / "current" / "suites" / "hr.json"
+    record.write_bytes(record.read_bytes().replace(b'"killed"', b'"survived"', 1))
+    untouched = _files(damaged)
+    refused = seal(damaged)
+    assert refused.returncode == 2 and "suites/hr.json: sha256 differs" in refused.stderr, refused.stderr
+    assert _files(damaged) == untouched
+
+    gold = tmp_path / "gold"
+    shutil.copytree(built, gold, symlinks=True)
+    sealed = seal(gold)
+    assert sealed.returncode == 0 and f"gold {suites_path(gold)}: content verified, signed" in " ".join(sealed.stdout.split()), sealed.stdout
+    monkeypatch.setenv("KGEVAL_INTEGRITY_KEY_FILE", str(key))
+    assert read_suites(gold).kgs and read_gold(gold).entries  # both signed: neither refused
 
 
 def test_cli_builds_then_shows(tmp_path: Path) -> None:
@@ -161,6 +271,34 @@ def test_judge_asked_only_about_results_unlike_the_reference_and_builds_agree(tm
     assert asked and not any(asked), f"the judge was asked about {sum(asked)} results equal to the reference's"
     files = lambda gold: json.loads((suites_path(gold) / "current" / MANIFEST).read_text())["files"]  # noqa: E731
     assert files(second) == files(tmp_path / "first")
+
+
+def test_suite_differs_hashes_no_result_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distillation hashes a mutant's result once, on its cells (`_compared`), and asks the judge
+    only about one unlike the reference's: `suite_differs` hashes nothing again, and still says
+    what the judge says (a wrong result told apart; the reference's own result not)."""
+    from kgeval.config import KgevalConfig
+    from kgeval.gold._suite import Reference
+    from kgeval.holdout import load_holdout
+    from kgeval.judges import judges_from_config
+    from kgeval.runs import suite_differs
+    from kgeval.stores import EmbeddedStore, QueryResult
+
+    cfg = KgevalConfig()
+    holdout = load_holdout(REPO / "holdout")
+    question = next(q for q in holdout.questions() if q.id == "hr-02")
+    store = EmbeddedStore(next(kg for kg in holdout.kgs if kg.id == "hr").files)
+    run = lambda text: store.execute_cells(text, timeout_s=60, row_cap=cfg.gold.row_cap)  # noqa: E731
+    reference, wrong = run(question.sparql), run(question.sparql.replace("SELECT", "SELECT DISTINCT", 1) + " LIMIT 1")
+    assert wrong.sha256() != reference.sha256()
+    differs = suite_differs(judges_from_config(cfg.judges)[cfg.judges.primary])
+    hashed = []
+    real = QueryResult.sha256
+    monkeypatch.setattr(QueryResult, "sha256", lambda self: hashed.append(self) or real(self))
+    entry = Reference.of(reference)
+    assert differs(question, entry, wrong.typed(), "wrong") is True
+    assert differs(question, entry, reference.typed(), question.sparql) is False
+    assert hashed == []
 
 
 def test_the_reference_query_runs_on_the_neighbours_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,6 +185,31 @@ def test_seeds_checked_at_once_share_one_check(hr_suites, monkeypatch: pytest.Mo
     assert len(outcomes) == 2 and outcomes[0] == outcomes[1] and outcomes[0]["checked"] and outcomes[0]["passed"]
 
 
+def test_the_checkers_outcomes_are_bounded_by_what_a_run_needs(hr_suites) -> None:
+    """The outcomes a checker keeps for seeds that repeat a query are those of the questions in
+    flight (`run.concurrency` x `run.seeds`, twice over), least recently used out, not every
+    text a run ever checked: an evicted text asked again is checked again, with the same outcome."""
+    import kgeval.runs._suite_check as suite_check
+    from kgeval.judges import judges_from_config
+
+    holdout, gold, _ = hr_suites
+    cfg = KgevalConfig(run=RunConfig(concurrency=1, seeds=2))
+    question = next(q for q in load_holdout(holdout).questions() if q.id == "hr-03")
+    checker = suite_check.SuiteChecker(read_suites(gold), cfg, judges_from_config(cfg.judges)[cfg.judges.primary])
+    checked: list[str] = []
+    outcome = checker._outcome
+    checker._outcome = lambda q, sparql: checked.append(sparql) or outcome(q, sparql)  # type: ignore[method-assign]
+    texts = [f"{question.sparql}\n# attempt {i}\n" for i in range(10)]
+    try:
+        first = [checker.outcome(question, t) for t in texts]
+        assert len(checker._outcomes) == 4 and checked == texts
+        assert checker.outcome(question, texts[-1]) == first[-1] and checked == texts  # held: not checked again
+        assert checker.outcome(question, texts[0]) == first[0] and checked == [*texts, texts[0]]  # evicted: checked again
+    finally:
+        checker.close()
+    assert all(o["checked"] and o["passed"] for o in first)
+
+
 def test_a_result_equal_to_a_neighbours_gold_gets_the_outcome_the_full_judge_gives(hr_suites) -> None:
     """A result whose cells are a neighbour gold's is handed that gold's result, and the judge's
     accept of it is reused for the question and neighbour: every outcome is the one judging each
@@ -313,8 +338,8 @@ def test_only_sparql_white_space_around_the_reference_is_set_aside() -> None:
 def test_a_volatile_query_is_executed_again_at_each_check(hr_suites, monkeypatch: pytest.MonkeyPatch) -> None:
     """Checks of the same text share one execution on the neighbours, but a text that calls a
     volatile function (RAND(), NOW(), UUID(), STRUUID(), BNODE()) is executed again at every
-    check: its result may change from one execution to the next. Held outcomes are bounded
-    (OUTCOMES_HELD): one that left is executed again."""
+    check: its result may change from one execution to the next. (How many outcomes are held:
+    test_the_checkers_outcomes_are_bounded_by_what_a_run_needs.)"""
     import kgeval.runs._suite_check as suite_check
     from kgeval.judges import judges_from_config
 
@@ -340,10 +365,6 @@ def test_a_volatile_query_is_executed_again_at_each_check(hr_suites, monkeypatch
                 assert outcome["checked"] and outcome["passed"], outcome
         assert executed.count(steady) == 1
         assert all(executed.count(text) == 2 for text in volatile.values()), executed
-        monkeypatch.setattr(suite_check, "OUTCOMES_HELD", 1)
-        checker.outcome(question, steady + "#")  # holds one outcome: the steady text's leaves
-        checker.outcome(question, steady)
-        assert executed.count(steady) == 2
     finally:
         checker.close()
 
