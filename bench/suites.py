@@ -13,14 +13,14 @@ In this one process, for the sample holdout (and CK25 with $KGEVAL_CK25):
   the ratio of their median wall times (target: within 1.5x), and their CPU: this process's
   and its sandbox processes' (the zygote stopped after each run, so it has reaped them).
 
-    python bench/suites.py [--repeat 3] [--skip-ck25] [--verdicts FILE] [--not-reference] [--scale S]
+    python bench/suites.py [--repeat 3] [--skip-ck25] [--verdicts FILE] [--not-reference] [--scale S] [--neighbours N]
 
 `--verdicts FILE`: every verdict of the first replay run judged with suites, field for field
 (sorted JSON), to compare a change's verdicts with the code before it (`cmp` the two files).
 `--not-reference`: every replayed answer gets a `# not the reference text` line, so no accept is
 its question's reference text and every check executes on the neighbours (the worst case).
 `--scale S`: build the suites with `suite.scale` S (share of each class's entities a neighbour
-keeps; the default configuration's otherwise).
+keeps; the default configuration's otherwise); `--neighbours N`: `suite.neighbours` N.
 """
 
 from __future__ import annotations
@@ -207,10 +207,11 @@ def main() -> None:
     parser.add_argument("--verdicts", type=Path, help="write the verdicts of the first run judged with suites here (JSON)")
     parser.add_argument("--not-reference", action="store_true", help="add a comment line to every replayed answer: no accept is a reference text")
     parser.add_argument("--scale", type=float, help="suite.scale: share of each class's entities a neighbour keeps")
+    parser.add_argument("--neighbours", type=int, help="suite.neighbours: neighbour KGs made per holdout KG")
     args = parser.parse_args()
     cfg = KgevalConfig()
-    if args.scale is not None:
-        cfg = cfg.model_copy(update={"suite": cfg.suite.model_copy(update={"scale": args.scale})})
+    shape = {"scale": args.scale, "neighbours": args.neighbours}
+    cfg = cfg.model_copy(update={"suite": cfg.suite.model_copy(update={k: v for k, v in shape.items() if v is not None})})
     print(f"cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f} (figures on a loaded machine are slower)")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
