@@ -33,10 +33,10 @@ few facts one question reads. The value that names an entity named only by it ke
 ordinary rate (a question whose entity is gone tells no mutant apart).
 
 Smaller neighbours (`scale` < 1, `suite.scale`): before fuzzing, each class keeps only that
-share of its entities, as the paper's fuzzer fills small tables (a few rows tell a near-miss
-apart, and coincidences over fewer rows are rarer); the rest go as dropped entities go (their
-triples, and links to them rewired to a kept entity of their class). Always kept: the entities
-the reference queries name (by IRI, or by a string few subjects carry), the classes and predicates themselves (anything that is an
+share of its entities, as the paper's fuzzer fills small tables (a few rows tell a near miss
+apart); the rest go as dropped entities go (their triples, and links to them rewired to a kept
+entity of their class). Always kept: the entities the reference queries name (by IRI, or by a
+string few subjects carry), the classes and predicates themselves (anything that is an
 `rdf:type` object or a predicate), and per class at least as many entities as the queries'
 largest LIMIT + OFFSET asks for and as one subject links to through one predicate (so its
 number of values is kept). At `scale` 1 nothing is drawn: the bytes are those without it.
