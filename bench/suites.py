@@ -13,12 +13,14 @@ In this one process, for the sample holdout (and CK25 with $KGEVAL_CK25):
   the ratio of their median wall times (target: within 1.5x), and their CPU: this process's
   and its sandbox processes' (the zygote stopped after each run, so it has reaped them).
 
-    python bench/suites.py [--repeat 3] [--skip-ck25] [--verdicts FILE] [--not-reference]
+    python bench/suites.py [--repeat 3] [--skip-ck25] [--verdicts FILE] [--not-reference] [--scale S] [--neighbours N]
 
 `--verdicts FILE`: every verdict of the first replay run judged with suites, field for field
 (sorted JSON), to compare a change's verdicts with the code before it (`cmp` the two files).
 `--not-reference`: every replayed answer gets a `# not the reference text` line, so no accept is
 its question's reference text and every check executes on the neighbours (the worst case).
+`--scale S`: build the suites with `suite.scale` S (share of each class's entities a neighbour
+keeps; the default configuration's otherwise); `--neighbours N`: `suite.neighbours` N.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def build(name: str, holdout_dir: Path, gold: Path, cfg: KgevalConfig) -> None:
     with SandboxCpu() as sandbox:
         report = build_suites(holdout, _store_for(cfg), neighbour_store(cfg), differs, cfg.suite, cfg.gold, suites_path(gold), force=True)
     wall, own = time.perf_counter() - wall0, _cpu() - cpu0 - sandbox.own
-    print(f"\n## {name}: {len(holdout.questions())} questions, {len(holdout.kgs)} KGs, suite.neighbours {cfg.suite.neighbours}")
+    print(f"\n## {name}: {len(holdout.questions())} questions, {len(holdout.kgs)} KGs, suite.neighbours {cfg.suite.neighbours}, suite.scale {cfg.suite.scale}")
     print(f"suite build: {wall:.1f} s wall ({wall / TARGET_BUILD_S:.2f} of the {TARGET_BUILD_S:.0f} s target; load average "
           f"{os.getloadavg()[0]:.1f}); CPU {own:.1f} s in this process (fuzzing, judging, writing), "
           f"{sandbox.seconds:.1f} s in the sandbox workers (the queries)")
@@ -204,8 +206,12 @@ def main() -> None:
     parser.add_argument("--skip-ck25", action="store_true")
     parser.add_argument("--verdicts", type=Path, help="write the verdicts of the first run judged with suites here (JSON)")
     parser.add_argument("--not-reference", action="store_true", help="add a comment line to every replayed answer: no accept is a reference text")
+    parser.add_argument("--scale", type=float, help="suite.scale: share of each class's entities a neighbour keeps")
+    parser.add_argument("--neighbours", type=int, help="suite.neighbours: neighbour KGs made per holdout KG")
     args = parser.parse_args()
     cfg = KgevalConfig()
+    shape = {"scale": args.scale, "neighbours": args.neighbours}
+    cfg = cfg.model_copy(update={"suite": cfg.suite.model_copy(update={k: v for k, v in shape.items() if v is not None})})
     print(f"cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f} (figures on a loaded machine are slower)")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -263,6 +263,12 @@ class SuiteConfig(_Strict):
     rows is caught only where the gold differs."""
     seed: int = 0
     """Seed of the fuzzer (with the KG's data hash: the same seed and data give the same bytes)."""
+    scale: float = Field(1.0, gt=0, le=1)
+    """Share of each class's entities a neighbour keeps (drawn from the seed and the KG's hash;
+    the entities the reference queries name, enough for their LIMIT/OFFSET and for each
+    predicate's number of values always kept). 1: neighbours as large as the KG (minus the
+    fuzzer's own drops); smaller neighbours load and run faster during a run, at the kill rates
+    and stress-set figures docs/benchmarks.md gives for each value."""
     mutants: int = Field(40, ge=1)
     """Most near-miss mutants generated per reference query."""
     mutant_timeout_s: float = Field(5.0, gt=0)

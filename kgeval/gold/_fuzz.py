@@ -32,6 +32,15 @@ while those facts stay as they are, and a rate spread over the whole KG rarely t
 few facts one question reads. The value that names an entity named only by it keeps the
 ordinary rate (a question whose entity is gone tells no mutant apart).
 
+Smaller neighbours (`scale` < 1, `suite.scale`): before fuzzing, each class keeps only that
+share of its entities, as the paper's fuzzer fills small tables (a few rows tell a near miss
+apart); the rest go as dropped entities go (their triples, and links to them rewired to a kept
+entity of their class). Always kept: the entities the reference queries name (by IRI, or by a
+string few subjects carry), the classes and predicates themselves (anything that is an
+`rdf:type` object or a predicate), and per class at least as many entities as the queries'
+largest LIMIT + OFFSET asks for and as one subject links to through one predicate (so its
+number of values is kept). At `scale` 1 nothing is drawn: the bytes are those without it.
+
 Deterministic: the same KG bytes, seed and neighbour index give the same bytes (blank nodes
 are renamed in the order met, output lines sorted).
 """
@@ -40,6 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 from collections import defaultdict
@@ -70,6 +80,8 @@ _VALUE_DROP = 0.03
 """Share of values (at the heaviest level) a neighbour drops."""
 _SPREAD = 2
 """Values (per literal predicate, at the heaviest level) given to an entity of another class."""
+_DROP_SHARE = 0.15
+"""Share of each class's entities (at the heaviest level) a neighbour drops."""
 _LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 FUZZ_VERSION = 4
 """Version of this fuzzer: a suite built by another version is built again."""
@@ -146,25 +158,91 @@ def kg_sha256_of(files: Iterable[tuple[str, str]]) -> str:
 def make_neighbours(
     kg_id: str, files: Sequence[Path], graphs: dict[str, str], count: int, seed: int,
     constants: Sequence[tuple[str | None, ox.Literal]] = (), named: Collection[str] = (), read: tuple[_Kg, str] | None = None,
+    scale: float = 1.0, rows: int = 0,
 ) -> list[Neighbour]:
     """`count` neighbours of the KG made of `files`, deterministic from `seed` and the data.
     `constants`: (predicate IRI or None, literal) the KG's reference queries name; `named`: the
     IRIs and strings they name, as N-Triples terms (`named_terms`); `read`: the files as the
-    caller has already read them (`read_kg`, `kg_sha256`), not parsed and hashed again."""
+    caller has already read them (`read_kg`, `kg_sha256`), not parsed and hashed again;
+    `scale`: share of each class's entities a neighbour keeps, `rows`: the fewest it keeps per
+    class (`row_floor` of the queries; see the module docstring)."""
     kg, data = read if read is not None else (read_kg(files), kg_sha256(files))
     strings = {t for t in named if t.startswith('"')}
     pools = _pools(kg, constants, strings)
     by_string = frozenset({s for s, _, o, _, _ in kg.statements if o in strings} - set(named))  # named only by a value
     entities = frozenset({t for t in named if t.startswith("<")}) | by_string
     queried = {f"<{p}>": [str(c) for q, c in constants if q == p] for p, _ in constants if p}
+    floors, keep = (_floors(kg, rows), _kept(kg, named, strings, scale)) if scale < 1 else ({}, frozenset())
     out = []
     for index in range(count):
         rng = random.Random(hashlib.sha256(f"{seed}:{data}:{index}:{FUZZ_VERSION}".encode()).digest())
         name = f"{kg_id}~n{index:02d}"
         changed = frozenset(e for e in entities if _changed(e, index))
-        kept = _fuzzed(kg, pools, rng, _level(index), name, queried, (by_string, changed, frozenset(strings)))
+        draw = random.Random(hashlib.sha256(f"{seed}:{data}:{index}:scale:{scale!r}".encode()).digest())  # apart: the fuzzing draws stay as without it
+        shed = _shed(kg, scale, floors, keep, draw) if scale < 1 else frozenset()
+        kept = _fuzzed(kg, pools, rng, _level(index), name, queried, (by_string, changed, frozenset(strings)), shed)
         out.append(_write(name, kept, files, graphs))
     return out
+
+
+def row_floor(queries: Iterable[str]) -> int:
+    """The most rows a query of `queries` reads past: its LIMIT plus its OFFSET, plus one (so a
+    LIMIT still cuts, and a changed LIMIT or OFFSET still shows), the largest; 0 when none has
+    either. A query the lexer refuses counts for none."""
+    most = 0
+    for sparql in queries:
+        try:
+            tokens = canonical_tokens(sparql)
+        except KgevalError:
+            continue
+        cut = {t.keyword: int(after.text) for t, after in zip(tokens, tokens[1:]) if t.keyword in ("LIMIT", "OFFSET") and after.text.isdigit()}
+        if cut:
+            most = max(most, sum(cut.values()) + 1)
+    return most
+
+
+def _floors(kg: _Kg, rows: int) -> dict[tuple, int]:
+    """Class -> the fewest entities a smaller neighbour keeps of it, so that as many are left
+    after the fuzzer's own drop as `rows` and as the most distinct entities of the class one
+    subject links to through one predicate (its values are rewired among the kept ones, and
+    keep their number only if there are as many)."""
+    linked: dict[tuple, int] = defaultdict(int)
+    for s, p, o, _, graph in kg.statements:
+        if (cls := kg.classes.get(o)) is not None:
+            linked[(s, p, graph, cls)] += 1
+    floors = dict.fromkeys(set(kg.classes.values()), rows)
+    for (_, _, _, cls), n in linked.items():
+        floors[cls] = max(floors[cls], n)
+    return {cls: math.ceil(n / (1 - _DROP_SHARE)) + 1 if n else 0 for cls, n in floors.items()}  # as many after the fuzzer's own drop
+
+
+def _kept(kg: _Kg, named: Collection[str], strings: Collection[str], scale: float) -> frozenset[str]:
+    """The entities every smaller neighbour keeps: those the queries name by IRI, and those
+    carrying a string they name that fewer than 2 / `scale` subjects carry (a name, a rare
+    value: drawn, it would often be gone, and the question with it); a string many carry (a
+    status, a phase) is a category, its subjects drawn as any (about `scale` of them stay)."""
+    carriers: dict[str, set] = defaultdict(set)
+    for s, _, o, _, _ in kg.statements:
+        if o in strings:
+            carriers[o].add(s)
+    rare = {e for subjects in carriers.values() if len(subjects) < 2 / scale for e in subjects}
+    return frozenset({t for t in named if t.startswith("<")} | rare)
+
+
+def _shed(kg: _Kg, scale: float, floors: dict[tuple, int], named: frozenset[str], rng: random.Random) -> frozenset[str]:
+    """The entities a smaller neighbour leaves out: per class, all but `scale` of them (and
+    never below its floor), never a named entity nor a class or predicate of the KG."""
+    schema = {o for _, p, o, _, _ in kg.statements if p == RDF_TYPE} | {p for _, p, _, _, _ in kg.statements}
+    members: dict[tuple, list] = defaultdict(list)
+    for entity, cls in kg.classes.items():
+        members[cls].append(entity)
+    shed: set[str] = set()
+    for cls, entities in members.items():
+        keep = min(len(entities), max(math.ceil(len(entities) * scale), floors[cls], 1))
+        fixed = [e for e in entities if e in named or e in schema]
+        free = [e for e in entities if e not in named and e not in schema]
+        shed.update(set(free) - set(rng.sample(free, max(0, min(len(free), keep - len(fixed))))))
+    return frozenset(shed)
 
 
 def named_terms(queries: Iterable[str]) -> set[str]:
@@ -269,13 +347,15 @@ def _near(value: str, datatype: str, language: str) -> list[str]:
 
 def _fuzzed(
     kg: _Kg, pools: dict, rng: random.Random, level: float, name: str, queried: dict[str, list[str]],
-    named: tuple[frozenset[str], frozenset[str], frozenset[str]],
+    named: tuple[frozenset[str], frozenset[str], frozenset[str]], shed: frozenset[str] = frozenset(),
 ) -> list[tuple]:
-    """The statements of one neighbour (see the module docstring for what changes)."""
+    """The statements of one neighbour (see the module docstring for what changes); `shed`:
+    the entities a smaller neighbour leaves out, gone as a dropped entity goes."""
     members: dict[tuple, list] = defaultdict(list)
     for entity, cls in kg.classes.items():
-        members[cls].append(entity)
-    dropped = _dropped(members, rng, level)
+        if entity not in shed:
+            members[cls].append(entity)
+    dropped = _dropped(members, rng, level) | shed
     survivors = {cls: [e for e in ents if e not in dropped] for cls, ents in members.items()}
     statements = [st for st in kg.statements if st[0] not in dropped]
     duplicates = _duplicates(survivors, rng, level, name)
@@ -352,7 +432,7 @@ def _dropped(members: dict[tuple, list], rng: random.Random, level: float) -> se
     for cls, entities in members.items():
         if not cls or len(entities) < 2:
             continue
-        k = min(len(entities) - 1, int(len(entities) * 0.15 * level + rng.random()))
+        k = min(len(entities) - 1, int(len(entities) * _DROP_SHARE * level + rng.random()))
         dropped.update(rng.sample(entities, k))
     return dropped
 

@@ -45,7 +45,7 @@ from kgeval._files import sha256_file, sha256_json
 from kgeval.config import GoldConfig, SuiteConfig
 from kgeval.errors import CheckFailed, KgevalError, QueryError
 from kgeval.gold._build import build_entry
-from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, kg_sha256_of, make_neighbours, named_terms, read_kg
+from kgeval.gold._fuzz import FUZZ_VERSION, RDF_TYPE, XSD, Neighbour, _Kg, kg_sha256, kg_sha256_of, make_neighbours, named_terms, read_kg, row_floor
 from kgeval.gold._index import EntrySummary, read_entry
 from kgeval.gold._layout import has_gold, writer_lock
 from kgeval.gold._model import GoldEntry
@@ -172,7 +172,7 @@ def settings_sha256(config: SuiteConfig, gold: GoldConfig) -> str:
         "fuzz": FUZZ_VERSION, "mutant_generator": MUTANTS_VERSION, "neighbours": config.neighbours, "min": config.min_neighbours, "seed": config.seed,
         "mutants": config.mutants, "mutant_timeout_s": config.mutant_timeout_s, "row_cap": gold.row_cap,
         "executions": gold.executions, "tie_probe_rows": gold.tie_probe_rows,
-    })  # fmt: skip
+    } | ({"scale": config.scale} if config.scale != 1 else {}))  # fmt: skip  # at 1 as before it was a setting: suites built then are kept
 
 
 @dataclass
@@ -283,8 +283,11 @@ def _build_kg(
 
 def _add_neighbours(kg: KnowledgeGraph, parsed: _Kg, data: str, config: SuiteConfig, writer: GoldWriter, stores: _Stores) -> None:
     """Make the KG's neighbours, write their files into the version and let `stores` open them."""
-    named = named_terms(q.sparql for q in kg.questions if q.query_language == "sparql")
-    made = make_neighbours(kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named, read=(parsed, data))
+    queries = [q.sparql for q in kg.questions if q.query_language == "sparql"]
+    made = make_neighbours(
+        kg.id, kg.files, kg.graphs, config.neighbours, config.seed, _constants(kg), named_terms(queries), read=(parsed, data),
+        scale=config.scale, rows=row_floor(queries),
+    )  # fmt: skip
     stores.stored.update((n.id, _store_neighbour(writer, n)) for n in made)
 
 
