@@ -10,6 +10,7 @@ from kgeval.holdout import load_holdout
 from kgeval.judges._seed import LOGIC_VERSION as SEED_LOGIC
 from kgeval.reports import build_report, render_json, render_markdown
 from kgeval.runs import ResultsDB, execute_run
+from kgeval.stores import open_kg_stores
 from kgeval.systems import OracleSystem, ReplaySystem
 from tests.conftest import MINI_QUESTIONS, REPO
 
@@ -124,10 +125,10 @@ def test_a_finished_run_stops_its_stores_sandbox_workers(mini_holdout, mini_gold
     stores: before, they lived on until the store was collected."""
     import time
 
-    import kgeval.runs._run as run_module
+    import kgeval.stores._factory as factory_module
 
-    held, open_store = [], run_module.open_store
-    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
+    held, open_store = [], factory_module.open_store
+    monkeypatch.setattr(factory_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
     before = _sandbox_workers_of_this_process()
     records = [{"kg": "mini", "question_id": q["id"], "sparql": q["sparql"]} for q in MINI_QUESTIONS]
     with ResultsDB(tmp_path / "r.duckdb") as db:
@@ -171,7 +172,7 @@ def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout
     """A run's embedded stores load the KG in their sandbox workers only, which answer the
     judges' label and vocabulary lookups too: every verdict and attempt is what it is when the
     run process holds its own copy (and asks it in process)."""
-    import kgeval.runs._run as run_module
+    import kgeval.stores._factory as factory_module
     from tests.conftest import PREFIX
     from tests.runs.test_execution_cache import _replayed
 
@@ -188,12 +189,12 @@ def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout
         {"kg": "mini", "question_id": "mini-03", "seed": 0, "sparql": PREFIX + "SELECT (COUNT(?p) AS ?n) WHERE { ?p a ex:Dept }"},
         {"kg": "mini", "question_id": "mini-08", "seed": 0, "sparql": "SELECT ?l WHERE { e:sales rdfs:label ?l }"},  # undeclared prefix
     ]
-    held, open_store = [], run_module.open_store
-    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
+    held, open_store = [], factory_module.open_store
+    monkeypatch.setattr(factory_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
     remote = _replayed(mini_holdout, mini_gold, tmp_path, records, "remote.duckdb")
     assert held and all(store._store is None for store in held)  # noqa: SLF001 - no copy in the run process
     held.clear()
-    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **{**k, "local_copy": True})) or held[-1])
+    monkeypatch.setattr(factory_module, "open_store", lambda *a, **k: held.append(open_store(*a, **{**k, "local_copy": True})) or held[-1])
     local = _replayed(mini_holdout, mini_gold, tmp_path, records, "local.duckdb")
     assert held and all(store._store is not None for store in held)  # noqa: SLF001
     assert remote == local
@@ -203,3 +204,27 @@ def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout
     vertrieb = remote[0][("mini-01", 1, "execution")]
     assert not vertrieb["correct"] and vertrieb["details"]["leniency"]["alone"] == ["label_for_entity"]
     assert remote[0][("mini-07", 1, "execution")]["correct"] and not remote[0][("mini-07", 0, "execution")]["correct"]
+
+
+def test_stores_opened_ahead_are_the_runs_and_end_with_it(mini_holdout, mini_gold, tmp_path):
+    """`kgeval run` opens the stores first (`open_kg_stores`), so their sandbox workers load the KGs while it
+    imports the rest: the run judges on those very stores (their workers ready or loading) and
+    stops their workers when it ends; stores for other KGs are refused, and stopped too."""
+    holdout = load_holdout(mini_holdout)
+    config = _config(1)
+    stores = open_kg_stores(holdout.kgs, config.store, start_ahead=config.run.concurrency)
+    seen = {}
+
+    def checklist(plan, db):
+        seen.update(plan.stores)
+        return CHECKLIST(plan, db)
+
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(holdout, mini_gold, OracleSystem(), config, db, checklist=checklist, stores=stores)
+        assert db.status(meta.run_id) == "finished"
+    assert seen == stores and all(seen[kg] is stores[kg] for kg in stores)
+    assert all(store.sandbox.worker_pids() == [] for store in stores.values())  # stopped with the run
+    others = {"another-kg": open_kg_stores(holdout.kgs, config.store, start_ahead=1)["mini"]}
+    with ResultsDB(tmp_path / "r.duckdb") as db, pytest.raises(ValueError, match="another-kg"):
+        execute_run(holdout, mini_gold, OracleSystem(), config, db, checklist=CHECKLIST, stores=others)
+    assert others["another-kg"].sandbox.worker_pids() == []
