@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kgeval._activity import Activity
+from kgeval._gc import RARE_COLLECTIONS
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, heartbeat, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
@@ -118,6 +119,15 @@ def run(
 ) -> None:
     """Pass the pre-eval checklist (else exit 1, nothing sent), then run a system on every
     question x seed; print a summary and, last, the run id."""
+    with RARE_COLLECTIONS:  # from the imports to the headline: see kgeval/_gc.py
+        _run_and_print(system, holdout, gold, replay, seeds, concurrency, checklist, compare_with, resume, db, config)
+
+
+def _run_and_print(
+    system: str | None, holdout: Path, gold: Path, replay: Path | None, seeds: int | None, concurrency: int | None, checklist: Path | None,
+    compare_with: list[str] | None, resume: str | None, db: Path, config: Path | None,
+) -> None:  # fmt: skip
+    """`run`'s work: the run (or its resume), then its summary and, last, the run id."""
     from kgeval.config import load_config
 
     announce_db(db)

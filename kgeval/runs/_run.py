@@ -269,23 +269,24 @@ def execute_run(
     recorded with the run; `stores`: opened ahead (`open_stores`), taken over by the run and
     closed when it ends, whatever happens."""
     db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
-    # every question is pending: the sandbox workers load their KGs during the checklist
-    plan = plan_run(
-        holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency, derived_from=derived_from,
-        stores=stores,
-    )  # fmt: skip
-    try:
-        receipt = checklist(plan, db)
-        questions = [_run_question(q) for q in holdout.evaluated_questions()]
-        if not receipt.passed:
-            db.create_run(plan.metadata, questions, receipt, status="refused")
-            raise ChecklistFailed(receipt, plan.metadata.run_id)
-        db.create_run(plan.metadata, questions, receipt)
-        writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
-    except BaseException:
-        _close_all(plan.closeables(system=False))
-        raise
-    return _dispatch_pending(plan, db, progress, writer, activity)
+    with RARE_COLLECTIONS:  # the whole run, its checklist's gold scan and its seal too (kgeval/_gc.py)
+        # every question is pending: the sandbox workers load their KGs during the checklist
+        plan = plan_run(
+            holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency, derived_from=derived_from,
+            stores=stores,
+        )  # fmt: skip
+        try:
+            receipt = checklist(plan, db)
+            questions = [_run_question(q) for q in holdout.evaluated_questions()]
+            if not receipt.passed:
+                db.create_run(plan.metadata, questions, receipt, status="refused")
+                raise ChecklistFailed(receipt, plan.metadata.run_id)
+            db.create_run(plan.metadata, questions, receipt)
+            writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
+        except BaseException:
+            _close_all(plan.closeables(system=False))
+            raise
+        return _dispatch_pending(plan, db, progress, writer, activity)
 
 
 def resume_run(

@@ -154,18 +154,61 @@ class _GcWatchingOracle(OracleSystem):
 
 
 def test_attempts_run_with_rare_collections_and_the_settings_come_back(mini_holdout, mini_gold, tmp_path):
-    """Dispatch runs with the cyclic collector seldom (kgeval/_gc.py: its passes over what a run
-    holds were 86-152 ms of a replay run's ~1.1-1.4 s of CPU), and leaves it as it found it."""
+    """The whole run, from its checklist (whose gold scan made a full collection in a 22-KG
+    run) through dispatch, runs with the cyclic collector seldom (kgeval/_gc.py: its passes over
+    what a run holds were 86-152 ms of a replay run's ~1.1-1.4 s of CPU), and leaves it as it
+    found it."""
     import gc
 
     from kgeval._gc import RareCollections
 
     before = gc.get_threshold()
     system = _GcWatchingOracle()
+
+    def checklist(plan, db):
+        system.seen.add((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return CHECKLIST(plan, db)
+
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        execute_run(load_holdout(mini_holdout), mini_gold, system, _config(), db, checklist=CHECKLIST)
+        execute_run(load_holdout(mini_holdout), mini_gold, system, _config(), db, checklist=checklist)
     assert {threshold[0] >= RareCollections.FIRST_THRESHOLD and frozen for threshold, frozen in system.seen} == {True}
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+_ENDING = """
+import atexit, gc, os, sys
+from kgeval.config import CandidateQueryConfig
+from kgeval.stores import _sandbox
+zygote = _sandbox._zygote(CandidateQueryConfig()).process.pid  # as a run's stores start it
+
+def ended():
+    try:
+        os.waitpid(zygote, os.WNOHANG)
+        reaped = False
+    except ChildProcessError:
+        reaped = True
+    print("frozen", gc.get_freeze_count(), "zygote reaped", reaped)
+
+atexit.register(ended)
+sys.argv = ["kgeval", "--version"]
+from kgeval.cli import main
+main()
+"""
+
+
+def test_the_kgeval_program_ends_its_sandbox_and_leaves_nothing_for_the_collection_at_exit():
+    """`kgeval.cli.main` ends the sandbox's zygote when its command ends, reaping it (its CPU
+    and its templates' count in the process's, as `bench/run_process.py` reads them: left to the
+    collection at exit, the zygote was reaped or not by chance), then freezes what the process
+    holds: the collection the interpreter runs at exit walked all of it (0.18-0.21 s after a
+    22-KG run)."""
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", _ENDING], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert shown.returncode == 0, shown.stderr
+    frozen, _, _, reaped = shown.stdout.split("frozen")[1].split()
+    assert int(frozen) > 10_000 and reaped == "True"  # the modules, typer, pydantic ... ; the zygote
 
 
 def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout, mini_gold, tmp_path, monkeypatch):
