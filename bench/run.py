@@ -57,6 +57,7 @@ import kgeval.stores._base as base_module  # noqa: E402
 import kgeval.stores._query as query_module  # noqa: E402
 import kgeval.stores._value_size as value_size_module  # noqa: E402
 import kgeval.stores._rewrite as rewrite_module  # noqa: E402
+import kgeval.stores._factory as factory_module  # noqa: E402
 import kgeval.stores._results as results_module  # noqa: E402
 from kgeval.stores._sandbox import WorkerPool, stop_zygote  # noqa: E402
 from kgeval.runs import ResultsDB, execute_run  # noqa: E402
@@ -308,10 +309,10 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
             store._local_store = _TimedEngine(store._store, timers)
         return store
 
-    original = {"open_store": run_module.open_store, "guard_query": base_module.guard_query, "judge": attempt_module.judge_candidate,
+    original = {"open_store": factory_module.open_store, "guard_query": base_module.guard_query, "judge": attempt_module.judge_candidate,
                 "execute": EmbeddedStore.execute_candidate, "write": ResultsDB.append_attempt_rows, "journal": RunJournal.append, "index_gold": run_module.index_gold, "entry": GoldIndex.entry,
                 "sandbox": WorkerPool.run, "trusted": EmbeddedStore._trusted}  # fmt: skip
-    run_module.open_store = timers.wrap("store loading", open_timed_store)
+    factory_module.open_store = timers.wrap("store loading", open_timed_store)
     run_module.index_gold = timers.wrap("gold loading", original["index_gold"])  # the verifying scan
     # each entry read when its question starts, on the worker threads: summed over threads, so
     # not a share of the run's wall time to subtract
@@ -339,7 +340,7 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     try:
         seconds, _, _, _ = timed_run(holdout_root, gold, replay, db_path, cfg)
     finally:
-        run_module.open_store, base_module.guard_query = original["open_store"], original["guard_query"]
+        factory_module.open_store, base_module.guard_query = original["open_store"], original["guard_query"]
         attempt_module.judge_candidate, EmbeddedStore.execute_candidate = original["judge"], original["execute"]
         WorkerPool.run, EmbeddedStore._trusted = original["sandbox"], original["trusted"]
         ResultsDB.append_attempt_rows, run_module.index_gold, GoldIndex.entry = original["write"], original["index_gold"], original["entry"]

@@ -13,6 +13,7 @@ them to `pre_eval_checklist(path, guards=...)`; a system's own (its example bank
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kgeval.checklists._caught import CHECKS, caught_items
@@ -26,6 +27,7 @@ from kgeval.checklists._items import (
     guards_active,
     holdout_manifest,
     pipeline_parity,
+    vocabulary_asked_ahead,
 )
 from kgeval.checklists._model import CaughtEntry, PreEvalChecklist, load_checklist
 from kgeval.checklists._suites import suites_item
@@ -48,13 +50,19 @@ _ITEMS = {
 
 
 def evaluate_checklist(checklist: PreEvalChecklist, plan: RunPlan, db: ResultsDB, guards: Sequence[Guard] = ()) -> Receipt:
-    """Every item, in the checklist's order; nothing is sent to any system."""
+    """Every item, in the checklist's order; nothing is sent to any system. The empty-gold item's
+    questions to the KGs, which wait for the sandbox workers to load them, are asked first, in a
+    thread, while the items before it run (`vocabulary_asked_ahead`)."""
     lines: list[ChecklistItem] = []
-    for name in checklist.items:
-        if name == "caught":
-            lines += caught_items(checklist.caught_entries, plan, db)
-        else:
-            lines += _ITEMS[name](checklist, plan, db, guards)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgeval-checklist-ahead") as pool:
+        ahead = pool.submit(vocabulary_asked_ahead, plan) if "empty_gold" in checklist.items else None
+        for name in checklist.items:
+            if name == "caught":
+                lines += caught_items(checklist.caught_entries, plan, db)
+            elif name == "empty_gold" and ahead is not None:
+                lines += empty_gold(checklist, plan, db, guards, ahead.result())
+            else:
+                lines += _ITEMS[name](checklist, plan, db, guards)
     return Receipt(checklist_sha256=checklist.sha256, items=lines)
 
 

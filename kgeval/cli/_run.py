@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kgeval._activity import Activity
+from kgeval._gc import RARE_COLLECTIONS
 from kgeval.cli._common import ConfigOpt, DbOpt, GoldOpt, HoldoutOpt, announce_db, err, heartbeat, out, progress_bar, refuse_overwriting, user_errors
 
 if TYPE_CHECKING:
@@ -31,21 +32,35 @@ class Format(StrEnum):
 def _run(
     holdout: Path, gold: Path, system: str, replay: Path | None, cfg: KgevalConfig, db: Path, compare_with: list[str] | None = None
 ) -> RunMetadata:
-    from kgeval.checklists import pre_eval_checklist
     from kgeval.holdout import load_holdout
-    from kgeval.runs import ResultsDB, execute_run
-    from kgeval.systems import system_from_name
+    from kgeval.stores import open_kg_stores
 
-    checklist = pre_eval_checklist(cfg.run.checklist)
     loaded = load_holdout(holdout)
-    sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
-    if note := getattr(sut, "note", None):  # a replay matched to the holdout ignoring case
-        err.print(f"warning: {note}", markup=False)
-    total, done, activity = len(loaded.evaluated_questions()) * cfg.run.seeds, [0], Activity()
-    with ResultsDB(db) as results, progress_bar(f"run {system}", total) as advance:
-        counted = _counting(done, advance)
-        with heartbeat(activity, lambda: f"run {system}: {done[0]} of {total} attempts done", cfg.progress):  # a held call is named while it runs
-            return execute_run(loaded, gold, sut, cfg, results, counted, checklist=checklist, replay=replay, compare_with=compare_with, activity=activity)
+    # opened first: their sandbox workers load the KGs while the run's machinery (judges, rdflib,
+    # DuckDB: a third of a second of CPU) is imported and the system and checklist are read
+    stores = open_kg_stores(loaded.kgs, cfg.store, start_ahead=cfg.run.concurrency)
+    taken = False
+    try:
+        from kgeval.checklists import pre_eval_checklist
+        from kgeval.runs import ResultsDB, execute_run
+        from kgeval.systems import system_from_name
+
+        checklist = pre_eval_checklist(cfg.run.checklist)
+        sut = system_from_name(system, replay=replay, config=cfg, holdout=loaded)
+        if note := getattr(sut, "note", None):  # a replay matched to the holdout ignoring case
+            err.print(f"warning: {note}", markup=False)
+        total, done, activity = len(loaded.evaluated_questions()) * cfg.run.seeds, [0], Activity()
+        with ResultsDB(db) as results, progress_bar(f"run {system}", total) as advance:
+            counted = _counting(done, advance)
+            with heartbeat(activity, lambda: f"run {system}: {done[0]} of {total} attempts done", cfg.progress):  # a held call is named while it runs
+                taken = True  # the run closes the stores from here on, whatever happens
+                return execute_run(
+                    loaded, gold, sut, cfg, results, counted, checklist=checklist, replay=replay, compare_with=compare_with, activity=activity, stores=stores
+                )
+    finally:
+        if not taken:
+            for store in stores.values():
+                getattr(store, "close", lambda: None)()
 
 
 def _counting(done: list[int], advance: Callable[[str], None]) -> Callable[[str], None]:
@@ -104,9 +119,16 @@ def run(
 ) -> None:
     """Pass the pre-eval checklist (else exit 1, nothing sent), then run a system on every
     question x seed; print a summary and, last, the run id."""
+    with RARE_COLLECTIONS:  # from the imports to the headline: see kgeval/_gc.py
+        _run_and_print(system, holdout, gold, replay, seeds, concurrency, checklist, compare_with, resume, db, config)
+
+
+def _run_and_print(
+    system: str | None, holdout: Path, gold: Path, replay: Path | None, seeds: int | None, concurrency: int | None, checklist: Path | None,
+    compare_with: list[str] | None, resume: str | None, db: Path, config: Path | None,
+) -> None:  # fmt: skip
+    """`run`'s work: the run (or its resume), then its summary and, last, the run id."""
     from kgeval.config import load_config
-    from kgeval.reports import format_accuracy, run_headline
-    from kgeval.runs import ResultsDB
 
     announce_db(db)
     if resume is not None:
@@ -123,6 +145,9 @@ def run(
         if run_update:
             cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update=run_update)})
         metadata = _run(holdout, gold, system, replay, cfg, db, compare_with)
+    from kgeval.reports import format_accuracy, run_headline
+    from kgeval.runs import ResultsDB
+
     with ResultsDB(db, read_only=True) as results:
         h, overall = run_headline(results, metadata.run_id)
     excluded = f"; excluded on record: {len(metadata.excluded)}" if metadata.excluded else ""

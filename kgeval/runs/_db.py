@@ -290,6 +290,13 @@ def _file_state(path: Path) -> tuple:
     return tuple(states)
 
 
+def _remember_checked(state: tuple) -> None:
+    """An ended run's rows match its seal in the file at `state` (`ResultsDB._seal_state`)."""
+    _SEALS_CHECKED[state] = None
+    while len(_SEALS_CHECKED) > _SEALS_CHECKED_MAX:
+        del _SEALS_CHECKED[next(iter(_SEALS_CHECKED))]
+
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -445,7 +452,12 @@ class ResultsDB:
         with transaction(self._con) as con:
             con.execute("UPDATE runs SET status = ?, metadata = ? WHERE run_id = ?", ["finished", metadata.model_dump_json(), metadata.run_id])
             seal_run(con, metadata.run_id)
-        self._sealed_ok.discard(metadata.run_id)
+        # sealed from this connection's rows, which no other process can change while it holds
+        # the file: its state once checkpointed (closing then leaves it as it is) stands for a
+        # check, so `kgeval run`'s headline, read right after, does not hash the run again
+        self._con.execute("CHECKPOINT")
+        self._sealed_ok.add(metadata.run_id)
+        _remember_checked(self._seal_state(metadata.run_id))
 
     def record_attempt(self, run_id: str, attempt: Attempt, verdicts: list[Verdict]) -> None:
         """Persist one attempt, its tries and its verdicts atomically."""
@@ -529,15 +541,12 @@ class ResultsDB:
             known = [r[0] for r in self._con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
             raise InputError(f"{self.path}: no run {run_id!r}; runs here: {', '.join(known) or 'none'}")
         if run_id not in self._sealed_ok:
-            key = integrity_key()  # a check without the key does not stand for one with it
-            unchanged = (str(self.path.resolve()), run_id, _file_state(self.path), key and hashlib.sha256(key).hexdigest())
-            if unchanged not in _SEALS_CHECKED:
+            state = self._seal_state(run_id)
+            if state not in _SEALS_CHECKED:
                 check_seal(self._con, str(self.path), run_id, row[0], self._parsed(run_id, row[1]).sealed_when_ended)
             if row[0] != "running":
                 self._sealed_ok.add(run_id)
-                _SEALS_CHECKED[unchanged] = None
-                while len(_SEALS_CHECKED) > _SEALS_CHECKED_MAX:
-                    del _SEALS_CHECKED[next(iter(_SEALS_CHECKED))]
+                _remember_checked(state)
         if row[0] == "running" and run_id not in self._running_ok:
             # no seal yet: its start and each write batch's record stand for it (a killed run's
             # verdicts flipped in the file were reported as they were, with a key configured too)
@@ -546,6 +555,12 @@ class ResultsDB:
             check_progress(self._con, str(self.path), metadata)
             self._running_ok.add(run_id)
         return row
+
+    def _seal_state(self, run_id: str) -> tuple:
+        """What `_SEALS_CHECKED` knows an ended run's check by: the file, the run, the file's
+        state now, the integrity key's hash (a check without the key does not stand for one with it)."""
+        key = integrity_key()
+        return str(self.path.resolve()), run_id, _file_state(self.path), key and hashlib.sha256(key).hexdigest()
 
     @_opened
     def questions(self, run_id: str) -> list[RunQuestion]:

@@ -14,7 +14,6 @@ before it was held) refuses the dispatch, never judges against another gold.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -41,7 +40,7 @@ from kgeval.runs._dispatch import RateLimiter, dispatch
 from kgeval.runs._journal import RunWriter
 from kgeval.runs._model import Attempt, Derivation, Receipt, RunMetadata, RunQuestion
 from kgeval.runs._suite_check import SuiteChecker
-from kgeval.stores import Store, open_store
+from kgeval.stores import Store, open_kg_stores
 from kgeval.systems import System
 
 Progress = Callable[[str], None]
@@ -146,21 +145,26 @@ def plan_run(
     compare_with: list[str] | None = None,
     start_ahead: int = 0,
     derived_from: Derivation | None = None,
+    stores: dict[str, Store] | None = None,
 ) -> RunPlan:
     """Open the stores and describe the run; verifies nothing (the checklist does, item by item).
     `start_ahead`: candidate queries each store gets ready for as soon as it is open (the
-    embedded store's sandbox workers load their KG while the rest of the run starts)."""
-    judges = judges_from_config(config.judges)
-    held = _held_version(gold_dir)
-    hold = hold_version(held)
-    suite_dir = _held_version(suites_path(gold_dir)) if config.suite.check_accepts and has_suites(gold_dir) else None
-    suite_hold = hold_version(suite_dir) if suite_dir is not None else None
+    embedded store's sandbox workers load their KG while the rest of the run starts).
+    `stores`: the holdout's stores opened ahead by the caller (`open_stores`, so that their
+    sandbox workers load the KGs while the caller imports and reads what the run needs): the
+    plan takes them over, and they are closed with it (or here, when planning fails)."""
+    hold = suite_hold = None
     try:
-        stores = open_stores(holdout, config, start_ahead)
+        if stores is not None and list(stores) != [kg.id for kg in holdout.kgs]:
+            raise ValueError(f"stores opened ahead for KGs {list(stores)}; the holdout has {[kg.id for kg in holdout.kgs]}")
+        judges = judges_from_config(config.judges)
+        held = _held_version(gold_dir)
+        hold = hold_version(held)
+        suite_dir = _held_version(suites_path(gold_dir)) if config.suite.check_accepts and has_suites(gold_dir) else None
+        suite_hold = hold_version(suite_dir) if suite_dir is not None else None
+        stores = open_stores(holdout, config, start_ahead) if stores is None else stores
     except BaseException:
-        for each in (hold, suite_hold):
-            if each is not None:
-                each.close()
+        _close_all((*(stores or {}).values(), hold, suite_hold))
         raise
     first = next(iter(stores.values()))
     metadata = RunMetadata(
@@ -215,26 +219,10 @@ def _suite_manifest(suite_dir: Path | None) -> str | None:
 
 
 def open_stores(holdout: Holdout, config: KgevalConfig, start_ahead: int = 0) -> dict[str, Store]:
-    """Every KG's store, in holdout order, opened a few at a time (hashing the KG files is
-    outside the interpreter lock). An embedded store loads its KG in its sandbox workers only,
-    which run the run's trusted queries too (`EmbeddedStore`): the run process holds no copy.
-    Each store calls `start_ahead(start_ahead)` as soon as it is open. When one cannot open,
-    those opened are closed and its error raised."""
-
-    def open_one(kg: KnowledgeGraph) -> Store:
-        store = open_store(config.store, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
-        if start_ahead:
-            store.start_ahead(start_ahead)
-        return store
-
-    with ThreadPoolExecutor(max_workers=max(1, min(len(holdout.kgs), os.cpu_count() or 1)), thread_name_prefix="kgeval-open-store") as pool:
-        futures = {kg.id: pool.submit(open_one, kg) for kg in holdout.kgs}
-    opened = {kg: f.result() for kg, f in futures.items() if f.exception() is None}
-    failed = next((f.exception() for f in futures.values() if f.exception() is not None), None)
-    if failed is not None:
-        _close_all(opened.values())
-        raise failed
-    return opened
+    """Every KG's store as a run opens it (`kgeval.stores.open_kg_stores`), in holdout order:
+    the run process holds no copy of a KG; each store starts `start_ahead` sandbox workers as
+    soon as it is open."""
+    return open_kg_stores(holdout.kgs, config.store, start_ahead)
 
 
 def run_config(metadata: RunMetadata) -> KgevalConfig:
@@ -280,28 +268,32 @@ def execute_run(
     compare_with: list[str] | None = None,
     activity: Activity | None = None,
     derived_from: Derivation | None = None,
+    stores: dict[str, Store] | None = None,
 ) -> RunMetadata:
     """Plan, pass the checklist (or raise ChecklistFailed, sending nothing), run every question x
     seed; return the finished run's metadata. `activity` is told which attempts are in flight;
     `derived_from`: the system answers from a source's stored attempts (`kgeval rejudge`),
-    recorded with the run."""
+    recorded with the run; `stores`: opened ahead (`open_stores`), taken over by the run and
+    closed when it ends, whatever happens."""
     db.release()  # each call below opens the file for its own work: other processes share it (`_journal`)
-    # every question is pending: the sandbox workers load their KGs during the checklist
-    plan = plan_run(
-        holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency, derived_from=derived_from
-    )
-    try:
-        receipt = checklist(plan, db)
-        questions = [_run_question(q) for q in holdout.evaluated_questions()]
-        if not receipt.passed:
-            db.create_run(plan.metadata, questions, receipt, status="refused")
-            raise ChecklistFailed(receipt, plan.metadata.run_id)
-        db.create_run(plan.metadata, questions, receipt)
-        writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
-    except BaseException:
-        _close_all(plan.closeables(system=False))
-        raise
-    return _dispatch_pending(plan, db, progress, writer, activity)
+    with RARE_COLLECTIONS:  # the whole run, its checklist's gold scan and its seal too (kgeval/_gc.py)
+        # every question is pending: the sandbox workers load their KGs during the checklist
+        plan = plan_run(
+            holdout, gold_dir, system, config, replay=replay, compare_with=compare_with, start_ahead=config.run.concurrency, derived_from=derived_from,
+            stores=stores,
+        )  # fmt: skip
+        try:
+            receipt = checklist(plan, db)
+            questions = [_run_question(q) for q in holdout.evaluated_questions()]
+            if not receipt.passed:
+                db.create_run(plan.metadata, questions, receipt, status="refused")
+                raise ChecklistFailed(receipt, plan.metadata.run_id)
+            db.create_run(plan.metadata, questions, receipt)
+            writer = RunWriter(db, plan.metadata.run_id, config.run.db_flush_s)
+        except BaseException:
+            _close_all(plan.closeables(system=False))
+            raise
+        return _dispatch_pending(plan, db, progress, writer, activity)
 
 
 def resume_run(
@@ -493,9 +485,19 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
             # every attempt completed within persist_within_s of the group's oldest shares its
             # line (`_journal`; the group is capped so one line stays small).
             dispatch(jobs, work, record, concurrency=run.concurrency, batch=_MAX_GROUP, max_wait_s=run.persist_within_s, on_idle=writer.tick)
-    finally:
+    except BaseException:
         # the stores' sandbox workers end with the run, not when a cache lets go of a store
         _close_all((*plan.closeables(), *(checker.closeables() if checker is not None else ())))
+        raise
+    return _sealed(plan, writer, served, (*plan.closeables(), *(checker.closeables() if checker is not None else ())))
+
+
+def _sealed(plan: RunPlan, writer: RunWriter, served: set[str], closeables: tuple[object, ...]) -> RunMetadata:
+    """End the dispatched run: its last attempts moved in and its rows sealed (`RunWriter.finish`)
+    while what ends with it (the stores' sandbox workers, the system, the gold hold) is closed in
+    a thread: a 22-KG run's workers took 0.07-0.2 s to end and be reaped, after which the seal
+    began. The first error of either is raised once both are done."""
+    run_id = plan.metadata.run_id
 
     def end(db: ResultsDB) -> RunMetadata:
         versions = served | db.served_versions(run_id)  # those of attempts persisted before a resume too
@@ -503,7 +505,11 @@ def _dispatch(plan: RunPlan, db: ResultsDB, progress: Progress | None, writer: R
         db.finish_run(metadata)
         return metadata
 
-    return writer.finish(end)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgeval-close") as pool:
+        closed = pool.submit(_close_all, closeables)
+        ended = writer.finish(end)
+    closed.result()
+    return ended
 
 
 def _verified_gold(plan: RunPlan) -> GoldIndex:

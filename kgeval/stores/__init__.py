@@ -12,7 +12,7 @@ from kgeval.stores._base import Store, checked_result_bytes
 from kgeval.stores._cells import Cell, CellRow, canonical_spelling, cell_spelling, cells_key, order_key
 from kgeval.stores._embedded import EmbeddedKgs, EmbeddedStore, rdf_format
 from kgeval.stores._engine import ProbeCut, ProbeRows
-from kgeval.stores._factory import open_store
+from kgeval.stores._factory import open_kg_stores, open_store
 from kgeval.stores._query import QueryShape, compares_by_order, guard_query, may_name_any, mentioned_iris, query_algebra
 from kgeval.stores._results import CellResult, QueryResources, QueryResult, Row, Term, ValueResult, answer_sha256, collect_rows, row_key, rows_from_cells, share_terms, term_cell
 from kgeval.stores._rewrite import Determinism, OrderProbe, limited_sub_selects, order_probe, order_variables, query_determinism
@@ -45,6 +45,7 @@ __all__ = [
     "limited_sub_selects",
     "may_name_any",
     "mentioned_iris",
+    "open_kg_stores",
     "open_store",
     "order_key",
     "order_probe",

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kgeval.config import StoreConfig
 from kgeval.errors import InputError
 from kgeval.stores._base import Store
 from kgeval.stores._embedded import EmbeddedStore
+
+if TYPE_CHECKING:
+    from kgeval.holdout import KnowledgeGraph
 
 
 def open_store(
@@ -27,6 +32,34 @@ def open_store(
     store = _remote_store(config, kg)
     store.candidate_limits = config.candidates
     return store
+
+
+def open_kg_stores(kgs: Iterable[KnowledgeGraph], config: StoreConfig, start_ahead: int = 0) -> dict[str, Store]:
+    """Every KG's store as a run opens it, by KG id in the order given, opened a few at a time
+    (hashing the KG files is outside the interpreter lock). An embedded store loads its KG in
+    its sandbox workers only, which run the run's trusted queries too (`EmbeddedStore`): the run
+    process holds no copy. Each store calls `start_ahead(start_ahead)` as soon as it is open, so
+    its workers load the KG while the caller goes on. When one cannot open, those opened are
+    closed and its error raised."""
+    kgs = list(kgs)
+
+    def open_one(kg: KnowledgeGraph) -> Store:
+        store = open_store(config, kg.files, kg.id, graphs=kg.graphs, local_copy=False)
+        if start_ahead:
+            store.start_ahead(start_ahead)
+        return store
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(kgs), os.cpu_count() or 1)), thread_name_prefix="kgeval-open-store") as pool:
+        futures = {kg.id: pool.submit(open_one, kg) for kg in kgs}
+    opened = {kg: f.result() for kg, f in futures.items() if f.exception() is None}
+    failed = next((f.exception() for f in futures.values() if f.exception() is not None), None)
+    if failed is not None:
+        for store in opened.values():
+            close = getattr(store, "close", None)  # a remote store may hold nothing to close
+            if close is not None:
+                close()
+        raise failed
+    return opened
 
 
 def _remote_store(config: StoreConfig, kg: str | None) -> Store:

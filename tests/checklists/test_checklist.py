@@ -547,3 +547,48 @@ def test_the_vacuous_gold_check_asks_each_kg_without_waiting_for_the_others(tmp_
     detail = next(i for i in receipt.items if i.item == "empty_gold").detail
     for kg in ("alpha", "beta"):
         assert f"{kg}/{kg}-20 (false only because <http://example.org/mini/vocab/awardWon> occurs nowhere in the KG)" in detail, detail
+
+
+def test_the_vacuous_gold_check_asks_the_kgs_while_the_gold_is_verified(tmp_path, monkeypatch):
+    """The empty-gold item's questions to the KGs (which wait for the sandbox workers to load
+    them) are asked first, in a thread, while the items before it run: here the gold item's
+    verification finishes only once a KG was asked (asked after it, it would wait for nothing).
+    The receipt says what it says when each item runs in turn."""
+    import threading
+
+    import kgeval.checklists._items as items_module
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+    from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+
+    ask = {"id": "mini-20", "question": "Did Alice win an award?", "sparql": PREFIX + "ASK { e:alice ex:awardWon ?a }", "domain": "hr", "tags": ["ask"]}
+    holdout = load_holdout(write_holdout(tmp_path / "holdout", [*MINI_QUESTIONS, ask]))
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    plan = plan_run(holdout, tmp_path / "gold", OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)))
+    kg_asked, verified_after_asking = threading.Event(), []
+    cells, gold_problems = plan.stores["mini"].execute_cells, items_module.gold_problems
+
+    def asked(*args, **kwargs):
+        kg_asked.set()
+        return cells(*args, **kwargs)
+
+    def verifying(*args, **kwargs):
+        verified_after_asking.append(kg_asked.wait(60))
+        return gold_problems(*args, **kwargs)
+
+    plan.stores["mini"].execute_cells = asked
+    monkeypatch.setattr(items_module, "gold_problems", verifying)
+    try:
+        with ResultsDB(tmp_path / "r.duckdb") as db:
+            receipt = evaluate_checklist(load_checklist(SHIPPED), plan, db)
+            checklist = load_checklist(SHIPPED)
+            in_turn = [line for name in checklist.items if name in ("gold", "empty_gold") for line in items_module.__dict__[name](checklist, plan, db, ())]
+    finally:
+        for store in plan.stores.values():
+            store.close()
+        plan.gold_hold.close()
+    assert verified_after_asking[0] is True, "the KGs were asked only after the gold was verified"
+    assert [i for i in receipt.items if i.item in ("gold", "empty_gold")] == in_turn
+    detail = next(i for i in receipt.items if i.item == "empty_gold").detail
+    assert "mini/mini-20 (false only because <http://example.org/mini/vocab/awardWon> occurs nowhere in the KG)" in detail, detail

@@ -19,6 +19,7 @@ from kgeval.config import KgevalConfig, RunConfig
 from kgeval.errors import CheckFailed
 from kgeval.holdout import load_holdout
 from kgeval.runs import ChecklistFailed, ResultsDB, execute_run, resume_run
+from kgeval.runs._journal import journaled_keys
 from kgeval.systems import OracleSystem, SystemOutput, system_from_name
 from tests.checklists.test_checklist import _cli_checklist
 from tests.conftest import MINI_QUESTIONS, REPO
@@ -37,7 +38,10 @@ def _start(args: list[str]) -> subprocess.Popen:
 
 
 def _state(db_path) -> tuple[str | None, set, int]:
-    """(run id, done keys, attempt rows) — opening read-write replays the WAL a kill left."""
+    """(run id, persisted keys, attempt rows) — opening read-write replays the WAL a kill left.
+    Persisted: in the database, or in the run's journal only (an attempt is persisted once its
+    journal line is written; the next resume moves it in): an attempt lost from the journal, or
+    sent again although it was there, fails the test as one lost from the database does."""
     with ResultsDB(db_path) as db:
         runs = db.runs(status=None)
         http = [r for r in runs if r.system == "http"]
@@ -45,7 +49,9 @@ def _state(db_path) -> tuple[str | None, set, int]:
             return None, set(), 0
         run_id = http[0].run_id
         rows = db._con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [run_id]).fetchone()[0]
-        return run_id, db.done_keys(run_id), rows
+        stored = db.done_keys(run_id)
+        assert rows == len(stored), "an attempt was stored twice"
+        return run_id, stored | journaled_keys(db_path, run_id), rows
 
 
 def test_killed_runs_resume_without_losing_or_repeating_attempts(mini_holdout, mini_gold, tmp_path):
@@ -84,8 +90,7 @@ def test_killed_runs_resume_without_losing_or_repeating_attempts(mini_holdout, m
                     time.sleep(0.005)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            run_id, done_after, rows = _state(db_path)
-            assert rows == len(done_after), "an attempt was stored twice"
+            run_id, done_after, _ = _state(db_path)
             assert done_before <= done_after, "a persisted attempt was lost"
             mid_run_kills += 0 < len(done_after) < total and done_after != done_before
             patience = 0 if done_after != done_before else patience + 4

@@ -10,6 +10,7 @@ from kgeval.holdout import load_holdout
 from kgeval.judges._seed import LOGIC_VERSION as SEED_LOGIC
 from kgeval.reports import build_report, render_json, render_markdown
 from kgeval.runs import ResultsDB, execute_run
+from kgeval.stores import open_kg_stores
 from kgeval.systems import OracleSystem, ReplaySystem
 from tests.conftest import MINI_QUESTIONS, REPO
 
@@ -124,10 +125,10 @@ def test_a_finished_run_stops_its_stores_sandbox_workers(mini_holdout, mini_gold
     stores: before, they lived on until the store was collected."""
     import time
 
-    import kgeval.runs._run as run_module
+    import kgeval.stores._factory as factory_module
 
-    held, open_store = [], run_module.open_store
-    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
+    held, open_store = [], factory_module.open_store
+    monkeypatch.setattr(factory_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
     before = _sandbox_workers_of_this_process()
     records = [{"kg": "mini", "question_id": q["id"], "sparql": q["sparql"]} for q in MINI_QUESTIONS]
     with ResultsDB(tmp_path / "r.duckdb") as db:
@@ -153,25 +154,68 @@ class _GcWatchingOracle(OracleSystem):
 
 
 def test_attempts_run_with_rare_collections_and_the_settings_come_back(mini_holdout, mini_gold, tmp_path):
-    """Dispatch runs with the cyclic collector seldom (kgeval/_gc.py: its passes over what a run
-    holds were 86-152 ms of a replay run's ~1.1-1.4 s of CPU), and leaves it as it found it."""
+    """The whole run, from its checklist (whose gold scan made a full collection in a 22-KG
+    run) through dispatch, runs with the cyclic collector seldom (kgeval/_gc.py: its passes over
+    what a run holds were 86-152 ms of a replay run's ~1.1-1.4 s of CPU), and leaves it as it
+    found it."""
     import gc
 
     from kgeval._gc import RareCollections
 
     before = gc.get_threshold()
     system = _GcWatchingOracle()
+
+    def checklist(plan, db):
+        system.seen.add((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return CHECKLIST(plan, db)
+
     with ResultsDB(tmp_path / "r.duckdb") as db:
-        execute_run(load_holdout(mini_holdout), mini_gold, system, _config(), db, checklist=CHECKLIST)
+        execute_run(load_holdout(mini_holdout), mini_gold, system, _config(), db, checklist=checklist)
     assert {threshold[0] >= RareCollections.FIRST_THRESHOLD and frozen for threshold, frozen in system.seen} == {True}
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+_ENDING = """
+import atexit, gc, os, sys
+from kgeval.config import CandidateQueryConfig
+from kgeval.stores import _sandbox
+zygote = _sandbox._zygote(CandidateQueryConfig()).process.pid  # as a run's stores start it
+
+def ended():
+    try:
+        os.waitpid(zygote, os.WNOHANG)
+        reaped = False
+    except ChildProcessError:
+        reaped = True
+    print("frozen", gc.get_freeze_count(), "zygote reaped", reaped)
+
+atexit.register(ended)
+sys.argv = ["kgeval", "--version"]
+from kgeval.cli import main
+main()
+"""
+
+
+def test_the_kgeval_program_ends_its_sandbox_and_leaves_nothing_for_the_collection_at_exit():
+    """`kgeval.cli.main` ends the sandbox's zygote when its command ends, reaping it (its CPU
+    and its templates' count in the process's, as `bench/run_process.py` reads them: left to the
+    collection at exit, the zygote was reaped or not by chance), then freezes what the process
+    holds: the collection the interpreter runs at exit walked all of it (0.18-0.21 s after a
+    22-KG run)."""
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", _ENDING], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert shown.returncode == 0, shown.stderr
+    frozen, _, _, reaped = shown.stdout.split("frozen")[1].split()
+    assert int(frozen) > 10_000 and reaped == "True"  # the modules, typer, pydantic ... ; the zygote
 
 
 def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout, mini_gold, tmp_path, monkeypatch):
     """A run's embedded stores load the KG in their sandbox workers only, which answer the
     judges' label and vocabulary lookups too: every verdict and attempt is what it is when the
     run process holds its own copy (and asks it in process)."""
-    import kgeval.runs._run as run_module
+    import kgeval.stores._factory as factory_module
     from tests.conftest import PREFIX
     from tests.runs.test_execution_cache import _replayed
 
@@ -188,12 +232,12 @@ def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout
         {"kg": "mini", "question_id": "mini-03", "seed": 0, "sparql": PREFIX + "SELECT (COUNT(?p) AS ?n) WHERE { ?p a ex:Dept }"},
         {"kg": "mini", "question_id": "mini-08", "seed": 0, "sparql": "SELECT ?l WHERE { e:sales rdfs:label ?l }"},  # undeclared prefix
     ]
-    held, open_store = [], run_module.open_store
-    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
+    held, open_store = [], factory_module.open_store
+    monkeypatch.setattr(factory_module, "open_store", lambda *a, **k: held.append(open_store(*a, **k)) or held[-1])
     remote = _replayed(mini_holdout, mini_gold, tmp_path, records, "remote.duckdb")
     assert held and all(store._store is None for store in held)  # noqa: SLF001 - no copy in the run process
     held.clear()
-    monkeypatch.setattr(run_module, "open_store", lambda *a, **k: held.append(open_store(*a, **{**k, "local_copy": True})) or held[-1])
+    monkeypatch.setattr(factory_module, "open_store", lambda *a, **k: held.append(open_store(*a, **{**k, "local_copy": True})) or held[-1])
     local = _replayed(mini_holdout, mini_gold, tmp_path, records, "local.duckdb")
     assert held and all(store._store is not None for store in held)  # noqa: SLF001
     assert remote == local
@@ -203,3 +247,63 @@ def test_a_runs_stores_hold_no_copy_of_the_kg_and_judge_as_with_one(mini_holdout
     vertrieb = remote[0][("mini-01", 1, "execution")]
     assert not vertrieb["correct"] and vertrieb["details"]["leniency"]["alone"] == ["label_for_entity"]
     assert remote[0][("mini-07", 1, "execution")]["correct"] and not remote[0][("mini-07", 0, "execution")]["correct"]
+
+
+def test_stores_opened_ahead_are_the_runs_and_end_with_it(mini_holdout, mini_gold, tmp_path):
+    """`kgeval run` opens the stores first (`open_kg_stores`), so their sandbox workers load the KGs while it
+    imports the rest: the run judges on those very stores (their workers ready or loading) and
+    stops their workers when it ends; stores for other KGs are refused, and stopped too."""
+    holdout = load_holdout(mini_holdout)
+    config = _config(1)
+    stores = open_kg_stores(holdout.kgs, config.store, start_ahead=config.run.concurrency)
+    seen = {}
+
+    def checklist(plan, db):
+        seen.update(plan.stores)
+        return CHECKLIST(plan, db)
+
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(holdout, mini_gold, OracleSystem(), config, db, checklist=checklist, stores=stores)
+        assert db.status(meta.run_id) == "finished"
+    assert seen == stores and all(seen[kg] is stores[kg] for kg in stores)
+    assert all(store.sandbox.worker_pids() == [] for store in stores.values())  # stopped with the run
+    others = {"another-kg": open_kg_stores(holdout.kgs, config.store, start_ahead=1)["mini"]}
+    with ResultsDB(tmp_path / "r.duckdb") as db, pytest.raises(ValueError, match="another-kg"):
+        execute_run(holdout, mini_gold, OracleSystem(), config, db, checklist=CHECKLIST, stores=others)
+    assert others["another-kg"].sandbox.worker_pids() == []
+
+
+class _ClosingWhileSealed(OracleSystem):
+    """The oracle, whose close waits (60 s at most) for the run's seal to begin: it closes in
+    time only when what ends with the run is closed while the run is sealed."""
+
+    def __init__(self, sealing) -> None:
+        self.sealing, self.closed_while_sealing = sealing, None
+
+    def close(self) -> None:
+        self.closed_while_sealing = self.sealing.wait(60)
+
+
+def test_what_ends_with_the_run_is_closed_while_its_rows_are_sealed(mini_holdout, mini_gold, tmp_path, monkeypatch):
+    """The stores' sandbox workers (and the system, the gold hold) end in a thread while the
+    run's last attempts are moved in and its rows sealed, not before: their ending took 0.07-0.2 s
+    of a 22-KG run's end. Both are done when the run returns."""
+    import threading
+
+    from kgeval.runs._journal import RunWriter
+
+    sealing, finish = threading.Event(), RunWriter.finish
+
+    def finishing(self, end):
+        sealing.set()
+        return finish(self, end)
+
+    monkeypatch.setattr(RunWriter, "finish", finishing)
+    system = _ClosingWhileSealed(sealing)
+    holdout = load_holdout(mini_holdout)
+    stores = open_kg_stores(holdout.kgs, _config(1).store, start_ahead=1)
+    with ResultsDB(tmp_path / "r.duckdb") as db:
+        meta = execute_run(holdout, mini_gold, system, _config(1), db, checklist=CHECKLIST, stores=stores)
+        assert db.status(meta.run_id) == "finished"
+    assert system.closed_while_sealing is True
+    assert all(store.sandbox.worker_pids() == [] for store in stores.values())

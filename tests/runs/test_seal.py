@@ -507,3 +507,22 @@ def test_a_killed_run_resumes_and_with_a_key_a_recomputed_record_is_refused(tmp_
     con.close()
     with pytest.raises(RunChanged, match="integrity tag does not match"):
         _resume(path, run_id)
+
+
+def test_the_run_that_sealed_a_file_is_not_hashed_again_until_the_file_changes(tmp_path, monkeypatch):
+    """A run seals its rows from the connection that holds the file; the file's state once
+    checkpointed stands for a check in this process, so the headline `kgeval run` reads right
+    after does not hash the whole run again. Any write to the file after it (here a verdict
+    flipped) changes that state: the next reader checks, and refuses the edit."""
+    import kgeval.runs._db as db_module
+
+    checked, check_seal = [], db_module.check_seal
+    monkeypatch.setattr(db_module, "check_seal", lambda *a, **k: checked.append(a[2]) or check_seal(*a, **k))
+    path = _synthetic(tmp_path / "r.duckdb")
+    with ResultsDB(path, read_only=True) as db:
+        assert db.metadata("r1").run_id == "r1" and len(db.verdicts("r1")) == 6
+    assert checked == []
+    _edit(path, EDITS["verdict flipped"][1])
+    with ResultsDB(path, read_only=True) as db, pytest.raises(RunChanged, match="verdicts: 6 rows, edited"):
+        db.metadata("r1")
+    assert checked == ["r1"]
