@@ -32,7 +32,7 @@ from kgeval._gc import RARE_COLLECTIONS, without_collections
 from kgeval.config import PROPERTY_GRAPH_KINDS, KgevalConfig
 from kgeval.errors import CheckFailed, InputError, KgevalError
 from kgeval.gold import GoldIndex, GoldLoans, GoldReader, VersionHold, gold_manifest_sha256, has_suites, hold_version, index_gold, read_suites, suites_path, version_dir
-from kgeval.holdout import QUESTIONS_FILE, Holdout, KnowledgeGraph, Question, load_holdout, read_manifest
+from kgeval.holdout import QUESTIONS_FILE, Holdout, Question, load_holdout, read_manifest
 from kgeval.judges import Judge, KgLookup, judges_from_config, kg_lookup
 from kgeval.runs._attempt import ExecutionCache, VerdictCache, run_attempt
 from kgeval.runs._db import ResultsDB, attempt_rows_of
