@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import string
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from kgeval.config import GuardsConfig
 from kgeval.guards import build_index
 from kgeval.guards._index import _best_window
-from kgeval.guards._text import STOPWORDS, feature, jaccard, tokens
+from kgeval.guards._text import NOT_A_QUERY, STOPWORDS, canonical_sparql, declarations, feature, folded, jaccard, query_key, tokens
 from kgeval.holdout import load_holdout
 from tests.conftest import REPO
 
@@ -276,3 +277,63 @@ def test_sample_word_counts_in_arrow_equal_the_python_count(index):
     features = {f for q in index.questions for f in q.features}
     assert {f: counted[f] for f in features} == {f: expected[f] for f in features}
     assert counted["karen"] >= 2 and counted["department"] >= 3
+
+
+def _renamed(sparql: str, prefixes: bool = True) -> str:
+    """A copy as a training set holds one: variables (and `prefixes`' names) renamed, keywords
+    in lower case, one line."""
+    out = sparql
+    for n, var in enumerate(sorted(set(re.findall(r"\?(\w+)", sparql)), key=len, reverse=True)):
+        out = re.sub(rf"\?{var}\b", f"?copy{n}", out)
+    for n, prefix in enumerate(set(re.findall(r"PREFIX\s+(\w*):", sparql)) if prefixes else ()):
+        out = re.sub(rf"(?<![\w:#]){prefix}:", f"p{n}:", out)
+    return " ".join(re.sub(r"\b(PREFIX|SELECT|WHERE|DISTINCT|ORDER BY|LIMIT|FILTER|ASK)\b", lambda m: m[1].lower(), out).split())
+
+
+def _without_declarations(sparql: str) -> str:
+    return " ".join(re.sub(r"(?i)PREFIX\s+\w*:\s*<[^>]*>", " ", sparql).split())
+
+
+def test_a_copied_reference_query_is_found_by_its_terminals_without_parsing(index):
+    """Issue 43: each query candidate cost rdflib's parse (~10 ms; 0.3 CPU-s of a 0.1 GB
+    check whose planted queries were copies). A copy whose terminals are the reference's up
+    to names (renamed variables and prefixes, other spacing and keyword case), or a copy
+    without its declarations read after the reference's, is found with no parse at all: the
+    parse cache's misses do not grow. Reverted to `canonical_sparql` for every piece, they do."""
+    from kgeval.stores._query import _algebra
+
+    for q in load_holdout(REPO / "holdout").questions():
+        item = f"{q.kg}/{q.id}"
+        for copy in (_renamed(q.sparql), _without_declarations(_renamed(q.sparql, prefixes=False))):
+            before = _algebra.cache_info().misses
+            found = [m.holdout_item for m in index.match_query(copy)]
+            assert item in found, (copy, found)
+            assert _algebra.cache_info().misses == before, copy
+
+
+def test_query_keys_tell_exactly_what_parsing_tells(index):
+    """Whatever the key says (this reference query; no query at all) is what rdflib's
+    canonical form says, for copies and for near misses that must not match: another IRI,
+    literal or variable pattern, an extra pattern, a broken or foreign prologue, a prefix
+    rdflib declares by default, a BASE, an escape, a carriage return."""
+    texts = []
+    for q in load_holdout(REPO / "holdout").questions():
+        copy, bare = _renamed(q.sparql), _without_declarations(_renamed(q.sparql, prefixes=False))
+        texts += [q.sparql, copy, bare, f"{declarations(folded(q.sparql))}\n{bare}"]
+        texts += [
+            copy.replace("?copy0", "?copy1", 1),
+            re.sub(r'"[^"]*"', '"Someone Else"', copy, count=1),
+            copy.replace("{", "{ ?extra ?p ?o .", 1),
+            re.sub(r"<http://example\.org/(\w+)/", r"<http://example.org/\1x/", copy, count=1),
+            "PREFIX junk: ?x " + copy,
+            "BASE <http://example.org/> " + copy,
+            copy.replace("p0:", "rdfs:").replace("p1:", "rdfs:"),
+            _without_declarations(copy).replace("{", "{ # note\r", 1),
+            copy.replace('"', "'", 2).replace("'", "\\'", 1),
+        ]
+    told = 0
+    for text in texts:
+        key = query_key(text)
+        told += key is not None and (key == NOT_A_QUERY or key in index.sparql_keys)
+        assert index._canonical(text) == canonical_sparql(text), text
+    assert told > len(texts) // 3  # the keys do the work: most copies are told without parsing
