@@ -38,7 +38,7 @@ from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
-from kgeval.guards._records import FieldPath, Format, RecordError, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
+from kgeval.guards._records import FieldPath, Format, RecordError, Shard, field_texts, file_format, open_binary, plan_shards, read_shard, release_read_buffer
 from kgeval.guards._text import folded_rows
 from kgeval.holdout import Holdout
 
@@ -466,11 +466,13 @@ def _scan_installed(shard: Shard) -> PartialReport:
 
 def _in_process(shards: Sequence[Shard], scanner: ShardScanner) -> Iterable[PartialReport]:
     """The shards scanned in this process, which outlives the check: what the scanner froze
-    is unfrozen afterwards, so the caller's garbage is collected as before."""
+    is unfrozen afterwards, so the caller's garbage is collected as before, and the read
+    buffer is let go."""
     try:
         yield from (scanner.scan_shard(s) for s in shards)
     finally:
         gc.unfreeze()
+        release_read_buffer()
 
 
 def assert_clean(
