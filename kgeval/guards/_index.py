@@ -51,7 +51,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -105,6 +105,20 @@ class Match(BaseModel, frozen=True):
     """Which holdout item: "kg <id>", or "<kg>/<question id>"."""
     score: float | None = None
     """Similarity for near-duplicate questions."""
+
+
+class LineCandidates(NamedTuple):
+    """Of lines that passed the prefilter, what `match_line` may find in each (`line_candidates`)."""
+
+    kept: np.ndarray
+    """Which lines it may find anything in (`line_mask`)."""
+    only: dict[int, list[int]]
+    """For the kept lines whose word count rules questions out: the only questions each may
+    match (its `questions`)."""
+    literal: np.ndarray
+    """Which lines hold one of `literals` (ignoring case): only those may hold an identifier
+    or IRI (its `literals`). Every IRI the matchers find holds its namespace or itself as a
+    literal, and every identifier is one."""
 
 
 @dataclass(frozen=True)
@@ -216,15 +230,14 @@ class HoldoutIndex:
         its features as an exact or near match needs (counted in Arrow, not in Python)."""
         return self.line_candidates(lines)[0]
 
-    def line_candidates(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
-        """`line_mask`, and for the kept lines whose word count rules questions out, the
-        indexes of the only questions each may match (for `match_line(questions=...)`)."""
+    def line_candidates(self, lines: pa.Array) -> LineCandidates:
+        """`line_mask`, and what `match_line` needs to look for in each kept line."""
         if not len(lines):
-            return np.zeros(0, dtype=bool), {}
+            return LineCandidates(np.zeros(0, dtype=bool), {}, np.zeros(0, dtype=bool))
         literal = self._literal_prefilter.mask(lines)
         question, only = self._words.line_questions(lines)
         only.update((i, []) for i in np.flatnonzero(literal & ~question).tolist())
-        return literal | question, only
+        return LineCandidates(literal | question, only, literal)
 
     def match_text(self, text: str) -> list[Match]:
         """Every holdout match in `text`, `folded`: each line, then the text as a query. A lone
@@ -241,10 +254,12 @@ class HoldoutIndex:
         hit_lines = kept.filter(pa.array(self.line_mask(kept))).to_pylist()
         return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
 
-    def match_line(self, line: str, questions: Sequence[int] | None = None) -> list[Match]:
+    def match_line(self, line: str, questions: Sequence[int] | None = None, literals: bool = True) -> list[Match]:
         """Identifiers, IRIs and questions in one line (questions are matched within a line);
-        `questions`: the only ones to try (from `line_candidates`), None: all."""
-        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line, questions)]
+        `questions`: the only ones to try (from `line_candidates`), None: all; `literals`
+        False: the line holds none of `literals` (`line_candidates`), so no identifier or IRI."""
+        found = [*self._match_identifiers(line), *self._match_iris(line)] if literals else []
+        return found + self._match_questions(line, questions)
 
     def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
         """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the

@@ -97,13 +97,13 @@ def test_line_mask_keeps_every_line_a_question_matches_in(index):
     import pyarrow as pa
 
     mask = index.line_mask(pa.array(lines))
-    _, only = index.line_candidates(pa.array(lines))
+    _, only, literal = index.line_candidates(pa.array(lines))
     for i, (line, kept) in enumerate(zip(lines, mask)):
         matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
         found.append(bool(matched))
         assert kept or not matched, (line, matched)
         # The questions the count leaves a kept line are the only ones it can match.
-        assert not kept or index.match_line(line, only.get(i)) == index.match_line(line), line
+        assert not kept or index.match_line(line, only.get(i), literal[i]) == index.match_line(line), line
     assert sum(found) > 100 and not mask[-3] and not mask[-2] and mask[-1] and mask[-4]
 
 
@@ -217,13 +217,13 @@ def test_line_mask_keeps_every_non_ascii_line_a_question_matches_in(index):
             lines.append("".join(w + rng.choice([" ", "\u3000", "\u2014", " \u00b7 ", ", "]) for w in picked))
     foreign = [f"{rng.choice(noise)} {rng.choice(noise)} {w} \u516c\u53f8" for w in sorted({f for q in index.questions for f in q.features})]
     mask = index.line_mask(pa.array(lines + foreign))
-    _, only = index.line_candidates(pa.array(lines + foreign))
+    _, only, literal = index.line_candidates(pa.array(lines + foreign))
     found = 0
     for i, (line, kept) in enumerate(zip(lines, mask)):
         matched = [m for m in index.match_line(line) if m.kind.startswith("question")]
         found += bool(matched)
         assert kept or not matched, (line, matched)
-        assert not kept or index.match_line(line, only.get(i)) == index.match_line(line), line
+        assert not kept or index.match_line(line, only.get(i), literal[i]) == index.match_line(line), line
     assert found > 100, found
     assert sum(mask[len(lines):]) < len(foreign) / 4, "most lines with one question word among foreign words pass"
     # Exactly catalogue-13's three words, one decomposed: the byte table sees two.
@@ -234,7 +234,7 @@ def test_line_mask_keeps_every_non_ascii_line_a_question_matches_in(index):
     # and another question in ASCII keeps every question (not only the one it counted).
     wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in "In which department does Karen Novak work?")
     both = wide + " \u2014 " + next(q.normalized for q in index.questions if q.id == "hr-03")
-    _, only = index.line_candidates(pa.array([both]))
+    only = index.line_candidates(pa.array([both])).only
     assert {"hr/hr-01", "hr/hr-03"} <= {m.holdout_item for m in index.match_line(both, only.get(0))}
 
 
@@ -337,3 +337,34 @@ def test_query_keys_tell_exactly_what_parsing_tells(index):
         told += key is not None and (key == NOT_A_QUERY or key in index.sparql_keys)
         assert index._canonical(text) == canonical_sparql(text), text
     assert told > len(texts) // 3  # the keys do the work: most copies are told without parsing
+
+
+def test_identifiers_and_iris_are_looked_for_only_in_lines_holding_a_literal(index):
+    """Issue 43: the identifier and IRI matchers (Python regular expressions) ran on every
+    kept line, most kept for question words alone. They now run only on lines the literal
+    prefilter marks, which is sound: every identifier is a literal and every IRI found holds
+    its namespace or itself as one. Lines with identifiers, IRIs and namespaces written every
+    way (in angle brackets, with trailing punctuation, in upper case, glued to words) and
+    lines without: each gets the same matches as with both matchers always run."""
+    import pyarrow as pa
+
+    rng = random.Random(9)
+    pieces = sorted(index.identifiers) + rng.sample(sorted(index.iris), 40) + sorted(index.namespaces)
+    pieces += [ns + "SomethingNew" for ns in sorted(index.namespaces)] + ["http://example.org/unrelated/x", "hr", "trials"]
+    words = ["department", "Karen", "Novak", "the", "of", "work", "price", "sponsor", "x1", "NCT05937709"]
+    lines = []
+    for _ in range(600):
+        line = [rng.choice(words) for _ in range(rng.randrange(0, 8))]
+        for _ in range(rng.randrange(0, 3)):
+            piece = rng.choice(pieces)
+            piece = piece.upper() if rng.random() < 0.1 else piece
+            line.insert(rng.randrange(len(line) + 1), rng.choice(["<{}>", "{}.", "({})", "see:{}", "{}_x", "{}"]).format(piece))
+        lines.append(" ".join(line))
+    kept, only, literal = index.line_candidates(pa.array(lines))
+    found = 0
+    for i, line in enumerate(lines):
+        everything = index.match_line(line)
+        found += any(m.kind in ("kg-identifier", "iri", "namespace") for m in everything)
+        assert kept[i] or not everything, (line, everything)
+        assert not kept[i] or index.match_line(line, only.get(i), bool(literal[i])) == everything, line
+    assert found > 200, found
