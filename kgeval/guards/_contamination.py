@@ -38,7 +38,7 @@ from kgeval.config import ContaminationConfig, GuardsConfig
 from kgeval.errors import InputError, LeakDetected
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._index import HoldoutIndex, Match, MatchKind, build_index, unique_matches
-from kgeval.guards._records import FieldPath, Format, RecordError, Shard, field_texts, file_format, open_binary, plan_shards, read_shard
+from kgeval.guards._records import FieldPath, Format, RecordError, Shard, field_texts, file_format, open_binary, plan_shards, read_shard, release_read_buffer
 from kgeval.guards._text import folded_rows
 from kgeval.holdout import Holdout
 
@@ -188,7 +188,7 @@ class ShardScanner:
 
     def _caches(self) -> None:
         # Cached because training data repeats lines and texts (system prompts, schema context).
-        self._line_matches = lru_cache(maxsize=65_536)(lambda line, questions: tuple(self.index.match_line(line, questions)))
+        self._line_matches = lru_cache(maxsize=65_536)(lambda line, questions, literals: tuple(self.index.match_line(line, questions, literals)))
         self._query_matches = lru_cache(maxsize=4096)(lambda text: tuple(self.index.match_query(text, prefiltered=True)))
         self._frozen = False
 
@@ -268,11 +268,11 @@ class ShardScanner:
         words = distinct.dictionary
         # Only the distinct lines some matcher may fire on meet Python (most lines that pass the
         # prefilter for one question word hold too few of its words to match it).
-        mask, only = self.index.line_candidates(words)
+        mask, only, literal = self.index.line_candidates(words)
         worth = np.flatnonzero(mask)
         per_line: list[tuple[Match, ...]] = [()] * len(words)
         for i, line in zip(worth.tolist(), words.take(pa.array(worth, pa.int64())).to_pylist()):
-            per_line[i] = self._line_matches(line, tuple(only[i]) if i in only else None)
+            per_line[i] = self._line_matches(line, tuple(only[i]) if i in only else None, bool(literal[i]))
         line_code = distinct.indices.to_numpy()
         line_hit = np.array([bool(m) for m in per_line], dtype=bool)[line_code]
         candidates, maybe_query = self._query_candidates(texts, owner, words, line_code)
@@ -466,11 +466,13 @@ def _scan_installed(shard: Shard) -> PartialReport:
 
 def _in_process(shards: Sequence[Shard], scanner: ShardScanner) -> Iterable[PartialReport]:
     """The shards scanned in this process, which outlives the check: what the scanner froze
-    is unfrozen afterwards, so the caller's garbage is collected as before."""
+    is unfrozen afterwards, so the caller's garbage is collected as before, and the read
+    buffer is let go."""
     try:
         yield from (scanner.scan_shard(s) for s in shards)
     finally:
         gc.unfreeze()
+        release_read_buffer()
 
 
 def assert_clean(

@@ -51,7 +51,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -64,9 +64,11 @@ from kgeval.errors import InputError
 from kgeval.guards._fingerprint import SchemaFingerprint
 from kgeval.guards._needles import Needles, load_words_database, occurrences, whole_words, words_database
 from kgeval.guards._text import (
+    NOT_A_QUERY,
     QUERY_KEYWORD,
     STOPWORDS,
     TOKEN,
+    QueryKey,
     bare_query_needles,
     canonical_sparql,
     declarations,
@@ -74,6 +76,7 @@ from kgeval.guards._text import (
     features,
     folded,
     iris_in_query,
+    query_key,
     query_needles,
     sparql_candidates,
     tokens,
@@ -102,6 +105,20 @@ class Match(BaseModel, frozen=True):
     """Which holdout item: "kg <id>", or "<kg>/<question id>"."""
     score: float | None = None
     """Similarity for near-duplicate questions."""
+
+
+class LineCandidates(NamedTuple):
+    """Of lines that passed the prefilter, what `match_line` may find in each (`line_candidates`)."""
+
+    kept: np.ndarray
+    """Which lines it may find anything in (`line_mask`)."""
+    only: dict[int, list[int]]
+    """For the kept lines whose word count rules questions out: the only questions each may
+    match (its `questions`)."""
+    literal: np.ndarray
+    """Which lines hold one of `literals` (ignoring case): only those may hold an identifier
+    or IRI (its `literals`). Every IRI the matchers find holds its namespace or itself as a
+    literal, and every identifier is one."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,9 @@ class HoldoutIndex:
     """One needle of each of `undistinctive_needles` (the rarest known): in the prefilter, so a
     text holding the query is tried as one, but not in `line_mask`'s literals (a line matcher
     finds IRIs, identifiers and questions, never a query: the needle may be a common name)."""
+    sparql_keys: dict[QueryKey, str] = field(default_factory=dict)
+    """The `query_key` of each reference query (that has one), with its canonical form (a key
+    of `sparql`): a text with one of these keys is that query, without parsing it."""
     bare: list[tuple[str, frozenset[str]]] = field(default_factory=list)
     """Per reference query with declarations (distinct): its declarations, and the strings a
     copy of it without them must contain (`bare_query_needles`): such a copy is read with the
@@ -210,15 +230,14 @@ class HoldoutIndex:
         its features as an exact or near match needs (counted in Arrow, not in Python)."""
         return self.line_candidates(lines)[0]
 
-    def line_candidates(self, lines: pa.Array) -> tuple[np.ndarray, dict[int, list[int]]]:
-        """`line_mask`, and for the kept lines whose word count rules questions out, the
-        indexes of the only questions each may match (for `match_line(questions=...)`)."""
+    def line_candidates(self, lines: pa.Array) -> LineCandidates:
+        """`line_mask`, and what `match_line` needs to look for in each kept line."""
         if not len(lines):
-            return np.zeros(0, dtype=bool), {}
+            return LineCandidates(np.zeros(0, dtype=bool), {}, np.zeros(0, dtype=bool))
         literal = self._literal_prefilter.mask(lines)
         question, only = self._words.line_questions(lines)
         only.update((i, []) for i in np.flatnonzero(literal & ~question).tolist())
-        return literal | question, only
+        return LineCandidates(literal | question, only, literal)
 
     def match_text(self, text: str) -> list[Match]:
         """Every holdout match in `text`, `folded`: each line, then the text as a query. A lone
@@ -235,10 +254,12 @@ class HoldoutIndex:
         hit_lines = kept.filter(pa.array(self.line_mask(kept))).to_pylist()
         return unique_matches([m for line in hit_lines for m in self.match_line(line)] + self.match_query(text))
 
-    def match_line(self, line: str, questions: Sequence[int] | None = None) -> list[Match]:
+    def match_line(self, line: str, questions: Sequence[int] | None = None, literals: bool = True) -> list[Match]:
         """Identifiers, IRIs and questions in one line (questions are matched within a line);
-        `questions`: the only ones to try (from `line_candidates`), None: all."""
-        return [*self._match_identifiers(line), *self._match_iris(line), *self._match_questions(line, questions)]
+        `questions`: the only ones to try (from `line_candidates`), None: all; `literals`
+        False: the line holds none of `literals` (`line_candidates`), so no identifier or IRI."""
+        found = [*self._match_identifiers(line), *self._match_iris(line)] if literals else []
+        return found + self._match_questions(line, questions)
 
     def match_query(self, text: str, *, prefiltered: bool = False) -> list[Match]:
         """Reference queries in `text`, canonicalized (spans lines); `prefiltered` when the
@@ -323,14 +344,22 @@ class HoldoutIndex:
         for piece in sparql_candidates(text):
             if not QUERY_KEYWORD.search(piece):
                 continue
-            canonical = canonical_sparql(piece)
+            canonical = self._canonical(piece)
             for prologue in prologues if canonical is None else ():
-                if (canonical := canonical_sparql(f"{prologue}\n{piece}")) in self.sparql:
+                if (canonical := self._canonical(f"{prologue}\n{piece}")) in self.sparql:
                     break
             for i in self.sparql.get(canonical, ()) if canonical else ():
                 q = self.questions[i]
                 found.append(Match(kind="sparql", matched=" ".join(piece.split())[:200], holdout_item=f"{q.kg}/{q.id}"))
         return found
+
+    def _canonical(self, piece: str) -> str | None:
+        """`canonical_sparql(piece)`, told by its `query_key` where that can say it: a
+        reference query's key (the query, up to names), or a text that cannot parse."""
+        key = query_key(piece)
+        if key is not None and (key == NOT_A_QUERY or key in self.sparql_keys):
+            return self.sparql_keys.get(key)
+        return canonical_sparql(piece)
 
     def needle_sets(self) -> list[frozenset[str]]:
         """The needles of each reference query as written, and of each without its declarations."""
@@ -612,7 +641,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
                 iris[folded(iri)].add(kg.id)  # as the matchers read a text's
     namespaces = _distinctive_namespaces(iris, excluded, training_iris)
     questions = _held_questions(holdout, config)
-    sparql = _canonical_queries(holdout)
+    sparql, sparql_keys = _canonical_queries(holdout)
     identifiers = _identifiers(holdout)
     literals = set(identifiers) | {folded(f"holdout/{kg.id}") for kg in holdout.kgs}
     literals |= {ns if (ns := namespace(iri)) in namespaces else iri for iri in iris}
@@ -631,6 +660,7 @@ def build_index(holdout: Holdout, config: GuardsConfig, training: list[SchemaFin
         questions=questions,
         by_key=_keys(questions),
         sparql=sparql,
+        sparql_keys=sparql_keys,
         needles=needles,
         near_duplicate=config.contamination.near_duplicate,
         prefilter=_prefilter(literals | query_literals, anchors),
@@ -749,14 +779,20 @@ def _commonness(feat: str, names: frozenset[str]) -> int:
     return 1 if len(feat) >= 7 else 2
 
 
-def _canonical_queries(holdout: Holdout) -> dict[str, list[int]]:
+def _canonical_queries(holdout: Holdout) -> tuple[dict[str, list[int]], dict[QueryKey, str]]:
+    """Each reference query's canonical form (the questions holding it), and the canonical form
+    of each one's `query_key` (`HoldoutIndex.sparql_keys`)."""
     sparql: dict[str, list[int]] = defaultdict(list)
+    keys: dict[QueryKey, str] = {}
     for i, q in enumerate(holdout.questions()):
-        canonical = canonical_sparql(folded(q.sparql))  # as the matcher reads a text's
+        text = folded(q.sparql)  # as the matcher reads a text's
+        canonical = canonical_sparql(text)
         if canonical is None:
             raise InputError(f"{holdout.root}/{q.kg}: question {q.id}: reference SPARQL does not parse")
         sparql[canonical].append(i)
-    return dict(sparql)
+        if key := query_key(text):
+            keys[key] = canonical
+    return dict(sparql), keys
 
 
 def _identifiers(holdout: Holdout) -> dict[str, str]:

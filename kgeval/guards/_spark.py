@@ -80,7 +80,8 @@ def check_files_spark(
 ) -> Report:
     """`check_contamination` on Spark: JSONL files, JSON files holding one array of records, and
     Parquet files (or directories of them, or any URL Spark's file systems read: `s3a://`,
-    `gs://`, `hdfs://`; a URL is read by its suffix, as JSONL or Parquet) read through
+    `gs://`, `hdfs://`; a URL is read by its suffix, as JSONL or Parquet, and a `.json` URL
+    whose first byte is `[` as a JSON array of records) read through
     Spark's file systems (module docstring)."""
     config = config or GuardsConfig()
     spark = spark or spark_session()
@@ -88,7 +89,7 @@ def check_files_spark(
     files = [str(p) for p in paths]
     by_format: dict[Format, list[str]] = {}
     for f in files:
-        fmt = _format_of(f)
+        fmt = _format_of(f, spark)
         if not _is_plain_file(f):
             by_format.setdefault(fmt, []).append(f)
     scanner = ShardScanner(_with_sample(index, files, config), config.contamination.fields, config.contamination.max_decompressed_mb)
@@ -147,14 +148,15 @@ def _positions(df: DataFrame) -> list:
     return [df["_metadata.file_path"].alias(_FILE), df["_metadata.file_block_start"].alias(_START), df["_metadata.file_size"].alias(_SIZE)]
 
 
-def _format_of(file: str) -> Format:
+def _format_of(file: str, spark: SparkSession) -> Format:
     if not re.match(r"^\w+://", file) and Path(file).is_dir():
         found = sorted({_local_format(p) for p in Path(file).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))})
         if len(found) != 1:
             raise InputError(f"{file}: a directory must hold files of one format (JSONL, a JSON array of records, or Parquet), not {found or 'nothing'}")
         return found[0]
     if re.match(r"^\w+://", file):
-        return file_format(file)
+        fmt = file_format(file)
+        return "json_array" if fmt == "jsonl" and _url_starts_with_bracket(spark, file) else fmt
     check_input_file(file, "training file")
     if not Path(file).is_file():
         raise InputError(f"{file}: no such file")
@@ -166,6 +168,28 @@ def _local_format(file: Path) -> Format:
     local check reads it (`plan_shards`)."""
     fmt = file_format(file)
     return "json_array" if fmt == "jsonl" and starts_with(file, b"[") else fmt
+
+
+def _url_starts_with_bracket(spark: SparkSession, url: str) -> bool:
+    """`starts_with(url, b"[")` read through Spark's file system on the driver (the one its
+    readers use, with the cluster's credentials): a `.json` URL holding one array of records is
+    read as the records it holds, as a local file is, not as JSON Lines."""
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()  # noqa: SLF001 - the Hadoop FS Spark reads with
+    path = jvm.org.apache.hadoop.fs.Path(url)
+    stream = _failing_as_input(lambda: path.getFileSystem(conf).open(path), [url])
+    try:
+        for _ in range(_MAX_LEADING_BYTES):  # a byte per call: a file starts with `[` or `{` after a few at most
+            byte = stream.read()
+            if byte < 0 or bytes([byte]) not in _LEADING:
+                return byte == ord("[")
+        return False
+    finally:
+        stream.close()
+
+
+_LEADING = {b" ", b"\t", b"\r", b"\n", b"\xef", b"\xbb", b"\xbf"}
+"""Bytes before a JSON file's first value: white space and a UTF-8 byte order mark."""
+_MAX_LEADING_BYTES = 4096
 
 
 def _with_sample(index: HoldoutIndex, files: list[str], config: GuardsConfig) -> HoldoutIndex:

@@ -207,6 +207,25 @@ def test_record_indices_are_global_across_chunks_and_workers(index, tmp_path):
     assert report.records == 6002 and report.bytes == path.stat().st_size
 
 
+def test_a_leak_split_between_two_records_is_in_neither_and_hits_keep_their_record(index, tmp_path):
+    """The prefilter scans a field's texts back to back (lines joined by line breaks): a
+    holdout question or IRI whose halves end one record and start the next is no record's
+    leak, nor one split between two fields of a record; a leak after them is reported at its
+    own record and field."""
+    records = [
+        {"prompt": "Notes. Q: which DEPARTMENT does karen", "completion": "see <http://example.org/hr/entities/Emplo"},
+        {"prompt": "novak WORK in ??! was asked", "completion": "yee/E1015> for that"},
+        {"prompt": "which department does karen", "completion": "novak work in"},
+        {"prompt": "unrelated", "completion": PLANTED["question-exact"][1]["prompt"]},
+        {"prompt": "Who is <http://example.org/hr/entities/Employee/E1015>?", "completion": "ok"},
+    ]
+    report = check_contamination([_jsonl(tmp_path / "split.jsonl", records)], index, GuardsConfig())
+    assert [(h.record, h.field, h.kind, h.holdout_item) for h in report.hits] == [
+        (3, "completion", "question-exact", "hr/hr-01"),
+        (4, "prompt", "iri", "kg hr"),
+    ]
+
+
 def test_parquet_is_read_in_batches_and_checked(index, tmp_path):
     rows = _ck25_records() + [{"prompt": None, "completion": None, "messages": [{"role": "user", "content": HR02_RENAMED}]}]
     table = pa.Table.from_pylist(

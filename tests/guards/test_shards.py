@@ -255,6 +255,11 @@ def test_a_json_array_export_gives_the_same_hits_on_all_three(index, tmp_path, s
     on_spark = check_files_spark(paths, index, CONFIG, spark)
     assert _hits(on_spark) == _hits(local) == _hits(by_shard_api(paths, index))
     assert _files(on_spark) == _files(local)
+    # Given as a URL (read by Spark's readers, not as shards): an array too, not JSON Lines.
+    url = export.resolve().as_uri()
+    by_url, by_path = check_files_spark([url], index, CONFIG, spark), check_contamination([url], index, CONFIG)
+    assert by_url.files[0].format == "json_array" and by_url.files[0].records == len(records)
+    assert _hits(by_url) == _hits(by_path) and {h.record for h in by_url.hits} == set(planted)
 
 
 HIDDEN = b"Q: which department does karen no%svak work in?"
@@ -290,14 +295,14 @@ def _refusals(paths: list, index, config: GuardsConfig, spark) -> list[str]:
 
 
 @pytest.mark.parametrize("bad", [b"\xc1\xb8", b"\xff", b"\xed\xa0\x80"], ids=["overlong-x", "ff", "surrogate"])
-@pytest.mark.parametrize(("form", "given"), [("jsonl", "path"), ("parquet", "path"), ("json", "path"), ("jsonl", "url"), ("parquet", "url")])
+@pytest.mark.parametrize(("form", "given"), [("jsonl", "path"), ("parquet", "path"), ("json", "path"), ("jsonl", "url"), ("parquet", "url"), ("json", "url")])
 def test_a_record_that_is_not_utf8_is_refused_on_spark_as_locally(index, tmp_path, spark, form, bad, given):
     """A record whose text is not UTF-8 fails the check on Spark as it does locally (exit 2),
     with the same message naming the file and the record, never a report. Spark's JSON reader
     read the overlong `\\xc1\\xb8` as "x", so the hidden question passed as clean; the other
     sequences failed its parse without naming the record, and Parquet named neither. A path is
-    read by the workers as shards, a URL by Spark's readers (which read a `.json` URL as JSON
-    Lines, by its suffix: no JSON array form for it)."""
+    read by the workers as shards, a URL by Spark's readers (a `.json` URL holding an array as
+    one, as a path is)."""
     file, at = _undecodable(tmp_path, form, bad)
     path = file if given == "path" else file.resolve().as_uri()
     failures = _refusals([path], index, CONFIG, spark)
@@ -324,3 +329,26 @@ def test_a_parquet_column_over_the_bound_is_refused_on_spark_before_it_is_read(i
     assert "row group 0: column prompt decompresses to 2,097," in failures[1] and "contamination.max_decompressed_mb: 1)" in failures[1]
     roomy = GuardsConfig(contamination=ContaminationConfig(workers=1, max_decompressed_mb=4))
     assert check_files_spark([big], index, roomy, spark).hits_by_kind == {"question-exact": 1}
+
+
+def test_jsonl_shards_are_read_into_one_reused_buffer_their_records_intact(tmp_path):
+    """Issue 43: each 32 MB JSONL shard was read into a fresh `bytes`, fresh pages the kernel
+    faults in and zeroes for every shard (~24,000 minor faults per 0.1 GB). The shards of a
+    thread are read into one buffer, reused: safe because a shard's records are parsed into
+    Arrow's own memory, which the next read leaves intact. Reverted to a `bytes` per read, the
+    two reads share no buffer."""
+    from kgeval.guards._records import FieldPath, _read_range, parse_jsonl, release_read_buffer
+
+    path = tmp_path / "two.jsonl"
+    first, second = b'{"prompt": "the first record"}\n', b'{"prompt": "a second one"}\n'  # shards: the last the shortest
+    path.write_bytes(first + second)
+    fields = (FieldPath.parse("prompt"),)
+    try:
+        one = _read_range(str(path), 0, len(first))
+        table = parse_jsonl(one, fields)
+        two = _read_range(str(path), len(first), len(first) + len(second))
+        assert one.obj is two.obj  # the same buffer, read over
+        assert bytes(two) == second and table.column("prompt").to_pylist() == ["the first record"]
+        assert parse_jsonl(two, fields).column("prompt").to_pylist() == ["a second one"]
+    finally:
+        release_read_buffer()
