@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 from kgeval._chain import BrokenLog
 from kgeval.errors import KgevalError, QueryError
-from kgeval.gold import gold_problems, index_gold
+from kgeval.config import PROPERTY_GRAPH_KINDS
+from kgeval.gold import GoldEntry, GoldIndex, gold_problems, index_gold
 from kgeval.holdout import RESTORE_OR_RESEAL, Question, holdout_problems
 from kgeval.review import EmptyGold, ReviewLog, describe_empty_golds, empty_golds, review_states
 from kgeval.judges import is_uninformative, missing_vocabulary
@@ -226,13 +227,48 @@ def vocabulary_asked_ahead(plan: RunPlan) -> AskedAhead:
     """The vocabulary of every question whose reference query is an ASK, asked of its KG before
     the gold says which ASKs are false: the checklist starts it first, in a thread, so its KGs'
     sandbox workers are waited for while the other items (the gold's scan) run, not after them
-    (0.2-0.35 s of a 22-KG run's start). The empty-gold item takes those it needs; a KG's error
-    is raised only if one of its questions is needed."""
+    (0.2-0.35 s of a 22-KG run's start). A question its gold settles (`_unsettled`) is not
+    asked: a gold built with the vocabulary recorded has the checklist wait for no KG.
+    The empty-gold item takes those it needs; a KG's error is raised only if one of its
+    questions is needed."""
+    try:
+        gold = index_gold(plan.gold_dir)
+    except KgevalError:  # the gold item says why; every ASK is asked as before
+        gold = None
     asks: dict[str, list[Question]] = {}
     for q in plan.holdout.questions():
-        if q.kg in plan.stores and _is_ask(q.sparql):
+        if q.kg in plan.stores and _is_ask(q.sparql) and (gold is None or _unsettled(plan, q, gold)):
             asks.setdefault(q.kg, []).append(q)
     return _asked(plan, asks, errors_kept=True)
+
+
+def _unsettled(plan: RunPlan, q: Question, gold: GoldIndex) -> bool:
+    """Whether the empty-gold item may need to ask `q`'s KG: its gold entry, for the reference
+    query `q` has now, is not a true ASK (never asked) nor a false one whose vocabulary it
+    recorded; an entry that cannot be read is asked, as before."""
+    summary = gold.entries.get(q.id)
+    if summary is None or summary.form != "ask" or summary.query_sha256 != q.sparql_sha256:
+        return True
+    try:
+        entry = gold.entry(q.id)
+    except KgevalError:
+        return True
+    return is_uninformative(entry.result) and _recorded(plan, q, gold, entry) is None
+
+
+def _recorded(plan: RunPlan, q: Question, gold: GoldIndex, entry: GoldEntry | None) -> list[str] | None:
+    """The vocabulary `q`'s gold entry (`entry`, else read from `gold`) recorded at build
+    (`GoldEntry.missing_vocabulary`) for the reference query `q` has now; None when it recorded
+    none, is for another query, or the run's store is one a judge cannot look up (a property
+    graph: the KG is not asked). The gold item verifies the entry's hashes and that its KG data
+    is this holdout's."""
+    summary = gold.entries.get(q.id)
+    if summary is None or summary.form != "ask" or summary.query_sha256 != q.sparql_sha256 or plan.config.store.kind in PROPERTY_GRAPH_KINDS:
+        return None
+    try:
+        return (entry or gold.entry(q.id)).missing_vocabulary
+    except KgevalError:
+        return None
 
 
 def _is_ask(sparql: str) -> bool:
@@ -249,14 +285,19 @@ def _false_ask_vocabulary(plan: RunPlan, ahead: AskedAhead | None = None) -> Voc
     own thread: a store whose sandbox workers are still loading its KG holds up its own questions
     only, and its load starts at once. Asked one after another, the checklist waited for the
     run's KGs to load one at a time, the run process idle (1.4 s of a 22-KG run's start).
+    A vocabulary the gold recorded at build (`_recorded`) is read, not asked.
     `ahead`: what `vocabulary_asked_ahead` found; a question it did not ask is asked now."""
     gold = index_gold(plan.gold_dir)
     asked: dict[str, list[Question]] = {}
+    found: Vocabulary = {}
     for q in plan.holdout.questions():
         summary = gold.entries.get(q.id)
-        if summary is not None and summary.form == "ask" and q.kg in plan.stores and is_uninformative(gold.entry(q.id).result):
+        if summary is None or summary.form != "ask" or q.kg not in plan.stores or not is_uninformative((entry := gold.entry(q.id)).result):
+            continue
+        if (recorded := _recorded(plan, q, gold, entry)) is not None:
+            found[q.id] = recorded
+        else:
             asked.setdefault(q.kg, []).append(q)
-    found: Vocabulary = {}
     for kg, questions in (ahead or {}).items():
         if kg in asked and isinstance(questions, KgevalError):
             raise questions

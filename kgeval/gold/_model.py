@@ -56,6 +56,13 @@ class GoldEntry(BaseModel):
     than one. None when there is no cut."""
     tie_check_error: str | None = None
     """Why the tie check could not run (the entry is then flagged "unchecked")."""
+    missing_vocabulary: list[str] | None = None
+    """For a false ASK of a SPARQL reference query: the IRIs the query needs that the KG
+    (`kg_sha256`) lacks (`kgeval.judges.missing_vocabulary`, asked of the build's store), sorted;
+    empty when it has them all. What tells a false ASK that says nothing from a "no": the
+    pre-eval checklist reads it here instead of asking the run's KG, whose data the gold's hashes
+    tie to this entry. None: not recorded (not a false ASK, the store failed the question, or a
+    gold built before it was recorded): the checklist asks the KG."""
 
     @property
     def flags(self) -> list[GoldFlag]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -521,7 +522,8 @@ def test_the_vacuous_gold_check_asks_each_kg_without_waiting_for_the_others(tmp_
         ask = {"id": f"{kg}-20", "question": "Did Alice win an award?", "sparql": PREFIX + "ASK { e:alice ex:awardWon ?a }", "domain": "hr", "tags": ["ask"]}
         write_holdout(root, [{**q, "id": f"{kg}-{q['id']}"} for q in MINI_QUESTIONS] + [ask], kg=kg)
     holdout = load_holdout(root)
-    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    with _vocabulary_not_recorded():  # a gold built before the vocabulary was recorded: its KGs are asked
+        assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
     plan = plan_run(holdout, tmp_path / "gold", OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)))
     beta_asked, alpha_waited = threading.Event(), []
     alpha, beta = plan.stores["alpha"], plan.stores["beta"]
@@ -564,7 +566,8 @@ def test_the_vacuous_gold_check_asks_the_kgs_while_the_gold_is_verified(tmp_path
 
     ask = {"id": "mini-20", "question": "Did Alice win an award?", "sparql": PREFIX + "ASK { e:alice ex:awardWon ?a }", "domain": "hr", "tags": ["ask"]}
     holdout = load_holdout(write_holdout(tmp_path / "holdout", [*MINI_QUESTIONS, ask]))
-    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
+    with _vocabulary_not_recorded():  # a gold built before the vocabulary was recorded: its KG is asked
+        assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), tmp_path / "gold").ok
     plan = plan_run(holdout, tmp_path / "gold", OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)))
     kg_asked, verified_after_asking = threading.Event(), []
     cells, gold_problems = plan.stores["mini"].execute_cells, items_module.gold_problems
@@ -592,3 +595,97 @@ def test_the_vacuous_gold_check_asks_the_kgs_while_the_gold_is_verified(tmp_path
     assert [i for i in receipt.items if i.item in ("gold", "empty_gold")] == in_turn
     detail = next(i for i in receipt.items if i.item == "empty_gold").detail
     assert "mini/mini-20 (false only because <http://example.org/mini/vocab/awardWon> occurs nowhere in the KG)" in detail, detail
+
+
+@contextmanager
+def _vocabulary_not_recorded():
+    """Gold entries written as before `GoldEntry.missing_vocabulary` was recorded: without the field."""
+    from pydantic import BaseModel
+
+    from kgeval.gold import GoldEntry
+
+    def dumped(self, **kwargs):
+        return BaseModel.model_dump_json(self, exclude={"missing_vocabulary"}, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(GoldEntry, "model_dump_json", dumped)
+        yield
+
+
+AWARD = "http://example.org/mini/vocab/awardWon"
+
+
+def _ask_holdout(tmp_path):
+    """The mini holdout with mini-20, a false ASK only because the KG lacks ex:awardWon."""
+    from tests.conftest import MINI_QUESTIONS, PREFIX, write_holdout
+
+    ask = {"id": "mini-20", "question": "Did Alice win an award?", "sparql": PREFIX + "ASK { e:alice ex:awardWon ?a }", "domain": "hr", "tags": ["ask"]}
+    return load_holdout(write_holdout(tmp_path / "holdout", [*MINI_QUESTIONS, ask]))
+
+
+def _built(holdout, gold_dir):
+    from kgeval.config import GoldConfig
+    from kgeval.gold import rebuild_gold
+    from kgeval.stores import EmbeddedStore
+
+    assert rebuild_gold(holdout, lambda kg: EmbeddedStore(kg.files), GoldConfig(), gold_dir).ok
+    return gold_dir
+
+
+def _checked(holdout, gold_dir, db_path):
+    """The receipt of the shipped checklist and the queries its items sent to the KG's store."""
+    plan = plan_run(holdout, gold_dir, OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)))
+    store, sent = plan.stores["mini"], []
+    cells = store.execute_cells
+
+    def asked(query, *args, **kwargs):
+        sent.append(query)
+        return cells(query, *args, **kwargs)
+
+    store.execute_cells = asked
+    try:
+        with ResultsDB(db_path) as db:
+            receipt = evaluate_checklist(load_checklist(SHIPPED), plan, db)
+    finally:
+        for each in plan.stores.values():
+            each.close()
+        plan.gold_hold.close()
+    return {i.item: i for i in receipt.items}, sent
+
+
+def test_the_gold_records_the_vocabulary_its_false_asks_lack(tmp_path):
+    """A false ASK's gold entry records the IRIs its reference query needs that the KG lacks
+    (none for a false ASK over vocabulary the KG has); any other entry records nothing."""
+    from kgeval.gold import index_gold
+
+    gold = index_gold(_built(_ask_holdout(tmp_path), tmp_path / "gold"))
+    recorded = {qid: gold.entry(qid).missing_vocabulary for qid in gold.entries}
+    assert recorded["mini-20"] == [AWARD]
+    assert recorded["mini-05"] == []  # "Is Carol in sales?": false over vocabulary the KG has
+    assert {qid for qid, v in recorded.items() if v is not None} == {"mini-05", "mini-20"}, recorded
+
+
+def test_a_gold_recording_the_vocabulary_has_the_checklist_ask_no_kg(tmp_path):
+    """With the vocabulary recorded in the gold, the empty-gold item asks the run's KG nothing
+    (a run's checklist no longer waits for its sandbox workers to load the KGs) and says what it
+    says when it asks, as it still does for a gold built without the record."""
+    holdout = _ask_holdout(tmp_path)
+    recorded, sent = _checked(holdout, _built(holdout, tmp_path / "gold"), tmp_path / "r.duckdb")
+    with _vocabulary_not_recorded():
+        old_gold = _built(holdout, tmp_path / "old-gold")
+    asked, old_sent = _checked(holdout, old_gold, tmp_path / "o.duckdb")
+    assert old_sent, "a gold without the record: the KG is asked"
+    assert sent == [], sent
+    assert not recorded["empty_gold"].passed and f"mini/mini-20 (false only because <{AWARD}> occurs nowhere in the KG)" in recorded["empty_gold"].detail
+    assert (recorded["empty_gold"].observed, recorded["empty_gold"].detail) == (asked["empty_gold"].observed, asked["empty_gold"].detail)
+
+
+def test_an_edited_recorded_vocabulary_fails_the_checklist(tmp_path):
+    """The recorded vocabulary is part of the entry the gold's hashes cover: edited to say the
+    KG has every IRI (the false ASK would pass as a genuine "no"), the gold is refused."""
+    holdout = _ask_holdout(tmp_path)
+    gold_dir = _built(holdout, tmp_path / "gold")
+    (kg_file,) = [p for p in (gold_dir / "current").resolve().glob("*.json") if f'"missing_vocabulary":["{AWARD}"]' in p.read_text()]
+    kg_file.write_text(kg_file.read_text().replace(f'"missing_vocabulary":["{AWARD}"]', '"missing_vocabulary":[]'))
+    items, _ = _checked(holdout, gold_dir, tmp_path / "r.duckdb")
+    assert not items["gold"].passed and not items["empty_gold"].passed, items
