@@ -237,18 +237,21 @@ def vocabulary_asked_ahead(plan: RunPlan) -> AskedAhead:
         gold = None
     asks: dict[str, list[Question]] = {}
     for q in plan.holdout.questions():
-        if q.kg in plan.stores and _is_ask(q.sparql) and (gold is None or _unsettled(plan, q, gold)):
+        if q.kg in plan.stores and (gold is None or _unsettled(plan, q, gold)) and _is_ask(q.sparql):
             asks.setdefault(q.kg, []).append(q)
     return _asked(plan, asks, errors_kept=True)
 
 
 def _unsettled(plan: RunPlan, q: Question, gold: GoldIndex) -> bool:
     """Whether the empty-gold item may need to ask `q`'s KG: its gold entry, for the reference
-    query `q` has now, is not a true ASK (never asked) nor a false one whose vocabulary it
-    recorded; an entry that cannot be read is asked, as before."""
+    query `q` has now, is not a SELECT nor a true ASK (never asked; their queries are not parsed
+    to find ASKs) nor a false ASK whose vocabulary it recorded; an entry that cannot be read, or
+    for another query, is asked as before."""
     summary = gold.entries.get(q.id)
-    if summary is None or summary.form != "ask" or summary.query_sha256 != q.sparql_sha256:
+    if summary is None or summary.query_sha256 != q.sparql_sha256:
         return True
+    if summary.form != "ask":
+        return False
     try:
         entry = gold.entry(q.id)
     except KgevalError:

@@ -689,3 +689,28 @@ def test_an_edited_recorded_vocabulary_fails_the_checklist(tmp_path):
     kg_file.write_text(kg_file.read_text().replace(f'"missing_vocabulary":["{AWARD}"]', '"missing_vocabulary":[]'))
     items, _ = _checked(holdout, gold_dir, tmp_path / "r.duckdb")
     assert not items["gold"].passed and not items["empty_gold"].passed, items
+
+
+def test_the_questions_a_gold_settles_are_neither_parsed_nor_asked_ahead(tmp_path, monkeypatch):
+    """The thread asking ahead takes only the ASKs the gold leaves open: with every false ASK's
+    vocabulary recorded it parses no reference query and asks no KG; with none recorded it
+    parses and asks the false ASKs only (a SELECT's or a true ASK's gold is never asked about)."""
+    import kgeval.checklists._items as items_module
+
+    holdout = _ask_holdout(tmp_path)
+    with _vocabulary_not_recorded():
+        old_gold = _built(holdout, tmp_path / "old-gold")
+    parsed, is_ask = [], items_module._is_ask
+    monkeypatch.setattr(items_module, "_is_ask", lambda sparql: parsed.append(sparql) or is_ask(sparql))
+    found = {}
+    for name, gold_dir in (("recorded", _built(holdout, tmp_path / "gold")), ("old", old_gold)):
+        parsed.clear()
+        plan = plan_run(holdout, gold_dir, OracleSystem(), KgevalConfig(run=RunConfig(seeds=1)))
+        try:
+            found[name] = (items_module.vocabulary_asked_ahead(plan), len(parsed))
+        finally:
+            for store in plan.stores.values():
+                store.close()
+            plan.gold_hold.close()
+    assert found["recorded"] == ({}, 0), found
+    assert found["old"] == ({"mini": {"mini-05": [], "mini-20": [AWARD]}}, 2), found
