@@ -259,19 +259,15 @@ def _unsettled(plan: RunPlan, q: Question, gold: GoldIndex) -> bool:
     return is_uninformative(entry.result) and _recorded(plan, q, gold, entry) is None
 
 
-def _recorded(plan: RunPlan, q: Question, gold: GoldIndex, entry: GoldEntry | None) -> list[str] | None:
-    """The vocabulary `q`'s gold entry (`entry`, else read from `gold`) recorded at build
-    (`GoldEntry.missing_vocabulary`) for the reference query `q` has now; None when it recorded
-    none, is for another query, or the run's store is one a judge cannot look up (a property
-    graph: the KG is not asked). The gold item verifies the entry's hashes and that its KG data
-    is this holdout's."""
+def _recorded(plan: RunPlan, q: Question, gold: GoldIndex, entry: GoldEntry) -> list[str] | None:
+    """The vocabulary `q`'s gold entry recorded at build (`GoldEntry.missing_vocabulary`) for
+    the reference query `q` has now; None when it recorded none, is for another query, or the
+    run's store is one a judge cannot look up (a property graph: the KG is not asked). The gold
+    item verifies the entry's hashes and that its KG data is this holdout's."""
     summary = gold.entries.get(q.id)
-    if summary is None or summary.form != "ask" or summary.query_sha256 != q.sparql_sha256 or plan.config.store.kind in PROPERTY_GRAPH_KINDS:
+    if summary is None or summary.query_sha256 != q.sparql_sha256 or plan.config.store.kind in PROPERTY_GRAPH_KINDS:
         return None
-    try:
-        return (entry or gold.entry(q.id)).missing_vocabulary
-    except KgevalError:
-        return None
+    return entry.missing_vocabulary
 
 
 def _is_ask(sparql: str) -> bool:
