@@ -134,3 +134,28 @@ def test_batched_keys_equal_keys_one_by_one():
         assert batched.cells(cells[::3]) == expected[::3]
         assert batched.cells(cells) == expected
         assert Normalizer(config).rows([cells[i : i + 2] for i in range(0, 2000, 2)], 2) == [tuple(expected[i : i + 2]) for i in range(0, 2000, 2)]
+
+
+def test_batched_texts_equal_texts_one_by_one(monkeypatch):
+    """`texts` normalizes the texts it has not met as one batch (IRIs by `_iris`, the others by
+    `_literals`): it gives every key `text` gives one by one, under any rules, bracketed IRIs,
+    repeats and texts memoized before included, and when its memo outgrows its bound."""
+    from kgeval.judges import _normalize
+
+    rng = random.Random(11)
+    parts = ["/", "#", ":", "urn:", "http://", "https://x.org/", "A", "b", "%40", " ", "1", "0", ".", "-", "e3", "ß", "<", ">", "Straße", "true"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 8))) for _ in range(1500)]
+    texts += texts[:100]  # repeats
+    names = list(NormalizationConfig.model_fields)
+    for bits in [(True,) * len(names), (False,) * len(names), *(tuple(rng.random() < 0.5 for _ in names) for _ in range(16))]:
+        config = NormalizationConfig(**dict(zip(names, bits)))
+        one_by_one = Normalizer(config)
+        expected = [one_by_one.text(text) for text in texts]
+        batched = Normalizer(config)
+        assert batched.texts(texts[::3]) == expected[::3]
+        assert batched.texts(texts) == expected
+    monkeypatch.setattr(_normalize, "_CACHE_LIMIT", 64)
+    bounded = Normalizer(ALL_ON)
+    assert bounded.texts(texts[:50]) == [Normalizer(ALL_ON).text(t) for t in texts[:50]]
+    assert bounded.texts(texts[:400]) == [Normalizer(ALL_ON).text(t) for t in texts[:400]]  # past the bound: starts over with these
+    assert len(bounded._texts) <= len(set(texts[:400]))
