@@ -489,8 +489,18 @@ def _may_name_entities(gold: QueryResult, candidate: Candidate) -> bool:
     if candidate.lookup is None or not gold_iris(gold):
         return False
     if candidate.result is not None:
-        return any(cell is not None and cell.type == "literal" for row in candidate.result.rows for cell in row)
+        return _HOLDS_LITERAL.get(candidate.result)
     return any(not isinstance(item, (str, int, float)) or item_term(item).type == "literal" for item in candidate.items or ())
+
+
+def _holds_literal(result: QueryResult) -> bool:
+    return any(cell is not None and cell.type == "literal" for row in result.rows for cell in row)
+
+
+_HOLDS_LITERAL: GoldCache[bool] = GoldCache(_holds_literal)
+"""`_holds_literal` by executed result (identity: the seeds of a question share one execution,
+`runs.ExecutionCache`): asked for every judgement's leniency figures, it read every cell of a
+1,500-row result once per seed (most of the judges' Python calls in bench/run.py's run)."""
 
 
 def _with_readings(verdict: Verdict, readings: dict[str, bool]) -> Verdict:

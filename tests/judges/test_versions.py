@@ -25,7 +25,7 @@ JUDGES_DIR = Path(judges_pkg.__file__).parent
 # the commit.
 PINNED = {
     "seed": (SEED_LOGIC, "13", ("_seed.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py"), "e18501065f8142a8d816e032889a1fe62bc5dcd2071c086014476f8e9649f658"),
-    "execution": (EXECUTION_LOGIC, "14", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "155430bd3d9c8534c9bebc5cdc167adb02e4e8274a5b0dcfb2b4b2ec98fd7f15"),
+    "execution": (EXECUTION_LOGIC, "14", ("_execution.py", "_normalize.py", "_reading.py", "_cache.py", "_rules.py", "_lookup.py", "_execution_rules.py", "_leniency.py"), "0d2058ecf034a48b7150f279cb6afe16cbcc3b1203922605e569fb5107195471"),
 }
 
 
