@@ -21,7 +21,11 @@ round trips (candidate queries run in worker processes), the rest of candidate e
 (terms, results), trusted in-process queries, the judges, the DuckDB writes. Each run starts
 with the process's caches emptied (parsed queries, built terms), as a fresh `kgeval run` would.
 
-    python bench/run.py [--predictions 1050] [--kgs 4] [--people 1500] [--repeat 3]
+    python bench/run.py [--predictions 1050] [--kgs 4] [--people 1500] [--repeat 3] [--judges-passes 15]
+
+With `--judges-passes N`, one more run's judge calls are replayed N times with fresh judges and
+their CPU alone printed (best and median): a figure the load of a shared machine moves less than
+the shares table's wall seconds.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import yaml  # noqa: E402
 from kgeval.config import GoldConfig, KgevalConfig, RunConfig  # noqa: E402
 from kgeval.gold import GoldIndex, rebuild_gold  # noqa: E402
 from kgeval.holdout import load_holdout, seal_holdout  # noqa: E402
+from kgeval.judges import judges_from_config  # noqa: E402
 import kgeval.gold._store as gold_store_module  # noqa: E402
 import kgeval.gold._index as gold_index_module  # noqa: E402
 import kgeval.runs._attempt as attempt_module  # noqa: E402
@@ -348,6 +353,39 @@ def run_with_shares(holdout_root: Path, gold: Path, replay: Path, db_path: Path,
     return seconds, timers
 
 
+def judges_replayed(holdout_root: Path, gold: Path, replay: Path, db_path: Path, cfg: KgevalConfig, passes: int) -> list[float]:
+    """CPU seconds of the judges alone, once per pass: one more run records every
+    `judge_candidate` call (its question, gold, candidate and ties), then each pass judges them
+    all again in order with judges built afresh from the configuration and the process's caches
+    emptied, as a run's judges start. The KG's labels the candidates' lookups fetched during the
+    run stay fetched (the trusted queries are not the judges' CPU). Every pass must give the
+    same verdicts."""
+    calls, original = [], attempt_module.judge_candidate
+
+    def recorded(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append((args, kwargs))
+        return original(*args, **kwargs)
+
+    attempt_module.judge_candidate = recorded
+    try:
+        timed_run(holdout_root, gold, replay, db_path, cfg)
+    finally:
+        attempt_module.judge_candidate = original
+    seconds, verdicts = [], None
+    for _ in range(passes):
+        forget_process_caches()
+        judges = judges_from_config(cfg.judges)
+        cpu = time.process_time()
+        judged = [original(args[0], judges, *args[2:], **kwargs) for args, kwargs in calls]
+        seconds.append(time.process_time() - cpu)
+        dumped = [[v.model_dump(mode="json") for v in pair[0]] for pair in judged]
+        assert verdicts in (None, dumped), "a pass gave other verdicts"
+        verdicts = dumped
+    print(f"judges alone: {len(calls)} judge_candidate calls of one run replayed {passes} times with fresh judges: "
+          f"CPU best {min(seconds):.3f} s, median {statistics.median(seconds):.3f} s")
+    return seconds
+
+
 def print_shares(seconds: float, timers: _Timers) -> None:
     t = timers.seconds
     rows = [
@@ -381,6 +419,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--no-shares", action="store_true", help="skip the table of where one more run's time goes")
+    parser.add_argument("--judges-passes", type=int, default=0, help="also replay one more run's judge calls this many times with fresh judges (their CPU alone)")
     parser.add_argument("--persist-within-s", type=float, default=RunConfig().persist_within_s, help="run.persist_within_s (default: the configuration's)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -424,6 +463,9 @@ def main() -> None:
         print(f"of which a fixed cost the raw baseline does not pay: starting the sandbox alone (the zygote, {len(holdout.kgs)} templates loading their KG, "
               f"{workers * len(holdout.kgs)} workers; no query) takes {start_cpu:.3f} s of CPU ({start_cpu / raw_cpu:.2f}x the raw pass's CPU), {start_wall:.3f} s wall")
         print("run = execute_run with the replay system: store opening, guard, execution, judges, DuckDB writes")
+        if args.judges_passes:
+            cfg = KgevalConfig(run=RunConfig(seeds=args.seeds, concurrency=1, retry_backoff_s=0.0, persist_within_s=args.persist_within_s))
+            judges_replayed(holdout_root, tmp / "gold", replay, tmp / "judges.duckdb", cfg, args.judges_passes)
         if args.no_shares:
             return
         # one worker thread: with more, time waiting for a lock (rdflib's parser is serialized)

@@ -302,11 +302,22 @@ class _GoldIris:
     that gold IRI's key; by tail (the list rules) when it lives elsewhere."""
 
     def __init__(self, gold: QueryResult, untyped: Normalizer, full: Normalizer) -> None:
-        iris = {cell.value for row in gold.rows for cell in row if cell is not None and cell.type == "uri"} if gold.form == "select" else set()
-        self.hosts = {_host(iri) for iri in iris}
-        self.keys = {full.text(_scheme_free(iri)): untyped.text(iri) for iri in iris}
-        """Full key -> the key the gold's table holds for that IRI."""
-        self.tails = set(self.keys.values())
+        self._iris = {cell.value for row in gold.rows for cell in row if cell is not None and cell.type == "uri"} if gold.form == "select" else set()
+        self._untyped, self._full = untyped, full
+        self.hosts = {_host(iri) for iri in self._iris}
+
+    @cached_property
+    def keys(self) -> dict[str, str]:
+        """Full key -> the key the gold's table holds for that IRI. Built when an answer first
+        names an IRI of a gold host (two normalizations per gold IRI: most of the judges' time
+        when a list of prefixed names met a 1,500-IRI gold, whose hosts it never names)."""
+        iris = list(self._iris)
+        return dict(zip(self._full.texts(list(map(_scheme_free, iris))), self._untyped.texts(iris)))
+
+    @cached_property
+    def tails(self) -> set[str]:
+        """The keys the gold's table holds for its IRIs."""
+        return set(self.keys.values())
 
 
 def _same_host_keys(items: list, keys: list[str], gold: _GoldIris, full: Normalizer) -> list[str]:
@@ -478,8 +489,18 @@ def _may_name_entities(gold: QueryResult, candidate: Candidate) -> bool:
     if candidate.lookup is None or not gold_iris(gold):
         return False
     if candidate.result is not None:
-        return any(cell is not None and cell.type == "literal" for row in candidate.result.rows for cell in row)
+        return _HOLDS_LITERAL.get(candidate.result)
     return any(not isinstance(item, (str, int, float)) or item_term(item).type == "literal" for item in candidate.items or ())
+
+
+def _holds_literal(result: QueryResult) -> bool:
+    return any(cell is not None and cell.type == "literal" for row in result.rows for cell in row)
+
+
+_HOLDS_LITERAL: GoldCache[bool] = GoldCache(_holds_literal)
+"""`_holds_literal` by executed result (identity: the seeds of a question share one execution,
+`runs.ExecutionCache`): asked for every judgement's leniency figures, it read every cell of a
+1,500-row result once per seed (most of the judges' Python calls in bench/run.py's run)."""
 
 
 def _with_readings(verdict: Verdict, readings: dict[str, bool]) -> Verdict:

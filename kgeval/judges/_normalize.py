@@ -215,6 +215,24 @@ class Normalizer:
             key = self._texts[text] = sys.intern(self._untyped(text))
         return key
 
+    def texts(self, texts: list[str]) -> list[str]:
+        """`text` of each, in order: the texts not memoized yet normalized as one batch (IRIs
+        by `_iris`, the others by `_literals`, each rule over the whole list in C), as
+        `cells` does for result cells."""
+        memo = self._texts
+        new = [text for text in dict.fromkeys(texts) if text not in memo]
+        if new:
+            if len(memo) + len(new) > _CACHE_LIMIT:  # start over with these texts, so each has its key afterwards
+                memo.clear()
+                new = list(dict.fromkeys(texts))
+            stripped = list(map(unbracketed, new))
+            spelt = list(map(spells_iri, stripped))
+            iris = self._iris(list(compress(stripped, spelt)))
+            literals = self._literals([text for text, is_iri in zip(stripped, spelt) if not is_iri])
+            iri_keys, literal_keys = iter(iris), iter(literals)
+            memo.update((text, sys.intern(next(iri_keys) if is_iri else next(literal_keys))) for text, is_iri in zip(new, spelt))
+        return list(map(memo.__getitem__, texts))
+
     def term(self, term: Term | None) -> str | None:
         """Key of one typed result cell; None (unbound) stays None."""
         if term is None:

@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 from kgeval.config import ReadingsConfig
+from kgeval.judges._cache import GoldCache
 from kgeval.judges._normalize import XSD_NUMBERS, iri_tail, spells_iri, unbracketed
 from kgeval.stores import QueryResult
 
@@ -147,10 +148,8 @@ def read_items(
         if _gated(([], frozenset({"answer_phrases"} | ({"other_languages"} if foreign else set()))), on, used) is not None:
             return []
     prefixes = _prefixes(reference, store_prefixes)
-    dates = _holds_dates(gold)
-    numbers = not dates and _all_numbers(gold)
+    dates, numbers, tails = _GOLD_KINDS.get(gold)
     asked = units_named(question) if numbers else frozenset()
-    tails = _GoldTails(gold)
     out = []
     for item in items:
         if isinstance(item, str):
@@ -178,6 +177,19 @@ class _GoldTails:
         if self._tails is None:
             self._tails = {iri_tail(t.value).casefold() for row in self._gold.rows for t in row if t is not None and t.type == "uri"}
         return tail in self._tails
+
+
+def _gold_kinds(gold: QueryResult) -> tuple[bool, bool, _GoldTails]:
+    """What `read_items` reads of a gold whatever the answer: whether it holds a date, whether
+    every value is a number (and none a date), its IRI tails (read when first asked for)."""
+    dates = _holds_dates(gold)
+    return dates, not dates and _all_numbers(gold), _GoldTails(gold)
+
+
+_GOLD_KINDS: GoldCache[tuple[bool, bool, _GoldTails]] = GoldCache(_gold_kinds)
+"""`_gold_kinds` by gold (identity, as the judges keep their prepared golds): every answer list
+of a question, each judge and each leniency variant reading it, reads the gold's cells once (a
+scan of every cell of a 1,500-row gold per answer list before)."""
 
 
 def _identified(item: str, prefixes: dict[str, str], tails: _GoldTails) -> Read | None:

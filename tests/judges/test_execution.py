@@ -280,6 +280,30 @@ def test_the_gold_iri_spelt_another_way_or_another_namespace_still_matches(items
     assert verdict.correct, verdict.reason
 
 
+def test_the_gold_iris_are_keyed_only_when_a_list_names_an_iri_of_their_host(monkeypatch):
+    """The gold's IRIs' keys (`_GoldIris.keys`: two normalizations per gold IRI) are built when
+    an answer list first names an IRI of a gold IRI's host, once per gold: a list naming IRIs of
+    other hosts only is judged without them, with the same verdict as when they are built."""
+    from kgeval.judges import _execution
+
+    gold, elsewhere = result(iris(500)), ["http://elsewhere.example/c3", "c4"]
+    monkeypatch.setattr(_execution, "_scheme_free", lambda iri: pytest.fail(f"the gold's IRIs were keyed for {iri}"))
+    verdict = execution().judge(Q, gold, Candidate(items=elsewhere))
+    monkeypatch.undo()
+    built = execution()
+    assert len(built._gold_iris.get(gold).keys) == 500
+    again = built.judge(Q, gold, Candidate(items=elsewhere))
+    assert (verdict.correct, verdict.matched, verdict.reason) == (again.correct, again.matched, again.reason) == (False, 2, again.reason)
+    fresh = execution()
+    monkeypatch.undo()
+    calls = []
+    monkeypatch.setattr(_execution, "_scheme_free", lambda iri: calls.append(iri) or iri)
+    for _ in range(2):
+        same_host = fresh.judge(Q, gold, Candidate(items=[f"{E}c3", "c4"]))
+        assert (same_host.correct, same_host.matched) == (False, 2)
+    assert len(calls) == 500 + 2, "the gold's 500 IRIs keyed once, then one answer IRI per judgement"
+
+
 def test_an_answer_list_naming_no_iri_is_judged_without_reading_the_gold_iris(monkeypatch):
     """The gold's IRIs are keyed for an answer list (`_GoldIris`: ~1.5 ms a 500-row gold) only
     when the list names an IRI: an empty list or names alone are judged as before without them

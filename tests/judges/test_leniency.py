@@ -151,3 +151,31 @@ def test_a_reject_is_judged_again_only_where_a_switched_off_rule_can_apply(wiki,
     asked.clear()  # names for an entity, labels at hand: label-for-entity may apply
     verdict = _judge(wiki, judge, "label_for_entity", AUSTRIA_NAME)
     assert asked == ["lenient", "+label_for_entity"] and verdict.details["leniency"]["alone"] == ["label_for_entity"]
+
+
+def test_an_executed_result_is_read_for_literals_once_for_every_seed_sharing_it(wiki, monkeypatch):
+    """Whether label-for-entity may read an executed answer (it holds a literal) is read once per
+    result (`_HOLDS_LITERAL`, by identity: the seeds of a question share one execution), and for
+    each result itself: a result of names is judged again under the rule, one of IRIs is not."""
+    from kgeval.judges import _execution
+    from kgeval.judges._cache import GoldCache
+
+    read: list = []
+    monkeypatch.setattr(_execution, "_HOLDS_LITERAL", GoldCache(lambda result: read.append(result) or _execution._holds_literal(result)))
+    asked: list[str] = []
+    real = ExecutionJudge._variant
+    monkeypatch.setattr(ExecutionJudge, "_variant", lambda self, name: asked.append(name) or real(self, name))
+    store, lookup = wiki
+    judge = ExecutionJudge(ExecutionJudgeConfig())
+    question = Question(id="l-names", question="Which country is Vienna in?", sparql=AUSTRIA, domain="geography", kg="wiki")
+    gold = store.execute(AUSTRIA, timeout_s=30, row_cap=2000)
+    names = store.execute(AUSTRIA_NAME, timeout_s=30, row_cap=2000)
+    for _ in range(3):  # three seeds, one execution
+        verdict = judge.judge(question, gold, Candidate(result=names, sparql=AUSTRIA_NAME, lookup=lookup))
+        assert "label_for_entity" in verdict.details["leniency"]["alone"], verdict.details
+    assert read == [names] and asked.count("+label_for_entity") == 3
+    wrong = PREFIXES + "SELECT ?c WHERE { wd:Q220 wdt:P31 ?c }"  # entities, the wrong ones
+    iris = store.execute(wrong, timeout_s=30, row_cap=2000)
+    asked.clear()
+    verdict = judge.judge(question, gold, Candidate(result=iris, sparql=wrong, lookup=lookup))
+    assert iris.rows and not verdict.correct and read == [names, iris] and "+label_for_entity" not in asked, verdict.details

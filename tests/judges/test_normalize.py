@@ -118,19 +118,53 @@ def test_iri_tail_cuts_after_the_last_slash_or_hash(iri, tail):
     assert _tails([iri, iri]) == [tail, tail]
 
 
+_PARTS = ["/", "#", ":", "urn:", "http://", "https://x.org/", "A", "b", "%40", "%2F", " ", "\t", "1", "0", ".", "-", "+", "e3", "ß", "<", ">", "Straße", "true"]
+
+
+def _random_texts(rng: random.Random, n: int) -> list[str]:
+    """Texts made of IRI, number, bracket and whitespace pieces: every rule finds something."""
+    return ["".join(rng.choice(_PARTS) for _ in range(rng.randint(0, 8))) for _ in range(n)]
+
+
+def _rule_sets(rng: random.Random, n: int) -> list[NormalizationConfig]:
+    """Every rule on, every rule off, and `n` random mixes."""
+    names = list(NormalizationConfig.model_fields)
+    bits = [(True,) * len(names), (False,) * len(names), *(tuple(rng.random() < 0.5 for _ in names) for _ in range(n))]
+    return [NormalizationConfig(**dict(zip(names, b))) for b in bits]
+
+
 def test_batched_keys_equal_keys_one_by_one():
     """`cells` normalizes the IRIs it has not met as one batch (`_iris`, `_tails`); `term` of
     one cell takes the same path one IRI long: both give every key `term` gave before."""
     rng = random.Random(7)
-    parts = ["/", "#", ":", "urn:", "http://", "A", "b", "%40", "%2F", " ", "\t", "1", "0", ".", "-", "+", "e3", "ß", "<", ">", "Straße"]
-    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 8))) for _ in range(2000)]
+    texts = _random_texts(rng, 2000)
     cells = [Term.iri(t) for t in texts] + [Term.literal(t, XSD + "decimal") for t in texts[:200]] + [Term.bnode("b"), None]
-    names = list(NormalizationConfig.model_fields)
-    for bits in [(True,) * len(names), (False,) * len(names), *(tuple(rng.random() < 0.5 for _ in names) for _ in range(24))]:
-        config = NormalizationConfig(**dict(zip(names, bits)))
+    for config in _rule_sets(rng, 24):
         one_by_one = Normalizer(config)
         expected = [one_by_one.term(cell) for cell in cells]
         batched = Normalizer(config)
         assert batched.cells(cells[::3]) == expected[::3]
         assert batched.cells(cells) == expected
         assert Normalizer(config).rows([cells[i : i + 2] for i in range(0, 2000, 2)], 2) == [tuple(expected[i : i + 2]) for i in range(0, 2000, 2)]
+
+
+def test_batched_texts_equal_texts_one_by_one(monkeypatch):
+    """`texts` normalizes the texts it has not met as one batch (IRIs by `_iris`, the others by
+    `_literals`): it gives every key `text` gives one by one, under any rules, bracketed IRIs,
+    repeats and texts memoized before included, and when its memo outgrows its bound."""
+    from kgeval.judges import _normalize
+
+    rng = random.Random(11)
+    texts = _random_texts(rng, 1500)
+    texts += texts[:100]  # repeats
+    for config in _rule_sets(rng, 16):
+        one_by_one = Normalizer(config)
+        expected = [one_by_one.text(text) for text in texts]
+        batched = Normalizer(config)
+        assert batched.texts(texts[::3]) == expected[::3]
+        assert batched.texts(texts) == expected
+    monkeypatch.setattr(_normalize, "_CACHE_LIMIT", 64)
+    bounded = Normalizer(ALL_ON)
+    assert bounded.texts(texts[:50]) == [Normalizer(ALL_ON).text(t) for t in texts[:50]]
+    assert bounded.texts(texts[:400]) == [Normalizer(ALL_ON).text(t) for t in texts[:400]]  # past the bound: starts over with these
+    assert len(bounded._texts) <= len(set(texts[:400]))
