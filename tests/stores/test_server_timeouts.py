@@ -81,18 +81,23 @@ def test_virtuosos_partial_answer_is_never_a_result(virtuoso_server, tmp_path):
     """Virtuoso's anytime answer at its timeout, as it really comes (HTTP 200, the rows counted so
     far, `X-SQL-State: S1TAT`, `X-SQL-Message`, `X-Exec-Milliseconds`, `X-Exec-DB-Activity`), is a
     QueryTimeout: a candidate's candidate_timeout, a reference query's failure, never rows and never
-    a stored gold. The store sends Virtuoso one second and waits a minute, so the answer is
-    Virtuoso's own, whatever the machine's load."""
+    a stored gold. The store sends Virtuoso its own timeout and waits a minute, so the answer is
+    Virtuoso's own. The timeout is the first of 1, 2, 4, 8, 16 s at which Virtuoso's partial answer
+    holds rows: on a loaded machine it may have counted none by the first second (an empty
+    partial answer is refused as well, but proves less)."""
     config = virtuoso_server.config("sample")
-    one_second = {"timeout": "1000"}
-    status, headers, doc = _post(virtuoso_server, config.kg_graphs["hr"], GROUPED_CROSS_PRODUCT, one_second)
-    assert (status, headers.get("X-SQL-State")) == (200, "S1TAT"), headers
-    assert doc["results"]["bindings"], "the partial answer holds rows"
+    for ms in (1000, 2000, 4000, 8000, 16000):
+        partial = {"timeout": str(ms)}
+        status, headers, doc = _post(virtuoso_server, config.kg_graphs["hr"], GROUPED_CROSS_PRODUCT, partial)
+        assert (status, headers.get("X-SQL-State")) == (200, "S1TAT"), headers
+        if doc["results"]["bindings"]:
+            break
+    assert doc["results"]["bindings"], "the partial answer holds rows (within 16 s)"
     assert {"X-SQL-Message", "X-Exec-Milliseconds", "X-Exec-DB-Activity"} <= headers.keys()
 
     def store(kg_id: str):
         opened = open_store(config, [], kg=kg_id)
-        opened.timeout_parameters = lambda _: one_second  # type: ignore[method-assign]
+        opened.timeout_parameters = lambda _: partial  # type: ignore[method-assign]
         return opened
 
     with pytest.raises(QueryTimeout, match="partial answer"):
