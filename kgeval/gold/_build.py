@@ -367,10 +367,14 @@ def _build(kg_id: str, question: Question, store: Store, config: GoldConfig) -> 
         return GoldFailure(kg=kg_id, question_id=question.id, error=str(exc), query_sha256=question.sparql_sha256), time.perf_counter() - t0
 
 
-def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig, first: CellResult | None = None) -> GoldEntry:
+def build_entry(
+    kg_id: str, question: Question, store: Store, config: GoldConfig, first: CellResult | None = None, *, vocabulary: bool = True
+) -> GoldEntry:
     """Execute one reference query `config.executions` times and check it for ties. `first`:
     its first execution, when the caller has already run it on this store (`execute_cells`,
-    same timeout and row cap): only the later ones run (a suite build's neighbours)."""
+    same timeout and row cap): only the later ones run (a suite build's neighbours).
+    `vocabulary`: record a false ASK's missing vocabulary (the holdout's gold, which the
+    checklist reads; a suite's entries are judged against, never read so: False)."""
     # plain cells for every execution (most are only hashed); Terms for the first one only
     query, more = question.reference_query, config.executions - (first is not None)
     ran = store.execute_repeated(query, executions=more, timeout_s=config.timeout_s, row_cap=config.row_cap) if more else []
@@ -412,7 +416,7 @@ def build_entry(kg_id: str, question: Question, store: Store, config: GoldConfig
         engine_dependent=list(engine_dependent),
         ties=ties,
         tie_check_error=tie_error,
-        missing_vocabulary=_false_ask_vocabulary(store, question, result, config) if sparql else None,
+        missing_vocabulary=_false_ask_vocabulary(store, question, result, config) if sparql and vocabulary else None,
     )
 
 

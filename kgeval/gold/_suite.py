@@ -398,7 +398,7 @@ def _on_original(
     if question.query_language != "sparql":
         return None
     try:
-        original = build_entry(question.kg, question, stores.original(), gold_config)
+        original = build_entry(question.kg, question, stores.original(), gold_config, vocabulary=False)
     except QueryError:
         return None
     found = mutants(question.sparql, alternatives, config.mutants)
@@ -481,7 +481,7 @@ def _settled(question: Question, n: str, stores: _Stores, gold_config: GoldConfi
     there, or is not deterministic (never a false reject). `first`: the reference's plain
     execution there, which is the entry's first execution (not run again)."""
     try:
-        entry = build_entry(n, question, stores.neighbour(n), gold_config, first)
+        entry = build_entry(n, question, stores.neighbour(n), gold_config, first, vocabulary=False)
     except QueryError as exc:
         return f"the reference query fails here: {exc}"
     if entry.nondeterministic:
