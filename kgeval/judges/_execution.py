@@ -497,8 +497,10 @@ def _holds_literal(result: QueryResult) -> bool:
     return any(cell is not None and cell.type == "literal" for row in result.rows for cell in row)
 
 
-_HOLDS_LITERAL: GoldCache[bool] = GoldCache(_holds_literal)
-"""`_holds_literal` by executed result (identity: the seeds of a question share one execution,
+_HOLDS_LITERAL: GoldCache[bool] = GoldCache(_holds_literal, size=16)
+"""`_holds_literal` by executed result (at most 16 held, and with them their results: the seeds of
+the questions in flight, which a run judges together; 256 would keep alive results the bounded
+`runs.ExecutionCache` has let go; identity: the seeds of a question share one execution,
 `runs.ExecutionCache`): asked for every judgement's leniency figures, it read every cell of a
 1,500-row result once per seed (most of the judges' Python calls in bench/run.py's run)."""
 

@@ -186,7 +186,7 @@ def _gold_kinds(gold: QueryResult) -> tuple[bool, bool, _GoldTails]:
     return dates, not dates and _all_numbers(gold), _GoldTails(gold)
 
 
-_GOLD_KINDS: GoldCache[tuple[bool, bool, _GoldTails]] = GoldCache(_gold_kinds)
+_GOLD_KINDS: GoldCache[tuple[bool, bool, _GoldTails]] = GoldCache(_gold_kinds, size=16)  # the golds in flight
 """`_gold_kinds` by gold (identity, as the judges keep their prepared golds): every answer list
 of a question, each judge and each leniency variant reading it, reads the gold's cells once (a
 scan of every cell of a 1,500-row gold per answer list before)."""

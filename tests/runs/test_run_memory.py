@@ -18,6 +18,7 @@ from kgeval.config import GoldConfig, KgevalConfig, RunConfig
 from kgeval.errors import CheckFailed
 from kgeval.gold import GoldEntry, index_gold, rebuild_gold
 from kgeval.holdout import load_holdout
+from kgeval.judges import _execution, _execution_rules, _reading
 from kgeval.judges._cache import GoldCache
 from kgeval.runs import ResultsDB, execute_run
 from kgeval.runs._attempt import Execution, ExecutionCache
@@ -75,6 +76,8 @@ def _run_heap_peak(root: Path, questions: int) -> float:
 
 def test_run_memory_does_not_grow_with_the_questions_of_one_kg(tmp_path, monkeypatch):
     monkeypatch.setattr(GoldCache.__init__, "__defaults__", (4,))
+    for module_cache in (_reading._GOLD_KINDS, _execution._HOLDS_LITERAL, _execution_rules._GOLD_TERMS):  # made at import
+        monkeypatch.setattr(module_cache, "_size", 4)
     few = _run_heap_peak(tmp_path / "few", 4)
     many = _run_heap_peak(tmp_path / "many", 24)
     # every entry loaded up front: 24 questions needed ~4x the memory of 4 (11.0 MB and 41.6 MB
